@@ -1,0 +1,81 @@
+"""TrueHeart Core: governed long-term memory for AI agents.
+
+Scoped source events with provenance, trust and retention; derived memories with
+lineage; deterministic recall; seal, restore, forget and delete with tombstones;
+body-free audit; and erasure that reaches the database file. No runtime dependencies,
+no model calls, no network.
+"""
+
+from trueheart_core._version import package_version
+from trueheart_core.adapters.sqlite import SQLiteRepository
+from trueheart_core.domain import (
+    AuditRecord,
+    EntityType,
+    GovernanceAction,
+    GovernanceCommand,
+    GovernanceResult,
+    IntegrityProblem,
+    IntegrityReport,
+    MemoryDraft,
+    MemoryRecord,
+    MemoryStatus,
+    RawEventDraft,
+    RawEventReceipt,
+    RecallItem,
+    RecallQuery,
+    RetentionPolicy,
+    Scope,
+    SourceRef,
+    TrustLevel,
+)
+from trueheart_core.errors import (
+    EntityDeleted,
+    EntityNotFound,
+    IdempotencyConflict,
+    InvalidTransition,
+    RepositoryBusy,
+    RepositoryCorruption,
+    RepositoryReadOnly,
+    ScopeMismatch,
+    TrueHeartError,
+    TrustEscalation,
+    ValidationError,
+)
+from trueheart_core.service import TrueHeart
+
+__version__ = package_version()
+
+__all__ = [
+    "AuditRecord",
+    "EntityDeleted",
+    "EntityNotFound",
+    "EntityType",
+    "GovernanceAction",
+    "GovernanceCommand",
+    "GovernanceResult",
+    "IdempotencyConflict",
+    "IntegrityProblem",
+    "IntegrityReport",
+    "InvalidTransition",
+    "MemoryDraft",
+    "MemoryRecord",
+    "MemoryStatus",
+    "RawEventDraft",
+    "RawEventReceipt",
+    "RecallItem",
+    "RecallQuery",
+    "RepositoryBusy",
+    "RepositoryCorruption",
+    "RepositoryReadOnly",
+    "RetentionPolicy",
+    "SQLiteRepository",
+    "Scope",
+    "ScopeMismatch",
+    "SourceRef",
+    "TrueHeart",
+    "TrueHeartError",
+    "TrustEscalation",
+    "TrustLevel",
+    "ValidationError",
+    "__version__",
+]

@@ -1,0 +1,1 @@
+"""Storage adapters implementing the repository port."""

@@ -1,0 +1,160 @@
+"""Opening SQLite files safely, connection settings, checkpoints and error translation.
+
+:func:`translate` is the one place where driver errors become library errors.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import quote
+
+from trueheart_core.adapters.sqlite import schema
+from trueheart_core.errors import (
+    RepositoryBusy,
+    RepositoryCorruption,
+    TrueHeartError,
+    ValidationError,
+)
+
+SQLITE_BUSY = 5
+SQLITE_LOCKED = 6
+_HEADER_MAGIC = b"SQLite format 3\x00"
+_HEADER_SIZE = 100
+
+
+@contextlib.contextmanager
+def translate(diagnostic: str) -> Iterator[None]:
+    """Turn any driver error raised in the block into a library error, without chaining.
+
+    Lock contention (``SQLITE_BUSY``/``SQLITE_LOCKED``) becomes ``RepositoryBusy``; every
+    other driver error becomes ``RepositoryCorruption``. Only the fixed diagnostic is
+    kept: SQLite's own message never reaches the caller.
+    """
+    try:
+        yield
+    except TrueHeartError:
+        raise
+    except sqlite3.Error as error:
+        raise translated(error, diagnostic) from None
+
+
+def translated(error: sqlite3.Error, diagnostic: str) -> TrueHeartError:
+    """The library error for a driver error (total over every ``sqlite3.Error``)."""
+    code = getattr(error, "sqlite_errorcode", None)
+    if isinstance(code, int) and (code & 0xFF) in (SQLITE_BUSY, SQLITE_LOCKED):
+        return RepositoryBusy(diagnostic)
+    return RepositoryCorruption(diagnostic)
+
+
+def normalise_path(path: object) -> str:
+    """The database path as text, or ``":memory:"``."""
+    if isinstance(path, Path | os.PathLike):
+        path = os.fspath(path)
+    if not isinstance(path, str) or not path:
+        raise ValidationError("path", "must be a str or os.PathLike")
+    if "\x00" in path:
+        raise ValidationError("path", "must be a str or os.PathLike")
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValidationError("path", "must be valid UTF-8") from None
+    return path
+
+
+def inspect_file(path: str) -> None:
+    """Refuse, by reading the header only, any file that is not a database of ours.
+
+    Runs before SQLite touches the file, so a foreign, damaged or newer file is never
+    modified (not even switched to WAL) and no side files are created next to it.
+    """
+    try:
+        size = os.path.getsize(path)
+        with open(path, "rb") as handle:
+            header = handle.read(_HEADER_SIZE)
+    except OSError:
+        raise RepositoryCorruption("schema initialization failed") from None
+    if len(header) < _HEADER_SIZE or not header.startswith(_HEADER_MAGIC):
+        raise RepositoryCorruption("invalid schema catalog")
+    page_size = int.from_bytes(header[16:18], "big")
+    page_size = 65536 if page_size == 1 else page_size
+    page_count = int.from_bytes(header[28:32], "big")
+    header_count_valid = header[24:28] == header[92:96]
+    if header_count_valid and page_count and size < page_count * page_size:
+        raise RepositoryCorruption("truncated database file")
+    if int.from_bytes(header[68:72], "big") != schema.APPLICATION_ID:
+        raise RepositoryCorruption("invalid schema catalog")
+    version = int.from_bytes(header[60:64], "big", signed=True)
+    if version > schema.SCHEMA_VERSION:
+        raise RepositoryCorruption("unsupported schema version")
+    if version < 1:
+        raise RepositoryCorruption("invalid schema version")
+
+
+def connect(target: str, *, busy_timeout: float, read_only: bool) -> sqlite3.Connection:
+    """A connection in autocommit mode (transactions are explicit) shared across threads."""
+    if read_only:
+        uri = f"file:{quote(os.path.abspath(target))}?mode=ro"
+        conn = sqlite3.connect(
+            uri, uri=True, timeout=busy_timeout, isolation_level=None, check_same_thread=False
+        )
+        conn.execute("PRAGMA query_only = ON")
+        return conn
+    return sqlite3.connect(
+        target, timeout=busy_timeout, isolation_level=None, check_same_thread=False
+    )
+
+
+def configure(conn: sqlite3.Connection, *, file_backed: bool, read_only: bool) -> None:
+    """Durability and erasure settings; fail closed if a required capability is missing."""
+    conn.execute("PRAGMA trusted_schema = OFF")
+    if conn.execute("SELECT json_valid('{}')").fetchone() != (1,):
+        raise RepositoryCorruption("SQLite JSON support unavailable")
+    if read_only:
+        return
+    # Deleted content is overwritten with zeros instead of lingering in free space.
+    conn.execute("PRAGMA secure_delete = ON")
+    if conn.execute("PRAGMA secure_delete").fetchone() != (1,):
+        raise RepositoryCorruption("secure delete unavailable")
+    if file_backed:
+        (mode,) = conn.execute("PRAGMA journal_mode = WAL").fetchone()
+        if str(mode).lower() != "wal":
+            raise RepositoryCorruption("WAL mode unavailable")
+        conn.execute("PRAGMA synchronous = FULL")
+
+
+def create_file(path: str, *, busy_timeout: float) -> None:
+    """Create a new, fully initialised database at ``path`` atomically.
+
+    The schema is built in a temporary file beside the target and then hard-linked into
+    place, so another process never sees a half-initialised (or empty) database. If
+    someone else created the file first, theirs is kept.
+    """
+    directory = os.path.dirname(os.path.abspath(path))
+    temporary = os.path.join(directory, f".{os.path.basename(path)}.{uuid.uuid4().hex}.init")
+    try:
+        conn = sqlite3.connect(temporary, timeout=busy_timeout, isolation_level=None)
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("BEGIN IMMEDIATE")
+            schema.migrate(conn, 0)
+            conn.execute("COMMIT")
+        finally:
+            conn.close()
+        with contextlib.suppress(FileExistsError):
+            os.link(temporary, path)
+    except OSError:
+        raise RepositoryCorruption("schema initialization failed") from None
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+
+
+def checkpoint_truncate(conn: sqlite3.Connection) -> bool:
+    """Copy the WAL into the database and truncate it to zero bytes. True on success."""
+    row = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+    return row is not None and row[0] == 0

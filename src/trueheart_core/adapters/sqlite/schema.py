@@ -1,0 +1,130 @@
+"""The SQLite schema: one place for DDL, versions, migrations and catalog checks."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Mapping, Sequence
+
+from trueheart_core.errors import RepositoryCorruption
+
+APPLICATION_ID = 0x54485243  # "THRC" in the database header: marks our files
+SCHEMA_VERSION = 1
+
+_V1: Sequence[str] = (
+    """CREATE TABLE scopes (
+        scope_id INTEGER PRIMARY KEY,
+        tenant_id TEXT NOT NULL,
+        owner_id TEXT NOT NULL,
+        subject_id TEXT NOT NULL,
+        UNIQUE (tenant_id, owner_id, subject_id))""",
+    """CREATE TABLE raw_events (
+        rid INTEGER PRIMARY KEY,
+        scope_id INTEGER NOT NULL,
+        event_id TEXT NOT NULL,
+        source_id, source_type, source_occurred_at, trust, source_metadata,
+        content_hash, ingested_at, raw_expires_at, clear_for, recall_for,
+        status, metadata, digest,
+        UNIQUE (event_id, scope_id))""",
+    # Expiry reads only receipts that still have a body, in deadline order.
+    """CREATE INDEX raw_events_expiry ON raw_events (raw_expires_at)
+        WHERE status = 'active'""",
+    """CREATE TABLE raw_bodies (
+        rid INTEGER PRIMARY KEY,
+        scope_id INTEGER NOT NULL,
+        event_id TEXT NOT NULL,
+        content, digest,
+        UNIQUE (event_id, scope_id))""",
+    """CREATE TABLE memories (
+        rid INTEGER PRIMARY KEY,
+        scope_id INTEGER NOT NULL,
+        memory_id TEXT NOT NULL,
+        content, dependency_fingerprint, kind, trust,
+        created_at, clear_until, recall_until, status, metadata, digest,
+        UNIQUE (memory_id, scope_id))""",
+    # Recall of fully clear memories walks this index newest first and stops at LIMIT;
+    # the trailing columns let it filter without touching table rows.
+    """CREATE INDEX memories_recall_clear ON memories (
+        scope_id, status, created_at DESC, memory_id, clear_until, recall_until, kind)""",
+    # Fading memories are those still recallable: a range on recall_until.
+    """CREATE INDEX memories_recall_fade ON memories (
+        scope_id, status, recall_until, clear_until, created_at, memory_id, kind)""",
+    """CREATE TABLE lineage (
+        scope_id INTEGER NOT NULL,
+        memory_id TEXT NOT NULL,
+        event_id TEXT NOT NULL,
+        trust, clear_for, recall_for, digest,
+        PRIMARY KEY (scope_id, memory_id, event_id)) WITHOUT ROWID""",
+    "CREATE INDEX lineage_by_event ON lineage (event_id, scope_id)",
+    """CREATE TABLE tombstones (
+        seq INTEGER PRIMARY KEY,
+        scope_id INTEGER NOT NULL,
+        entity_type, entity_id, fingerprint, deleted_at, reason, digest)""",
+    "CREATE INDEX tombstones_by_id ON tombstones (entity_id)",
+    """CREATE INDEX tombstones_by_fingerprint ON tombstones (scope_id, fingerprint)
+        WHERE fingerprint IS NOT NULL""",
+    """CREATE TABLE audit (
+        seq INTEGER PRIMARY KEY,
+        scope_id INTEGER NOT NULL,
+        audit_id, action, entity_type, entity_id, occurred_at, reason, metadata, digest)""",
+    # Newest first by claimed time, then by write order: an index walk that stops at LIMIT.
+    "CREATE INDEX audit_recent ON audit (scope_id, occurred_at DESC, seq DESC)",
+)
+
+MIGRATIONS: Mapping[int, Sequence[str]] = {1: _V1}
+"""Statements that take a database from version ``n - 1`` to version ``n``."""
+
+EXPECTED_OBJECTS: frozenset[tuple[str, str]] = frozenset(
+    {
+        ("table", "scopes"),
+        ("table", "raw_events"),
+        ("table", "raw_bodies"),
+        ("table", "memories"),
+        ("table", "lineage"),
+        ("table", "tombstones"),
+        ("table", "audit"),
+        ("index", "raw_events_expiry"),
+        ("index", "memories_recall_clear"),
+        ("index", "memories_recall_fade"),
+        ("index", "lineage_by_event"),
+        ("index", "tombstones_by_id"),
+        ("index", "tombstones_by_fingerprint"),
+        ("index", "audit_recent"),
+    }
+)
+
+
+def migrate(conn: sqlite3.Connection, from_version: int) -> None:
+    """Apply every migration after ``from_version`` (inside the caller's transaction)."""
+    for version in range(from_version + 1, SCHEMA_VERSION + 1):
+        for statement in MIGRATIONS[version]:
+            conn.execute(statement)
+    conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+
+def check_version(version: object) -> None:
+    """Fail closed unless ``version`` is the version this code reads and writes."""
+    if type(version) is not int or version < 1:
+        raise RepositoryCorruption("invalid schema version")
+    if version > SCHEMA_VERSION:
+        raise RepositoryCorruption("unsupported schema version")
+    if version < SCHEMA_VERSION:
+        raise RepositoryCorruption("invalid schema version")
+
+
+def check_catalog(conn: sqlite3.Connection) -> None:
+    """Our application ID, a supported version, every object present and nothing foreign."""
+    (application_id,) = conn.execute("PRAGMA application_id").fetchone()
+    if application_id != APPLICATION_ID:
+        raise RepositoryCorruption("invalid schema catalog")
+    (version,) = conn.execute("PRAGMA user_version").fetchone()
+    check_version(version)
+    present = {
+        (kind, name)
+        for kind, name in conn.execute("SELECT type, name FROM sqlite_master")
+        if not name.startswith("sqlite_")
+    }
+    if not present >= EXPECTED_OBJECTS:
+        raise RepositoryCorruption("incomplete schema")
+    if present - EXPECTED_OBJECTS:
+        raise RepositoryCorruption("invalid schema catalog")

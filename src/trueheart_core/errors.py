@@ -1,0 +1,98 @@
+"""The TrueHeart error tree.
+
+Every error the library raises on purpose derives from :class:`TrueHeartError`.
+Messages are fixed format strings: they never contain event or memory bodies,
+rejected values, or the database driver's own error text. ``args`` holds the
+single formatted message and no structured attributes are stored.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "EntityDeleted",
+    "EntityNotFound",
+    "IdempotencyConflict",
+    "InvalidTransition",
+    "RepositoryBusy",
+    "RepositoryCorruption",
+    "RepositoryReadOnly",
+    "ScopeMismatch",
+    "TrueHeartError",
+    "TrustEscalation",
+    "ValidationError",
+]
+
+
+class TrueHeartError(Exception):
+    """Base class of every error raised by TrueHeart Core."""
+
+
+class ValidationError(TrueHeartError):
+    """An argument broke a documented rule: ``"<field>: <rule>"``."""
+
+    def __init__(self, field: str, rule: str) -> None:
+        super().__init__(f"{field}: {rule}")
+
+
+class _EntityError(TrueHeartError):
+    _prefix = ""
+
+    def __init__(self, entity_id: str) -> None:
+        super().__init__(f"{self._prefix}: {entity_id}")
+
+
+class EntityNotFound(_EntityError):
+    """No entity with this ID exists in the requested scope, nor anywhere else."""
+
+    _prefix = "entity not found"
+
+
+class ScopeMismatch(_EntityError):
+    """The ID is absent from the exact scope but known in another scope."""
+
+    _prefix = "scope mismatch"
+
+
+class IdempotencyConflict(_EntityError):
+    """A replay of an existing ID differs from what is stored."""
+
+    _prefix = "idempotency conflict"
+
+
+class EntityDeleted(_EntityError):
+    """A tombstone forbids this ID (or dependency fingerprint) in this scope."""
+
+    _prefix = "entity deleted"
+
+
+class InvalidTransition(_EntityError):
+    """The governance action is not allowed from the memory's current status."""
+
+    _prefix = "invalid transition"
+
+
+class TrustEscalation(_EntityError):
+    """A memory claimed more trust than its least-trusted source."""
+
+    _prefix = "trust escalation"
+
+
+class RepositoryBusy(TrueHeartError):
+    """Another writer holds the database; nothing was done, so retrying is safe."""
+
+    def __init__(self, diagnostic: str) -> None:
+        super().__init__(f"repository busy: {diagnostic}")
+
+
+class RepositoryCorruption(TrueHeartError):
+    """Stored data or the database file failed an integrity check; fail closed."""
+
+    def __init__(self, diagnostic: str) -> None:
+        super().__init__(f"repository corruption: {diagnostic}")
+
+
+class RepositoryReadOnly(TrueHeartError):
+    """A write was attempted on a repository that can only be read."""
+
+    def __init__(self, diagnostic: str) -> None:
+        super().__init__(f"repository read-only: {diagnostic}")

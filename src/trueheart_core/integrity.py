@@ -1,0 +1,176 @@
+"""Whole-store verification: every stored row, cross-checked, never mutated.
+
+It streams rows in storage order and looks up related rows a chunk at a time, so memory
+use stays bounded however large the store is. Findings are body-free.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from itertools import islice
+from typing import TypeVar
+
+from trueheart_core import policy, records
+from trueheart_core.domain import EntityType, IntegrityProblem, IntegrityReport, Scope
+from trueheart_core.ports import (
+    AuditRow,
+    BodyRow,
+    EdgeRow,
+    EventRow,
+    MemoryRow,
+    ScopeKey,
+    TombstoneRow,
+    UnitOfWork,
+)
+from trueheart_core.records import RowInvalid
+
+_CHUNK = 500
+_T = TypeVar("_T")
+
+
+def _chunks(rows: Iterator[_T]) -> Iterator[list[_T]]:
+    while chunk := list(islice(rows, _CHUNK)):
+        yield chunk
+
+
+def _by_scope(rows: Iterable[_T], key: Callable[[_T], ScopeKey]) -> dict[ScopeKey, list[_T]]:
+    grouped: dict[ScopeKey, list[_T]] = defaultdict(list)
+    for row in rows:
+        grouped[key(row)].append(row)
+    return grouped
+
+
+class _Findings:
+    def __init__(self) -> None:
+        self.problems: list[IntegrityProblem] = []
+        self.checked = 0
+
+    def add(self, entity_type: str, entity_id: object, scope: object, code: str) -> None:
+        try:
+            valid_scope: Scope | None = records.scope_of(scope)  # type: ignore[arg-type]
+        except (RowInvalid, TypeError, ValueError):
+            valid_scope = None
+        text_id = entity_id if isinstance(entity_id, str) else ""
+        self.problems.append(IntegrityProblem(entity_type, text_id, valid_scope, code))
+
+
+def verify(uow: UnitOfWork, scope: Scope | None) -> IntegrityReport:
+    """Check every row of the store (or of one scope) and report what is wrong."""
+    key = records.scope_key(scope) if scope is not None else None
+    found = _Findings()
+    _check_events(uow.iter_events(key), found)
+    _check_bodies(uow, uow.iter_bodies(key), found)
+    _check_memories(uow, uow.iter_memories(key), found)
+    _check_edges(uow, uow.iter_edges(key), found)
+    _check_tombstones(uow, uow.iter_tombstones(key), found)
+    _check_audit(uow.iter_audit(key), found)
+    return IntegrityReport(tuple(found.problems), found.checked)
+
+
+def _check_events(rows: Iterator[EventRow], found: _Findings) -> None:
+    for row in rows:
+        found.checked += 1
+        try:
+            records.receipt_from_row(row)
+        except RowInvalid as error:
+            found.add(EntityType.RAW_EVENT.value, row.event_id, row.scope, error.code)
+
+
+def _check_bodies(uow: UnitOfWork, rows: Iterator[BodyRow], found: _Findings) -> None:
+    for chunk in _chunks(rows):
+        for key, bodies in _by_scope(chunk, lambda b: b.scope).items():
+            receipts = uow.get_events(key, [b.event_id for b in bodies])
+            for body in bodies:
+                found.checked += 1
+                receipt = receipts.get(body.event_id)
+                try:
+                    if receipt is None:
+                        raise RowInvalid("body_without_receipt")
+                    records.check_body(body, str(receipt.content_hash))
+                except RowInvalid as error:
+                    found.add("raw_body", body.event_id, body.scope, error.code)
+
+
+def _check_memories(uow: UnitOfWork, rows: Iterator[MemoryRow], found: _Findings) -> None:
+    for chunk in _chunks(rows):
+        for key, memories in _by_scope(chunk, lambda m: m.scope).items():
+            edges: dict[str, list[EdgeRow]] = defaultdict(list)
+            for edge in uow.get_edges(key, [m.memory_id for m in memories]):
+                edges[edge.memory_id].append(edge)
+            sources = uow.get_events(key, sorted({e.event_id for es in edges.values() for e in es}))
+            for memory in memories:
+                found.checked += 1
+                try:
+                    _check_memory(memory, edges[memory.memory_id], sources)
+                except RowInvalid as error:
+                    found.add(EntityType.MEMORY.value, memory.memory_id, memory.scope, error.code)
+
+
+def _check_memory(
+    memory: MemoryRow, edges: Sequence[EdgeRow], sources: dict[str, EventRow]
+) -> None:
+    record = records.memory_from_row(memory, edges)
+    snapshots = [records.check_edge(e) for e in edges]
+    recomputed = policy.dependency_fingerprint(record.scope, record.kind, record.source_event_ids)
+    if recomputed != record.dependency_fingerprint:
+        raise RowInvalid("fingerprint_mismatch")
+    for edge, snapshot in zip(edges, snapshots, strict=True):
+        source = sources.get(edge.event_id)
+        if source is None:
+            raise RowInvalid("missing_source")
+        try:
+            receipt = records.receipt_from_row(source)
+        except RowInvalid:
+            raise RowInvalid("invalid_source") from None
+        if (receipt.source.trust, receipt.clear_for, receipt.recall_for) != snapshot:
+            raise RowInvalid("snapshot_mismatch")
+    try:
+        policy.check_trust_ceiling(record.memory_id, record.trust, (s[0] for s in snapshots))
+    except Exception:
+        raise RowInvalid("trust_escalation") from None
+    expected = policy.deadlines(
+        record.created_at, (s[1] for s in snapshots), (s[2] for s in snapshots)
+    )
+    if expected != (record.clear_until, record.recall_until):
+        raise RowInvalid("deadline_mismatch")
+
+
+def _check_edges(uow: UnitOfWork, rows: Iterator[EdgeRow], found: _Findings) -> None:
+    for chunk in _chunks(rows):
+        for key, edges in _by_scope(chunk, lambda e: e.scope).items():
+            memories = {m.memory_id for m in uow.get_memories(key, [e.memory_id for e in edges])}
+            for edge in edges:
+                found.checked += 1
+                try:
+                    records.check_edge(edge)
+                    if edge.memory_id not in memories:
+                        raise RowInvalid("dangling_edge")
+                except RowInvalid as error:
+                    found.add("lineage", edge.memory_id, edge.scope, error.code)
+
+
+def _check_tombstones(uow: UnitOfWork, rows: Iterator[TombstoneRow], found: _Findings) -> None:
+    for row in rows:
+        found.checked += 1
+        try:
+            entity_type = records.check_tombstone(row)
+            if entity_type is EntityType.RAW_EVENT:
+                live = bool(uow.get_events(row.scope, (row.entity_id,)))
+            else:
+                live = uow.get_memory(row.scope, row.entity_id) is not None
+            if live:
+                raise RowInvalid("tombstone_has_live_row")
+        except RowInvalid as error:
+            found.add("tombstone", row.entity_id, row.scope, error.code)
+
+
+def _check_audit(rows: Iterator[AuditRow], found: _Findings) -> None:
+    for row in rows:
+        found.checked += 1
+        try:
+            records.audit_from_row(row)
+            if not policy.audit_row_allowed(row.action, row.entity_type, row.reason):
+                raise RowInvalid("audit_policy_violation")
+        except RowInvalid as error:
+            found.add("audit", row.audit_id, row.scope, error.code)

@@ -1,0 +1,287 @@
+"""The persistence port: what the service needs from storage, and nothing more.
+
+The service runs every public operation inside one :class:`UnitOfWork` obtained from a
+:class:`Repository`. A unit of work is a transaction: it rolls back unless
+:meth:`UnitOfWork.commit` is called. Its methods are *primitive* reads and writes of
+stored rows in their canonical primitive form (the ``*Row`` classes below). They make no
+lifecycle decisions: validation, digests, idempotency, tombstone and audit rules all live
+in the service layer, so every adapter behaves identically by construction and only has
+to pass the contract tests.
+
+Rows carry what was stored, unvalidated. Times are integer microseconds since the Unix
+epoch (UTC), durations are decimal text of integer microseconds, metadata is canonical
+JSON text, and ``digest`` is the row digest written with the row. Values read back may be
+of any type if the store was tampered with; the service checks them.
+
+Every method may raise :class:`~trueheart_core.errors.RepositoryBusy`,
+:class:`~trueheart_core.errors.RepositoryCorruption` or
+:class:`~trueheart_core.errors.RepositoryReadOnly`; driver errors never escape.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+ScopeKey = tuple[str, str, str]
+"""A scope as stored: ``(tenant_id, owner_id, subject_id)``."""
+
+Operation = Literal[
+    "open",
+    "ingest",
+    "materialize",
+    "recall",
+    "govern",
+    "expire",
+    "audit",
+    "verify",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class EventRow:
+    """A body-free raw event receipt as stored. ``status`` is ``active`` or ``expired``."""
+
+    scope: ScopeKey
+    event_id: str
+    source_id: str
+    source_type: str
+    source_occurred_at: int
+    trust: int
+    source_metadata: str
+    content_hash: str
+    ingested_at: int
+    raw_expires_at: int
+    clear_for: str
+    recall_for: str
+    status: str
+    metadata: str
+    digest: str
+    has_body: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class BodyRow:
+    """A raw event body, stored apart from its receipt so that expiry can remove it."""
+
+    scope: ScopeKey
+    event_id: str
+    content: str
+    digest: str
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryRow:
+    """A memory as stored, without its lineage edges."""
+
+    scope: ScopeKey
+    memory_id: str
+    content: str
+    dependency_fingerprint: str
+    kind: str
+    trust: int
+    created_at: int
+    clear_until: int
+    recall_until: int
+    status: str
+    metadata: str
+    digest: str
+
+
+@dataclass(frozen=True, slots=True)
+class EdgeRow:
+    """One lineage edge with snapshots of its source's trust and retention."""
+
+    scope: ScopeKey
+    memory_id: str
+    event_id: str
+    trust: int
+    clear_for: str
+    recall_for: str
+    digest: str
+
+
+@dataclass(frozen=True, slots=True)
+class TombstoneRow:
+    """A body-free non-resurrection marker for a scoped ID (and fingerprint for memories)."""
+
+    scope: ScopeKey
+    entity_type: str
+    entity_id: str
+    fingerprint: str | None
+    deleted_at: int
+    reason: str
+    digest: str
+
+
+@dataclass(frozen=True, slots=True)
+class AuditRow:
+    """A body-free lifecycle record. ``seq`` is the write order, assigned on insert."""
+
+    audit_id: str
+    scope: ScopeKey
+    action: str
+    entity_type: str
+    entity_id: str
+    occurred_at: int
+    reason: str
+    metadata: str
+    digest: str
+    seq: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class RecallCandidate:
+    """The index-only projection of a memory that recall ranks before loading rows."""
+
+    memory_id: str
+    created_at: int
+    clear_until: int
+    recall_until: int
+
+
+class UnitOfWork(Protocol):
+    """One transaction. Reads see one consistent snapshot; writes are all-or-nothing."""
+
+    def commit(self) -> None:
+        """Make every write of this unit durable. Without it, everything rolls back."""
+
+    # --- raw events -------------------------------------------------------------------
+
+    def get_events(self, scope: ScopeKey, event_ids: Sequence[str]) -> dict[str, EventRow]:
+        """Receipts with these IDs in the exact scope, keyed by ID (missing IDs absent).
+
+        ``has_body`` tells whether the body row is present. Served by an index.
+        """
+
+    def event_id_elsewhere(self, event_id: str, scope: ScopeKey) -> bool:
+        """Whether a receipt with this ID exists in any *other* scope. Served by an index."""
+
+    def insert_event(self, row: EventRow, body: BodyRow) -> None:
+        """Store a new receipt and its body."""
+
+    def expirable_events(self, as_of: int) -> list[EventRow]:
+        """Receipts, in any scope, whose body is present and ``raw_expires_at <= as_of``.
+
+        Cost grows with the number of such rows, not with the database.
+        """
+
+    def expire_event(self, row: EventRow) -> None:
+        """Remove the body of ``row`` and store ``row`` (its new status and digest)."""
+
+    def delete_event(self, scope: ScopeKey, event_id: str) -> None:
+        """Remove the receipt and the body (if any) of one event."""
+
+    def iter_events(self, scope: ScopeKey | None) -> Iterator[EventRow]:
+        """Every receipt (of one scope, or of the whole store), in storage order."""
+
+    def iter_bodies(self, scope: ScopeKey | None) -> Iterator[BodyRow]:
+        """Every stored body (of one scope, or of the whole store), in storage order."""
+
+    # --- memories and lineage ---------------------------------------------------------
+
+    def get_memory(self, scope: ScopeKey, memory_id: str) -> MemoryRow | None:
+        """The memory with this ID in the exact scope. Served by an index."""
+
+    def memory_id_elsewhere(self, memory_id: str, scope: ScopeKey) -> bool:
+        """Whether a memory with this ID exists in any *other* scope. Served by an index."""
+
+    def get_memories(self, scope: ScopeKey, memory_ids: Sequence[str]) -> list[MemoryRow]:
+        """The memories with these IDs in the exact scope, in no particular order."""
+
+    def get_edges(self, scope: ScopeKey, memory_ids: Sequence[str]) -> list[EdgeRow]:
+        """Every lineage edge of these memories in the exact scope."""
+
+    def dependent_memory_ids(self, scope: ScopeKey, event_id: str) -> list[str]:
+        """IDs of the memories with an edge to this event in the exact scope (indexed)."""
+
+    def insert_memory(self, row: MemoryRow, edges: Sequence[EdgeRow]) -> None:
+        """Store a new memory and its lineage edges."""
+
+    def update_memory(self, row: MemoryRow) -> None:
+        """Store a changed status (and its new digest) of an existing memory."""
+
+    def delete_memory(self, scope: ScopeKey, memory_id: str) -> None:
+        """Remove a memory and all of its lineage edges."""
+
+    def recall_clear(
+        self,
+        scope: ScopeKey,
+        as_of: int,
+        kinds: Sequence[str],
+        limit: int,
+        rounding_shift: int,
+    ) -> list[MemoryRow]:
+        """Up to ``limit`` active memories of full clarity at ``as_of``, best first.
+
+        Selects ``status = 'active'``, ``created_at <= as_of < recall_until``, the kind in
+        ``kinds`` when it is non-empty, and
+        ``clear_until + ((recall_until - clear_until) >> rounding_shift) >= as_of`` (the
+        memories whose clarity is exactly 1.0, including fades so long that the float
+        ratio rounds to 1.0). Ordered by ``created_at`` descending, then ``memory_id``
+        ascending in code-point order. Walks an index and stops at ``limit``.
+        """
+
+    def recall_fading(
+        self, scope: ScopeKey, as_of: int, kinds: Sequence[str], rounding_shift: int
+    ) -> list[RecallCandidate]:
+        """Every other eligible active memory: the complement of :meth:`recall_clear`.
+
+        Same eligibility, with the clarity condition negated, unordered, read from an
+        index without loading memory rows.
+        """
+
+    def iter_memories(self, scope: ScopeKey | None) -> Iterator[MemoryRow]:
+        """Every memory (of one scope, or of the whole store), in storage order."""
+
+    def iter_edges(self, scope: ScopeKey | None) -> Iterator[EdgeRow]:
+        """Every lineage edge (of one scope, or of the whole store), in storage order."""
+
+    # --- tombstones --------------------------------------------------------------------
+
+    def tombstones_for_id(self, entity_id: str) -> list[TombstoneRow]:
+        """Every tombstone with this entity ID, in any scope and of either type (indexed)."""
+
+    def tombstones_for_fingerprint(self, scope: ScopeKey, fingerprint: str) -> list[TombstoneRow]:
+        """Memory tombstones in the exact scope carrying this fingerprint (indexed)."""
+
+    def insert_tombstone(self, row: TombstoneRow) -> None:
+        """Store a tombstone."""
+
+    def iter_tombstones(self, scope: ScopeKey | None) -> Iterator[TombstoneRow]:
+        """Every tombstone (of one scope, or of the whole store), in write order."""
+
+    # --- audit ------------------------------------------------------------------------
+
+    def insert_audit(self, row: AuditRow) -> None:
+        """Append an audit row; its write order is assigned here."""
+
+    def recent_audit(self, scope: ScopeKey, limit: int) -> list[AuditRow]:
+        """The first ``limit`` audit rows of the scope by ``occurred_at`` descending, then
+        write order descending. Walks an index and stops at ``limit``."""
+
+    def iter_audit(self, scope: ScopeKey | None) -> Iterator[AuditRow]:
+        """Every audit row (of one scope, or of the whole store), in write order."""
+
+
+class Repository(Protocol):
+    """A store that hands out units of work. Safe to share between threads."""
+
+    def unit_of_work(
+        self, operation: Operation, *, write: bool, erasing: bool = False
+    ) -> AbstractContextManager[UnitOfWork]:
+        """Open one transaction for ``operation``.
+
+        A writing unit takes the write lock before any read, so contention surfaces as
+        ``RepositoryBusy`` before any work is done; a read-only repository raises
+        ``RepositoryReadOnly`` here. Leaving the block without :meth:`UnitOfWork.commit`
+        rolls everything back. When ``erasing`` is true and the unit committed, the
+        adapter makes sure that removed bytes are gone from the storage files before the
+        block exits. Driver errors inside the block surface as library errors carrying
+        the operation's fixed diagnostic.
+        """
+
+    def close(self) -> None:
+        """Release every resource. Idempotent. Later use raises ``ValidationError``."""

@@ -1,0 +1,457 @@
+"""The canonical stored form of every entity and its row digest.
+
+Converting a DTO to a row computes the row's digest: the SHA-256 of the canonical JSON of
+a table tag and every stored field (scope included). Converting a row back recomputes the
+digest before anything else and then rebuilds the DTO through its validating constructor,
+so a tampered body, metadata value, date, trust, status or ID never reaches a caller.
+Pure functions; failures raise :class:`RowInvalid`, which the service turns into
+``RepositoryCorruption`` with the diagnostic of the operation at hand.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from trueheart_core.domain import (
+    AuditRecord,
+    EntityType,
+    MemoryRecord,
+    MemoryStatus,
+    RawEventReceipt,
+    Scope,
+    SourceRef,
+    TrustLevel,
+)
+from trueheart_core.errors import ValidationError
+from trueheart_core.policy import sha256_hex
+from trueheart_core.ports import (
+    AuditRow,
+    BodyRow,
+    EdgeRow,
+    EventRow,
+    MemoryRow,
+    ScopeKey,
+    TombstoneRow,
+)
+from trueheart_core.validation import EMPTY_METADATA, canonical_json
+from trueheart_core.validation import metadata as freeze_metadata
+
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+ONE_US = timedelta(microseconds=1)
+EVENT_ACTIVE = "active"
+EVENT_EXPIRED = "expired"
+
+
+class RowInvalid(Exception):
+    """A stored row failed its digest or its validation. ``code`` names the problem."""
+
+    def __init__(self, code: str) -> None:
+        super().__init__(code)
+        self.code = code
+
+
+# --- primitive codecs -------------------------------------------------------------------
+
+
+def to_us(value: datetime) -> int:
+    """Integer microseconds since the Unix epoch of an aware datetime."""
+    return (value - EPOCH) // ONE_US
+
+
+def from_us(value: object) -> datetime:
+    """The UTC datetime of stored microseconds."""
+    if type(value) is not int:
+        raise RowInvalid("invalid_row")
+    try:
+        return EPOCH + timedelta(microseconds=value)
+    except OverflowError:
+        raise RowInvalid("invalid_row") from None
+
+
+def duration_text(value: timedelta) -> str:
+    """Stored form of a duration: decimal text of integer microseconds (may exceed int64)."""
+    return str(value // ONE_US)
+
+
+def parse_duration(value: object) -> timedelta:
+    """The duration of stored decimal microseconds."""
+    if not isinstance(value, str) or not value.isascii() or not value.isdigit():
+        raise RowInvalid("invalid_row")
+    try:
+        return timedelta(microseconds=int(value))
+    except (OverflowError, ValueError):
+        raise RowInvalid("invalid_row") from None
+
+
+def scope_key(scope: Scope) -> ScopeKey:
+    """The stored form of a scope."""
+    return (scope.tenant_id, scope.owner_id, scope.subject_id)
+
+
+def scope_of(key: ScopeKey, known: Scope | None = None) -> Scope:
+    """The validated Scope of a stored key (``known`` is reused when it matches)."""
+    if known is not None and scope_key(known) == key:
+        return known
+    try:
+        return Scope(*key)
+    except (ValidationError, TypeError):
+        raise RowInvalid("invalid_row") from None
+
+
+def _json(text: object) -> Any:
+    if text == "{}":
+        return EMPTY_METADATA
+    if not isinstance(text, str):
+        raise RowInvalid("invalid_row")
+    try:
+        value = json.loads(text)
+    except ValueError:
+        raise RowInvalid("invalid_row") from None
+    if canonical_json(value) != text:
+        raise RowInvalid("invalid_row")
+    return freeze_metadata(value)
+
+
+def _digest(tag: str, scope: ScopeKey, *fields: object) -> str:
+    try:
+        return sha256_hex(canonical_json([tag, list(scope), *fields]))
+    except (TypeError, ValueError, UnicodeEncodeError):
+        return ""
+
+
+def _check(row_digest: object, expected: str) -> None:
+    if not expected or row_digest != expected:
+        raise RowInvalid("digest_mismatch")
+
+
+def _trust(value: object) -> TrustLevel:
+    if type(value) is not int:
+        raise RowInvalid("invalid_row")
+    try:
+        return TrustLevel(value)
+    except ValueError:
+        raise RowInvalid("invalid_row") from None
+
+
+# --- raw events ---------------------------------------------------------------------------
+
+
+def _event_fields(r: EventRow) -> tuple[object, ...]:
+    return (
+        r.event_id,
+        r.source_id,
+        r.source_type,
+        r.source_occurred_at,
+        r.trust,
+        r.source_metadata,
+        r.content_hash,
+        r.ingested_at,
+        r.raw_expires_at,
+        r.clear_for,
+        r.recall_for,
+        r.status,
+        r.metadata,
+    )
+
+
+def event_digest(row: EventRow) -> str:
+    """Digest of a receipt row (every field but the digest and ``has_body``)."""
+    return _digest("raw_event", row.scope, *_event_fields(row))
+
+
+def event_row(
+    receipt: RawEventReceipt, status: str = EVENT_ACTIVE, *, has_body: bool = True
+) -> EventRow:
+    """The stored form of a receipt, with its digest."""
+    source = receipt.source
+    row = EventRow(
+        scope=scope_key(receipt.scope),
+        event_id=receipt.event_id,
+        source_id=source.source_id,
+        source_type=source.source_type,
+        source_occurred_at=to_us(source.occurred_at),
+        trust=int(source.trust),
+        source_metadata=canonical_json(source.metadata),
+        content_hash=receipt.content_hash,
+        ingested_at=to_us(receipt.ingested_at),
+        raw_expires_at=to_us(receipt.raw_expires_at),
+        clear_for=duration_text(receipt.clear_for),
+        recall_for=duration_text(receipt.recall_for),
+        status=status,
+        metadata=canonical_json(receipt.metadata),
+        digest="",
+        has_body=has_body,
+    )
+    return replace(row, digest=event_digest(row))
+
+
+def with_event_status(row: EventRow, status: str) -> EventRow:
+    """The same receipt row with another status and a fresh digest."""
+    changed = replace(row, status=status, has_body=status == EVENT_ACTIVE)
+    return replace(changed, digest=event_digest(changed))
+
+
+def receipt_from_row(row: EventRow, known: Scope | None = None) -> RawEventReceipt:
+    """Verify a receipt row (digest, status/body consistency) and rebuild the receipt."""
+    _check(row.digest, event_digest(row))
+    if row.status not in (EVENT_ACTIVE, EVENT_EXPIRED):
+        raise RowInvalid("invalid_row")
+    if (row.status == EVENT_ACTIVE) != row.has_body:
+        raise RowInvalid("body_status_mismatch")
+    try:
+        scope = scope_of(row.scope, known)
+        source = SourceRef(
+            row.source_id,
+            row.source_type,
+            from_us(row.source_occurred_at),
+            _trust(row.trust),
+            _json(row.source_metadata),
+        )
+        return RawEventReceipt(
+            row.event_id,
+            scope,
+            source,
+            row.content_hash,
+            from_us(row.ingested_at),
+            from_us(row.raw_expires_at),
+            parse_duration(row.clear_for),
+            parse_duration(row.recall_for),
+            row.status == EVENT_ACTIVE,
+            _json(row.metadata),
+        )
+    except (ValidationError, TypeError):
+        raise RowInvalid("invalid_row") from None
+
+
+def body_row(scope: Scope, event_id: str, content: str) -> BodyRow:
+    """The stored form of a raw body, with its digest."""
+    key = scope_key(scope)
+    return BodyRow(key, event_id, content, _digest("raw_body", key, event_id, content))
+
+
+def check_body(row: BodyRow, content_hash: str | None) -> None:
+    """Verify a body row's digest and, when given, its receipt's content hash."""
+    _check(row.digest, _digest("raw_body", row.scope, row.event_id, row.content))
+    if content_hash is not None and (
+        not isinstance(row.content, str) or sha256_hex(row.content) != content_hash
+    ):
+        raise RowInvalid("content_hash_mismatch")
+
+
+# --- memories and lineage -----------------------------------------------------------------
+
+
+def _memory_digest(row: MemoryRow, source_ids: Sequence[str]) -> str:
+    return _digest(
+        "memory",
+        row.scope,
+        row.memory_id,
+        row.content,
+        list(source_ids),
+        row.dependency_fingerprint,
+        row.kind,
+        row.trust,
+        row.created_at,
+        row.clear_until,
+        row.recall_until,
+        row.status,
+        row.metadata,
+    )
+
+
+def memory_row(record: MemoryRecord) -> MemoryRow:
+    """The stored form of a memory (without edges), with a digest covering its sources."""
+    row = MemoryRow(
+        scope=scope_key(record.scope),
+        memory_id=record.memory_id,
+        content=record.content,
+        dependency_fingerprint=record.dependency_fingerprint,
+        kind=record.kind,
+        trust=int(record.trust),
+        created_at=to_us(record.created_at),
+        clear_until=to_us(record.clear_until),
+        recall_until=to_us(record.recall_until),
+        status=record.status.value,
+        metadata=canonical_json(record.metadata),
+        digest="",
+    )
+    return _with_memory_digest(row, record.source_event_ids)
+
+
+def with_memory_status(
+    row: MemoryRow, status: MemoryStatus, source_ids: Sequence[str]
+) -> MemoryRow:
+    """The same memory row with another status and a fresh digest."""
+    return _with_memory_digest(replace(row, status=status.value), source_ids)
+
+
+def _with_memory_digest(row: MemoryRow, source_ids: Sequence[str]) -> MemoryRow:
+    return replace(row, digest=_memory_digest(row, sorted(source_ids)))
+
+
+def memory_from_row(
+    row: MemoryRow, edges: Sequence[EdgeRow], known: Scope | None = None
+) -> MemoryRecord:
+    """Verify a memory row and its edges (digests, keys) and rebuild the record."""
+    ids: list[str] = []
+    for edge in edges:
+        check_edge(edge)
+        if edge.memory_id != row.memory_id or edge.scope != row.scope:
+            raise RowInvalid("invalid_row")
+        ids.append(edge.event_id)
+    ids.sort()
+    _check(row.digest, _memory_digest(row, ids))
+    try:
+        status = MemoryStatus(row.status)
+    except ValueError:
+        raise RowInvalid("invalid_row") from None
+    try:
+        return MemoryRecord(
+            row.memory_id,
+            scope_of(row.scope, known),
+            row.content,
+            tuple(ids),
+            row.dependency_fingerprint,
+            row.kind,
+            _trust(row.trust),
+            from_us(row.created_at),
+            from_us(row.clear_until),
+            from_us(row.recall_until),
+            status,
+            _json(row.metadata),
+        )
+    except (ValidationError, TypeError):
+        raise RowInvalid("invalid_row") from None
+
+
+def edge_row(scope: Scope, memory_id: str, source: RawEventReceipt) -> EdgeRow:
+    """A lineage edge snapshotting the source's current trust and retention windows."""
+    key = scope_key(scope)
+    trust, clear_for, recall_for = (
+        int(source.source.trust),
+        duration_text(source.clear_for),
+        duration_text(source.recall_for),
+    )
+    digest = _digest("lineage", key, memory_id, source.event_id, trust, clear_for, recall_for)
+    return EdgeRow(key, memory_id, source.event_id, trust, clear_for, recall_for, digest)
+
+
+def check_edge(edge: EdgeRow) -> tuple[TrustLevel, timedelta, timedelta]:
+    """Verify an edge's digest and decode its snapshots (trust, clear_for, recall_for)."""
+    _check(
+        edge.digest,
+        _digest(
+            "lineage",
+            edge.scope,
+            edge.memory_id,
+            edge.event_id,
+            edge.trust,
+            edge.clear_for,
+            edge.recall_for,
+        ),
+    )
+    clear_for, recall_for = parse_duration(edge.clear_for), parse_duration(edge.recall_for)
+    if not timedelta(0) < clear_for <= recall_for:
+        raise RowInvalid("invalid_row")
+    return _trust(edge.trust), clear_for, recall_for
+
+
+# --- tombstones and audit -----------------------------------------------------------------
+
+
+def tombstone_row(
+    scope: Scope,
+    entity_type: EntityType,
+    entity_id: str,
+    fingerprint: str | None,
+    deleted_at: datetime,
+    reason: str,
+) -> TombstoneRow:
+    """A tombstone with its digest."""
+    key = scope_key(scope)
+    when = to_us(deleted_at)
+    digest = _digest("tombstone", key, entity_type.value, entity_id, fingerprint, when, reason)
+    return TombstoneRow(key, entity_type.value, entity_id, fingerprint, when, reason, digest)
+
+
+def check_tombstone(row: TombstoneRow) -> EntityType:
+    """Verify a tombstone's digest and shape; returns its entity type."""
+    _check(
+        row.digest,
+        _digest(
+            "tombstone",
+            row.scope,
+            row.entity_type,
+            row.entity_id,
+            row.fingerprint,
+            row.deleted_at,
+            row.reason,
+        ),
+    )
+    try:
+        entity_type = EntityType(row.entity_type)
+    except ValueError:
+        raise RowInvalid("invalid_row") from None
+    from_us(row.deleted_at)
+    if (entity_type is EntityType.RAW_EVENT) != (row.fingerprint is None):
+        raise RowInvalid("invalid_row")
+    return entity_type
+
+
+def audit_row(
+    audit_id: str,
+    scope: Scope,
+    action: str,
+    entity_type: EntityType,
+    entity_id: str,
+    occurred_at: datetime,
+    reason: str,
+) -> AuditRow:
+    """An audit row (metadata always ``{}``) with its digest."""
+    key = scope_key(scope)
+    when = to_us(occurred_at)
+    digest = _digest(
+        "audit", key, audit_id, action, entity_type.value, entity_id, when, reason, "{}"
+    )
+    return AuditRow(audit_id, key, action, entity_type.value, entity_id, when, reason, "{}", digest)
+
+
+def audit_from_row(row: AuditRow, known: Scope | None = None) -> AuditRecord:
+    """Verify an audit row's digest and rebuild the record (policy checked by the caller)."""
+    _check(
+        row.digest,
+        _digest(
+            "audit",
+            row.scope,
+            row.audit_id,
+            row.action,
+            row.entity_type,
+            row.entity_id,
+            row.occurred_at,
+            row.reason,
+            row.metadata,
+        ),
+    )
+    if row.metadata != "{}":
+        raise RowInvalid("invalid_row")
+    try:
+        entity_type = EntityType(row.entity_type)
+    except ValueError:
+        raise RowInvalid("invalid_row") from None
+    try:
+        return AuditRecord(
+            row.audit_id,
+            scope_of(row.scope, known),
+            row.action,
+            entity_type,
+            row.entity_id,
+            from_us(row.occurred_at),
+            row.reason,
+            EMPTY_METADATA,
+        )
+    except (ValidationError, TypeError):
+        raise RowInvalid("invalid_row") from None

@@ -1,0 +1,182 @@
+"""Validation primitives shared by every DTO and service method.
+
+Pure functions: each one returns the normalised value or raises
+:class:`~trueheart_core.errors.ValidationError` with a fixed, body-free message.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta
+from enum import Enum
+from types import MappingProxyType
+from typing import Any, TypeVar
+
+from trueheart_core.errors import ValidationError
+
+MAX_TEXT_CHARS = 128
+MAX_CONTENT_BYTES = 256 * 1024
+MAX_METADATA_BYTES = 16 * 1024
+MAX_METADATA_DEPTH = 64
+MAX_INT_BITS = 4096
+
+EMPTY_METADATA: Mapping[str, Any] = MappingProxyType({})
+
+_E = TypeVar("_E", bound=Enum)
+
+
+def text(field: str, value: object) -> str:
+    """A non-blank ID-like string of at most 128 code points that encodes as UTF-8."""
+    if not isinstance(value, str) or not value.strip():
+        raise ValidationError(field, "must be a non-blank string")
+    if len(value) > MAX_TEXT_CHARS:
+        raise ValidationError(field, f"must be at most {MAX_TEXT_CHARS} characters")
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValidationError(field, "must be valid UTF-8") from None
+    return value
+
+
+def utc(field: str, value: object) -> datetime:
+    """A timezone-aware datetime, converted to UTC."""
+    if not isinstance(value, datetime):
+        raise ValidationError(field, "must be timezone-aware")
+    try:
+        if value.tzinfo is None or value.utcoffset() is None:
+            raise ValidationError(field, "must be timezone-aware")
+        if value.tzinfo is UTC:
+            return value
+        return value.astimezone(UTC)
+    except (OSError, OverflowError, RuntimeError, TypeError, ValueError):
+        raise ValidationError(field, "must be a representable datetime") from None
+
+
+def content(field: str, value: object) -> str:
+    """A non-empty body of at most 256 KiB of UTF-8."""
+    if not isinstance(value, str) or not value:
+        raise ValidationError(field, "must be non-empty UTF-8 text")
+    if len(value) * 4 <= MAX_CONTENT_BYTES and value.isascii():
+        return value
+    try:
+        size = len(value.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise ValidationError(field, "must be valid UTF-8") from None
+    if size > MAX_CONTENT_BYTES:
+        raise ValidationError(field, "must be at most 256 KiB UTF-8")
+    return value
+
+
+def member(field: str, value: object, enum: type[_E], rule: str) -> _E:
+    """An instance of exactly this enum (a raw value that equals a member is rejected)."""
+    if not isinstance(value, enum):
+        raise ValidationError(field, rule)
+    return value
+
+
+def positive_duration(field: str, value: object) -> timedelta:
+    """A strictly positive ``timedelta``."""
+    if not isinstance(value, timedelta) or value <= timedelta(0):
+        raise ValidationError(field, "must be positive")
+    return value
+
+
+def limit(value: object) -> int:
+    """A page size from 1 through 100 (``bool`` is rejected)."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 100:
+        raise ValidationError("limit", "must be from 1 through 100")
+    return value
+
+
+def text_tuple(field: str, value: object) -> tuple[str, ...]:
+    """A tuple whose entries are text components reported under ``field``."""
+    if not isinstance(value, tuple):
+        raise ValidationError(field, "must be a tuple")
+    for entry in value:
+        text(field, entry)
+    return value
+
+
+def canonical_json(value: object) -> str:
+    """The canonical JSON text used for storage, size limits, digests and comparison."""
+    return json.dumps(
+        value,
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=False,
+        allow_nan=False,
+        default=_json_default,
+    )
+
+
+def _json_default(value: object) -> object:
+    if isinstance(value, Mapping):
+        return dict(value)
+    raise TypeError("not JSON")
+
+
+def _freeze(value: object, depth: int) -> object:
+    if value is None or isinstance(value, str | bool):
+        return value
+    if isinstance(value, int):
+        if value.bit_length() > MAX_INT_BITS:
+            raise ValidationError("metadata", "must contain bounded integers")
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValidationError("metadata", "must contain finite JSON values")
+        return value
+    if isinstance(value, list | tuple):
+        if depth >= MAX_METADATA_DEPTH:
+            raise ValidationError("metadata", f"must be at most {MAX_METADATA_DEPTH} levels deep")
+        return tuple(_freeze(item, depth + 1) for item in value)
+    if isinstance(value, Mapping):
+        if depth >= MAX_METADATA_DEPTH:
+            raise ValidationError("metadata", f"must be at most {MAX_METADATA_DEPTH} levels deep")
+        return _freeze_mapping(value, depth + 1)
+    raise ValidationError("metadata", "must contain only JSON values")
+
+
+def _freeze_mapping(value: Mapping[Any, Any], depth: int) -> Mapping[str, Any]:
+    frozen: dict[str, object] = {}
+    for key, item in value.items():
+        if not isinstance(key, str):
+            raise ValidationError("metadata", "must have string keys")
+        frozen[key] = _freeze(item, depth)
+    return MappingProxyType(frozen)
+
+
+def metadata(value: object) -> Mapping[str, Any]:
+    """Deep-frozen JSON object metadata (lists become tuples, mappings read-only).
+
+    Lists and tuples are both accepted as JSON arrays so that frozen metadata can be fed
+    back into a new DTO. The canonical serialisation must fit in 16 KiB of UTF-8.
+    """
+    if not isinstance(value, Mapping):
+        raise ValidationError("metadata", "must be a JSON object")
+    if not value and isinstance(value, MappingProxyType | dict):
+        return EMPTY_METADATA
+    try:
+        frozen = _freeze_mapping(value, 1)
+        encoded = canonical_json(frozen).encode("utf-8")
+    except ValidationError:
+        raise
+    except UnicodeEncodeError:
+        raise ValidationError("metadata", "must be valid UTF-8") from None
+    except (OverflowError, RecursionError, ValueError):
+        raise ValidationError("metadata", "must contain bounded JSON values") from None
+    if len(encoded) > MAX_METADATA_BYTES:
+        raise ValidationError("metadata", "must serialize to at most 16 KiB")
+    return frozen
+
+
+def thaw(value: object) -> object:
+    """A plain ``dict``/``list`` copy of frozen metadata, for pickling and JSON output."""
+    if isinstance(value, Mapping):
+        return {key: thaw(item) for key, item in value.items()}
+    if isinstance(value, tuple):
+        return [thaw(item) for item in value]
+    return value
