@@ -1,0 +1,44 @@
+"""The README's commands and tour are real: CI runs the marked commands, and the tour
+code runs here against a store in a temporary directory."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+README = Path(__file__).parents[2] / "README.md"
+
+
+def _block_after(marker: str) -> str:
+    text = README.read_text(encoding="utf-8")
+    match = re.search(re.escape(marker) + r"\n```[a-z]*\n(.*?)```", text, re.DOTALL)
+    assert match is not None, marker
+    return match.group(1).strip()
+
+
+def test_readme_marks_one_install_and_run_command_and_one_test_command() -> None:
+    install = _block_after("<!-- ci:install-and-run -->")
+    tests = _block_after("<!-- ci:test -->")
+    assert install.count("\n") == 0 and "examples/basic_memory.py" in install
+    assert tests == "python -m pytest"
+    head = README.read_text(encoding="utf-8")[:2000]
+    assert "<!-- ci:install-and-run -->" in head and "<!-- ci:test -->" in head
+
+
+def test_readme_tour_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    text = README.read_text(encoding="utf-8")
+    tour = re.search(r"## A short tour\n\n```python\n(.*?)```", text, re.DOTALL)
+    assert tour is not None
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        exec(compile(tour.group(1), "README.md", "exec"), {"__name__": "readme_tour"})
+    finally:
+        os.chdir(cwd)
+    out = capsys.readouterr().out
+    assert "1.0 Prefers concise answers." in out
+    assert "('delete', 'evt-1')" in out and "('materialize', 'mem-1')" in out
+    assert (tmp_path / "memory.db").exists()
