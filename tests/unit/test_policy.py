@@ -8,8 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trueheart_core import Scope, TrustEscalation, TrustLevel, ValidationError
-from trueheart_core import policy
+from trueheart_core import Scope, TrustEscalation, TrustLevel, ValidationError, policy
 
 US_MIN = -62135596800 * 10**6  # 0001-01-01T00:00Z in microseconds since the epoch
 US_MAX = 253402300799999999  # 9999-12-31T23:59:59.999999Z
@@ -79,13 +78,13 @@ def test_deadlines_take_independent_minima_and_report_overflow() -> None:
     )
     assert clear == datetime(2026, 8, 15, 12, tzinfo=UTC)
     assert recall == datetime(2026, 8, 19, 12, tzinfo=UTC)
-    with pytest.raises(ValidationError, match="^created_at: retention deadline must be"):
+    with pytest.raises(ValidationError, match=r"^created_at: retention deadline must be"):
         policy.deadlines(created, [timedelta.max], [timedelta.max])
 
 
 def test_trust_ceiling() -> None:
     policy.check_trust_ceiling("m", TrustLevel.OBSERVED, [1, 2])
-    with pytest.raises(TrustEscalation, match="^trust escalation: m$"):
+    with pytest.raises(TrustEscalation, match=r"^trust escalation: m$"):
         policy.check_trust_ceiling("m", TrustLevel.CONFIRMED, [1, 2])
 
 
