@@ -78,7 +78,15 @@ class TrustEscalation(_EntityError):
 
 
 class RepositoryBusy(TrueHeartError):
-    """Another writer holds the database; nothing was done, so retrying is safe."""
+    """The database was held by another connection for longer than the busy timeout.
+
+    Raised before any work is done, so retrying is safe, with one exception: the
+    diagnostic ``erasure checkpoint incomplete`` means an erasing change (forget, delete,
+    expiry) *was* committed but its removed bytes could not yet be scrubbed from the WAL,
+    because another connection began a read transaction during the call and held it
+    beyond the busy timeout. Every later call on the same repository retries the scrub
+    first, and so does ``close()``.
+    """
 
     def __init__(self, diagnostic: str) -> None:
         super().__init__(f"repository busy: {diagnostic}")

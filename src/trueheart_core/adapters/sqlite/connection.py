@@ -127,24 +127,44 @@ def configure(conn: sqlite3.Connection, *, file_backed: bool, read_only: bool) -
         conn.execute("PRAGMA synchronous = FULL")
 
 
+def inspect_catalog(path: str) -> None:
+    """Refuse a file of ours whose catalog is incomplete or foreign, without writing.
+
+    Reads through an immutable, read-only connection: no lock, journal change or side
+    file. The catalog is written once, when the file is created, so it is always in the
+    main file.
+    """
+    uri = f"file:{quote(os.path.abspath(path))}?mode=ro&immutable=1"
+    with translate("schema initialization failed"):
+        conn = sqlite3.connect(uri, uri=True, isolation_level=None)
+        try:
+            schema.check_catalog(conn)
+        finally:
+            conn.close()
+
+
 def create_file(path: str, *, busy_timeout: float) -> None:
     """Create a new, fully initialised database at ``path`` atomically.
 
     The schema is built in a temporary file beside the target and then hard-linked into
     place, so another process never sees a half-initialised (or empty) database. If
-    someone else created the file first, theirs is kept.
+    someone else created the file first, theirs is kept. The file is readable and
+    writable by its owner only; SQLite gives its WAL and shared-memory files the same
+    permissions.
     """
     directory = os.path.dirname(os.path.abspath(path))
     temporary = os.path.join(directory, f".{os.path.basename(path)}.{uuid.uuid4().hex}.init")
     try:
-        conn = sqlite3.connect(temporary, timeout=busy_timeout, isolation_level=None)
-        try:
-            conn.execute("PRAGMA journal_mode = WAL")
-            conn.execute("BEGIN IMMEDIATE")
-            schema.migrate(conn, 0)
-            conn.execute("COMMIT")
-        finally:
-            conn.close()
+        os.close(os.open(temporary, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+        with translate("schema initialization failed"):
+            conn = sqlite3.connect(temporary, timeout=busy_timeout, isolation_level=None)
+            try:
+                conn.execute("PRAGMA journal_mode = WAL")
+                conn.execute("BEGIN IMMEDIATE")
+                schema.migrate(conn, 0)
+                conn.execute("COMMIT")
+            finally:
+                conn.close()
         with contextlib.suppress(FileExistsError):
             os.link(temporary, path)
     except OSError:

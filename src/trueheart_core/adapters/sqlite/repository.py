@@ -61,6 +61,8 @@ class SQLiteRepository:
         self._scope_ids: dict[ScopeKey, int] = {}
         self._file_backed = target != ":memory:"
         self._conn: sqlite3.Connection | None = None
+        # Set when an erasing change committed but its checkpoint could not finish.
+        self._erasure_pending = False
         self._conn = self._open(target, float(busy_timeout), read_only)
 
     def _open(self, target: str, busy_timeout: float, read_only: bool) -> sqlite3.Connection:
@@ -75,7 +77,10 @@ class SQLiteRepository:
                     raise ValidationError("path", "must be in an existing directory")
                 conn_mod.create_file(target, busy_timeout=busy_timeout)
             conn_mod.inspect_file(target)
+            conn_mod.inspect_catalog(target)
             read_only = read_only or not os.access(target, os.W_OK)
+        elif read_only:
+            raise ValidationError("read_only", "requires a database file")
         self._read_only = read_only
         with conn_mod.translate(DIAGNOSTICS["open"]):
             conn = conn_mod.connect(target, busy_timeout=busy_timeout, read_only=read_only)
@@ -109,6 +114,16 @@ class SQLiteRepository:
                 raise ValidationError("repository", "is closed")
             if write and self._read_only:
                 raise RepositoryReadOnly(diagnostic)
+            scrub_first = self._erasure_pending or (erasing and self._file_backed)
+            if scrub_first:
+                # An erasing change can only be scrubbed from the WAL when no other
+                # connection pins an older snapshot. Checking first turns a pinned reader
+                # into RepositoryBusy before any work is done, like write contention.
+                with conn_mod.translate(diagnostic):
+                    scrubbed = conn_mod.checkpoint_truncate(conn)
+                self._erasure_pending = self._erasure_pending and not scrubbed
+                if erasing and not scrubbed:
+                    raise RepositoryBusy(diagnostic)
             with conn_mod.translate(diagnostic):
                 conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
                 uow = SQLiteUnitOfWork(conn, self._scope_ids)
@@ -120,9 +135,13 @@ class SQLiteRepository:
                     if not uow.committed:
                         with contextlib.suppress(sqlite3.Error):
                             conn.execute("ROLLBACK")
-                erased = uow.committed and erasing and self._file_backed
-                if erased and not conn_mod.checkpoint_truncate(conn):
-                    raise RepositoryBusy("erasure checkpoint incomplete")
+                if uow.committed and erasing and self._file_backed:
+                    self._erasure_pending = not conn_mod.checkpoint_truncate(conn)
+                    if self._erasure_pending:
+                        # A reader began between the check and the commit and outlived
+                        # the busy timeout. The change is committed; only the scrub of
+                        # the WAL waits for it. Every later call retries it first.
+                        raise RepositoryBusy("erasure checkpoint incomplete")
 
     def close(self) -> None:
         """Close the connection. Idempotent; later use raises ``ValidationError``."""
@@ -130,6 +149,8 @@ class SQLiteRepository:
             conn, self._conn = self._conn, None
             if conn is not None:
                 with contextlib.suppress(sqlite3.Error):
+                    if self._erasure_pending:
+                        conn_mod.checkpoint_truncate(conn)
                     conn.close()
 
     def __enter__(self) -> SQLiteRepository:

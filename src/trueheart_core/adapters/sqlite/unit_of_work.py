@@ -99,7 +99,8 @@ class SQLiteUnitOfWork:
         ).fetchone()
         if row is None:
             return None
-        self._new[scope] = row[0]
+        # Committed scope rows never change, so their IDs can be remembered at once.
+        self._known[scope] = int(row[0])
         return int(row[0])
 
     def _ensure_scope(self, scope: ScopeKey) -> int:
@@ -354,7 +355,10 @@ class SQLiteUnitOfWork:
     def _kind_filter(kinds: Sequence[str]) -> tuple[str, list[Any]]:
         if not kinds:
             return "", []
-        return " AND m.kind IN (SELECT value FROM json_each(?))", [json.dumps(list(kinds))]
+        # Any number of kinds travels as one JSON parameter. SQLite's JSON functions stop
+        # at a NUL character, so kinds are compared by the hex of their UTF-8 bytes.
+        wanted = sorted({kind.encode("utf-8").hex().upper() for kind in kinds})
+        return " AND hex(m.kind) IN (SELECT value FROM json_each(?))", [json.dumps(wanted)]
 
     def recall_clear(
         self,
