@@ -1,0 +1,172 @@
+"""Builders of synthetic drafts and commands shared by the contract tests."""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from trueheart_core import (
+    EntityType,
+    GovernanceAction,
+    GovernanceCommand,
+    MemoryDraft,
+    RawEventDraft,
+    RetentionPolicy,
+    Scope,
+    SourceRef,
+    TrustLevel,
+)
+
+NOW = datetime(2026, 8, 13, 12, 0, tzinfo=UTC)
+SCOPE = Scope("tenant", "owner", "subject")
+OTHER_SCOPE = Scope("tenant", "owner", "other-subject")
+
+RAW_TTL = timedelta(days=7)
+CLEAR_FOR = timedelta(days=30)
+RECALL_FOR = timedelta(days=90)
+
+
+def msg(text: str) -> str:
+    """An anchored regular expression that matches exactly ``text``."""
+    return "^" + re.escape(text) + "$"
+
+
+def source(
+    *,
+    source_id: str = "source-1",
+    source_type: str = "synthetic",
+    occurred_at: datetime = NOW,
+    trust: TrustLevel = TrustLevel.OBSERVED,
+    metadata: Mapping[str, Any] | None = None,
+) -> SourceRef:
+    return SourceRef(
+        source_id, source_type, occurred_at, trust, {} if metadata is None else metadata
+    )
+
+
+def event(
+    event_id: str = "evt-1",
+    *,
+    scope: Scope = SCOPE,
+    content: str = "synthetic message",
+    trust: TrustLevel = TrustLevel.OBSERVED,
+    occurred_at: datetime = NOW,
+    raw_ttl: timedelta = RAW_TTL,
+    clear_for: timedelta = CLEAR_FOR,
+    recall_for: timedelta = RECALL_FOR,
+    metadata: Mapping[str, Any] | None = None,
+    source_metadata: Mapping[str, Any] | None = None,
+    source_id: str = "source-1",
+    source_type: str = "synthetic",
+) -> RawEventDraft:
+    return RawEventDraft(
+        event_id,
+        scope,
+        source(
+            source_id=source_id,
+            source_type=source_type,
+            occurred_at=occurred_at,
+            trust=trust,
+            metadata=source_metadata,
+        ),
+        content,
+        RetentionPolicy(raw_ttl, clear_for, recall_for),
+        {} if metadata is None else metadata,
+    )
+
+
+def memory(
+    memory_id: str = "mem-1",
+    sources: Sequence[str] = ("evt-1",),
+    *,
+    scope: Scope = SCOPE,
+    content: str = "derived synthetic memory",
+    kind: str = "fact",
+    trust: TrustLevel = TrustLevel.OBSERVED,
+    created_at: datetime = NOW,
+    metadata: Mapping[str, Any] | None = None,
+) -> MemoryDraft:
+    return MemoryDraft(
+        memory_id,
+        scope,
+        content,
+        tuple(sources),
+        kind,
+        trust,
+        created_at,
+        {} if metadata is None else metadata,
+    )
+
+
+def command(
+    action: GovernanceAction,
+    entity_id: str = "mem-1",
+    *,
+    entity_type: EntityType = EntityType.MEMORY,
+    scope: Scope = SCOPE,
+    occurred_at: datetime = NOW,
+    reason: str = "synthetic request",
+) -> GovernanceCommand:
+    return GovernanceCommand(scope, action, entity_type, entity_id, occurred_at, reason)
+
+
+def file_db_or_skip(tmp_path: Path) -> Path:
+    """The file behind the ``repository`` fixture; skips the in-memory configuration."""
+    path = tmp_path / "store.db"
+    if not path.exists():
+        pytest.skip("needs the file-backed configuration")
+    return path
+
+
+def store_bytes(path: Path) -> bytes:
+    """The bytes of the database file and of its write-ahead log and journal, if any."""
+    data = b""
+    for candidate in (path, Path(f"{path}-wal"), Path(f"{path}-journal")):
+        if candidate.exists():
+            data += candidate.read_bytes()
+    return data
+
+
+def tamper(path: Path, sql: str, params: Sequence[Any] = ()) -> int:
+    """Run one statement behind the library's back; returns the number of changed rows."""
+    conn = sqlite3.connect(path, timeout=5.0)
+    try:
+        with conn:
+            cursor = conn.execute(sql, tuple(params))
+            changed = cursor.rowcount
+    finally:
+        conn.close()
+    return changed
+
+
+def micros(moment: datetime) -> int:
+    """Microseconds since the epoch, as stored by the SQLite adapter."""
+    delta = moment - datetime(1970, 1, 1, tzinfo=UTC)
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+class CountingClock:
+    """A clock that returns a settable instant and counts its calls."""
+
+    def __init__(self, now: datetime = NOW) -> None:
+        self.now = now
+        self.calls = 0
+
+    def __call__(self) -> datetime:
+        self.calls += 1
+        return self.now
+
+
+ClockFn = Callable[[], datetime]
+
+
+def assert_not_chained(error: BaseException) -> None:
+    """A translated library error shows no chained cause or context."""
+    assert error.__cause__ is None
+    assert error.__context__ is None or error.__suppress_context__

@@ -1,0 +1,134 @@
+"""Package surface: exports, version, enums and the typing marker."""
+
+from __future__ import annotations
+
+import enum
+import os
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+import trueheart_core
+from trueheart_core import EntityType, GovernanceAction, MemoryStatus, TrustLevel
+
+ROOT = Path(__file__).resolve().parents[2]
+
+NAMES_0_1_2 = [
+    "AuditRecord",
+    "EntityDeleted",
+    "EntityNotFound",
+    "EntityType",
+    "GovernanceAction",
+    "GovernanceCommand",
+    "GovernanceResult",
+    "IdempotencyConflict",
+    "InvalidTransition",
+    "MemoryDraft",
+    "MemoryRecord",
+    "MemoryStatus",
+    "RawEventDraft",
+    "RawEventReceipt",
+    "RecallItem",
+    "RecallQuery",
+    "RepositoryBusy",
+    "RepositoryCorruption",
+    "RetentionPolicy",
+    "SQLiteRepository",
+    "Scope",
+    "ScopeMismatch",
+    "SourceRef",
+    "TrueHeart",
+    "TrueHeartError",
+    "TrustEscalation",
+    "TrustLevel",
+    "ValidationError",
+    "__version__",
+]
+
+NEW_IN_0_2 = ["IntegrityProblem", "IntegrityReport", "RepositoryReadOnly"]
+
+
+def test_all_is_a_superset_of_the_0_1_2_names() -> None:
+    assert set(NAMES_0_1_2) <= set(trueheart_core.__all__)
+
+
+def test_all_is_plain_sorted_with_version_last() -> None:
+    names = list(trueheart_core.__all__)
+    assert names[-1] == "__version__"
+    assert names[:-1] == sorted(names[:-1])
+    assert len(names) == len(set(names))
+
+
+def test_all_is_exactly_the_documented_0_2_surface() -> None:
+    expected = [*sorted(NAMES_0_1_2[:-1] + NEW_IN_0_2), "__version__"]
+    assert list(trueheart_core.__all__) == expected
+
+
+def test_sqlite_repository_sorts_before_scope() -> None:
+    names = list(trueheart_core.__all__)
+    assert names.index("SQLiteRepository") < names.index("Scope")
+
+
+@pytest.mark.parametrize("name", NAMES_0_1_2 + NEW_IN_0_2)
+def test_every_exported_name_resolves(name: str) -> None:
+    assert getattr(trueheart_core, name) is not None
+
+
+def test_version_matches_pyproject() -> None:
+    with (ROOT / "pyproject.toml").open("rb") as handle:
+        version = tomllib.load(handle)["project"]["version"]
+    assert trueheart_core.__version__ == version == "0.2.0"
+
+
+def test_package_ships_py_typed_marker() -> None:
+    package_dir = Path(trueheart_core.__file__).resolve().parent
+    assert (package_dir / "py.typed").is_file()
+
+
+def test_import_from_source_tree_without_installed_metadata() -> None:
+    env = {key: value for key, value in os.environ.items() if not key.startswith("PYTHON")}
+    env["PYTHONPATH"] = str(ROOT / "src")
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    # -S skips site-packages, so no installed distribution metadata is visible.
+    completed = subprocess.run(
+        [sys.executable, "-S", "-c", "import trueheart_core; print(trueheart_core.__version__)"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout == "0.2.0\n"
+
+
+def test_trust_level_is_an_ordered_int_enum() -> None:
+    assert issubclass(TrustLevel, enum.IntEnum)
+    assert [(m.name, m.value) for m in TrustLevel] == [
+        ("UNTRUSTED", 0),
+        ("OBSERVED", 1),
+        ("CONFIRMED", 2),
+    ]
+    assert TrustLevel.CONFIRMED > TrustLevel.OBSERVED > TrustLevel.UNTRUSTED
+
+
+@pytest.mark.parametrize(
+    ("enum_class", "members"),
+    [
+        (EntityType, [("RAW_EVENT", "raw_event"), ("MEMORY", "memory")]),
+        (
+            GovernanceAction,
+            [("SEAL", "seal"), ("RESTORE", "restore"), ("FORGET", "forget"), ("DELETE", "delete")],
+        ),
+        (MemoryStatus, [("ACTIVE", "active"), ("SEALED", "sealed")]),
+    ],
+)
+def test_str_enums_have_the_documented_members(
+    enum_class: type[enum.StrEnum], members: list[tuple[str, str]]
+) -> None:
+    assert issubclass(enum_class, enum.StrEnum)
+    assert [(m.name, m.value) for m in enum_class] == members
