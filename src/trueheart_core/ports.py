@@ -241,8 +241,13 @@ class UnitOfWork(Protocol):
 
     # --- tombstones --------------------------------------------------------------------
 
-    def tombstones_for_id(self, entity_id: str) -> list[TombstoneRow]:
-        """Every tombstone with this entity ID, in any scope and of either type (indexed)."""
+    def get_tombstones(self, scope: ScopeKey, entity_id: str) -> list[TombstoneRow]:
+        """The tombstones (of either type) with this entity ID in the exact scope (indexed)."""
+
+    def tombstone_elsewhere(
+        self, entity_id: str, entity_type: str, scope: ScopeKey
+    ) -> TombstoneRow | None:
+        """One tombstone of this type and ID in any *other* scope, if any (indexed)."""
 
     def tombstones_for_fingerprint(self, scope: ScopeKey, fingerprint: str) -> list[TombstoneRow]:
         """Memory tombstones in the exact scope carrying this fingerprint (indexed)."""

@@ -163,10 +163,8 @@ def event_digest(row: EventRow) -> str:
     return _digest("raw_event", row.scope, *_event_fields(row))
 
 
-def event_row(
-    receipt: RawEventReceipt, status: str = EVENT_ACTIVE, *, has_body: bool = True
-) -> EventRow:
-    """The stored form of a receipt, with its digest."""
+def event_row(receipt: RawEventReceipt) -> EventRow:
+    """The stored form of a new receipt (status ``active``, body present), with its digest."""
     source = receipt.source
     row = EventRow(
         scope=scope_key(receipt.scope),
@@ -181,10 +179,10 @@ def event_row(
         raw_expires_at=to_us(receipt.raw_expires_at),
         clear_for=duration_text(receipt.clear_for),
         recall_for=duration_text(receipt.recall_for),
-        status=status,
+        status=EVENT_ACTIVE,
         metadata=canonical_json(receipt.metadata),
         digest="",
-        has_body=has_body,
+        has_body=True,
     )
     return replace(row, digest=event_digest(row))
 

@@ -7,6 +7,7 @@ on the repository port. It never sees SQL.
 
 from __future__ import annotations
 
+import heapq
 import uuid
 from collections import defaultdict
 from collections.abc import Callable, Sequence
@@ -40,7 +41,15 @@ from trueheart_core.errors import (
     ScopeMismatch,
     ValidationError,
 )
-from trueheart_core.ports import EdgeRow, MemoryRow, Repository, ScopeKey, TombstoneRow, UnitOfWork
+from trueheart_core.ports import (
+    EdgeRow,
+    EventRow,
+    MemoryRow,
+    Repository,
+    ScopeKey,
+    TombstoneRow,
+    UnitOfWork,
+)
 from trueheart_core.records import RowInvalid, scope_key
 
 __all__ = ["TrueHeart"]
@@ -143,7 +152,8 @@ class TrueHeart:
         fingerprint = policy.dependency_fingerprint(scope, draft.kind, draft.source_event_ids)
         key = scope_key(scope)
         with self._repository.unit_of_work("materialize", write=True) as uow:
-            if _blocking_tombstones(uow.tombstones_for_id(draft.memory_id), key, EntityType.MEMORY):
+            tombstones = uow.get_tombstones(key, draft.memory_id)
+            if _blocking_tombstones(tombstones, EntityType.MEMORY):
                 raise EntityDeleted(draft.memory_id)
             existing = uow.get_memory(key, draft.memory_id)
             if existing is not None:
@@ -153,7 +163,7 @@ class TrueHeart:
                 uow.commit()
                 return stored
             if _blocking_tombstones(
-                uow.tombstones_for_fingerprint(key, fingerprint), key, EntityType.MEMORY
+                uow.tombstones_for_fingerprint(key, fingerprint), EntityType.MEMORY
             ):
                 raise EntityDeleted(draft.memory_id)
             found = uow.get_events(key, draft.source_event_ids)
@@ -322,7 +332,7 @@ def _prepare_event(draft: RawEventDraft, now: datetime) -> RawEventReceipt:
 
 def _ingest(uow: UnitOfWork, draft: RawEventDraft, receipt: RawEventReceipt) -> RawEventReceipt:
     key = scope_key(draft.scope)
-    if _blocking_tombstones(uow.tombstones_for_id(draft.event_id), key, EntityType.RAW_EVENT):
+    if _blocking_tombstones(uow.get_tombstones(key, draft.event_id), EntityType.RAW_EVENT):
         raise EntityDeleted(draft.event_id)
     existing = uow.get_events(key, (draft.event_id,)).get(draft.event_id)
     if existing is not None:
@@ -358,9 +368,9 @@ def _audit(
     )
 
 
-def _receipt(row: object, scope: Scope | None, diagnostic: str) -> RawEventReceipt:
+def _receipt(row: EventRow, scope: Scope | None, diagnostic: str) -> RawEventReceipt:
     try:
-        return records.receipt_from_row(row, scope)  # type: ignore[arg-type]
+        return records.receipt_from_row(row, scope)
     except RowInvalid:
         _corrupt(diagnostic)
 
@@ -381,14 +391,10 @@ def _edges_by_memory(edges: Sequence[EdgeRow]) -> defaultdict[str, list[EdgeRow]
     return grouped
 
 
-def _blocking_tombstones(
-    tombstones: Sequence[TombstoneRow], key: ScopeKey, entity_type: EntityType
-) -> bool:
-    """Whether a valid tombstone of this type exists in the exact scope."""
+def _blocking_tombstones(tombstones: Sequence[TombstoneRow], entity_type: EntityType) -> bool:
+    """Whether one of these exact-scope tombstones (each verified) is of this type."""
     blocking = False
     for row in tombstones:
-        if row.scope != key:
-            continue
         try:
             found = records.check_tombstone(row)
         except RowInvalid:
@@ -398,19 +404,16 @@ def _blocking_tombstones(
 
 
 def _diagnose(uow: UnitOfWork, key: ScopeKey, entity_type: EntityType, entity_id: str) -> NoReturn:
-    """The one missing-entity diagnosis: deleted here, known elsewhere, or unknown."""
-    same_type_elsewhere = False
-    for row in uow.tombstones_for_id(entity_id):
-        try:
-            found = records.check_tombstone(row)
-        except RowInvalid:
-            _corrupt("invalid tombstone")
-        if found is not entity_type:
-            continue
-        if row.scope == key:
-            raise EntityDeleted(entity_id)
-        same_type_elsewhere = True
-    if same_type_elsewhere:
+    """The one missing-entity diagnosis: deleted here, known elsewhere, or unknown.
+
+    Bounded look-ups only: the exact scope's tombstones, then one tombstone of the same
+    type elsewhere, then one live row elsewhere. Every tombstone read is verified.
+    """
+    if _blocking_tombstones(uow.get_tombstones(key, entity_id), entity_type):
+        raise EntityDeleted(entity_id)
+    elsewhere = uow.tombstone_elsewhere(entity_id, entity_type.value, key)
+    if elsewhere is not None:
+        _blocking_tombstones((elsewhere,), entity_type)
         raise ScopeMismatch(entity_id)
     live_elsewhere = (
         uow.event_id_elsewhere(entity_id, key)
@@ -444,15 +447,14 @@ def _best_fading(
             _corrupt("invalid memory record")
         score = policy.clarity_us(as_of, c.clear_until, c.recall_until)
         ranked.append((-score, -c.created_at, c.memory_id))
-    ranked.sort()
-    chosen = [memory_id for _, _, memory_id in ranked[:wanted]]
+    chosen = [memory_id for _, _, memory_id in heapq.nsmallest(wanted, ranked)]
     by_id = {row.memory_id: row for row in uow.get_memories(key, chosen)}
     if len(by_id) != len(chosen):
         _corrupt("invalid memory record")
     return [by_id[memory_id] for memory_id in chosen]
 
 
-def _lineage_sources(
+def _check_lineage(
     uow: UnitOfWork,
     scope: Scope,
     memory_id: str,
@@ -501,7 +503,7 @@ def _govern_memory(uow: UnitOfWork, command: GovernanceCommand) -> list[str]:
         status = MemoryStatus(row.status)
     except ValueError:
         _corrupt("invalid memory governance state")
-    _lineage_sources(uow, scope, memory_id, row.kind, row.dependency_fingerprint, edges)
+    _check_lineage(uow, scope, memory_id, row.kind, row.dependency_fingerprint, edges)
     action = command.action
     if action in (GovernanceAction.SEAL, GovernanceAction.RESTORE):
         # A status change rewrites the digest, so the whole row must verify first.

@@ -59,7 +59,7 @@ _V1: Sequence[str] = (
         seq INTEGER PRIMARY KEY,
         scope_id INTEGER NOT NULL,
         entity_type, entity_id, fingerprint, deleted_at, reason, digest)""",
-    "CREATE INDEX tombstones_by_id ON tombstones (entity_id)",
+    "CREATE INDEX tombstones_by_id ON tombstones (entity_id, scope_id, entity_type)",
     """CREATE INDEX tombstones_by_fingerprint ON tombstones (scope_id, fingerprint)
         WHERE fingerprint IS NOT NULL""",
     """CREATE TABLE audit (

@@ -436,16 +436,30 @@ class SQLiteUnitOfWork:
 
     # --- tombstones ---------------------------------------------------------------------------
 
-    def tombstones_for_id(self, entity_id: str) -> list[TombstoneRow]:
+    def get_tombstones(self, scope: ScopeKey, entity_id: str) -> list[TombstoneRow]:
+        sid = self._scope_id(scope)
+        if sid is None:
+            return []
         return [
-            TombstoneRow(_key(r), *r[3:])
+            TombstoneRow(scope, *r)
             for r in self._conn.execute(
-                f"SELECT {_SCOPE_COLUMNS}, t.entity_type, t.entity_id, t.fingerprint, "
-                f"t.deleted_at, t.reason, t.digest FROM tombstones t "
-                f"{_SCOPE_JOIN.format(alias='t')} WHERE t.entity_id = ?",
-                (entity_id,),
+                "SELECT entity_type, entity_id, fingerprint, deleted_at, reason, digest "
+                "FROM tombstones WHERE entity_id = ? AND scope_id = ?",
+                (entity_id, sid),
             )
         ]
+
+    def tombstone_elsewhere(
+        self, entity_id: str, entity_type: str, scope: ScopeKey
+    ) -> TombstoneRow | None:
+        r = self._conn.execute(
+            f"SELECT {_SCOPE_COLUMNS}, t.entity_type, t.entity_id, t.fingerprint, "
+            f"t.deleted_at, t.reason, t.digest FROM tombstones t "
+            f"{_SCOPE_JOIN.format(alias='t')} "
+            "WHERE t.entity_id = ? AND t.entity_type = ? AND t.scope_id IS NOT ? LIMIT 1",
+            (entity_id, entity_type, self._scope_id(scope)),
+        ).fetchone()
+        return None if r is None else TombstoneRow(_key(r), *r[3:])
 
     def tombstones_for_fingerprint(self, scope: ScopeKey, fingerprint: str) -> list[TombstoneRow]:
         sid = self._scope_id(scope)
