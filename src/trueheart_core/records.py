@@ -128,13 +128,15 @@ def _check(row_digest: object, expected: str) -> None:
         raise RowInvalid("digest_mismatch")
 
 
+_TRUST_LEVELS = {int(level): level for level in TrustLevel}
+_STATUSES = {status.value: status for status in MemoryStatus}
+
+
 def _trust(value: object) -> TrustLevel:
-    if type(value) is not int:
+    level = _TRUST_LEVELS.get(value) if type(value) is int else None
+    if level is None:
         raise RowInvalid("invalid_row")
-    try:
-        return TrustLevel(value)
-    except ValueError:
-        raise RowInvalid("invalid_row") from None
+    return level
 
 
 # --- raw events ---------------------------------------------------------------------------
@@ -294,19 +296,19 @@ def _with_memory_digest(row: MemoryRow, source_ids: Sequence[str]) -> MemoryRow:
 def memory_from_row(
     row: MemoryRow, edges: Sequence[EdgeRow], known: Scope | None = None
 ) -> MemoryRecord:
-    """Verify a memory row and its edges (digests, keys) and rebuild the record."""
+    """Verify a memory row (digest over its fields and source IDs) and rebuild the record."""
+    # The memory digest covers the sorted source IDs, which is all a record takes from its
+    # edges; the edges' own digests guard their snapshots, checked where those are used.
     ids: list[str] = []
     for edge in edges:
-        check_edge(edge)
         if edge.memory_id != row.memory_id or edge.scope != row.scope:
             raise RowInvalid("invalid_row")
         ids.append(edge.event_id)
     ids.sort()
     _check(row.digest, _memory_digest(row, ids))
-    try:
-        status = MemoryStatus(row.status)
-    except ValueError:
-        raise RowInvalid("invalid_row") from None
+    status = _STATUSES.get(row.status) if isinstance(row.status, str) else None
+    if status is None:
+        raise RowInvalid("invalid_row")
     try:
         return MemoryRecord(
             row.memory_id,
@@ -338,20 +340,21 @@ def edge_row(scope: Scope, memory_id: str, source: RawEventReceipt) -> EdgeRow:
     return EdgeRow(key, memory_id, source.event_id, trust, clear_for, recall_for, digest)
 
 
+def _edge_digest(edge: EdgeRow) -> str:
+    return _digest(
+        "lineage",
+        edge.scope,
+        edge.memory_id,
+        edge.event_id,
+        edge.trust,
+        edge.clear_for,
+        edge.recall_for,
+    )
+
+
 def check_edge(edge: EdgeRow) -> tuple[TrustLevel, timedelta, timedelta]:
     """Verify an edge's digest and decode its snapshots (trust, clear_for, recall_for)."""
-    _check(
-        edge.digest,
-        _digest(
-            "lineage",
-            edge.scope,
-            edge.memory_id,
-            edge.event_id,
-            edge.trust,
-            edge.clear_for,
-            edge.recall_for,
-        ),
-    )
+    _check(edge.digest, _edge_digest(edge))
     clear_for, recall_for = parse_duration(edge.clear_for), parse_duration(edge.recall_for)
     if not timedelta(0) < clear_for <= recall_for:
         raise RowInvalid("invalid_row")

@@ -426,9 +426,15 @@ def _diagnose(uow: UnitOfWork, key: ScopeKey, entity_type: EntityType, entity_id
 
 
 def _replayed_memory(uow: UnitOfWork, row: MemoryRow, scope: Scope) -> MemoryRecord:
-    """A stored memory for replay comparison; each edge's source must still exist."""
+    """A stored memory for replay comparison: its edges (snapshots included) must verify
+    and each edge's source must still exist."""
     edges = uow.get_edges(row.scope, (row.memory_id,))
     record = _memory(row, edges, scope, "invalid memory record")
+    for edge in edges:
+        try:
+            records.check_edge(edge)
+        except RowInvalid:
+            _corrupt("invalid memory record")
     present = uow.get_events(row.scope, record.source_event_ids)
     if len(present) != len(record.source_event_ids):
         _corrupt("invalid memory record")

@@ -100,22 +100,29 @@ def text_tuple(field: str, value: object) -> tuple[str, ...]:
     return value
 
 
-def canonical_json(value: object) -> str:
-    """The canonical JSON text used for storage, size limits, digests and comparison."""
-    return json.dumps(
-        value,
-        sort_keys=True,
-        separators=(",", ":"),
-        ensure_ascii=False,
-        allow_nan=False,
-        default=_json_default,
-    )
-
-
 def _json_default(value: object) -> object:
     if isinstance(value, Mapping):
         return dict(value)
     raise TypeError("not JSON")
+
+
+# One shared encoder: json.dumps with options builds a new encoder on every call.
+_CANONICAL = json.JSONEncoder(
+    sort_keys=True,
+    separators=(",", ":"),
+    ensure_ascii=False,
+    allow_nan=False,
+    default=_json_default,
+)
+
+
+def canonical_json(value: object) -> str:
+    """The canonical JSON text used for storage, size limits, digests and comparison.
+
+    ``json.dumps`` with sorted keys, ``(",", ":")`` separators, ``ensure_ascii=False``
+    and ``allow_nan=False``; tuples are arrays and mappings are objects.
+    """
+    return _CANONICAL.encode(value)
 
 
 def _freeze(value: object, depth: int) -> object:
