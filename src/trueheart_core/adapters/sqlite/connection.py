@@ -73,9 +73,14 @@ def inspect_file(path: str) -> None:
     modified (not even switched to WAL) and no side files are created next to it.
     """
     try:
-        size = os.path.getsize(path)
         with open(path, "rb") as handle:
             header = handle.read(_HEADER_SIZE)
+        # A checkpoint (here after a crash, or live in another process) writes page 1
+        # before the pages that extend the file, and empties the WAL only when done: a
+        # main file shorter than its header is damage only when the WAL is empty, and
+        # the size is read last so that a finished checkpoint is seen whole.
+        wal_in_use = _has_wal(path)
+        size = os.path.getsize(path)
     except OSError:
         raise RepositoryCorruption("schema initialization failed") from None
     if len(header) < _HEADER_SIZE or not header.startswith(_HEADER_MAGIC):
@@ -84,7 +89,7 @@ def inspect_file(path: str) -> None:
     page_size = 65536 if page_size == 1 else page_size
     page_count = int.from_bytes(header[28:32], "big")
     header_count_valid = header[24:28] == header[92:96]
-    if header_count_valid and page_count and size < page_count * page_size:
+    if header_count_valid and page_count and size < page_count * page_size and not wal_in_use:
         raise RepositoryCorruption("truncated database file")
     if int.from_bytes(header[68:72], "big") != schema.APPLICATION_ID:
         raise RepositoryCorruption("invalid schema catalog")
@@ -93,6 +98,13 @@ def inspect_file(path: str) -> None:
         raise RepositoryCorruption("unsupported schema version")
     if version < 1:
         raise RepositoryCorruption("invalid schema version")
+
+
+def _has_wal(path: str) -> bool:
+    try:
+        return os.path.getsize(f"{path}-wal") > 0
+    except OSError:
+        return False
 
 
 def connect(target: str, *, busy_timeout: float, read_only: bool) -> sqlite3.Connection:
@@ -128,13 +140,13 @@ def configure(conn: sqlite3.Connection, *, file_backed: bool, read_only: bool) -
 
 
 def inspect_catalog(path: str) -> None:
-    """Refuse a file of ours whose catalog is incomplete or foreign, without writing.
-
-    Reads through an immutable, read-only connection: no lock, journal change or side
-    file. The catalog is written once, when the file is created, so it is always in the
-    main file.
-    """
-    uri = f"file:{quote(os.path.abspath(path))}?mode=ro&immutable=1"
+    """Refuse a file of ours whose catalog is incomplete or foreign, without writing."""
+    # A store in use (or left by a crash) has a WAL that may hold pages the main file
+    # lacks: read it like any reader. Otherwise read the main file as immutable, which
+    # creates no -wal or -shm file next to a file that may be refused.
+    in_use = os.path.exists(f"{path}-wal") or os.path.exists(f"{path}-shm")
+    mode = "ro" if in_use else "ro&immutable=1"
+    uri = f"file:{quote(os.path.abspath(path))}?mode={mode}"
     with translate("schema initialization failed"):
         conn = sqlite3.connect(uri, uri=True, isolation_level=None)
         try:
