@@ -23,6 +23,10 @@ from trueheart_core.validation import canonical_json
 CLARITY_ROUNDING_SHIFT = 54
 """A fade ratio ``x/y`` with ``x = y - d`` rounds to exactly 1.0 iff ``d <= y >> 54``."""
 
+EXACT_FLOAT_SPAN = 1 << 53
+"""Integers below this convert to double exactly, so a fade ratio of microsecond spans
+below it divides in double precision to exactly Python's correctly rounded result."""
+
 AUDIT_REASONS: Mapping[str, str] = {
     "ingest": "event ingested",
     "materialize": "memory materialized",

@@ -225,12 +225,24 @@ class UnitOfWork(Protocol):
         """
 
     def recall_fading(
-        self, scope: ScopeKey, as_of: int, kinds: Sequence[str], rounding_shift: int
+        self,
+        scope: ScopeKey,
+        as_of: int,
+        kinds: Sequence[str],
+        rounding_shift: int,
+        limit: int,
+        exact_span: int,
     ) -> list[RecallCandidate]:
-        """Every other eligible active memory: the complement of :meth:`recall_clear`.
+        """The fading memories that can rank among the best ``limit``: a superset of them
+        drawn from the complement of :meth:`recall_clear` (same eligibility, clarity
+        condition negated), read from an index without loading memory rows.
 
-        Same eligibility, with the clarity condition negated, unordered, read from an
-        index without loading memory rows.
+        Of the memories whose fade span ``recall_until - clear_until`` is below
+        ``exact_span``, it returns the best ``limit`` by
+        ``(recall_until - as_of) / (recall_until - clear_until)`` in double precision
+        (exact, and equal to Python's integer division, while both operands are below
+        2**53), then ``created_at`` descending, then ``memory_id`` ascending. It adds every
+        fading memory with a longer span, unordered, for the caller to rank exactly.
         """
 
     def iter_memories(self, scope: ScopeKey | None) -> Iterator[MemoryRow]:

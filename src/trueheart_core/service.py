@@ -444,8 +444,16 @@ def _replayed_memory(uow: UnitOfWork, row: MemoryRow, scope: Scope) -> MemoryRec
 def _best_fading(
     uow: UnitOfWork, key: ScopeKey, as_of: int, query: RecallQuery, wanted: int
 ) -> list[MemoryRow]:
-    """The ``wanted`` best memories that are fading at ``as_of``, ranked exactly."""
-    candidates = uow.recall_fading(key, as_of, query.kinds, policy.CLARITY_ROUNDING_SHIFT)
+    """The ``wanted`` best memories that are fading at ``as_of``, ranked exactly here
+    among the candidates the repository pre-selects."""
+    candidates = uow.recall_fading(
+        key,
+        as_of,
+        query.kinds,
+        policy.CLARITY_ROUNDING_SHIFT,
+        wanted,
+        policy.EXACT_FLOAT_SPAN,
+    )
     ranked = []
     for c in candidates:
         values = (c.created_at, c.clear_until, c.recall_until)

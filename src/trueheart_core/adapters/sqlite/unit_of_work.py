@@ -383,22 +383,37 @@ class SQLiteUnitOfWork:
         return [_memory(scope, r) for r in rows]
 
     def recall_fading(
-        self, scope: ScopeKey, as_of: int, kinds: Sequence[str], rounding_shift: int
+        self,
+        scope: ScopeKey,
+        as_of: int,
+        kinds: Sequence[str],
+        rounding_shift: int,
+        limit: int,
+        exact_span: int,
     ) -> list[RecallCandidate]:
         sid = self._scope_id(scope)
         if sid is None:
             return []
         kind_sql, kind_params = self._kind_filter(kinds)
-        rows = self._conn.execute(
+        fading = (
             "SELECT m.memory_id, m.created_at, m.clear_until, m.recall_until "
             "FROM memories m INDEXED BY memories_recall_fade "
             "WHERE m.scope_id = ? AND m.status = 'active' AND m.recall_until > ? "
             "AND m.created_at <= ? "
             "AND m.clear_until + ((m.recall_until - m.clear_until) >> ?) < ?"
-            f"{kind_sql}",
-            [sid, as_of, as_of, rounding_shift, as_of, *kind_params],
+            f"{kind_sql}"
+        )
+        params = [sid, as_of, as_of, rounding_shift, as_of, *kind_params]
+        ranked = self._conn.execute(
+            f"{fading} AND m.recall_until - m.clear_until < ? "
+            "ORDER BY CAST(m.recall_until - ? AS REAL) / (m.recall_until - m.clear_until) DESC, "
+            "m.created_at DESC, m.memory_id ASC LIMIT ?",
+            [*params, exact_span, as_of, limit],
         ).fetchall()
-        return [RecallCandidate(*r) for r in rows]
+        long_fades = self._conn.execute(
+            f"{fading} AND m.recall_until - m.clear_until >= ?", [*params, exact_span]
+        ).fetchall()
+        return [RecallCandidate(*r) for r in ranked + long_fades]
 
     def iter_memories(self, scope: ScopeKey | None) -> Iterator[MemoryRow]:
         sql = (
