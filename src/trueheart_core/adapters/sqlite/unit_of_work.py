@@ -451,7 +451,7 @@ class SQLiteUnitOfWork:
 
     # --- tombstones ---------------------------------------------------------------------------
 
-    def get_tombstones(self, scope: ScopeKey, entity_id: str) -> list[TombstoneRow]:
+    def _scoped_tombstones(self, scope: ScopeKey, column: str, value: str) -> list[TombstoneRow]:
         sid = self._scope_id(scope)
         if sid is None:
             return []
@@ -459,10 +459,13 @@ class SQLiteUnitOfWork:
             TombstoneRow(scope, *r)
             for r in self._conn.execute(
                 "SELECT entity_type, entity_id, fingerprint, deleted_at, reason, digest "
-                "FROM tombstones WHERE entity_id = ? AND scope_id = ?",
-                (entity_id, sid),
+                f"FROM tombstones WHERE {column} = ? AND scope_id = ?",
+                (value, sid),
             )
         ]
+
+    def get_tombstones(self, scope: ScopeKey, entity_id: str) -> list[TombstoneRow]:
+        return self._scoped_tombstones(scope, "entity_id", entity_id)
 
     def tombstone_elsewhere(
         self, entity_id: str, entity_type: str, scope: ScopeKey
@@ -477,17 +480,7 @@ class SQLiteUnitOfWork:
         return None if r is None else TombstoneRow(_key(r), *r[3:])
 
     def tombstones_for_fingerprint(self, scope: ScopeKey, fingerprint: str) -> list[TombstoneRow]:
-        sid = self._scope_id(scope)
-        if sid is None:
-            return []
-        return [
-            TombstoneRow(scope, *r)
-            for r in self._conn.execute(
-                "SELECT entity_type, entity_id, fingerprint, deleted_at, reason, digest "
-                "FROM tombstones WHERE scope_id = ? AND fingerprint = ?",
-                (sid, fingerprint),
-            )
-        ]
+        return self._scoped_tombstones(scope, "fingerprint", fingerprint)
 
     def insert_tombstone(self, row: TombstoneRow) -> None:
         self._conn.execute(
