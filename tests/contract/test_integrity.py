@@ -450,3 +450,28 @@ def test_missing_body_of_an_active_event_is_corruption(service: TrueHeart, tmp_p
     with pytest.raises(RepositoryCorruption, match=r"^repository corruption: "):
         service.expire_raw_content(as_of=NOW + timedelta(days=30))
     _assert_problem(service.verify_integrity(), ("raw_event", "raw_body"), "evt-1")
+
+
+def test_a_lineage_edge_moved_to_another_source_is_never_served(
+    service: TrueHeart, tmp_path: Path
+) -> None:
+    path = file_db_or_skip(tmp_path)
+    _populate(service)
+    changed = tamper(path, "UPDATE lineage SET event_id = 'evt-2' WHERE memory_id = 'mem-1'", ())
+    assert changed == 1
+    with pytest.raises(
+        RepositoryCorruption, match=msg("repository corruption: invalid memory record")
+    ):
+        service.recall(RecallQuery(SCOPE, NOW))
+    _assert_problem(service.verify_integrity(), "memory", "mem-1")
+
+
+def test_a_deleted_lineage_edge_is_never_served(service: TrueHeart, tmp_path: Path) -> None:
+    path = file_db_or_skip(tmp_path)
+    _populate(service)
+    assert tamper(path, "DELETE FROM lineage WHERE memory_id = 'mem-2'", ()) == 1
+    with pytest.raises(
+        RepositoryCorruption, match=msg("repository corruption: invalid memory record")
+    ):
+        service.recall(RecallQuery(SCOPE, NOW, kinds=("other",)))
+    assert not service.verify_integrity().ok
