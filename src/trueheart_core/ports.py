@@ -162,10 +162,13 @@ class UnitOfWork(Protocol):
     def insert_event(self, row: EventRow, body: BodyRow) -> None:
         """Store a new receipt and its body."""
 
-    def expirable_events(self, as_of: int) -> list[EventRow]:
-        """Receipts, in any scope, whose body is present and ``raw_expires_at <= as_of``.
+    def expirable_events(self, as_of: int, limit: int) -> list[EventRow]:
+        """Up to ``limit`` receipts, in any scope, whose body is present and
+        ``raw_expires_at <= as_of``, earliest deadline first.
 
-        Cost grows with the number of such rows, not with the database.
+        Read from an index that holds only receipts with a body, so the cost grows with
+        the number of such rows, not with the database. Expiring the returned rows
+        removes them from the next call's answer.
         """
 
     def expire_event(self, row: EventRow) -> None:

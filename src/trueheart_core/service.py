@@ -55,6 +55,9 @@ from trueheart_core.records import RowInvalid, scope_key
 __all__ = ["TrueHeart"]
 
 
+_EXPIRY_CHUNK = 500
+
+
 def _utc_now() -> datetime:
     return datetime.now(UTC)
 
@@ -268,16 +271,21 @@ class TrueHeart:
         stay. When it returns, the removed bodies are gone from the database files."""
         when = v.utc("as_of", as_of)
         as_of_us = records.to_us(when)
+        expired = 0
         with self._repository.unit_of_work("expire", write=True, erasing=True) as uow:
-            rows = uow.expirable_events(as_of_us)
-            for row in rows:
-                receipt = _receipt(row, None, "invalid raw event record")
-                if not receipt.content_available or receipt.raw_expires_at > when:
-                    _corrupt("invalid raw event record")
-                uow.expire_event(records.with_event_status(row, records.EVENT_EXPIRED))
-                _audit(uow, receipt.scope, "expire", EntityType.RAW_EVENT, receipt.event_id, when)
+            # Chunks keep memory bounded however many bodies are due; one transaction.
+            while rows := uow.expirable_events(as_of_us, _EXPIRY_CHUNK):
+                for row in rows:
+                    receipt = _receipt(row, None, "invalid raw event record")
+                    if not receipt.content_available or receipt.raw_expires_at > when:
+                        _corrupt("invalid raw event record")
+                    uow.expire_event(records.with_event_status(row, records.EVENT_EXPIRED))
+                    _audit(
+                        uow, receipt.scope, "expire", EntityType.RAW_EVENT, receipt.event_id, when
+                    )
+                expired += len(rows)
             uow.commit()
-        return len(rows)
+        return expired
 
     # --- audit -----------------------------------------------------------------------------
 

@@ -145,3 +145,16 @@ def test_expired_receipt_still_drives_the_scope_diagnosis(
     # the receipt is still there: a memory on it is accepted, other scopes still mismatch
     with pytest.raises(ScopeMismatch, match=msg("scope mismatch: evt-1")):
         service.materialize_once(memory(scope=OTHER_SCOPE))
+
+
+def test_many_due_bodies_expire_in_one_call_across_scopes(service: TrueHeart) -> None:
+    due = [event(f"due-{i:04d}", raw_ttl=DAY) for i in range(1100)]
+    due += [event(f"other-{i:04d}", scope=OTHER_SCOPE, raw_ttl=DAY) for i in range(150)]
+    later = [event(f"later-{i:04d}", raw_ttl=DAY * 3) for i in range(20)]
+    service.ingest_events(due + later)
+    assert service.expire_raw_content(as_of=NOW + DAY) == 1250
+    assert service.expire_raw_content(as_of=NOW + DAY) == 0
+    replays = service.ingest_events(due + later)
+    assert [r.content_available for r in replays] == [False] * 1250 + [True] * 20
+    assert [r.action for r in service.audit(OTHER_SCOPE, limit=100)] == ["expire"] * 100
+    assert service.verify_integrity().ok

@@ -193,13 +193,14 @@ class SQLiteUnitOfWork:
             (sid, body.event_id, body.content, body.digest),
         )
 
-    def expirable_events(self, as_of: int) -> list[EventRow]:
+    def expirable_events(self, as_of: int, limit: int) -> list[EventRow]:
         rows = self._conn.execute(
             f"SELECT {_SCOPE_COLUMNS}, {_EVENT_E} FROM raw_events e "
             "INDEXED BY raw_events_expiry "
             f"{_SCOPE_JOIN.format(alias='e')} "
-            "WHERE e.status = 'active' AND e.raw_expires_at <= ? ORDER BY e.raw_expires_at",
-            (as_of,),
+            "WHERE e.status = 'active' AND e.raw_expires_at <= ? "
+            "ORDER BY e.raw_expires_at LIMIT ?",
+            (as_of, limit),
         ).fetchall()
         return [_event(_key(r), r[3:]) for r in rows]
 
