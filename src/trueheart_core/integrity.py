@@ -56,7 +56,11 @@ class _Findings:
 
 
 def verify(uow: UnitOfWork, scope: Scope | None) -> IntegrityReport:
-    """Check every row of the store (or of one scope) and report what is wrong."""
+    """Check every row of the store (or of one scope) and report what is wrong.
+
+    A whole-store check also runs the storage engine's own consistency check, which
+    proves that the indexes that reads select rows through agree with their tables.
+    """
     key = records.scope_key(scope) if scope is not None else None
     found = _Findings()
     _check_events(uow.iter_events(key), found)
@@ -65,6 +69,8 @@ def verify(uow: UnitOfWork, scope: Scope | None) -> IntegrityReport:
     _check_edges(uow, uow.iter_edges(key), found)
     _check_tombstones(uow, uow.iter_tombstones(key), found)
     _check_audit(uow.iter_audit(key), found)
+    if scope is None and not uow.storage_is_consistent():
+        found.add("storage", "", None, "storage_check_failed")
     return IntegrityReport(tuple(found.problems), found.checked)
 
 

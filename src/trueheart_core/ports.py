@@ -285,6 +285,12 @@ class UnitOfWork(Protocol):
     def iter_audit(self, scope: ScopeKey | None) -> Iterator[AuditRow]:
         """Every audit row (of one scope, or of the whole store), in write order."""
 
+    # --- storage ------------------------------------------------------------------------
+
+    def storage_is_consistent(self) -> bool:
+        """Whether the storage engine's own whole-store check passes: page structure, and
+        every index agreeing with its table (reads rely on indexes to select rows)."""
+
 
 class Repository(Protocol):
     """A store that hands out units of work. Safe to share between threads."""

@@ -29,6 +29,7 @@ from trueheart_core import (
     RecallQuery,
     RepositoryCorruption,
     Scope,
+    SQLiteRepository,
     TrueHeart,
     TrustLevel,
     ValidationError,
@@ -475,3 +476,27 @@ def test_a_deleted_lineage_edge_is_never_served(service: TrueHeart, tmp_path: Pa
     ):
         service.recall(RecallQuery(SCOPE, NOW, kinds=("other",)))
     assert not service.verify_integrity().ok
+
+
+def test_an_index_that_disagrees_with_its_table_is_reported(
+    service: TrueHeart, tmp_path: Path
+) -> None:
+    path = file_db_or_skip(tmp_path)
+    _populate(service)
+    assert not [p for p in service.verify_integrity().problems if p.entity_type == "storage"]
+    conn = sqlite3.connect(path)
+    try:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        (root,) = conn.execute(
+            "SELECT rootpage FROM sqlite_master WHERE name = 'memories_recall_clear'"
+        ).fetchone()
+        (page_size,) = conn.execute("PRAGMA page_size").fetchone()
+    finally:
+        conn.close()
+    data = bytearray(path.read_bytes())
+    data[root * page_size - 50] ^= 0xFF  # inside the index's cell content, not the table's
+    path.write_bytes(bytes(data))
+    with TrueHeart(SQLiteRepository(path)) as fresh:  # a connection with no cached pages
+        report = fresh.verify_integrity()
+    storage = [p for p in report.problems if p.entity_type == "storage"]
+    assert [(p.entity_id, p.scope, p.code) for p in storage] == [("", None, "storage_check_failed")]

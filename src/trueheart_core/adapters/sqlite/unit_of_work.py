@@ -547,3 +547,10 @@ class SQLiteUnitOfWork:
         )
         for r in self._scan(sql, scope, "seq"):
             yield AuditRow(r[3], _key(r), *r[4:])
+
+    # --- storage ----------------------------------------------------------------------------
+
+    def storage_is_consistent(self) -> bool:
+        # integrity_check also proves that every index matches its table; only its verdict
+        # is kept, since its messages name pages and rows.
+        return self._conn.execute("PRAGMA integrity_check(1)").fetchall() == [("ok",)]
