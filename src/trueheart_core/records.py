@@ -296,11 +296,11 @@ def _with_memory_digest(row: MemoryRow, source_ids: Sequence[str]) -> MemoryRow:
 def memory_from_row(
     row: MemoryRow, edges: Sequence[EdgeRow], known: Scope | None = None
 ) -> MemoryRecord:
-    """Verify a memory row (digest over its fields and source IDs) and rebuild the record."""
-    # The memory digest covers the sorted source IDs, which is all a record takes from its
-    # edges; the edges' own digests guard their snapshots, checked where those are used.
+    """Verify a memory row (its digest covers its source IDs) and the digest of each of its
+    lineage edges, and rebuild the record."""
     ids: list[str] = []
     for edge in edges:
+        _check(edge.digest, _edge_digest(edge))
         if edge.memory_id != row.memory_id or edge.scope != row.scope:
             raise RowInvalid("invalid_row")
         ids.append(edge.event_id)

@@ -43,6 +43,8 @@ def text(field: str, value: object) -> str:
 
 def utc(field: str, value: object) -> datetime:
     """A timezone-aware datetime, converted to UTC."""
+    if type(value) is datetime and value.tzinfo is UTC:
+        return value  # already normalised: the common case on every read
     if not isinstance(value, datetime):
         raise ValidationError(field, "must be timezone-aware")
     try:
