@@ -1,0 +1,96 @@
+"""The rare erasure fallback: a reader that starts *during* an erasing call.
+
+White-box test of the SQLite adapter. A foreign connection opens a read transaction at
+the moment the erasing transaction commits (from the connection's trace hook), so the
+checkpoint after the commit cannot complete. The call must say so instead of returning as
+if the bytes were gone, and the next call on the repository must finish the scrub.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from trueheart_core import (
+    EntityDeleted,
+    EntityType,
+    GovernanceAction,
+    GovernanceCommand,
+    MemoryDraft,
+    RawEventDraft,
+    RecallQuery,
+    RepositoryBusy,
+    RetentionPolicy,
+    Scope,
+    SourceRef,
+    SQLiteRepository,
+    TrueHeart,
+    TrustLevel,
+)
+
+NOW = datetime(2026, 8, 13, 12, tzinfo=UTC)
+SCOPE = Scope("tenant", "owner", "subject")
+SECRET = "fallback-secret-memory-body-7d1f"
+
+
+def _bytes(path: Path) -> bytes:
+    wal = Path(f"{path}-wal")
+    return path.read_bytes() + (wal.read_bytes() if wal.exists() else b"")
+
+
+def test_a_reader_arriving_at_commit_delays_the_scrub_until_the_next_call(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "store.db"
+    repository = SQLiteRepository(path, busy_timeout=0.2)
+    service = TrueHeart(repository, clock=lambda: NOW)
+    retention = RetentionPolicy(timedelta(days=1), timedelta(days=2), timedelta(days=4))
+    source = SourceRef("s", "t", NOW, TrustLevel.OBSERVED)
+    service.ingest_event(RawEventDraft("e1", SCOPE, source, "event body", retention))
+    service.materialize_once(
+        MemoryDraft("m1", SCOPE, SECRET, ("e1",), "fact", TrustLevel.OBSERVED, NOW)
+    )
+    assert SECRET.encode() in _bytes(path)
+
+    readers: list[sqlite3.Connection] = []
+
+    def pin_a_snapshot_at_commit(statement: str) -> None:
+        if statement == "COMMIT" and not readers:
+            reader = sqlite3.connect(path, isolation_level=None)
+            reader.execute("BEGIN")
+            reader.execute("SELECT count(*) FROM memories").fetchone()
+            readers.append(reader)
+
+    connection = repository._conn  # the adapter's connection, for the trace hook only
+    assert connection is not None
+    connection.set_trace_callback(pin_a_snapshot_at_commit)
+    forget = GovernanceCommand(
+        SCOPE, GovernanceAction.FORGET, EntityType.MEMORY, "m1", NOW, "user request"
+    )
+    try:
+        with pytest.raises(RepositoryBusy) as caught:
+            service.govern(forget)
+        assert str(caught.value) == "repository busy: erasure checkpoint incomplete"
+        assert readers, "the reader was not started"
+        # The change itself is committed: reads no longer see the memory.
+        assert service.recall(RecallQuery(SCOPE, NOW)) == ()
+        assert [r.action for r in service.audit(SCOPE, limit=1)] == ["forget"]
+        # The bytes wait for the scrub ...
+        assert SECRET.encode() in _bytes(path)
+        # ... and while the snapshot stays pinned, another erasing call does nothing at all.
+        with pytest.raises(RepositoryBusy) as again:
+            service.govern(forget)
+        assert str(again.value) == "repository busy: governance transaction failed"
+    finally:
+        connection.set_trace_callback(None)
+        for reader in readers:
+            reader.close()
+    # The reader has finished: the next call scrubs first, then finds the tombstone.
+    with pytest.raises(EntityDeleted):
+        service.govern(forget)
+    assert SECRET.encode() not in _bytes(path)
+    assert Path(f"{path}-wal").stat().st_size == 0
+    repository.close()
