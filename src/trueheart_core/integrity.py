@@ -13,6 +13,7 @@ from typing import TypeVar
 
 from trueheart_core import policy, records
 from trueheart_core.domain import EntityType, IntegrityProblem, IntegrityReport, Scope
+from trueheart_core.errors import TrustEscalation
 from trueheart_core.ports import (
     AuditRow,
     BodyRow,
@@ -133,7 +134,7 @@ def _check_memory(
             raise RowInvalid("snapshot_mismatch")
     try:
         policy.check_trust_ceiling(record.memory_id, record.trust, (s[0] for s in snapshots))
-    except Exception:
+    except TrustEscalation:
         raise RowInvalid("trust_escalation") from None
     expected = policy.deadlines(
         record.created_at, (s[1] for s in snapshots), (s[2] for s in snapshots)

@@ -355,6 +355,11 @@ def _edge_digest(edge: EdgeRow) -> str:
 def check_edge(edge: EdgeRow) -> tuple[TrustLevel, timedelta, timedelta]:
     """Verify an edge's digest and decode its snapshots (trust, clear_for, recall_for)."""
     _check(edge.digest, _edge_digest(edge))
+    return edge_snapshots(edge)
+
+
+def edge_snapshots(edge: EdgeRow) -> tuple[TrustLevel, timedelta, timedelta]:
+    """Decode the snapshots of an edge whose digest was already verified."""
     clear_for, recall_for = parse_duration(edge.clear_for), parse_duration(edge.recall_for)
     if not timedelta(0) < clear_for <= recall_for:
         raise RowInvalid("invalid_row")

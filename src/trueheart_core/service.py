@@ -11,7 +11,7 @@ import heapq
 import uuid
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import NoReturn
 
 from trueheart_core import integrity, policy, records
@@ -31,6 +31,7 @@ from trueheart_core.domain import (
     RecallItem,
     RecallQuery,
     Scope,
+    TrustLevel,
 )
 from trueheart_core.errors import (
     EntityDeleted,
@@ -437,10 +438,10 @@ def _replayed_memory(uow: UnitOfWork, row: MemoryRow, scope: Scope) -> MemoryRec
     """A stored memory for replay comparison: its edges (snapshots included) must verify
     and each edge's source must still exist."""
     edges = uow.get_edges(row.scope, (row.memory_id,))
-    record = _memory(row, edges, scope, "invalid memory record")
+    record = _memory(row, edges, scope, "invalid memory record")  # edge digests included
     for edge in edges:
         try:
-            records.check_edge(edge)
+            records.edge_snapshots(edge)
         except RowInvalid:
             _corrupt("invalid memory record")
     present = uow.get_events(row.scope, record.source_event_ids)
@@ -476,16 +477,10 @@ def _best_fading(
     return [by_id[memory_id] for memory_id in chosen]
 
 
-def _check_lineage(
-    uow: UnitOfWork,
-    scope: Scope,
-    memory_id: str,
-    kind: object,
-    fingerprint: object,
-    edges: Sequence[EdgeRow],
-) -> None:
-    """Lineage check: valid edges whose sources exist with unchanged snapshots, and a
-    stored fingerprint equal to the one recomputed from them."""
+def _lineage_snapshots(
+    scope: Scope, memory_id: str, kind: object, fingerprint: object, edges: Sequence[EdgeRow]
+) -> dict[str, tuple[TrustLevel, timedelta, timedelta]]:
+    """A memory's verified edges, by source ID, whose IDs reproduce its stored fingerprint."""
     if not edges or not isinstance(kind, str) or not policy.is_sha256_hex(fingerprint):
         _corrupt("invalid memory lineage")
     key = scope_key(scope)
@@ -501,17 +496,27 @@ def _check_lineage(
         _corrupt("invalid memory lineage")
     if policy.dependency_fingerprint(scope, kind, snapshots) != fingerprint:
         _corrupt("invalid memory lineage")
-    found = uow.get_events(key, list(snapshots))
-    for event_id, (trust, clear_for, recall_for) in snapshots.items():
+    return snapshots
+
+
+def _check_lineage(
+    uow: UnitOfWork,
+    scope: Scope,
+    memory_id: str,
+    kind: object,
+    fingerprint: object,
+    edges: Sequence[EdgeRow],
+) -> None:
+    """Lineage check: valid edges whose sources exist with unchanged snapshots, and a
+    stored fingerprint equal to the one recomputed from them."""
+    snapshots = _lineage_snapshots(scope, memory_id, kind, fingerprint, edges)
+    found = uow.get_events(scope_key(scope), list(snapshots))
+    for event_id, snapshot in snapshots.items():
         row = found.get(event_id)
         if row is None:
             _corrupt("invalid memory lineage")
         receipt = _receipt(row, scope, "invalid memory lineage")
-        if (receipt.source.trust, receipt.clear_for, receipt.recall_for) != (
-            trust,
-            clear_for,
-            recall_for,
-        ):
+        if (receipt.source.trust, receipt.clear_for, receipt.recall_for) != snapshot:
             _corrupt("invalid memory lineage")
 
 
@@ -567,19 +572,9 @@ def _delete_event(uow: UnitOfWork, command: GovernanceCommand) -> list[str]:
     edges = _edges_by_memory(uow.get_edges(key, dependent_ids))
     for memory_id in dependent_ids:
         memory = dependents[memory_id]
-        edge_list = edges[memory_id]
-        if not edge_list or not isinstance(memory.kind, str):
-            _corrupt("invalid memory lineage")
-        for edge in edge_list:
-            try:
-                records.check_edge(edge)
-            except RowInvalid:
-                _corrupt("invalid memory lineage")
-        recomputed = policy.dependency_fingerprint(
-            scope, memory.kind, [e.event_id for e in edge_list]
+        _lineage_snapshots(
+            scope, memory_id, memory.kind, memory.dependency_fingerprint, edges[memory_id]
         )
-        if recomputed != memory.dependency_fingerprint:
-            _corrupt("invalid memory lineage")
     for memory_id in dependent_ids:
         uow.delete_memory(key, memory_id)
     uow.delete_event(key, event_id)
