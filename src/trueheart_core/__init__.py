@@ -41,12 +41,24 @@ from trueheart_core.errors import (
     TrustEscalation,
     ValidationError,
 )
+from trueheart_core.retrieval.capsule import TokenEstimator, Utf8BytesEstimator
+from trueheart_core.retrieval.model import (
+    CapsuleDecision,
+    CapsuleItem,
+    CapsuleTraceEntry,
+    MemoryCapsule,
+    MemoryPage,
+    SearchQuery,
+)
 from trueheart_core.service import TrueHeart
 
 __version__ = package_version()
 
 __all__ = [
     "AuditRecord",
+    "CapsuleDecision",
+    "CapsuleItem",
+    "CapsuleTraceEntry",
     "EntityDeleted",
     "EntityNotFound",
     "EntityType",
@@ -57,7 +69,9 @@ __all__ = [
     "IntegrityProblem",
     "IntegrityReport",
     "InvalidTransition",
+    "MemoryCapsule",
     "MemoryDraft",
+    "MemoryPage",
     "MemoryRecord",
     "MemoryStatus",
     "RawEventDraft",
@@ -71,11 +85,14 @@ __all__ = [
     "SQLiteRepository",
     "Scope",
     "ScopeMismatch",
+    "SearchQuery",
     "SourceRef",
+    "TokenEstimator",
     "TrueHeart",
     "TrueHeartError",
     "TrustEscalation",
     "TrustLevel",
+    "Utf8BytesEstimator",
     "ValidationError",
     "__version__",
 ]

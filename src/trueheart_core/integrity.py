@@ -11,8 +11,8 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import islice
 from typing import TypeVar
 
-from trueheart_core import policy, records
-from trueheart_core.domain import EntityType, IntegrityProblem, IntegrityReport, Scope
+from trueheart_core import policy, records, searching
+from trueheart_core.domain import EntityType, IntegrityProblem, IntegrityReport, MemoryStatus, Scope
 from trueheart_core.errors import TrustEscalation
 from trueheart_core.ports import (
     AuditRow,
@@ -21,10 +21,12 @@ from trueheart_core.ports import (
     EventRow,
     MemoryRow,
     ScopeKey,
+    SearchDocRow,
     TombstoneRow,
     UnitOfWork,
 )
 from trueheart_core.records import RowInvalid
+from trueheart_core.retrieval.tokenize import TOKENIZER_ID
 
 _CHUNK = 500
 _T = TypeVar("_T")
@@ -66,10 +68,17 @@ def verify(uow: UnitOfWork, scope: Scope | None) -> IntegrityReport:
     found = _Findings()
     _check_events(uow.iter_events(key), found)
     _check_bodies(uow, uow.iter_bodies(key), found)
-    _check_memories(uow, uow.iter_memories(key), found)
+    index_state = uow.search_tokenizer()
+    index_current = index_state == TOKENIZER_ID
+    _check_memories(uow, uow.iter_memories(key), found, index_current)
     _check_edges(uow, uow.iter_edges(key), found)
     _check_tombstones(uow, uow.iter_tombstones(key), found)
     _check_audit(uow.iter_audit(key), found)
+    if index_current:
+        _check_search_index(uow, key, found)
+    elif index_state != "":
+        # An empty identity is an index not built yet; it is built on first use.
+        found.add("search_index", "", None, "index_built_by_other_rules")
     if scope is None and not uow.storage_is_consistent():
         found.add("storage", "", None, "storage_check_failed")
     return IntegrityReport(tuple(found.problems), found.checked)
@@ -99,19 +108,59 @@ def _check_bodies(uow: UnitOfWork, rows: Iterator[BodyRow], found: _Findings) ->
                     found.add("raw_body", body.event_id, body.scope, error.code)
 
 
-def _check_memories(uow: UnitOfWork, rows: Iterator[MemoryRow], found: _Findings) -> None:
+def _check_memories(
+    uow: UnitOfWork, rows: Iterator[MemoryRow], found: _Findings, index_current: bool
+) -> None:
     for chunk in _chunks(rows):
         for key, memories in _by_scope(chunk, lambda m: m.scope).items():
+            ids = [m.memory_id for m in memories]
             edges: dict[str, list[EdgeRow]] = defaultdict(list)
-            for edge in uow.get_edges(key, [m.memory_id for m in memories]):
+            for edge in uow.get_edges(key, ids):
                 edges[edge.memory_id].append(edge)
             sources = uow.get_events(key, sorted({e.event_id for es in edges.values() for e in es}))
+            docs = {d.memory_id: d for d in uow.search_docs_for(key, ids)} if index_current else {}
             for memory in memories:
                 found.checked += 1
                 try:
                     _check_memory(memory, edges[memory.memory_id], sources)
                 except RowInvalid as error:
                     found.add(EntityType.MEMORY.value, memory.memory_id, memory.scope, error.code)
+                    continue
+                if index_current:
+                    _check_entry(memory, edges[memory.memory_id], docs.get(memory.memory_id), found)
+
+
+def _check_entry(
+    memory: MemoryRow, edges: Sequence[EdgeRow], doc: SearchDocRow | None, found: _Findings
+) -> None:
+    """A verified memory's search entry: present exactly when it is active, and equal to
+    the entry its row yields."""
+    active = memory.status == MemoryStatus.ACTIVE.value
+    code = None
+    if active and doc is None:
+        code = "memory_not_indexed"
+    elif not active and doc is not None:
+        code = "inactive_memory_indexed"
+    elif doc is not None and doc != searching.doc_row(records.memory_from_row(memory, edges)):
+        code = "index_entry_mismatch"
+    if code is not None:
+        found.add("search_index", memory.memory_id, memory.scope, code)
+
+
+def _check_search_index(uow: UnitOfWork, key: ScopeKey | None, found: _Findings) -> None:
+    """Index rows that no memory accounts for, and aggregates that disagree with rows."""
+    for doc in uow.iter_search_docs(key):
+        found.checked += 1
+        if doc.memory_id is None:
+            found.add("search_index", "", doc.scope, "index_entry_without_memory")
+    for term in uow.iter_search_terms(key):
+        if term.df != term.postings:
+            found.add("search_index", "", term.scope, "term_count_mismatch")
+    for stats in uow.iter_search_stats(key):
+        if (stats.docs, stats.length) != (stats.actual_docs, stats.actual_length):
+            found.add("search_index", "", stats.scope, "statistics_mismatch")
+    if uow.orphan_postings(key):
+        found.add("search_index", "", key, "posting_without_entry")
 
 
 def _check_memory(

@@ -37,6 +37,9 @@ Operation = Literal[
     "expire",
     "audit",
     "verify",
+    "search",
+    "read",
+    "index",
 ]
 
 
@@ -142,6 +145,59 @@ class RecallCandidate:
     recall_until: int
 
 
+@dataclass(frozen=True, slots=True)
+class SearchDocRow:
+    """A searchable memory as the search index holds it.
+
+    ``length`` is its length in terms and ``terms`` its ``(term key, frequency)`` pairs
+    sorted by key (empty when a read does not ask for them). The time, trust and kind
+    columns copy the memory row's so that candidates can be filtered in the index.
+    ``memory_id`` is ``None`` when read back for an entry whose memory row is missing.
+    """
+
+    scope: ScopeKey
+    memory_id: str | None
+    length: int
+    created_at: int
+    clear_until: int
+    recall_until: int
+    trust: int
+    kind: str
+    terms: tuple[tuple[int, int], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class SearchCandidate:
+    """A matching memory with its relevance score, read from the search index."""
+
+    memory_id: str
+    score: float
+    created_at: int
+    clear_until: int
+    recall_until: int
+
+
+@dataclass(frozen=True, slots=True)
+class SearchTermRow:
+    """A term's stored document frequency next to the postings actually held for it."""
+
+    scope: ScopeKey
+    term: int
+    df: int
+    postings: int
+
+
+@dataclass(frozen=True, slots=True)
+class SearchStatsRow:
+    """A scope's stored search statistics next to the ones recomputed from its entries."""
+
+    scope: ScopeKey
+    docs: int
+    length: int
+    actual_docs: int
+    actual_length: int
+
+
 class UnitOfWork(Protocol):
     """One transaction. Reads see one consistent snapshot; writes are all-or-nothing."""
 
@@ -207,7 +263,8 @@ class UnitOfWork(Protocol):
         """Store a changed status (and its new digest) of an existing memory."""
 
     def delete_memory(self, scope: ScopeKey, memory_id: str) -> None:
-        """Remove a memory and all of its lineage edges."""
+        """Remove a memory, all of its lineage edges and its search entries
+        (as :meth:`unindex_memory` does)."""
 
     def recall_clear(
         self,
@@ -284,6 +341,84 @@ class UnitOfWork(Protocol):
 
     def iter_audit(self, scope: ScopeKey | None) -> Iterator[AuditRow]:
         """Every audit row (of one scope, or of the whole store), in write order."""
+
+    # --- listing and search -------------------------------------------------------------
+
+    def list_memories(
+        self,
+        scope: ScopeKey,
+        statuses: Sequence[str],
+        kinds: Sequence[str],
+        after: str | None,
+        limit: int,
+    ) -> list[MemoryRow]:
+        """Up to ``limit`` memories of the exact scope whose status is in ``statuses``
+        and (when ``kinds`` is non-empty) whose kind is in ``kinds``, with ``memory_id``
+        greater than ``after`` (if given), in ``memory_id`` code-point order. Walks an
+        index of the scope in that order and stops at ``limit``."""
+
+    def search_tokenizer(self) -> object:
+        """The tokenizer identity the search index was built with (``""``: not built)."""
+
+    def set_search_tokenizer(self, identity: str) -> None:
+        """Record the tokenizer identity of a freshly built search index."""
+
+    def clear_search_index(self) -> None:
+        """Remove every search index entry and statistic of every scope."""
+
+    def index_memory(self, doc: SearchDocRow) -> None:
+        """Make an existing memory searchable: store ``doc``, one posting per term, and
+        add to the scope's statistics and to each term's document frequency."""
+
+    def unindex_memory(self, scope: ScopeKey, memory_id: str) -> None:
+        """Remove a memory's search entries, if any, and subtract them from the
+        statistics; a term no memory of the scope holds any longer is removed."""
+
+    def search_statistics(self, scope: ScopeKey) -> tuple[int, int]:
+        """``(searchable memories, sum of their lengths)`` of the exact scope."""
+
+    def term_frequencies(self, scope: ScopeKey, terms: Sequence[int]) -> dict[int, int]:
+        """Document frequency of each of these term keys in the scope (absent: none)."""
+
+    def search_candidates(
+        self,
+        scope: ScopeKey,
+        weights: Sequence[tuple[int, float]],
+        k1: float,
+        b: float,
+        average_length: float,
+        as_of: int,
+        kinds: Sequence[str],
+        min_trust: int | None,
+        window: int,
+    ) -> tuple[int, list[SearchCandidate]]:
+        """Score the scope's searchable memories against weighted query terms.
+
+        Eligible memories have ``created_at <= as_of < recall_until``, a kind in
+        ``kinds`` (when non-empty) and trust of at least ``min_trust`` (when given). A
+        memory's score is, over the ``(term, weight)`` pairs it holds, in the order
+        given, the double-precision sum of
+        ``weight * (tf * (k1 + 1)) / (tf + k1 * (1 - b + b * length / average_length))``.
+
+        Returns how many eligible memories hold at least one term, and every one of
+        them whose score is at least the ``window``-th best score (so ties at the edge
+        are all present), unordered. Reads the postings of the given terms only.
+        """
+
+    def search_docs_for(self, scope: ScopeKey, memory_ids: Sequence[str]) -> list[SearchDocRow]:
+        """The search entries (with terms) of these memories in the exact scope."""
+
+    def iter_search_docs(self, scope: ScopeKey | None) -> Iterator[SearchDocRow]:
+        """Every search entry (of one scope, or of the whole store), without terms."""
+
+    def iter_search_terms(self, scope: ScopeKey | None) -> Iterator[SearchTermRow]:
+        """Every stored term and every term that has postings, with both counts."""
+
+    def iter_search_stats(self, scope: ScopeKey | None) -> Iterator[SearchStatsRow]:
+        """Every scope's stored statistics (or recomputed ones only) with both values."""
+
+    def orphan_postings(self, scope: ScopeKey | None) -> int:
+        """How many postings have no search entry for their memory."""
 
     # --- storage ------------------------------------------------------------------------
 

@@ -9,12 +9,10 @@ from __future__ import annotations
 
 import heapq
 import uuid
-from collections import defaultdict
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime, timedelta
-from typing import NoReturn
+from datetime import UTC, datetime
 
-from trueheart_core import integrity, policy, records
+from trueheart_core import governance, integrity, loading, policy, reading, records, searching
 from trueheart_core import validation as v
 from trueheart_core.domain import (
     AuditRecord,
@@ -31,27 +29,22 @@ from trueheart_core.domain import (
     RecallItem,
     RecallQuery,
     Scope,
-    TrustLevel,
 )
 from trueheart_core.errors import (
     EntityDeleted,
-    EntityNotFound,
     IdempotencyConflict,
-    InvalidTransition,
     RepositoryCorruption,
-    ScopeMismatch,
     ValidationError,
 )
 from trueheart_core.ports import (
-    EdgeRow,
-    EventRow,
     MemoryRow,
     Repository,
     ScopeKey,
-    TombstoneRow,
     UnitOfWork,
 )
 from trueheart_core.records import RowInvalid, scope_key
+from trueheart_core.retrieval.capsule import TokenEstimator, Utf8BytesEstimator
+from trueheart_core.retrieval.model import MemoryCapsule, MemoryPage, SearchQuery, status_filter
 
 __all__ = ["TrueHeart"]
 
@@ -67,27 +60,36 @@ def _new_audit_id() -> str:
     return uuid.uuid4().hex
 
 
-def _corrupt(diagnostic: str) -> NoReturn:
-    raise RepositoryCorruption(diagnostic) from None
-
-
 class TrueHeart:
     """Governed long-term memory over a repository.
 
     ``clock`` supplies ingest time (called once per ``ingest_event`` call, replays
     included, and once per ``ingest_events`` batch); it must return aware datetimes.
+    ``token_estimator`` prices memories in search capsules (default:
+    :class:`Utf8BytesEstimator`, ``ceil(UTF-8 bytes / 3)``).
     Closing the service (or leaving its ``with`` block) closes the repository.
     """
 
-    def __init__(self, repository: Repository, *, clock: Callable[[], datetime] = _utc_now) -> None:
+    def __init__(
+        self,
+        repository: Repository,
+        *,
+        clock: Callable[[], datetime] = _utc_now,
+        token_estimator: TokenEstimator | None = None,
+    ) -> None:
         if not callable(getattr(repository, "unit_of_work", None)) or not callable(
             getattr(repository, "close", None)
         ):
             raise ValidationError("repository", "must be a Repository")
         if not callable(clock):
             raise ValidationError("clock", "must be callable")
+        estimator = Utf8BytesEstimator() if token_estimator is None else token_estimator
+        if not isinstance(estimator, TokenEstimator) or not callable(estimator.estimate):
+            raise ValidationError("token_estimator", "must be a TokenEstimator")
+        v.text("token_estimator", estimator.name)
         self._repository = repository
         self._clock = clock
+        self._estimator = estimator
 
     # --- lifecycle of the service object ---------------------------------------------------
 
@@ -157,7 +159,7 @@ class TrueHeart:
         key = scope_key(scope)
         with self._repository.unit_of_work("materialize", write=True) as uow:
             tombstones = uow.get_tombstones(key, draft.memory_id)
-            if _blocking_tombstones(tombstones, EntityType.MEMORY):
+            if loading.blocking_tombstones(tombstones, EntityType.MEMORY):
                 raise EntityDeleted(draft.memory_id)
             existing = uow.get_memory(key, draft.memory_id)
             if existing is not None:
@@ -166,7 +168,7 @@ class TrueHeart:
                     raise IdempotencyConflict(draft.memory_id)
                 uow.commit()
                 return stored
-            if _blocking_tombstones(
+            if loading.blocking_tombstones(
                 uow.tombstones_for_fingerprint(key, fingerprint), EntityType.MEMORY
             ):
                 raise EntityDeleted(draft.memory_id)
@@ -175,8 +177,8 @@ class TrueHeart:
             for event_id in draft.source_event_ids:
                 row = found.get(event_id)
                 if row is None:
-                    _diagnose(uow, key, EntityType.RAW_EVENT, event_id)
-                sources.append(_receipt(row, scope, "invalid raw event record"))
+                    loading.diagnose(uow, key, EntityType.RAW_EVENT, event_id)
+                sources.append(loading.receipt(row, scope, "invalid raw event record"))
             policy.check_trust_ceiling(
                 draft.memory_id, draft.trust, (s.source.trust for s in sources)
             )
@@ -203,7 +205,9 @@ class TrueHeart:
                 records.edge_row(scope, draft.memory_id, s)
                 for s in sorted(sources, key=lambda s: s.event_id)
             ]
+            searching.ensure_index(uow)
             uow.insert_memory(records.memory_row(record), edges)
+            uow.index_memory(searching.doc_row(record))
             _audit(uow, scope, "materialize", EntityType.MEMORY, draft.memory_id, draft.created_at)
             uow.commit()
         return record
@@ -223,14 +227,99 @@ class TrueHeart:
             rows = uow.recall_clear(key, as_of, query.kinds, query.limit, shift)
             if len(rows) < query.limit:
                 rows += _best_fading(uow, key, as_of, query, query.limit - len(rows))
-            edges = _edges_by_memory(uow.get_edges(key, [r.memory_id for r in rows]))
+            edges = loading.edges_by_memory(uow.get_edges(key, [r.memory_id for r in rows]))
             memories = [
-                _memory(row, edges[row.memory_id], scope, "invalid memory record") for row in rows
+                loading.memory(row, edges[row.memory_id], scope, "invalid memory record")
+                for row in rows
             ]
         return tuple(
             RecallItem(m, policy.clarity(query.as_of, m.clear_until, m.recall_until))
             for m in memories
         )
+
+    # --- search and exact reads ---------------------------------------------------------
+
+    def search(self, query: SearchQuery) -> MemoryCapsule:
+        """The memories of the exact scope most relevant to ``query.text`` at
+        ``query.as_of``, packed whole into ``query.budget_tokens``.
+
+        Candidates are active memories with ``created_at <= as_of < recall_until`` (and
+        the query's kinds and minimum trust) that share a term with the query. They are
+        ranked by BM25 score, then clarity, then ``created_at`` (newest first), then
+        ``memory_id``; the best ``4 * limit`` are considered and packed in that order,
+        each one whole or not at all, at most ``limit`` of them. The capsule's trace
+        says, body-free, why each considered candidate is in or out.
+
+        An index built by other tokenisation rules (or by a version without search) is
+        rebuilt first, in a writing transaction of its own.
+        """
+        if not isinstance(query, SearchQuery):
+            raise ValidationError("query", "must be a SearchQuery")
+        for _ in range(2):
+            with self._repository.unit_of_work("search", write=False) as uow:
+                if searching.index_is_current(uow):
+                    return searching.search(uow, query, self._estimator)
+            with self._repository.unit_of_work("index", write=True) as uow:
+                searching.ensure_index(uow)
+                uow.commit()
+        raise RepositoryCorruption("invalid search index")
+
+    def rebuild_search_index(self) -> int:
+        """Rebuild the whole search index from the memory rows, in one transaction, and
+        return how many memories it holds. Active memories whose rows do not verify are
+        left out (``verify_integrity`` reports them). When it returns, entries that were
+        removed are gone from the database files."""
+        with self._repository.unit_of_work("index", write=True, erasing=True) as uow:
+            indexed = searching.rebuild(uow)
+            uow.commit()
+        return indexed
+
+    def get_memory(self, scope: Scope, memory_id: str) -> MemoryRecord:
+        """The memory with this ID in the exact scope, active or sealed.
+
+        Raises ``EntityDeleted`` if it was forgotten or deleted here, ``ScopeMismatch``
+        if the ID is known only in another scope, ``EntityNotFound`` otherwise.
+        """
+        if not isinstance(scope, Scope):
+            raise ValidationError("scope", "must be a Scope")
+        v.text("memory_id", memory_id)
+        with self._repository.unit_of_work("read", write=False) as uow:
+            return reading.get_memory(uow, scope, memory_id)
+
+    def get_receipt(self, scope: Scope, event_id: str) -> RawEventReceipt:
+        """The body-free receipt of the event with this ID in the exact scope, with the
+        same diagnosis as :meth:`get_memory` when it is missing."""
+        if not isinstance(scope, Scope):
+            raise ValidationError("scope", "must be a Scope")
+        v.text("event_id", event_id)
+        with self._repository.unit_of_work("read", write=False) as uow:
+            return reading.get_receipt(uow, scope, event_id)
+
+    def list_memories(
+        self,
+        scope: Scope,
+        *,
+        status: MemoryStatus | None = None,
+        kinds: tuple[str, ...] = (),
+        limit: int = 100,
+        cursor: str | None = None,
+    ) -> MemoryPage:
+        """Every memory held in the exact scope, page by page, in ``memory_id`` order.
+
+        ``status`` selects one status (``None``: active and sealed), ``kinds`` some kinds
+        (empty: all). Pass a page's ``next_cursor`` to get the next page; it is ``None``
+        on the last one. A cursor only works for the listing that made it. Memories
+        added while paging appear on a later page if their ID sorts after the cursor.
+        """
+        if not isinstance(scope, Scope):
+            raise ValidationError("scope", "must be a Scope")
+        statuses = status_filter(status)
+        v.text_tuple("kinds", kinds)
+        v.limit(limit)
+        if cursor is not None and not isinstance(cursor, str):
+            raise ValidationError("cursor", "must be a cursor returned by the same listing")
+        with self._repository.unit_of_work("read", write=False) as uow:
+            return reading.list_memories(uow, scope, statuses, kinds, limit, cursor)
 
     # --- govern ----------------------------------------------------------------------------
 
@@ -250,9 +339,9 @@ class TrueHeart:
         erasing = command.action in (GovernanceAction.FORGET, GovernanceAction.DELETE)
         with self._repository.unit_of_work("govern", write=True, erasing=erasing) as uow:
             if command.entity_type is EntityType.MEMORY:
-                affected = _govern_memory(uow, command)
+                affected = governance.govern_memory(uow, command)
             else:
-                affected = _delete_event(uow, command)
+                affected = governance.delete_event(uow, command)
             _audit(
                 uow,
                 command.scope,
@@ -277,9 +366,9 @@ class TrueHeart:
             # Chunks keep memory bounded however many bodies are due; one transaction.
             while rows := uow.expirable_events(as_of_us, _EXPIRY_CHUNK):
                 for row in rows:
-                    receipt = _receipt(row, None, "invalid raw event record")
+                    receipt = loading.receipt(row, None, "invalid raw event record")
                     if not receipt.content_available or receipt.raw_expires_at > when:
-                        _corrupt("invalid raw event record")
+                        loading.corrupt("invalid raw event record")
                     uow.expire_event(records.with_event_status(row, records.EVENT_EXPIRED))
                     _audit(
                         uow, receipt.scope, "expire", EntityType.RAW_EVENT, receipt.event_id, when
@@ -303,9 +392,9 @@ class TrueHeart:
             try:
                 record = records.audit_from_row(row, scope)
             except RowInvalid:
-                _corrupt("invalid audit record")
+                loading.corrupt("invalid audit record")
             if not policy.audit_row_allowed(row.action, row.entity_type, row.reason):
-                _corrupt("invalid audit record")
+                loading.corrupt("invalid audit record")
             result.append(record)
         return tuple(result)
 
@@ -341,11 +430,11 @@ def _prepare_event(draft: RawEventDraft, now: datetime) -> RawEventReceipt:
 
 def _ingest(uow: UnitOfWork, draft: RawEventDraft, receipt: RawEventReceipt) -> RawEventReceipt:
     key = scope_key(draft.scope)
-    if _blocking_tombstones(uow.get_tombstones(key, draft.event_id), EntityType.RAW_EVENT):
+    if loading.blocking_tombstones(uow.get_tombstones(key, draft.event_id), EntityType.RAW_EVENT):
         raise EntityDeleted(draft.event_id)
     existing = uow.get_events(key, (draft.event_id,)).get(draft.event_id)
     if existing is not None:
-        stored = _receipt(existing, draft.scope, "invalid raw event record")
+        stored = loading.receipt(existing, draft.scope, "invalid raw event record")
         if not policy.receipt_matches(stored, draft, receipt.content_hash, receipt.raw_expires_at):
             raise IdempotencyConflict(draft.event_id)
         return stored
@@ -377,76 +466,19 @@ def _audit(
     )
 
 
-def _receipt(row: EventRow, scope: Scope | None, diagnostic: str) -> RawEventReceipt:
-    try:
-        return records.receipt_from_row(row, scope)
-    except RowInvalid:
-        _corrupt(diagnostic)
-
-
-def _memory(
-    row: MemoryRow, edges: Sequence[EdgeRow], scope: Scope, diagnostic: str
-) -> MemoryRecord:
-    try:
-        return records.memory_from_row(row, edges, scope)
-    except RowInvalid:
-        _corrupt(diagnostic)
-
-
-def _edges_by_memory(edges: Sequence[EdgeRow]) -> defaultdict[str, list[EdgeRow]]:
-    grouped: defaultdict[str, list[EdgeRow]] = defaultdict(list)
-    for edge in edges:
-        grouped[edge.memory_id].append(edge)
-    return grouped
-
-
-def _blocking_tombstones(tombstones: Sequence[TombstoneRow], entity_type: EntityType) -> bool:
-    """Whether one of these exact-scope tombstones (each verified) is of this type."""
-    blocking = False
-    for row in tombstones:
-        try:
-            found = records.check_tombstone(row)
-        except RowInvalid:
-            _corrupt("invalid tombstone")
-        blocking = blocking or found is entity_type
-    return blocking
-
-
-def _diagnose(uow: UnitOfWork, key: ScopeKey, entity_type: EntityType, entity_id: str) -> NoReturn:
-    """The one missing-entity diagnosis: deleted here, known elsewhere, or unknown.
-
-    Bounded look-ups only: the exact scope's tombstones, then one tombstone of the same
-    type elsewhere, then one live row elsewhere. Every tombstone read is verified.
-    """
-    if _blocking_tombstones(uow.get_tombstones(key, entity_id), entity_type):
-        raise EntityDeleted(entity_id)
-    elsewhere = uow.tombstone_elsewhere(entity_id, entity_type.value, key)
-    if elsewhere is not None:
-        _blocking_tombstones((elsewhere,), entity_type)
-        raise ScopeMismatch(entity_id)
-    live_elsewhere = (
-        uow.event_id_elsewhere(entity_id, key)
-        if entity_type is EntityType.RAW_EVENT
-        else uow.memory_id_elsewhere(entity_id, key)
-    )
-    if live_elsewhere:
-        raise ScopeMismatch(entity_id)
-    raise EntityNotFound(entity_id)
-
-
 def _replayed_memory(uow: UnitOfWork, row: MemoryRow, scope: Scope) -> MemoryRecord:
     """A stored memory for replay comparison: its edges (snapshots included) must verify
     and each edge's source must still exist."""
     edges = uow.get_edges(row.scope, (row.memory_id,))
-    record = _memory(row, edges, scope, "invalid memory record")  # edge digests included
+    record = loading.memory(row, edges, scope, "invalid memory record")  # edge digests included
     for edge in edges:
         try:
             records.edge_snapshots(edge)
         except RowInvalid:
-            _corrupt("invalid memory record")
+            loading.corrupt("invalid memory record")
     present = uow.get_events(row.scope, record.source_event_ids)
     if len(present) != len(record.source_event_ids):
-        _corrupt("invalid memory record")
+        loading.corrupt("invalid memory record")
     return record
 
 
@@ -467,136 +499,11 @@ def _best_fading(
     for c in candidates:
         values = (c.created_at, c.clear_until, c.recall_until)
         if not all(type(x) is int for x in values) or not isinstance(c.memory_id, str):
-            _corrupt("invalid memory record")
+            loading.corrupt("invalid memory record")
         score = policy.clarity_us(as_of, c.clear_until, c.recall_until)
         ranked.append((-score, -c.created_at, c.memory_id))
     chosen = [memory_id for _, _, memory_id in heapq.nsmallest(wanted, ranked)]
     by_id = {row.memory_id: row for row in uow.get_memories(key, chosen)}
     if len(by_id) != len(chosen):
-        _corrupt("invalid memory record")
+        loading.corrupt("invalid memory record")
     return [by_id[memory_id] for memory_id in chosen]
-
-
-def _lineage_snapshots(
-    scope: Scope, memory_id: str, kind: object, fingerprint: object, edges: Sequence[EdgeRow]
-) -> dict[str, tuple[TrustLevel, timedelta, timedelta]]:
-    """A memory's verified edges, by source ID, whose IDs reproduce its stored fingerprint."""
-    if not edges or not isinstance(kind, str) or not policy.is_sha256_hex(fingerprint):
-        _corrupt("invalid memory lineage")
-    key = scope_key(scope)
-    snapshots = {}
-    for edge in edges:
-        if edge.memory_id != memory_id or edge.scope != key:
-            _corrupt("invalid memory lineage")
-        try:
-            snapshots[edge.event_id] = records.check_edge(edge)
-        except RowInvalid:
-            _corrupt("invalid memory lineage")
-    if len(snapshots) != len(edges):
-        _corrupt("invalid memory lineage")
-    if policy.dependency_fingerprint(scope, kind, snapshots) != fingerprint:
-        _corrupt("invalid memory lineage")
-    return snapshots
-
-
-def _check_lineage(
-    uow: UnitOfWork,
-    scope: Scope,
-    memory_id: str,
-    kind: object,
-    fingerprint: object,
-    edges: Sequence[EdgeRow],
-) -> None:
-    """Lineage check: valid edges whose sources exist with unchanged snapshots, and a
-    stored fingerprint equal to the one recomputed from them."""
-    snapshots = _lineage_snapshots(scope, memory_id, kind, fingerprint, edges)
-    found = uow.get_events(scope_key(scope), list(snapshots))
-    for event_id, snapshot in snapshots.items():
-        row = found.get(event_id)
-        if row is None:
-            _corrupt("invalid memory lineage")
-        receipt = _receipt(row, scope, "invalid memory lineage")
-        if (receipt.source.trust, receipt.clear_for, receipt.recall_for) != snapshot:
-            _corrupt("invalid memory lineage")
-
-
-def _govern_memory(uow: UnitOfWork, command: GovernanceCommand) -> list[str]:
-    scope, key, memory_id = command.scope, scope_key(command.scope), command.entity_id
-    row = uow.get_memory(key, memory_id)
-    if row is None:
-        _diagnose(uow, key, EntityType.MEMORY, memory_id)
-    edges = uow.get_edges(key, (memory_id,))
-    try:
-        status = MemoryStatus(row.status)
-    except ValueError:
-        _corrupt("invalid memory governance state")
-    _check_lineage(uow, scope, memory_id, row.kind, row.dependency_fingerprint, edges)
-    action = command.action
-    if action in (GovernanceAction.SEAL, GovernanceAction.RESTORE):
-        # A status change rewrites the digest, so the whole row must verify first.
-        _memory(row, edges, scope, "invalid memory governance state")
-        wanted_from = (
-            MemoryStatus.ACTIVE if action is GovernanceAction.SEAL else MemoryStatus.SEALED
-        )
-        if status is not wanted_from:
-            raise InvalidTransition(memory_id)
-        new_status = MemoryStatus.SEALED if status is MemoryStatus.ACTIVE else MemoryStatus.ACTIVE
-        uow.update_memory(records.with_memory_status(row, new_status, [e.event_id for e in edges]))
-        return [memory_id]
-    # Forget and delete remove the row even if its body no longer verifies: erasure must
-    # not be blocked by the corruption of what is being erased.
-    uow.delete_memory(key, memory_id)
-    uow.insert_tombstone(
-        records.tombstone_row(
-            scope,
-            EntityType.MEMORY,
-            memory_id,
-            str(row.dependency_fingerprint),
-            command.occurred_at,
-            policy.GOVERNANCE_REASON,
-        )
-    )
-    return [memory_id]
-
-
-def _delete_event(uow: UnitOfWork, command: GovernanceCommand) -> list[str]:
-    scope, key, event_id = command.scope, scope_key(command.scope), command.entity_id
-    row = uow.get_events(key, (event_id,)).get(event_id)
-    if row is None:
-        _diagnose(uow, key, EntityType.RAW_EVENT, event_id)
-    _receipt(row, scope, "invalid raw deletion state")
-    dependent_ids = sorted(set(uow.dependent_memory_ids(key, event_id)))
-    dependents = {m.memory_id: m for m in uow.get_memories(key, dependent_ids)}
-    if len(dependents) != len(dependent_ids):
-        _corrupt("invalid raw deletion state")
-    edges = _edges_by_memory(uow.get_edges(key, dependent_ids))
-    for memory_id in dependent_ids:
-        memory = dependents[memory_id]
-        _lineage_snapshots(
-            scope, memory_id, memory.kind, memory.dependency_fingerprint, edges[memory_id]
-        )
-    for memory_id in dependent_ids:
-        uow.delete_memory(key, memory_id)
-    uow.delete_event(key, event_id)
-    uow.insert_tombstone(
-        records.tombstone_row(
-            scope,
-            EntityType.RAW_EVENT,
-            event_id,
-            None,
-            command.occurred_at,
-            policy.GOVERNANCE_REASON,
-        )
-    )
-    for memory_id in dependent_ids:
-        uow.insert_tombstone(
-            records.tombstone_row(
-                scope,
-                EntityType.MEMORY,
-                memory_id,
-                dependents[memory_id].dependency_fingerprint,
-                command.occurred_at,
-                policy.GOVERNANCE_REASON,
-            )
-        )
-    return [event_id, *dependent_ids]

@@ -50,6 +50,17 @@ NAMES_0_1_2 = [
 
 NEW_IN_0_2 = ["IntegrityProblem", "IntegrityReport", "RepositoryReadOnly"]
 
+NEW_IN_0_3 = [
+    "CapsuleDecision",
+    "CapsuleItem",
+    "CapsuleTraceEntry",
+    "MemoryCapsule",
+    "MemoryPage",
+    "SearchQuery",
+    "TokenEstimator",
+    "Utf8BytesEstimator",
+]
+
 
 def test_all_is_a_superset_of_the_0_1_2_names() -> None:
     assert set(NAMES_0_1_2) <= set(trueheart_core.__all__)
@@ -62,8 +73,8 @@ def test_all_is_plain_sorted_with_version_last() -> None:
     assert len(names) == len(set(names))
 
 
-def test_all_is_exactly_the_documented_0_2_surface() -> None:
-    expected = [*sorted(NAMES_0_1_2[:-1] + NEW_IN_0_2), "__version__"]
+def test_all_is_exactly_the_documented_0_3_surface() -> None:
+    expected = [*sorted(NAMES_0_1_2[:-1] + NEW_IN_0_2 + NEW_IN_0_3), "__version__"]
     assert list(trueheart_core.__all__) == expected
 
 
@@ -72,7 +83,7 @@ def test_sqlite_repository_sorts_before_scope() -> None:
     assert names.index("SQLiteRepository") < names.index("Scope")
 
 
-@pytest.mark.parametrize("name", NAMES_0_1_2 + NEW_IN_0_2)
+@pytest.mark.parametrize("name", NAMES_0_1_2 + NEW_IN_0_2 + NEW_IN_0_3)
 def test_every_exported_name_resolves(name: str) -> None:
     assert getattr(trueheart_core, name) is not None
 
@@ -80,7 +91,7 @@ def test_every_exported_name_resolves(name: str) -> None:
 def test_version_matches_pyproject() -> None:
     with (ROOT / "pyproject.toml").open("rb") as handle:
         version = tomllib.load(handle)["project"]["version"]
-    assert trueheart_core.__version__ == version == "0.2.0"
+    assert trueheart_core.__version__ == version == "0.3.0"
 
 
 def test_package_ships_py_typed_marker() -> None:
@@ -103,7 +114,7 @@ def test_import_from_source_tree_without_installed_metadata() -> None:
         check=False,
     )
     assert completed.returncode == 0, completed.stderr
-    assert completed.stdout == "0.2.0\n"
+    assert completed.stdout == "0.3.0\n"
 
 
 def test_trust_level_is_an_ordered_int_enum() -> None:

@@ -29,6 +29,9 @@ DIAGNOSTICS: dict[Operation, str] = {
     "expire": "raw content expiry failed",
     "audit": "audit read failed",
     "verify": "integrity check failed",
+    "search": "memory search failed",
+    "read": "memory read failed",
+    "index": "search index rebuild failed",
 }
 
 
@@ -87,7 +90,7 @@ class SQLiteRepository:
             try:
                 conn_mod.configure(conn, file_backed=self._file_backed, read_only=read_only)
                 if self._file_backed:
-                    schema.check_catalog(conn)
+                    self._upgrade(conn, schema.check_catalog(conn), read_only)
                 else:
                     conn.execute("BEGIN IMMEDIATE")
                     schema.migrate(conn, 0)
@@ -96,6 +99,25 @@ class SQLiteRepository:
                 conn.close()
                 raise
         return conn
+
+    @staticmethod
+    def _upgrade(conn: sqlite3.Connection, version: int, read_only: bool) -> None:
+        """Bring a store written by an older version up to this schema, atomically."""
+        if version == schema.SCHEMA_VERSION:
+            return
+        if read_only:
+            raise RepositoryReadOnly("schema upgrade needs a writable store")
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            # Another process may have upgraded it since the catalog was read.
+            version = schema.check_catalog(conn)
+            if version < schema.SCHEMA_VERSION:
+                schema.migrate(conn, version)
+            conn.execute("COMMIT")
+        except BaseException:
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute("ROLLBACK")
+            raise
 
     @property
     def read_only(self) -> bool:

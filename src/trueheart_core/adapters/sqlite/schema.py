@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from trueheart_core.errors import RepositoryCorruption
 
 APPLICATION_ID = 0x54485243  # "THRC" in the database header: marks our files
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 _V1: Sequence[str] = (
     """CREATE TABLE scopes (
@@ -70,10 +70,46 @@ _V1: Sequence[str] = (
     "CREATE INDEX audit_recent ON audit (scope_id, occurred_at DESC, seq DESC)",
 )
 
-MIGRATIONS: Mapping[int, Sequence[str]] = {1: _V1}
+_V2: Sequence[str] = (
+    # Paged listing walks memories of a scope in memory_id order, optionally by status.
+    "CREATE INDEX memories_by_id ON memories (scope_id, memory_id)",
+    "CREATE INDEX memories_by_status ON memories (scope_id, status, memory_id)",
+    # The lexical search index. Terms are stored only as 64-bit hashes. ``tokenizer``
+    # names the rules the index was built with; an empty name means "not built yet",
+    # which is what an upgraded store starts with.
+    """CREATE TABLE search_meta (
+        singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
+        tokenizer TEXT NOT NULL)""",
+    "INSERT INTO search_meta (singleton, tokenizer) VALUES (1, '')",
+    # One row per searchable (active) memory; ``doc`` is the memory's rowid. The copied
+    # columns let a search filter candidates without reading memory rows.
+    """CREATE TABLE search_docs (
+        doc INTEGER PRIMARY KEY,
+        scope_id INTEGER NOT NULL,
+        length INTEGER NOT NULL,
+        created_at, clear_until, recall_until, trust, kind)""",
+    """CREATE TABLE search_stats (
+        scope_id INTEGER PRIMARY KEY,
+        docs INTEGER NOT NULL,
+        length INTEGER NOT NULL)""",
+    """CREATE TABLE search_terms (
+        scope_id INTEGER NOT NULL,
+        term INTEGER NOT NULL,
+        df INTEGER NOT NULL,
+        PRIMARY KEY (scope_id, term)) WITHOUT ROWID""",
+    """CREATE TABLE search_postings (
+        scope_id INTEGER NOT NULL,
+        term INTEGER NOT NULL,
+        doc INTEGER NOT NULL,
+        tf INTEGER NOT NULL,
+        PRIMARY KEY (scope_id, term, doc)) WITHOUT ROWID""",
+    "CREATE INDEX search_postings_by_doc ON search_postings (doc)",
+)
+
+MIGRATIONS: Mapping[int, Sequence[str]] = {1: _V1, 2: _V2}
 """Statements that take a database from version ``n - 1`` to version ``n``."""
 
-EXPECTED_OBJECTS: frozenset[tuple[str, str]] = frozenset(
+_V1_OBJECTS: frozenset[tuple[str, str]] = frozenset(
     {
         ("table", "scopes"),
         ("table", "raw_events"),
@@ -92,6 +128,22 @@ EXPECTED_OBJECTS: frozenset[tuple[str, str]] = frozenset(
     }
 )
 
+EXPECTED_OBJECTS: Mapping[int, frozenset[tuple[str, str]]] = {
+    1: _V1_OBJECTS,
+    2: _V1_OBJECTS
+    | {
+        ("index", "memories_by_id"),
+        ("index", "memories_by_status"),
+        ("table", "search_meta"),
+        ("table", "search_docs"),
+        ("table", "search_stats"),
+        ("table", "search_terms"),
+        ("table", "search_postings"),
+        ("index", "search_postings_by_doc"),
+    },
+}
+"""The schema objects of each version: exactly these, nothing foreign."""
+
 
 def migrate(conn: sqlite3.Connection, from_version: int) -> None:
     """Apply every migration after ``from_version`` (inside the caller's transaction)."""
@@ -102,29 +154,37 @@ def migrate(conn: sqlite3.Connection, from_version: int) -> None:
     conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
 
-def check_version(version: object) -> None:
-    """Fail closed unless ``version`` is the version this code reads and writes."""
+def check_known_version(version: object) -> int:
+    """A version this code can read or upgrade; fail closed otherwise."""
     if type(version) is not int or version < 1:
         raise RepositoryCorruption("invalid schema version")
     if version > SCHEMA_VERSION:
         raise RepositoryCorruption("unsupported schema version")
-    if version < SCHEMA_VERSION:
+    return version
+
+
+def check_version(version: object) -> None:
+    """Fail closed unless ``version`` is the version this code reads and writes."""
+    if check_known_version(version) < SCHEMA_VERSION:
         raise RepositoryCorruption("invalid schema version")
 
 
-def check_catalog(conn: sqlite3.Connection) -> None:
-    """Our application ID, a supported version, every object present and nothing foreign."""
+def check_catalog(conn: sqlite3.Connection) -> int:
+    """Our application ID, a known version, every object of that version present and
+    nothing foreign. Returns the version (older ones are upgraded by :func:`migrate`)."""
     (application_id,) = conn.execute("PRAGMA application_id").fetchone()
     if application_id != APPLICATION_ID:
         raise RepositoryCorruption("invalid schema catalog")
-    (version,) = conn.execute("PRAGMA user_version").fetchone()
-    check_version(version)
+    (found,) = conn.execute("PRAGMA user_version").fetchone()
+    version = check_known_version(found)
+    expected = EXPECTED_OBJECTS[version]
     present = {
         (kind, name)
         for kind, name in conn.execute("SELECT type, name FROM sqlite_master")
         if not name.startswith("sqlite_")
     }
-    if not present >= EXPECTED_OBJECTS:
+    if not present >= expected:
         raise RepositoryCorruption("incomplete schema")
-    if present - EXPECTED_OBJECTS:
+    if present - expected:
         raise RepositoryCorruption("invalid schema catalog")
+    return version

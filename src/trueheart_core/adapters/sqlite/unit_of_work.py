@@ -6,11 +6,11 @@ decision is made here: rows go in and come out exactly as the service hands them
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from trueheart_core.adapters.sqlite.search import SearchStatements, hex_set
 from trueheart_core.ports import (
     AuditRow,
     BodyRow,
@@ -73,7 +73,7 @@ def _key(r: Sequence[Any]) -> ScopeKey:
     return (r[0], r[1], r[2])
 
 
-class SQLiteUnitOfWork:
+class SQLiteUnitOfWork(SearchStatements):
     """One SQLite transaction: primitive reads and writes (see ``ports.UnitOfWork``)."""
 
     def __init__(self, conn: sqlite3.Connection, scope_ids: dict[ScopeKey, int]) -> None:
@@ -344,6 +344,7 @@ class SQLiteUnitOfWork:
         )
 
     def delete_memory(self, scope: ScopeKey, memory_id: str) -> None:
+        self.unindex_memory(scope, memory_id)
         sid = self._scope_id(scope)
         self._conn.execute(
             "DELETE FROM lineage WHERE scope_id = ? AND memory_id = ?", (sid, memory_id)
@@ -356,10 +357,8 @@ class SQLiteUnitOfWork:
     def _kind_filter(kinds: Sequence[str]) -> tuple[str, list[Any]]:
         if not kinds:
             return "", []
-        # Any number of kinds travels as one JSON parameter. SQLite's JSON functions stop
-        # at a NUL character, so kinds are compared by the hex of their UTF-8 bytes.
-        wanted = sorted({kind.encode("utf-8").hex().upper() for kind in kinds})
-        return " AND hex(m.kind) IN (SELECT value FROM json_each(?))", [json.dumps(wanted)]
+        # Any number of kinds travels as one JSON parameter.
+        return " AND hex(m.kind) IN (SELECT value FROM json_each(?))", [hex_set(kinds)]
 
     def recall_clear(
         self,

@@ -1,0 +1,356 @@
+"""The SQLite statements of listing and search: primitive reads and writes of the search
+tables (see ``ports.UnitOfWork``), mixed into the unit of work."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from trueheart_core.errors import RepositoryCorruption
+from trueheart_core.ports import (
+    MemoryRow,
+    ScopeKey,
+    SearchCandidate,
+    SearchDocRow,
+    SearchStatsRow,
+    SearchTermRow,
+)
+
+_CHUNK = 500
+_FETCH = 500
+_MEMORY_COLUMNS = (
+    "m.memory_id, m.content, m.dependency_fingerprint, m.kind, m.trust, "
+    "m.created_at, m.clear_until, m.recall_until, m.status, m.metadata, m.digest"
+)
+_SCOPE_COLUMNS = "s.tenant_id, s.owner_id, s.subject_id"
+
+
+def hex_set(values: Sequence[str]) -> str:
+    """Texts as one JSON parameter of their upper-case UTF-8 hex. SQLite's JSON
+    functions stop at a NUL character, so text is compared through ``hex()``."""
+    return json.dumps(sorted({value.encode("utf-8").hex().upper() for value in values}))
+
+
+class SearchStatements:
+    """Listing and search-index primitives over the unit of work's connection."""
+
+    _conn: sqlite3.Connection
+
+    def _scope_id(self, scope: ScopeKey) -> int | None:
+        raise NotImplementedError
+
+    def _ensure_scope(self, scope: ScopeKey) -> int:
+        raise NotImplementedError
+
+    def _rows(self, sql: str, params: Sequence[Any]) -> Iterator[Sequence[Any]]:
+        cursor = self._conn.execute(sql, params)
+        while rows := cursor.fetchmany(_FETCH):
+            yield from rows
+
+    def _scope_clause(self, scope: ScopeKey | None, column: str) -> tuple[str, list[Any]] | None:
+        """A ``WHERE`` fragment for one scope; ``None`` when the scope holds nothing."""
+        if scope is None:
+            return "", []
+        sid = self._scope_id(scope)
+        if sid is None:
+            return None
+        return f" AND {column} = ?", [sid]
+
+    # --- listing -----------------------------------------------------------------------
+
+    def list_memories(
+        self,
+        scope: ScopeKey,
+        statuses: Sequence[str],
+        kinds: Sequence[str],
+        after: str | None,
+        limit: int,
+    ) -> list[MemoryRow]:
+        sid = self._scope_id(scope)
+        if sid is None or not statuses:
+            return []
+        params: list[Any] = [sid]
+        if len(statuses) == 1:
+            sql = (
+                f"SELECT {_MEMORY_COLUMNS} FROM memories m INDEXED BY memories_by_status "
+                "WHERE m.scope_id = ? AND m.status = ?"
+            )
+            params.append(statuses[0])
+        else:
+            marks = ",".join("?" * len(statuses))
+            sql = (
+                f"SELECT {_MEMORY_COLUMNS} FROM memories m INDEXED BY memories_by_id "
+                f"WHERE m.scope_id = ? AND m.status IN ({marks})"
+            )
+            params.extend(statuses)
+        if after is not None:
+            sql += " AND m.memory_id > ?"
+            params.append(after)
+        if kinds:
+            sql += " AND hex(m.kind) IN (SELECT value FROM json_each(?))"
+            params.append(hex_set(kinds))
+        sql += " ORDER BY m.memory_id LIMIT ?"
+        params.append(limit)
+        return [MemoryRow(scope, *r) for r in self._conn.execute(sql, params)]
+
+    # --- index state ---------------------------------------------------------------------
+
+    def search_tokenizer(self) -> object:
+        row = self._conn.execute("SELECT tokenizer FROM search_meta WHERE singleton = 1").fetchone()
+        return None if row is None else row[0]
+
+    def set_search_tokenizer(self, identity: str) -> None:
+        self._conn.execute("DELETE FROM search_meta")
+        self._conn.execute(
+            "INSERT INTO search_meta (singleton, tokenizer) VALUES (1, ?)", (identity,)
+        )
+
+    def clear_search_index(self) -> None:
+        for table in ("search_postings", "search_terms", "search_docs", "search_stats"):
+            self._conn.execute(f"DELETE FROM {table}")
+
+    # --- index maintenance ---------------------------------------------------------------
+
+    def _memory_rid(self, sid: int | None, memory_id: str) -> int | None:
+        row = self._conn.execute(
+            "SELECT rid FROM memories WHERE memory_id = ? AND scope_id = ?", (memory_id, sid)
+        ).fetchone()
+        return None if row is None else int(row[0])
+
+    def index_memory(self, doc: SearchDocRow) -> None:
+        sid = self._ensure_scope(doc.scope)
+        rid = None if doc.memory_id is None else self._memory_rid(sid, doc.memory_id)
+        if rid is None:
+            raise RepositoryCorruption("invalid search index")
+        self._conn.execute(
+            "INSERT INTO search_docs (doc, scope_id, length, created_at, clear_until, "
+            "recall_until, trust, kind) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                rid,
+                sid,
+                doc.length,
+                doc.created_at,
+                doc.clear_until,
+                doc.recall_until,
+                doc.trust,
+                doc.kind,
+            ),
+        )
+        self._conn.executemany(
+            "INSERT INTO search_postings (scope_id, term, doc, tf) VALUES (?, ?, ?, ?)",
+            [(sid, term, rid, tf) for term, tf in doc.terms],
+        )
+        self._conn.executemany(
+            "INSERT INTO search_terms (scope_id, term, df) VALUES (?, ?, 1) "
+            "ON CONFLICT (scope_id, term) DO UPDATE SET df = df + 1",
+            [(sid, term) for term, _ in doc.terms],
+        )
+        self._conn.execute(
+            "INSERT INTO search_stats (scope_id, docs, length) VALUES (?, 1, ?) "
+            "ON CONFLICT (scope_id) DO UPDATE SET docs = docs + 1, "
+            "length = length + excluded.length",
+            (sid, doc.length),
+        )
+
+    def unindex_memory(self, scope: ScopeKey, memory_id: str) -> None:
+        sid = self._scope_id(scope)
+        rid = None if sid is None else self._memory_rid(sid, memory_id)
+        if rid is None:
+            return
+        found = self._conn.execute(
+            "SELECT length FROM search_docs WHERE doc = ? AND scope_id = ?", (rid, sid)
+        ).fetchone()
+        if found is not None:
+            terms_of_doc = "SELECT term FROM search_postings WHERE doc = ? AND scope_id = ?"
+            self._conn.execute(
+                f"UPDATE search_terms SET df = df - 1 WHERE scope_id = ? "
+                f"AND term IN ({terms_of_doc})",
+                (sid, rid, sid),
+            )
+            self._conn.execute(
+                f"DELETE FROM search_terms WHERE scope_id = ? AND df <= 0 "
+                f"AND term IN ({terms_of_doc})",
+                (sid, rid, sid),
+            )
+            self._conn.execute(
+                "UPDATE search_stats SET docs = docs - 1, length = length - ? WHERE scope_id = ?",
+                (found[0], sid),
+            )
+            self._conn.execute("DELETE FROM search_stats WHERE scope_id = ? AND docs <= 0", (sid,))
+            self._conn.execute("DELETE FROM search_docs WHERE doc = ?", (rid,))
+        # Postings are removed by memory even without an entry: nothing may outlive it.
+        self._conn.execute("DELETE FROM search_postings WHERE doc = ?", (rid,))
+
+    # --- search --------------------------------------------------------------------------
+
+    def search_statistics(self, scope: ScopeKey) -> tuple[int, int]:
+        sid = self._scope_id(scope)
+        row = None
+        if sid is not None:
+            row = self._conn.execute(
+                "SELECT docs, length FROM search_stats WHERE scope_id = ?", (sid,)
+            ).fetchone()
+        return (0, 0) if row is None else (row[0], row[1])
+
+    def term_frequencies(self, scope: ScopeKey, terms: Sequence[int]) -> dict[int, int]:
+        sid = self._scope_id(scope)
+        if sid is None or not terms:
+            return {}
+        found: dict[int, int] = {}
+        for start in range(0, len(terms), _CHUNK):
+            chunk = list(terms[start : start + _CHUNK])
+            marks = ",".join("?" * len(chunk))
+            for term, df in self._conn.execute(
+                f"SELECT term, df FROM search_terms WHERE scope_id = ? AND term IN ({marks})",
+                [sid, *chunk],
+            ):
+                found[term] = df
+        return found
+
+    def search_candidates(
+        self,
+        scope: ScopeKey,
+        weights: Sequence[tuple[int, float]],
+        k1: float,
+        b: float,
+        average_length: float,
+        as_of: int,
+        kinds: Sequence[str],
+        min_trust: int | None,
+        window: int,
+    ) -> tuple[int, list[SearchCandidate]]:
+        sid = self._scope_id(scope)
+        if sid is None or not weights:
+            return 0, []
+        values = ", ".join("(?, ?)" for _ in weights)
+        filters = ""
+        params: list[Any] = [p for pair in weights for p in pair]
+        params += [k1, k1, b, b, average_length, sid, sid, as_of, as_of]
+        if min_trust is not None:
+            filters += " AND d.trust >= ?"
+            params.append(min_trust)
+        if kinds:
+            filters += " AND hex(d.kind) IN (SELECT value FROM json_each(?))"
+            params.append(hex_set(kinds))
+        params.append(window - 1)
+        # CROSS JOIN keeps the query terms outermost: each term's postings are one range
+        # of the primary key, and nothing else of the scope is read.
+        rows = self._conn.execute(
+            f"WITH q (term, weight) AS (VALUES {values}), "
+            "scored AS MATERIALIZED ("
+            "SELECT p.doc AS doc, SUM(q.weight * (p.tf * (? + 1.0)) "
+            "/ (p.tf + ? * (1.0 - ? + ? * d.length / ?))) AS score "
+            "FROM q CROSS JOIN search_postings p ON p.scope_id = ? AND p.term = q.term "
+            "JOIN search_docs d ON d.doc = p.doc "
+            f"WHERE d.scope_id = ? AND d.created_at <= ? AND d.recall_until > ?{filters} "
+            "GROUP BY p.doc) "
+            "SELECT m.memory_id, s.score, d.created_at, d.clear_until, d.recall_until, "
+            "(SELECT COUNT(*) FROM scored) "
+            "FROM scored s JOIN search_docs d ON d.doc = s.doc "
+            "JOIN memories m ON m.rid = s.doc "
+            "WHERE s.score >= IFNULL("
+            "(SELECT score FROM scored ORDER BY score DESC LIMIT 1 OFFSET ?), -1e308)",
+            params,
+        ).fetchall()
+        if not rows:
+            return 0, []
+        return rows[0][5], [SearchCandidate(*r[:5]) for r in rows]
+
+    # --- index reads for verification ----------------------------------------------------
+
+    def search_docs_for(self, scope: ScopeKey, memory_ids: Sequence[str]) -> list[SearchDocRow]:
+        sid = self._scope_id(scope)
+        if sid is None or not memory_ids:
+            return []
+        docs: list[SearchDocRow] = []
+        for start in range(0, len(memory_ids), _CHUNK):
+            chunk = list(memory_ids[start : start + _CHUNK])
+            marks = ",".join("?" * len(chunk))
+            for r in self._conn.execute(
+                "SELECT d.doc, m.memory_id, d.length, d.created_at, d.clear_until, "
+                "d.recall_until, d.trust, d.kind FROM memories m "
+                "JOIN search_docs d ON d.doc = m.rid AND d.scope_id = m.scope_id "
+                f"WHERE m.scope_id = ? AND m.memory_id IN ({marks})",
+                [sid, *chunk],
+            ).fetchall():
+                terms = tuple(
+                    (t, f)
+                    for t, f in self._conn.execute(
+                        "SELECT term, tf FROM search_postings WHERE doc = ? AND scope_id = ? "
+                        "ORDER BY term",
+                        (r[0], sid),
+                    )
+                )
+                docs.append(SearchDocRow(scope, r[1], r[2], r[3], r[4], r[5], r[6], r[7], terms))
+        return docs
+
+    def iter_search_docs(self, scope: ScopeKey | None) -> Iterator[SearchDocRow]:
+        clause = self._scope_clause(scope, "d.scope_id")
+        if clause is None:
+            return
+        where, params = clause
+        for r in self._rows(
+            f"SELECT {_SCOPE_COLUMNS}, "
+            "CASE WHEN m.scope_id = d.scope_id THEN m.memory_id END, "
+            "d.length, d.created_at, d.clear_until, d.recall_until, d.trust, d.kind "
+            "FROM search_docs d JOIN scopes s ON s.scope_id = d.scope_id "
+            f"LEFT JOIN memories m ON m.rid = d.doc WHERE 1 = 1{where} ORDER BY d.doc",
+            params,
+        ):
+            yield SearchDocRow((r[0], r[1], r[2]), *r[3:])
+
+    def iter_search_terms(self, scope: ScopeKey | None) -> Iterator[SearchTermRow]:
+        clause = self._scope_clause(scope, "x.scope_id")
+        if clause is None:
+            return
+        where, params = clause
+        counts = (
+            "SELECT scope_id, term, COUNT(*) AS n FROM search_postings x "
+            f"WHERE 1 = 1{where} GROUP BY scope_id, term"
+        )
+        for r in self._rows(
+            f"WITH c AS MATERIALIZED ({counts}) "
+            f"SELECT {_SCOPE_COLUMNS}, x.term, x.df, IFNULL(c.n, 0) FROM search_terms x "
+            "JOIN scopes s ON s.scope_id = x.scope_id "
+            f"LEFT JOIN c ON c.scope_id = x.scope_id AND c.term = x.term WHERE 1 = 1{where} "
+            f"UNION ALL SELECT {_SCOPE_COLUMNS}, c.term, 0, c.n FROM c "
+            "JOIN scopes s ON s.scope_id = c.scope_id WHERE NOT EXISTS ("
+            "SELECT 1 FROM search_terms t WHERE t.scope_id = c.scope_id AND t.term = c.term)",
+            [*params, *params],
+        ):
+            yield SearchTermRow((r[0], r[1], r[2]), *r[3:])
+
+    def iter_search_stats(self, scope: ScopeKey | None) -> Iterator[SearchStatsRow]:
+        clause = self._scope_clause(scope, "x.scope_id")
+        if clause is None:
+            return
+        where, params = clause
+        actual = (
+            "SELECT scope_id, COUNT(*) AS n, SUM(length) AS total FROM search_docs x "
+            f"WHERE 1 = 1{where} GROUP BY scope_id"
+        )
+        for r in self._rows(
+            f"WITH a AS MATERIALIZED ({actual}) "
+            f"SELECT {_SCOPE_COLUMNS}, x.docs, x.length, IFNULL(a.n, 0), IFNULL(a.total, 0) "
+            "FROM search_stats x JOIN scopes s ON s.scope_id = x.scope_id "
+            f"LEFT JOIN a ON a.scope_id = x.scope_id WHERE 1 = 1{where} "
+            f"UNION ALL SELECT {_SCOPE_COLUMNS}, 0, 0, a.n, a.total FROM a "
+            "JOIN scopes s ON s.scope_id = a.scope_id WHERE NOT EXISTS ("
+            "SELECT 1 FROM search_stats t WHERE t.scope_id = a.scope_id)",
+            [*params, *params],
+        ):
+            yield SearchStatsRow((r[0], r[1], r[2]), *r[3:])
+
+    def orphan_postings(self, scope: ScopeKey | None) -> int:
+        clause = self._scope_clause(scope, "p.scope_id")
+        if clause is None:
+            return 0
+        where, params = clause
+        (count,) = self._conn.execute(
+            f"SELECT COUNT(*) FROM search_postings p WHERE 1 = 1{where} AND NOT EXISTS ("
+            "SELECT 1 FROM search_docs d WHERE d.doc = p.doc AND d.scope_id = p.scope_id)",
+            params,
+        ).fetchone()
+        return int(count)

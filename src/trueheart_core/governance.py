@@ -1,0 +1,156 @@
+"""Governance of memories and raw events: seal, restore, forget, delete.
+
+Service-layer functions over one unit of work: each checks the stored state (lineage,
+status, scope) and applies the change with its tombstones; the caller writes the audit
+row and commits. Forget and delete remove search entries with the memory, in the same
+transaction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import timedelta
+
+from trueheart_core import loading, policy, records, searching
+from trueheart_core.domain import (
+    EntityType,
+    GovernanceAction,
+    GovernanceCommand,
+    MemoryStatus,
+    Scope,
+    TrustLevel,
+)
+from trueheart_core.errors import InvalidTransition
+from trueheart_core.ports import EdgeRow, UnitOfWork
+from trueheart_core.records import RowInvalid, scope_key
+
+
+def _lineage_snapshots(
+    scope: Scope, memory_id: str, kind: object, fingerprint: object, edges: Sequence[EdgeRow]
+) -> dict[str, tuple[TrustLevel, timedelta, timedelta]]:
+    """A memory's verified edges, by source ID, whose IDs reproduce its stored fingerprint."""
+    if not edges or not isinstance(kind, str) or not policy.is_sha256_hex(fingerprint):
+        loading.corrupt("invalid memory lineage")
+    key = scope_key(scope)
+    snapshots = {}
+    for edge in edges:
+        if edge.memory_id != memory_id or edge.scope != key:
+            loading.corrupt("invalid memory lineage")
+        try:
+            snapshots[edge.event_id] = records.check_edge(edge)
+        except RowInvalid:
+            loading.corrupt("invalid memory lineage")
+    if len(snapshots) != len(edges):
+        loading.corrupt("invalid memory lineage")
+    if policy.dependency_fingerprint(scope, kind, snapshots) != fingerprint:
+        loading.corrupt("invalid memory lineage")
+    return snapshots
+
+
+def _check_lineage(
+    uow: UnitOfWork,
+    scope: Scope,
+    memory_id: str,
+    kind: object,
+    fingerprint: object,
+    edges: Sequence[EdgeRow],
+) -> None:
+    """Lineage check: valid edges whose sources exist with unchanged snapshots, and a
+    stored fingerprint equal to the one recomputed from them."""
+    snapshots = _lineage_snapshots(scope, memory_id, kind, fingerprint, edges)
+    found = uow.get_events(scope_key(scope), list(snapshots))
+    for event_id, snapshot in snapshots.items():
+        row = found.get(event_id)
+        if row is None:
+            loading.corrupt("invalid memory lineage")
+        receipt = loading.receipt(row, scope, "invalid memory lineage")
+        if (receipt.source.trust, receipt.clear_for, receipt.recall_for) != snapshot:
+            loading.corrupt("invalid memory lineage")
+
+
+def govern_memory(uow: UnitOfWork, command: GovernanceCommand) -> list[str]:
+    scope, key, memory_id = command.scope, scope_key(command.scope), command.entity_id
+    row = uow.get_memory(key, memory_id)
+    if row is None:
+        loading.diagnose(uow, key, EntityType.MEMORY, memory_id)
+    edges = uow.get_edges(key, (memory_id,))
+    try:
+        status = MemoryStatus(row.status)
+    except ValueError:
+        loading.corrupt("invalid memory governance state")
+    _check_lineage(uow, scope, memory_id, row.kind, row.dependency_fingerprint, edges)
+    action = command.action
+    if action in (GovernanceAction.SEAL, GovernanceAction.RESTORE):
+        # A status change rewrites the digest, so the whole row must verify first.
+        record = loading.memory(row, edges, scope, "invalid memory governance state")
+        wanted_from = (
+            MemoryStatus.ACTIVE if action is GovernanceAction.SEAL else MemoryStatus.SEALED
+        )
+        if status is not wanted_from:
+            raise InvalidTransition(memory_id)
+        # Rebuild an outdated index first, so the change below is applied to a current one.
+        searching.ensure_index(uow)
+        new_status = MemoryStatus.SEALED if status is MemoryStatus.ACTIVE else MemoryStatus.ACTIVE
+        uow.update_memory(records.with_memory_status(row, new_status, [e.event_id for e in edges]))
+        if new_status is MemoryStatus.ACTIVE:
+            uow.index_memory(searching.doc_row(record))
+        else:
+            uow.unindex_memory(key, memory_id)
+        return [memory_id]
+    # Forget and delete remove the row even if its body no longer verifies: erasure must
+    # not be blocked by the corruption of what is being erased.
+    uow.delete_memory(key, memory_id)
+    uow.insert_tombstone(
+        records.tombstone_row(
+            scope,
+            EntityType.MEMORY,
+            memory_id,
+            str(row.dependency_fingerprint),
+            command.occurred_at,
+            policy.GOVERNANCE_REASON,
+        )
+    )
+    return [memory_id]
+
+
+def delete_event(uow: UnitOfWork, command: GovernanceCommand) -> list[str]:
+    scope, key, event_id = command.scope, scope_key(command.scope), command.entity_id
+    row = uow.get_events(key, (event_id,)).get(event_id)
+    if row is None:
+        loading.diagnose(uow, key, EntityType.RAW_EVENT, event_id)
+    loading.receipt(row, scope, "invalid raw deletion state")
+    dependent_ids = sorted(set(uow.dependent_memory_ids(key, event_id)))
+    dependents = {m.memory_id: m for m in uow.get_memories(key, dependent_ids)}
+    if len(dependents) != len(dependent_ids):
+        loading.corrupt("invalid raw deletion state")
+    edges = loading.edges_by_memory(uow.get_edges(key, dependent_ids))
+    for memory_id in dependent_ids:
+        memory = dependents[memory_id]
+        _lineage_snapshots(
+            scope, memory_id, memory.kind, memory.dependency_fingerprint, edges[memory_id]
+        )
+    for memory_id in dependent_ids:
+        uow.delete_memory(key, memory_id)
+    uow.delete_event(key, event_id)
+    uow.insert_tombstone(
+        records.tombstone_row(
+            scope,
+            EntityType.RAW_EVENT,
+            event_id,
+            None,
+            command.occurred_at,
+            policy.GOVERNANCE_REASON,
+        )
+    )
+    for memory_id in dependent_ids:
+        uow.insert_tombstone(
+            records.tombstone_row(
+                scope,
+                EntityType.MEMORY,
+                memory_id,
+                dependents[memory_id].dependency_fingerprint,
+                command.occurred_at,
+                policy.GOVERNANCE_REASON,
+            )
+        )
+    return [event_id, *dependent_ids]

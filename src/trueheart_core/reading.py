@@ -1,0 +1,106 @@
+"""Exact reads: one memory, one receipt, and a scope's memories page by page.
+
+Service-layer functions over one unit of work. A missing ID gets the same fail-closed
+diagnosis as governance (deleted here, known in another scope, or unknown), and every
+row is verified before it becomes a DTO.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import json
+
+from trueheart_core import loading, validation
+from trueheart_core.domain import EntityType, MemoryRecord, MemoryStatus, RawEventReceipt, Scope
+from trueheart_core.errors import ValidationError
+from trueheart_core.ports import UnitOfWork
+from trueheart_core.records import scope_key
+from trueheart_core.retrieval.model import MemoryPage
+
+_CURSOR_VERSION = "m1"
+
+
+def get_memory(uow: UnitOfWork, scope: Scope, memory_id: str) -> MemoryRecord:
+    """The memory with this ID in the exact scope, whatever its status."""
+    key = scope_key(scope)
+    row = uow.get_memory(key, memory_id)
+    if row is None:
+        loading.diagnose(uow, key, EntityType.MEMORY, memory_id)
+    return loading.memory(row, uow.get_edges(key, (memory_id,)), scope, "invalid memory record")
+
+
+def get_receipt(uow: UnitOfWork, scope: Scope, event_id: str) -> RawEventReceipt:
+    """The receipt of the event with this ID in the exact scope."""
+    key = scope_key(scope)
+    row = uow.get_events(key, (event_id,)).get(event_id)
+    if row is None:
+        loading.diagnose(uow, key, EntityType.RAW_EVENT, event_id)
+    return loading.receipt(row, scope, "invalid raw event record")
+
+
+def _listing_id(scope: Scope, statuses: tuple[MemoryStatus, ...], kinds: tuple[str, ...]) -> str:
+    """A short fingerprint of what a listing selects, bound into its cursors."""
+    text = validation.canonical_json(
+        [list(scope_key(scope)), [s.value for s in statuses], sorted(set(kinds))]
+    )
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def encode_cursor(listing: str, last_id: str) -> str:
+    """An opaque cursor: the listing's fingerprint and the last ID returned."""
+    payload = json.dumps([_CURSOR_VERSION, listing, last_id], ensure_ascii=True)
+    return base64.urlsafe_b64encode(payload.encode("ascii")).decode("ascii").rstrip("=")
+
+
+def decode_cursor(cursor: object, listing: str) -> str:
+    """The last ID of a cursor made by the same listing; ``ValidationError`` otherwise."""
+    invalid = ValidationError("cursor", "must be a cursor returned by the same listing")
+    if not isinstance(cursor, str) or not cursor or len(cursor) > 2048 or not cursor.isascii():
+        raise invalid
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        value = json.loads(raw.decode("ascii"))
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        raise invalid from None
+    if (
+        not isinstance(value, list)
+        or len(value) != 3
+        or value[0] != _CURSOR_VERSION
+        or value[1] != listing
+        or not isinstance(value[2], str)
+    ):
+        raise invalid
+    try:
+        return validation.text("cursor", value[2])
+    except ValidationError:
+        raise invalid from None
+
+
+def list_memories(
+    uow: UnitOfWork,
+    scope: Scope,
+    statuses: tuple[MemoryStatus, ...],
+    kinds: tuple[str, ...],
+    limit: int,
+    cursor: str | None,
+) -> MemoryPage:
+    """One page of the scope's memories in ``memory_id`` order after ``cursor``."""
+    listing = _listing_id(scope, statuses, kinds)
+    after = None if cursor is None else decode_cursor(cursor, listing)
+    key = scope_key(scope)
+    rows = uow.list_memories(key, [s.value for s in statuses], kinds, after, limit + 1)
+    more = len(rows) > limit
+    rows = rows[:limit]
+    edges = loading.edges_by_memory(uow.get_edges(key, [r.memory_id for r in rows]))
+    items = []
+    for row in rows:
+        memory = loading.memory(row, edges[row.memory_id], scope, "invalid memory record")
+        if memory.status not in statuses or (kinds and memory.kind not in kinds):
+            loading.corrupt("invalid memory record")
+        if after is not None and not memory.memory_id > after:
+            loading.corrupt("invalid memory record")
+        items.append(memory)
+    next_cursor = encode_cursor(listing, items[-1].memory_id) if more and items else None
+    return MemoryPage(tuple(items), next_cursor)

@@ -1,0 +1,1 @@
+"""Relevance search: pure tokenisation, ranking and capsule packing, plus their DTOs."""

@@ -1,0 +1,105 @@
+"""Token estimation and budget packing (pure).
+
+A capsule holds whole memories only. Packing walks the considered candidates best
+first: a candidate is included when fewer than ``limit`` items are in and its cost fits
+the budget that remains; otherwise the trace records ``limit`` or ``budget``. A
+candidate too large for the remaining budget does not stop the walk, so a smaller,
+lower-ranked memory can still use the room. ``limit`` never raises the budget.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+from trueheart_core.domain import MemoryRecord
+from trueheart_core.errors import ValidationError
+from trueheart_core.retrieval.model import CapsuleDecision, CapsuleItem, CapsuleTraceEntry
+
+__all__ = ["TokenEstimator", "Utf8BytesEstimator", "pack"]
+
+
+@runtime_checkable
+class TokenEstimator(Protocol):
+    """Counts the tokens a memory's content costs in a capsule.
+
+    ``name`` identifies the estimator in every capsule it priced. ``estimate`` must be
+    deterministic and return a non-negative ``int`` for any text.
+    """
+
+    @property
+    def name(self) -> str:
+        """A short, stable identity, e.g. ``"utf8-bytes/3"``."""
+        ...
+
+    def estimate(self, text: str) -> int:
+        """The token cost of ``text``."""
+        ...
+
+
+class Utf8BytesEstimator:
+    """The default estimator: ``ceil(len(text.encode("utf-8")) / 3)`` tokens.
+
+    It over-counts English for common tokenizers (about four bytes per token) and stays
+    an upper bound for most scripts, so a budget under it is rarely exceeded by a model.
+    """
+
+    @property
+    def name(self) -> str:
+        return "utf8-bytes/3"
+
+    def estimate(self, text: str) -> int:
+        size = len(text) if text.isascii() else len(text.encode("utf-8"))
+        return -(-size // 3)
+
+
+@dataclass(frozen=True, slots=True)
+class Ranked:
+    """A candidate in its final rank, ready to pack."""
+
+    memory: MemoryRecord
+    score: float
+    clarity: float
+
+
+def cost(estimator: TokenEstimator, text: str) -> int:
+    """The estimator's cost of ``text``, checked to be a non-negative ``int``."""
+    tokens = estimator.estimate(text)
+    if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 0:
+        raise ValidationError("token_estimator", "must return a non-negative int")
+    return tokens
+
+
+def pack(
+    ranked: Sequence[Ranked], budget: int, limit: int, estimator: TokenEstimator
+) -> tuple[tuple[CapsuleItem, ...], tuple[CapsuleTraceEntry, ...], int]:
+    """Items, trace and used tokens of a capsule (see the module docstring)."""
+    items: list[CapsuleItem] = []
+    trace: list[CapsuleTraceEntry] = []
+    remaining = budget
+    for rank, candidate in enumerate(ranked, start=1):
+        tokens = cost(estimator, candidate.memory.content)
+        if len(items) >= limit:
+            decision = CapsuleDecision.LIMIT
+        elif tokens > remaining:
+            decision = CapsuleDecision.BUDGET
+        else:
+            decision = CapsuleDecision.INCLUDED
+        trace.append(
+            CapsuleTraceEntry(
+                candidate.memory.memory_id,
+                rank,
+                candidate.score,
+                candidate.clarity,
+                tokens,
+                remaining,
+                decision,
+            )
+        )
+        if decision is CapsuleDecision.INCLUDED:
+            items.append(
+                CapsuleItem(candidate.memory, rank, candidate.score, candidate.clarity, tokens)
+            )
+            remaining -= tokens
+    return tuple(items), tuple(trace), budget - remaining

@@ -1,0 +1,223 @@
+"""Frozen DTOs of search, capsules and paged listing (domain level).
+
+Like the 0.1 DTOs they validate every field in declaration order in ``__post_init__``
+(the first invalid field wins), normalise times to UTC and survive ``pickle``,
+``copy.deepcopy`` and ``dataclasses.replace``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+
+from trueheart_core import validation as v
+from trueheart_core.domain import MemoryRecord, MemoryStatus, Scope, TrustLevel, _Reducible
+from trueheart_core.errors import ValidationError
+
+__all__ = [
+    "MAX_BUDGET_TOKENS",
+    "MAX_QUERY_CHARS",
+    "CapsuleDecision",
+    "CapsuleItem",
+    "CapsuleTraceEntry",
+    "MemoryCapsule",
+    "MemoryPage",
+    "SearchQuery",
+]
+
+MAX_QUERY_CHARS = 4096
+MAX_BUDGET_TOKENS = 1_048_576
+
+
+def _set(obj: object, name: str, value: object) -> None:
+    object.__setattr__(obj, name, value)
+
+
+def _count(field: str, value: object, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ValidationError(field, f"must be from {low} through {high}")
+    return value
+
+
+def _finite(field: str, value: object) -> float:
+    if not isinstance(value, float) or not math.isfinite(value):
+        raise ValidationError(field, "must be a finite float")
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class SearchQuery(_Reducible):
+    """A relevance search of one exact scope at ``as_of``, packed into a token budget.
+
+    ``text`` is non-blank, at most 4,096 characters of valid UTF-8. ``budget_tokens`` is
+    1 through 1,048,576, ``limit`` 1 through 100. ``kinds`` (empty: every kind) and
+    ``min_trust`` (``None``: every trust level) filter the candidates.
+    """
+
+    scope: Scope
+    text: str
+    as_of: datetime
+    budget_tokens: int = 512
+    limit: int = 20
+    kinds: tuple[str, ...] = ()
+    min_trust: TrustLevel | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.scope, Scope):
+            raise ValidationError("scope", "must be a Scope")
+        if not isinstance(self.text, str) or not self.text.strip():
+            raise ValidationError("text", "must be a non-blank string")
+        if len(self.text) > MAX_QUERY_CHARS:
+            raise ValidationError("text", f"must be at most {MAX_QUERY_CHARS} characters")
+        if not self.text.isascii():
+            try:
+                self.text.encode("utf-8")
+            except UnicodeEncodeError:
+                raise ValidationError("text", "must be valid UTF-8") from None
+        _set(self, "as_of", v.utc("as_of", self.as_of))
+        _count("budget_tokens", self.budget_tokens, 1, MAX_BUDGET_TOKENS)
+        v.limit(self.limit)
+        v.text_tuple("kinds", self.kinds)
+        if self.min_trust is not None:
+            v.member("min_trust", self.min_trust, TrustLevel, "must be a TrustLevel or None")
+
+
+class CapsuleDecision(StrEnum):
+    """Why a considered candidate is in the capsule or not."""
+
+    INCLUDED = "included"
+    """It fit the remaining budget while fewer than ``limit`` items were included."""
+    BUDGET = "budget"
+    """Its token cost exceeded the budget that remained when its turn came."""
+    LIMIT = "limit"
+    """``limit`` items were already included."""
+
+
+@dataclass(frozen=True, slots=True)
+class CapsuleItem(_Reducible):
+    """One whole memory in a capsule, with its rank, score, clarity and token cost."""
+
+    memory: MemoryRecord
+    rank: int
+    score: float
+    clarity: float
+    tokens: int
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.memory, MemoryRecord):
+            raise ValidationError("memory", "must be a MemoryRecord")
+        _count("rank", self.rank, 1, 2**31)
+        _finite("score", self.score)
+        _finite("clarity", self.clarity)
+        _count("tokens", self.tokens, 0, 2**63 - 1)
+
+    @property
+    def source_event_ids(self) -> tuple[str, ...]:
+        """The IDs of the source events the memory was derived from (sorted)."""
+        return self.memory.source_event_ids
+
+
+@dataclass(frozen=True, slots=True)
+class CapsuleTraceEntry(_Reducible):
+    """A body-free account of one considered candidate: its ``rank`` (1 is best), score,
+    clarity, token cost, the budget left when its turn came, and the decision."""
+
+    memory_id: str
+    rank: int
+    score: float
+    clarity: float
+    tokens: int
+    remaining_tokens: int
+    decision: CapsuleDecision
+
+    def __post_init__(self) -> None:
+        v.text("memory_id", self.memory_id)
+        _count("rank", self.rank, 1, 2**31)
+        _finite("score", self.score)
+        _finite("clarity", self.clarity)
+        _count("tokens", self.tokens, 0, 2**63 - 1)
+        _count("remaining_tokens", self.remaining_tokens, 0, MAX_BUDGET_TOKENS)
+        v.member("decision", self.decision, CapsuleDecision, "must be a CapsuleDecision")
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryCapsule(_Reducible):
+    """The answer to a search: whole memories, best first, within a hard token budget.
+
+    ``used_tokens`` is the sum of the items' costs under the ``estimator`` named here
+    and never exceeds ``budget_tokens``; there are at most ``limit`` items. ``matched``
+    counts the eligible memories that share at least one term with the query;
+    ``trace`` explains each of the best ``considered`` of them (see
+    :attr:`omitted_by_score` for the rest).
+    """
+
+    scope: Scope
+    as_of: datetime
+    items: tuple[CapsuleItem, ...]
+    budget_tokens: int
+    used_tokens: int
+    limit: int
+    estimator: str
+    matched: int
+    trace: tuple[CapsuleTraceEntry, ...]
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.scope, Scope):
+            raise ValidationError("scope", "must be a Scope")
+        _set(self, "as_of", v.utc("as_of", self.as_of))
+        if not isinstance(self.items, tuple) or not all(
+            isinstance(item, CapsuleItem) for item in self.items
+        ):
+            raise ValidationError("items", "must be a tuple of CapsuleItem")
+        _count("budget_tokens", self.budget_tokens, 1, MAX_BUDGET_TOKENS)
+        _count("used_tokens", self.used_tokens, 0, self.budget_tokens)
+        if sum(item.tokens for item in self.items) != self.used_tokens:
+            raise ValidationError("used_tokens", "must equal the items' token costs")
+        v.limit(self.limit)
+        if len(self.items) > self.limit:
+            raise ValidationError("items", "must not exceed limit")
+        v.text("estimator", self.estimator)
+        if isinstance(self.matched, bool) or not isinstance(self.matched, int):
+            raise ValidationError("matched", "must be a non-negative int")
+        if not isinstance(self.trace, tuple) or not all(
+            isinstance(entry, CapsuleTraceEntry) for entry in self.trace
+        ):
+            raise ValidationError("trace", "must be a tuple of CapsuleTraceEntry")
+        if not len(self.trace) <= self.matched:
+            raise ValidationError("matched", "must count at least the traced candidates")
+
+    @property
+    def omitted_by_score(self) -> int:
+        """Matches ranked below the considered window, left out for their score."""
+        return self.matched - len(self.trace)
+
+    @property
+    def considered(self) -> int:
+        """How many of the best matches were considered (each has a trace entry)."""
+        return len(self.trace)
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryPage(_Reducible):
+    """One page of a scope's memories in ``memory_id`` order; ``next_cursor`` is
+    ``None`` on the last page."""
+
+    items: tuple[MemoryRecord, ...]
+    next_cursor: str | None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.items, tuple) or not all(
+            isinstance(item, MemoryRecord) for item in self.items
+        ):
+            raise ValidationError("items", "must be a tuple of MemoryRecord")
+        if self.next_cursor is not None and not isinstance(self.next_cursor, str):
+            raise ValidationError("next_cursor", "must be a string or None")
+
+
+def status_filter(value: object) -> tuple[MemoryStatus, ...]:
+    """The statuses a listing selects: one status, or ``None`` for both."""
+    if value is None:
+        return (MemoryStatus.ACTIVE, MemoryStatus.SEALED)
+    return (v.member("status", value, MemoryStatus, "must be a MemoryStatus or None"),)

@@ -1,0 +1,67 @@
+"""BM25 relevance and the total order of search results (pure).
+
+Relevance is Okapi BM25 over the scope's searchable memories (the active ones), with
+``k1 = 1.2`` and ``b = 0.75``. For query terms ``t`` (each distinct term once) and a
+memory ``d``::
+
+    idf(t)   = ln(1 + (N - df(t) + 0.5) / (df(t) + 0.5))
+    score(d) = sum over t in d of
+               idf(t) * tf(t, d) * (k1 + 1) / (tf(t, d) + k1 * (1 - b + b * len(d) / avglen))
+
+``N`` is the number of searchable memories in the scope, ``df(t)`` how many contain
+``t``, ``len(d)`` the memory's length in terms and ``avglen`` the scope's mean length.
+The statistics describe the scope's searchable set, whatever ``as_of`` says; time,
+kind and trust filters then choose among the matches.
+
+Clarity and trust do not scale relevance. The order is lexicographic: score
+descending, then clarity at ``as_of`` descending, then ``created_at`` descending, then
+``memory_id`` ascending (code-point order). A memory that matches the question better
+always ranks first; among equally relevant ones the clearer, then the newer wins.
+Trust is a filter (``SearchQuery.min_trust``), not a weight: a relevance score that
+silently mixed in trust could not be explained to a user.
+"""
+
+from __future__ import annotations
+
+import math
+
+__all__ = [
+    "BM25_B",
+    "BM25_K1",
+    "average_length",
+    "candidate_window",
+    "idf",
+    "order_key",
+]
+
+BM25_K1 = 1.2
+BM25_B = 0.75
+WINDOW_FACTOR = 4
+
+
+def idf(documents: int, frequency: int) -> float:
+    """BM25 inverse document frequency (always positive)."""
+    return math.log(1.0 + (documents - frequency + 0.5) / (frequency + 0.5))
+
+
+def average_length(documents: int, total_length: int) -> float:
+    """Mean length in terms of the scope's searchable memories (at least 1.0)."""
+    if documents <= 0 or total_length <= 0:
+        return 1.0
+    return total_length / documents
+
+
+def candidate_window(limit: int) -> int:
+    """How many of the best matches a search considers for its capsule: ``4 * limit``.
+
+    Considering more than ``limit`` lets smaller memories fill a budget that a large
+    one would overflow; bounding it keeps the cost independent of the store size.
+    """
+    return WINDOW_FACTOR * limit
+
+
+def order_key(
+    score: float, clarity: float, created_at: int, memory_id: str
+) -> tuple[float, float, int, str]:
+    """Sort key of the total result order (ascending sort puts the best first)."""
+    return (-score, -clarity, -created_at, memory_id)

@@ -1,0 +1,126 @@
+"""Unicode-aware tokenisation for lexical search (pure).
+
+The same function tokenises stored memories and queries, so a query finds a memory
+exactly when they share terms under these rules:
+
+1. The text is normalised with NFKC, then case-folded (``str.casefold``), so full-width
+   and half-width forms, ligatures, compatibility characters and case all match.
+2. A *word* is a maximal run of letters and digits (Unicode categories ``L*`` and
+   ``N*``); combining marks (``M*``) stay attached to the word they follow. Everything
+   else (spaces, punctuation, symbols, the underscore) separates words.
+3. Scripts written without spaces between words (Han, Hiragana, Katakana, Thai, Lao,
+   Khmer, Myanmar) cannot be split into words without a dictionary. Inside a word, each
+   run of such characters becomes its overlapping character bigrams (a run of one
+   character is kept as a unigram); the other parts of the word stay words. ``東京に住む``
+   yields ``東京``, ``京に``, ``に住``, ``住む``, so a query for ``東京`` finds it.
+4. A term longer than 64 characters keeps its first 64 characters.
+
+Terms are stored only as 64-bit keyed hashes (:func:`term_key`): the index never holds
+a word of a body in clear text.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+from collections import Counter
+from collections.abc import Iterable
+
+__all__ = ["MAX_TERM_CHARS", "TOKENIZER_ID", "term_counts", "term_key", "tokenize"]
+
+MAX_TERM_CHARS = 64
+TOKENIZER_ID = f"th-lex-1/unicode-{unicodedata.unidata_version}"
+"""Identity of these rules and of the Unicode database they use. A store's index records
+the identity it was built with; an index built under another identity is rebuilt."""
+
+# Runs of letters and digits (``\w`` without the underscore), or one other character.
+_PIECE = re.compile(r"([^\W_]+)|(.)", re.DOTALL)
+
+_NO_SPACE_RANGES: tuple[tuple[int, int], ...] = (
+    (0x0E00, 0x0EFF),  # Thai, Lao
+    (0x1000, 0x109F),  # Myanmar
+    (0x1780, 0x17FF),  # Khmer
+    (0x19E0, 0x19FF),  # Khmer symbols
+    (0x2E80, 0x2FDF),  # CJK radicals, Kangxi radicals
+    (0x3005, 0x3007),  # ideographic iteration mark, closing mark, number zero
+    (0x3021, 0x3029),  # Hangzhou numerals
+    (0x3031, 0x3035),  # kana repeat marks
+    (0x3038, 0x303C),
+    (0x3040, 0x30FF),  # Hiragana, Katakana
+    (0x31F0, 0x31FF),  # Katakana phonetic extensions
+    (0x3400, 0x4DBF),  # CJK extension A
+    (0x4E00, 0x9FFF),  # CJK unified ideographs
+    (0xA9E0, 0xA9FF),  # Myanmar extended-B
+    (0xAA60, 0xAA7F),  # Myanmar extended-A
+    (0xF900, 0xFAFF),  # CJK compatibility ideographs
+    (0x16FE0, 0x16FFF),  # ideographic symbols
+    (0x1B000, 0x1B16F),  # kana supplement and extensions
+    (0x20000, 0x323AF),  # CJK extensions B through H
+)
+
+
+def _no_space(char: str) -> bool:
+    point = ord(char)
+    if point < 0x0E00:
+        return False
+    return any(low <= point <= high for low, high in _NO_SPACE_RANGES)
+
+
+def _split_word(word: str) -> Iterable[str]:
+    """A word's terms: its spaced-script parts whole, its unspaced runs as bigrams."""
+    if word.isascii():
+        yield word[:MAX_TERM_CHARS]
+        return
+    start = 0
+    length = len(word)
+    while start < length:
+        unspaced = _no_space(word[start])
+        end = start + 1
+        while end < length and (_no_space(word[end]) == unspaced or _is_mark(word[end])):
+            end += 1
+        part = word[start:end]
+        if not unspaced:
+            yield part[:MAX_TERM_CHARS]
+        elif len(part) == 1:
+            yield part
+        else:
+            for index in range(len(part) - 1):
+                yield part[index : index + 2]
+        start = end
+
+
+def _is_mark(char: str) -> bool:
+    return not char.isascii() and unicodedata.category(char).startswith("M")
+
+
+def tokenize(text: str) -> list[str]:
+    """The terms of ``text`` in order of appearance, repeats included."""
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    terms: list[str] = []
+    word = ""
+    for match in _PIECE.finditer(folded):
+        letters, other = match.groups()
+        if letters is not None:
+            word += letters
+        elif other is not None and _is_mark(other) and word:
+            word += other  # a combining mark continues the current word
+        else:
+            if word:
+                terms.extend(_split_word(word))
+            word = ""
+    if word:
+        terms.extend(_split_word(word))
+    return terms
+
+
+def term_key(term: str) -> int:
+    """The stored key of a term: a signed 64-bit BLAKE2b hash of its UTF-8 bytes."""
+    digest = hashlib.blake2b(term.encode("utf-8"), digest_size=8, person=b"trueheart.term")
+    return int.from_bytes(digest.digest(), "big", signed=True)
+
+
+def term_counts(text: str) -> tuple[int, dict[int, int]]:
+    """The length of ``text`` in terms and the frequency of each term key."""
+    terms = tokenize(text)
+    return len(terms), dict(Counter(term_key(term) for term in terms))

@@ -1,0 +1,193 @@
+"""Search: keeping the lexical index in step with memories, and answering queries.
+
+Service-layer functions over one unit of work. The index holds exactly the active
+memories; every change of a memory's searchability happens in the transaction of the
+change itself (materialize, seal, restore; forget and delete remove entries through
+``UnitOfWork.delete_memory``). The tokenisation, ranking and packing rules live in the
+pure ``retrieval`` modules.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from itertools import islice
+
+from trueheart_core import loading, policy, records
+from trueheart_core.domain import MemoryRecord, MemoryStatus
+from trueheart_core.ports import (
+    MemoryRow,
+    ScopeKey,
+    SearchCandidate,
+    SearchDocRow,
+    UnitOfWork,
+)
+from trueheart_core.records import RowInvalid, scope_key
+from trueheart_core.retrieval import ranking
+from trueheart_core.retrieval.capsule import Ranked, TokenEstimator, pack
+from trueheart_core.retrieval.model import MemoryCapsule, SearchQuery
+from trueheart_core.retrieval.tokenize import TOKENIZER_ID, term_counts, term_key, tokenize
+
+_CHUNK = 500
+_INDEX_CORRUPT = "invalid search index"
+
+
+def doc_row(record: MemoryRecord) -> SearchDocRow:
+    """The search entry of a memory: its length, term frequencies and filter columns."""
+    length, counts = term_counts(record.content)
+    return SearchDocRow(
+        scope_key(record.scope),
+        record.memory_id,
+        length,
+        records.to_us(record.created_at),
+        records.to_us(record.clear_until),
+        records.to_us(record.recall_until),
+        int(record.trust),
+        record.kind,
+        tuple(sorted(counts.items())),
+    )
+
+
+def index_is_current(uow: UnitOfWork) -> bool:
+    """Whether the index was built by these tokenisation rules."""
+    return uow.search_tokenizer() == TOKENIZER_ID
+
+
+def ensure_index(uow: UnitOfWork) -> None:
+    """In a writing unit: rebuild an index built by other rules (or never built, as in a
+    store upgraded from a version without search) before it is changed."""
+    if not index_is_current(uow):
+        rebuild(uow)
+
+
+def rebuild(uow: UnitOfWork) -> int:
+    """Replace the whole index with one computed from the memory rows; returns how many
+    memories it holds. Active memories whose row does not verify are left out (and
+    reported by ``verify_integrity``)."""
+    uow.clear_search_index()
+    indexed = 0
+    for chunk in _chunks(uow.iter_memories(None)):
+        by_scope: dict[ScopeKey, list[MemoryRow]] = {}
+        for row in chunk:
+            if row.status == MemoryStatus.ACTIVE.value:
+                by_scope.setdefault(row.scope, []).append(row)
+        for key, rows in by_scope.items():
+            edges = loading.edges_by_memory(uow.get_edges(key, [r.memory_id for r in rows]))
+            for row in rows:
+                try:
+                    record = records.memory_from_row(row, edges[row.memory_id])
+                except RowInvalid:
+                    continue
+                uow.index_memory(doc_row(record))
+                indexed += 1
+    uow.set_search_tokenizer(TOKENIZER_ID)
+    return indexed
+
+
+def _chunks(rows: Iterator[MemoryRow]) -> Iterator[list[MemoryRow]]:
+    while chunk := list(islice(rows, _CHUNK)):
+        yield chunk
+
+
+def _checked(candidate: SearchCandidate) -> SearchCandidate:
+    times = (candidate.created_at, candidate.clear_until, candidate.recall_until)
+    if (
+        not isinstance(candidate.memory_id, str)
+        or not all(type(t) is int for t in times)
+        or not isinstance(candidate.score, float)
+        or not math.isfinite(candidate.score)
+        or candidate.score <= 0.0
+    ):
+        loading.corrupt(_INDEX_CORRUPT)
+    return candidate
+
+
+def search(uow: UnitOfWork, query: SearchQuery, estimator: TokenEstimator) -> MemoryCapsule:
+    """Rank the scope's eligible memories against the query and pack the best of them.
+
+    The index must be current (see :func:`index_is_current`). Every memory that enters
+    the capsule is loaded from its row and verified; an index entry that disagrees with
+    its row fails closed.
+    """
+    scope, key = query.scope, scope_key(query.scope)
+    as_of = records.to_us(query.as_of)
+    window = ranking.candidate_window(query.limit)
+    terms = sorted({term_key(term) for term in tokenize(query.text)})
+    docs, total_length = uow.search_statistics(key)
+    if type(docs) is not int or type(total_length) is not int or docs < 0:
+        loading.corrupt(_INDEX_CORRUPT)
+    frequencies = uow.term_frequencies(key, terms) if terms and docs else {}
+    weights = []
+    for term in terms:
+        df = frequencies.get(term, 0)
+        if type(df) is not int or not 0 <= df <= docs:
+            loading.corrupt(_INDEX_CORRUPT)
+        if df:
+            weights.append((term, ranking.idf(docs, df)))
+    matched, found = 0, list[SearchCandidate]()
+    if weights:
+        matched, found = uow.search_candidates(
+            key,
+            weights,
+            ranking.BM25_K1,
+            ranking.BM25_B,
+            ranking.average_length(docs, total_length),
+            as_of,
+            query.kinds,
+            None if query.min_trust is None else int(query.min_trust),
+            window,
+        )
+    if type(matched) is not int or matched < len(found) or matched > docs:
+        loading.corrupt(_INDEX_CORRUPT)
+    candidates = [_checked(c) for c in found]
+    candidates.sort(
+        key=lambda c: ranking.order_key(
+            c.score,
+            policy.clarity_us(as_of, c.clear_until, c.recall_until),
+            c.created_at,
+            c.memory_id,
+        )
+    )
+    chosen = candidates[:window]
+    ids = [c.memory_id for c in chosen]
+    rows = {row.memory_id: row for row in uow.get_memories(key, ids)}
+    edges = loading.edges_by_memory(uow.get_edges(key, ids))
+    ranked = []
+    for candidate in chosen:
+        row = rows.get(candidate.memory_id)
+        if row is None:
+            loading.corrupt(_INDEX_CORRUPT)
+        memory = loading.memory(row, edges[candidate.memory_id], scope, "invalid memory record")
+        if not _agrees(memory, candidate, query, as_of):
+            loading.corrupt(_INDEX_CORRUPT)
+        clarity = policy.clarity_us(as_of, candidate.clear_until, candidate.recall_until)
+        ranked.append(Ranked(memory, candidate.score, clarity))
+    items, trace, used = pack(ranked, query.budget_tokens, query.limit, estimator)
+    return MemoryCapsule(
+        scope,
+        query.as_of,
+        items,
+        query.budget_tokens,
+        used,
+        query.limit,
+        estimator.name,
+        matched,
+        trace,
+    )
+
+
+def _agrees(
+    memory: MemoryRecord, candidate: SearchCandidate, query: SearchQuery, as_of: int
+) -> bool:
+    """Whether a verified memory is what its index entry said, and eligible."""
+    created = records.to_us(memory.created_at)
+    recall_until = records.to_us(memory.recall_until)
+    return (
+        memory.status is MemoryStatus.ACTIVE
+        and created == candidate.created_at
+        and records.to_us(memory.clear_until) == candidate.clear_until
+        and recall_until == candidate.recall_until
+        and created <= as_of < recall_until
+        and (not query.kinds or memory.kind in query.kinds)
+        and (query.min_trust is None or memory.trust >= query.min_trust)
+    )
