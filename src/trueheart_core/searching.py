@@ -25,7 +25,12 @@ from trueheart_core.ports import (
 from trueheart_core.records import RowInvalid, scope_key
 from trueheart_core.retrieval import ranking
 from trueheart_core.retrieval.capsule import Ranked, TokenEstimator, pack
-from trueheart_core.retrieval.model import MemoryCapsule, SearchQuery
+from trueheart_core.retrieval.model import (
+    CapsuleDecision,
+    CapsuleItem,
+    MemoryCapsule,
+    SearchQuery,
+)
 from trueheart_core.retrieval.tokenize import TOKENIZER_ID, term_counts, term_key, tokenize
 
 _CHUNK = 500
@@ -149,24 +154,31 @@ def search(uow: UnitOfWork, query: SearchQuery, estimator: TokenEstimator) -> Me
         )
     )
     chosen = candidates[:window]
-    ids = [c.memory_id for c in chosen]
-    rows = {row.memory_id: row for row in uow.get_memories(key, ids)}
-    edges = loading.edges_by_memory(uow.get_edges(key, ids))
+    rows = {row.memory_id: row for row in uow.get_memories(key, [c.memory_id for c in chosen])}
     ranked = []
     for candidate in chosen:
         row = rows.get(candidate.memory_id)
-        if row is None:
-            loading.corrupt(_INDEX_CORRUPT)
-        memory = loading.memory(row, edges[candidate.memory_id], scope, "invalid memory record")
-        if not _agrees(memory, candidate, query, as_of):
+        if row is None or not isinstance(row.content, str):
             loading.corrupt(_INDEX_CORRUPT)
         clarity = policy.clarity_us(as_of, candidate.clear_until, candidate.recall_until)
-        ranked.append(Ranked(memory, candidate.score, clarity))
-    items, trace, used = pack(ranked, query.budget_tokens, query.limit, estimator)
+        ranked.append(Ranked(candidate.memory_id, row.content, candidate.score, clarity))
+    trace, used = pack(ranked, query.budget_tokens, query.limit, estimator)
+    # Only what enters the capsule is verified and rebuilt: that is the cost of the
+    # answer, however many candidates were priced to fill the budget.
+    entries = [e for e in trace if e.decision is CapsuleDecision.INCLUDED]
+    edges = loading.edges_by_memory(uow.get_edges(key, [e.memory_id for e in entries]))
+    by_id = {c.memory_id: c for c in chosen}
+    items = []
+    for entry in entries:
+        row = rows[entry.memory_id]
+        memory = loading.memory(row, edges[entry.memory_id], scope, "invalid memory record")
+        if not _agrees(memory, by_id[entry.memory_id], query, as_of):
+            loading.corrupt(_INDEX_CORRUPT)
+        items.append(CapsuleItem(memory, entry.rank, entry.score, entry.clarity, entry.tokens))
     return MemoryCapsule(
         scope,
         query.as_of,
-        items,
+        tuple(items),
         query.budget_tokens,
         used,
         query.limit,

@@ -246,7 +246,7 @@ class TrueHeart:
         Candidates are active memories with ``created_at <= as_of < recall_until`` (and
         the query's kinds and minimum trust) that share a term with the query. They are
         ranked by BM25 score, then clarity, then ``created_at`` (newest first), then
-        ``memory_id``; the best ``4 * limit`` are considered and packed in that order,
+        ``memory_id``; the best ``2 * limit`` are considered and packed in that order,
         each one whole or not at all, at most ``limit`` of them. The capsule's trace
         says, body-free, why each considered candidate is in or out.
 

@@ -13,9 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from trueheart_core.domain import MemoryRecord
 from trueheart_core.errors import ValidationError
-from trueheart_core.retrieval.model import CapsuleDecision, CapsuleItem, CapsuleTraceEntry
+from trueheart_core.retrieval.model import CapsuleDecision, CapsuleTraceEntry
 
 __all__ = ["TokenEstimator", "Utf8BytesEstimator", "pack"]
 
@@ -56,9 +55,10 @@ class Utf8BytesEstimator:
 
 @dataclass(frozen=True, slots=True)
 class Ranked:
-    """A candidate in its final rank, ready to pack."""
+    """A candidate in its final rank: its ID, content (to price it), score and clarity."""
 
-    memory: MemoryRecord
+    memory_id: str
+    content: str
     score: float
     clarity: float
 
@@ -73,14 +73,15 @@ def cost(estimator: TokenEstimator, text: str) -> int:
 
 def pack(
     ranked: Sequence[Ranked], budget: int, limit: int, estimator: TokenEstimator
-) -> tuple[tuple[CapsuleItem, ...], tuple[CapsuleTraceEntry, ...], int]:
-    """Items, trace and used tokens of a capsule (see the module docstring)."""
-    items: list[CapsuleItem] = []
+) -> tuple[tuple[CapsuleTraceEntry, ...], int]:
+    """The trace of packing ``ranked`` (best first) and the tokens used (see the module
+    docstring); the included candidates are the entries marked ``INCLUDED``."""
     trace: list[CapsuleTraceEntry] = []
+    included = 0
     remaining = budget
     for rank, candidate in enumerate(ranked, start=1):
-        tokens = cost(estimator, candidate.memory.content)
-        if len(items) >= limit:
+        tokens = cost(estimator, candidate.content)
+        if included >= limit:
             decision = CapsuleDecision.LIMIT
         elif tokens > remaining:
             decision = CapsuleDecision.BUDGET
@@ -88,7 +89,7 @@ def pack(
             decision = CapsuleDecision.INCLUDED
         trace.append(
             CapsuleTraceEntry(
-                candidate.memory.memory_id,
+                candidate.memory_id,
                 rank,
                 candidate.score,
                 candidate.clarity,
@@ -98,8 +99,6 @@ def pack(
             )
         )
         if decision is CapsuleDecision.INCLUDED:
-            items.append(
-                CapsuleItem(candidate.memory, rank, candidate.score, candidate.clarity, tokens)
-            )
+            included += 1
             remaining -= tokens
-    return tuple(items), tuple(trace), budget - remaining
+    return tuple(trace), budget - remaining

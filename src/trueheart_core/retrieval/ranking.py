@@ -36,7 +36,7 @@ __all__ = [
 
 BM25_K1 = 1.2
 BM25_B = 0.75
-WINDOW_FACTOR = 4
+WINDOW_FACTOR = 2
 
 
 def idf(documents: int, frequency: int) -> float:
@@ -52,7 +52,7 @@ def average_length(documents: int, total_length: int) -> float:
 
 
 def candidate_window(limit: int) -> int:
-    """How many of the best matches a search considers for its capsule: ``4 * limit``.
+    """How many of the best matches a search considers for its capsule: ``2 * limit``.
 
     Considering more than ``limit`` lets smaller memories fill a budget that a large
     one would overflow; bounding it keeps the cost independent of the store size.
