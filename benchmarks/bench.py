@@ -23,6 +23,8 @@ directory, where every measurement runs.
 
 The targets printed at the end are information, not assertions: the exit status is 0
 whether they are met or not.
+
+Relevance search (``TrueHeart.search``) is measured by ``benchmarks/search_bench.py``.
 """
 
 from __future__ import annotations

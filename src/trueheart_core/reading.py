@@ -60,7 +60,7 @@ def decode_cursor(cursor: object, listing: str) -> str:
     if not isinstance(cursor, str) or not cursor or len(cursor) > 2048 or not cursor.isascii():
         raise invalid
     try:
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        raw = base64.b64decode(cursor + "=" * (-len(cursor) % 4), altchars=b"-_", validate=True)
         value = json.loads(raw.decode("ascii"))
     except (binascii.Error, UnicodeDecodeError, ValueError):
         raise invalid from None

@@ -84,7 +84,12 @@ class TrueHeart:
         if not callable(clock):
             raise ValidationError("clock", "must be callable")
         estimator = Utf8BytesEstimator() if token_estimator is None else token_estimator
-        if not isinstance(estimator, TokenEstimator) or not callable(estimator.estimate):
+        if (
+            isinstance(estimator, type)
+            or not isinstance(estimator, TokenEstimator)
+            or not callable(estimator.estimate)
+            or not isinstance(estimator.name, str)
+        ):
             raise ValidationError("token_estimator", "must be a TokenEstimator")
         v.text("token_estimator", estimator.name)
         self._repository = repository

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 import sqlite3
 from collections.abc import Callable, Mapping, Sequence
@@ -12,14 +13,18 @@ from typing import Any
 import pytest
 
 from trueheart_core import (
+    CapsuleDecision,
     EntityType,
     GovernanceAction,
     GovernanceCommand,
+    MemoryCapsule,
     MemoryDraft,
+    MemoryRecord,
     RawEventDraft,
     RetentionPolicy,
     Scope,
     SourceRef,
+    TrueHeart,
     TrustLevel,
 )
 
@@ -170,3 +175,69 @@ def assert_not_chained(error: BaseException) -> None:
     """A translated library error shows no chained cause or context."""
     assert error.__cause__ is None
     assert error.__context__ is None or error.__suppress_context__
+
+
+BM25_K1 = 1.2
+BM25_B = 0.75
+
+
+def ascii_terms(text: str) -> list[str]:
+    """The search terms of plain ASCII text: lower-case runs of letters and digits."""
+    assert text.isascii(), "the reference tokeniser covers ASCII text only"
+    return re.findall(r"[a-z0-9]+", text.lower())
+
+
+def bm25_reference(query: str, corpus: Sequence[str], document: str) -> float:
+    """Okapi BM25 (k1 = 1.2, b = 0.75) of ``document`` within ``corpus`` (the scope's
+    searchable contents, ``document`` among them), each distinct query term once."""
+    assert document in corpus
+    docs = [ascii_terms(text) for text in corpus]
+    count = len(docs)
+    average = sum(len(terms) for terms in docs) / count
+    terms = ascii_terms(document)
+    score = 0.0
+    for term in sorted(set(ascii_terms(query))):
+        tf = terms.count(term)
+        if not tf:
+            continue
+        df = sum(1 for doc in docs if term in doc)
+        idf = math.log(1.0 + (count - df + 0.5) / (df + 0.5))
+        norm = tf + BM25_K1 * (1.0 - BM25_B + BM25_B * len(terms) / average)
+        score += idf * tf * (BM25_K1 + 1.0) / norm
+    return score
+
+
+def materialize_all(
+    service: TrueHeart,
+    contents: Mapping[str, str],
+    *,
+    scope: Scope = SCOPE,
+    event_id: str = "evt-1",
+    **fields: Any,
+) -> dict[str, MemoryRecord]:
+    """Ingest one source event and materialize one memory per ``memory_id -> content``."""
+    service.ingest_event(event(event_id, scope=scope))
+    return {
+        memory_id: service.materialize_once(
+            memory(memory_id, (event_id,), scope=scope, content=content, **fields)
+        )
+        for memory_id, content in contents.items()
+    }
+
+
+def check_capsule(capsule: MemoryCapsule) -> None:
+    """The invariants every capsule keeps: items are the INCLUDED trace entries in rank
+    order, whole, within the budget and the limit, priced as the trace says."""
+    included = [e for e in capsule.trace if e.decision is CapsuleDecision.INCLUDED]
+    assert [e.rank for e in capsule.trace] == list(range(1, len(capsule.trace) + 1))
+    assert [i.memory.memory_id for i in capsule.items] == [e.memory_id for e in included]
+    assert [(i.rank, i.score, i.clarity, i.tokens) for i in capsule.items] == [
+        (e.rank, e.score, e.clarity, e.tokens) for e in included
+    ]
+    assert capsule.used_tokens == sum(i.tokens for i in capsule.items) <= capsule.budget_tokens
+    assert len(capsule.items) <= capsule.limit
+    assert capsule.considered == len(capsule.trace) <= 2 * capsule.limit
+    assert capsule.omitted_by_score == capsule.matched - capsule.considered >= 0
+    assert len({e.memory_id for e in capsule.trace}) == len(capsule.trace)
+    for item in capsule.items:
+        assert item.memory.scope == capsule.scope

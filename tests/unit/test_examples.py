@@ -15,6 +15,29 @@ import pytest
 REPO_ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO_ROOT / "examples"
 BASIC_OUTPUT = "1 governed memory recalled at clarity 1.00\n"
+SEARCH_OUTPUT = """\
+search: 'Which ryokan in Kyoto should I book?', budget 40 tokens, limit 5
+matched 3, considered 3, omitted by score 0
+items:
+  #1 score 3.014 clarity 1.00 tokens 21 mem-lodging: In Kyoto, wants a traditional ryokan \
+rather than a big hotel. [sources: turn-2, turn-3]
+  #3 score 0.841 clarity 1.00 tokens 19 mem-trip: Plans a trip to Japan in April for the \
+cherry blossoms. [sources: turn-1]
+trace:
+  #1 mem-lodging included tokens 21 remaining 40
+  #2 mem-diet budget tokens 20 remaining 19
+  #3 mem-trip included tokens 19 remaining 19
+used 40 of 40 tokens (utf8-bytes/3, 2 of at most 5 items)
+search: '京都で泊まる旅館' -> terms 京都 都で で泊 泊ま まる る旅 旅館
+matched 1, considered 1, omitted by score 0
+items:
+  #1 score 4.765 clarity 1.00 tokens 16 mem-quiet-ja: 京都では静かな旅館に泊まりたい。 \
+[sources: turn-6]
+trace:
+  #1 mem-quiet-ja included tokens 16 remaining 512
+used 16 of 512 tokens (utf8-bytes/3, 1 of at most 20 items)
+"""
+SEARCH_LAST_LINE = "used 16 of 512 tokens (utf8-bytes/3, 1 of at most 20 items)"
 
 
 def load_example(name: str) -> ModuleType:
@@ -45,33 +68,41 @@ def test_examples_import_as_a_package_from_the_repository_root(
     try:
         basic = importlib.import_module("examples.basic_memory")
         governance = importlib.import_module("examples.governance")
+        search = importlib.import_module("examples.search")
     finally:
-        for name in ("examples.governance", "examples.basic_memory", "examples"):
+        for name in ("examples.search", "examples.governance", "examples.basic_memory", "examples"):
             sys.modules.pop(name, None)
     assert Path(str(basic.__file__)).resolve() == EXAMPLES / "basic_memory.py"
     basic.main(temporary_root=tmp_path)
     assert capsys.readouterr().out == BASIC_OUTPUT
     governance.main(temporary_root=tmp_path)
     assert "integrity ok: True" in capsys.readouterr().out.splitlines()
+    search.main(temporary_root=tmp_path)
+    assert capsys.readouterr().out.splitlines()[-1] == SEARCH_LAST_LINE
     assert list(tmp_path.iterdir()) == []
 
 
-def test_basic_example_runs_as_a_script_from_another_directory(tmp_path: Path) -> None:
+def _run_script(name: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     environment = {
         key: value
         for key, value in os.environ.items()
         if key not in {"PYTHONPATH", "PYTHONSTARTUP", "PYTHONWARNINGS"}
     }
     environment["PYTHONPATH"] = str(REPO_ROOT / "src")
-    completed = subprocess.run(
-        [sys.executable, str(EXAMPLES / "basic_memory.py")],
-        cwd=tmp_path,
+    environment["PYTHONIOENCODING"] = "utf-8"
+    return subprocess.run(
+        [sys.executable, str(EXAMPLES / f"{name}.py")],
+        cwd=cwd,
         env=environment,
         capture_output=True,
-        text=True,
+        encoding="utf-8",
         timeout=120,
         check=False,
     )
+
+
+def test_basic_example_runs_as_a_script_from_another_directory(tmp_path: Path) -> None:
+    completed = _run_script("basic_memory", tmp_path)
     assert completed.returncode == 0
     assert completed.stdout == BASIC_OUTPUT
     assert completed.stderr == ""
@@ -120,3 +151,37 @@ def test_governance_example_is_deterministic(
     first = capsys.readouterr().out
     example.main(temporary_root=tmp_path)
     assert capsys.readouterr().out == first
+
+
+def test_search_example_prints_exactly_and_cleans_up(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    load_example("search").main(temporary_root=tmp_path)
+    captured = capsys.readouterr()
+    assert captured.out == SEARCH_OUTPUT
+    assert captured.out.splitlines()[-1] == SEARCH_LAST_LINE
+    assert captured.err == ""
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_search_example_shows_a_budget_decision_and_lineage(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    load_example("search").main(temporary_root=tmp_path)
+    lines = capsys.readouterr().out.splitlines()
+    trace = [line.split() for line in lines if line.startswith("  #") and "remaining" in line]
+    assert [entry[2] for entry in trace].count("budget") == 1
+    assert any(line.endswith("[sources: turn-2, turn-3]") for line in lines)
+    used = [line for line in lines if line.startswith("used ")]
+    assert used == [
+        "used 40 of 40 tokens (utf8-bytes/3, 2 of at most 5 items)",
+        SEARCH_LAST_LINE,
+    ]
+
+
+def test_search_example_runs_as_a_script_from_another_directory(tmp_path: Path) -> None:
+    completed = _run_script("search", tmp_path)
+    assert completed.returncode == 0
+    assert completed.stdout == SEARCH_OUTPUT
+    assert completed.stderr == ""
+    assert list(tmp_path.iterdir()) == []

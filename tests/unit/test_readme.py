@@ -42,3 +42,25 @@ def test_readme_tour_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     assert "1.0 Prefers concise answers." in out
     assert "('delete', 'evt-1')" in out and "('materialize', 'mem-1')" in out
     assert (tmp_path / "memory.db").exists()
+
+
+def test_readme_search_example_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    text = README.read_text(encoding="utf-8")
+    block = re.search(r"## Search\n\n(?:[^\n]+\n)+\n```python\n(.*?)```", text, re.DOTALL)
+    assert block is not None
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        code = compile(block.group(1), "README.md", "exec")
+        for _ in range(2):  # fixed times: running it again replays the same event and memory
+            exec(code, {"__name__": "readme_search"})
+    finally:
+        os.chdir(cwd)
+    out = capsys.readouterr().out.splitlines()
+    once = [
+        "1 Wants a ryokan in Kyoto in April. ('evt-2',)",
+        "mem-2 included 11 40",
+        "11 of 40 tokens",
+    ]
+    assert out == once + once
+    assert (tmp_path / "search.db").exists()

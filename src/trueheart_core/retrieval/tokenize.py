@@ -30,9 +30,13 @@ from collections.abc import Iterable
 __all__ = ["MAX_TERM_CHARS", "TOKENIZER_ID", "term_counts", "term_key", "tokenize"]
 
 MAX_TERM_CHARS = 64
-TOKENIZER_ID = f"th-lex-1/unicode-{unicodedata.unidata_version}"
-"""Identity of these rules and of the Unicode database they use. A store's index records
-the identity it was built with; an index built under another identity is rebuilt."""
+TOKENIZER_ID = "th-lex-1"
+"""Identity of these rules. A store's index records the identity it was built with; an
+index built under other rules is rebuilt. The Unicode database of the running Python is
+deliberately not part of it: processes on different Pythons may share a store without
+rebuilding it in turn, at the price that text with characters one database knows and the
+other does not can be tokenised differently (``verify_integrity`` then reports the
+memories concerned as ``index_entry_mismatch``; ``rebuild_search_index`` realigns them)."""
 
 # Runs of letters and digits (``\w`` without the underscore), or one other character.
 _PIECE = re.compile(r"([^\W_]+)|(.)", re.DOTALL)

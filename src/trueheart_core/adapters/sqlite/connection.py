@@ -139,8 +139,9 @@ def configure(conn: sqlite3.Connection, *, file_backed: bool, read_only: bool) -
         conn.execute("PRAGMA synchronous = FULL")
 
 
-def inspect_catalog(path: str) -> None:
-    """Refuse a file of ours whose catalog is incomplete or foreign, without writing."""
+def inspect_catalog(path: str) -> int:
+    """Refuse a file of ours whose catalog is incomplete or foreign, without writing;
+    return its schema version."""
     # A store in use (or left by a crash) has a WAL that may hold pages the main file
     # lacks: read it like any reader. Otherwise read the main file as immutable, which
     # creates no -wal or -shm file next to a file that may be refused.
@@ -150,7 +151,7 @@ def inspect_catalog(path: str) -> None:
     with translate("schema initialization failed"):
         conn = sqlite3.connect(uri, uri=True, isolation_level=None)
         try:
-            schema.check_catalog(conn)
+            return schema.check_catalog(conn)
         finally:
             conn.close()
 

@@ -34,6 +34,8 @@ DIAGNOSTICS: dict[Operation, str] = {
     "index": "search index rebuild failed",
 }
 
+_UPGRADE_NEEDS_WRITE = "schema upgrade needs a writable store"
+
 
 class SQLiteRepository:
     """The SQLite adapter: a file path (created on first use) or ``":memory:"``.
@@ -80,8 +82,11 @@ class SQLiteRepository:
                     raise ValidationError("path", "must be in an existing directory")
                 conn_mod.create_file(target, busy_timeout=busy_timeout)
             conn_mod.inspect_file(target)
-            conn_mod.inspect_catalog(target)
+            version = conn_mod.inspect_catalog(target)
             read_only = read_only or not os.access(target, os.W_OK)
+            if read_only and version < schema.SCHEMA_VERSION:
+                # Refused before SQLite opens it, so nothing is created next to the file.
+                raise RepositoryReadOnly(_UPGRADE_NEEDS_WRITE)
         elif read_only:
             raise ValidationError("read_only", "requires a database file")
         self._read_only = read_only
@@ -106,7 +111,7 @@ class SQLiteRepository:
         if version == schema.SCHEMA_VERSION:
             return
         if read_only:
-            raise RepositoryReadOnly("schema upgrade needs a writable store")
+            raise RepositoryReadOnly(_UPGRADE_NEEDS_WRITE)
         conn.execute("BEGIN IMMEDIATE")
         try:
             # Another process may have upgraded it since the catalog was read.

@@ -74,9 +74,8 @@ _V2: Sequence[str] = (
     # Paged listing walks memories of a scope in memory_id order, optionally by status.
     "CREATE INDEX memories_by_id ON memories (scope_id, memory_id)",
     "CREATE INDEX memories_by_status ON memories (scope_id, status, memory_id)",
-    # The lexical search index. Terms are stored only as 64-bit hashes. ``tokenizer``
-    # names the rules the index was built with; an empty name means "not built yet",
-    # which is what an upgraded store starts with.
+    # The lexical search index. ``tokenizer`` names the rules the index was built with;
+    # an empty name means "not built yet", which is what an upgraded store starts with.
     """CREATE TABLE search_meta (
         singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
         tokenizer TEXT NOT NULL)""",
@@ -92,17 +91,24 @@ _V2: Sequence[str] = (
         scope_id INTEGER PRIMARY KEY,
         docs INTEGER NOT NULL,
         length INTEGER NOT NULL)""",
+    # A term is stored once per scope, as its 64-bit key, in one row of this rowid table,
+    # which grows at its end; every other search row names the term by ``term_id``. The
+    # lookup index holds only 16 bits of the key. SQLite can leave stale copies of cells
+    # in unused page space when it reorganises a b-tree page, which happens constantly in
+    # b-trees keyed in random order: keeping the key out of every such b-tree means such
+    # a copy cannot tell which term it stood for once the term's row is gone.
     """CREATE TABLE search_terms (
+        term_id INTEGER PRIMARY KEY,
         scope_id INTEGER NOT NULL,
+        bucket INTEGER NOT NULL,
         term INTEGER NOT NULL,
-        df INTEGER NOT NULL,
-        PRIMARY KEY (scope_id, term)) WITHOUT ROWID""",
+        df INTEGER NOT NULL)""",
+    "CREATE INDEX search_terms_lookup ON search_terms (scope_id, bucket)",
     """CREATE TABLE search_postings (
-        scope_id INTEGER NOT NULL,
-        term INTEGER NOT NULL,
+        term_id INTEGER NOT NULL,
         doc INTEGER NOT NULL,
         tf INTEGER NOT NULL,
-        PRIMARY KEY (scope_id, term, doc)) WITHOUT ROWID""",
+        PRIMARY KEY (term_id, doc)) WITHOUT ROWID""",
     "CREATE INDEX search_postings_by_doc ON search_postings (doc)",
 )
 
@@ -139,6 +145,7 @@ EXPECTED_OBJECTS: Mapping[int, frozenset[tuple[str, str]]] = {
         ("table", "search_stats"),
         ("table", "search_terms"),
         ("table", "search_postings"),
+        ("index", "search_terms_lookup"),
         ("index", "search_postings_by_doc"),
     },
 }

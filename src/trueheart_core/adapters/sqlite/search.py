@@ -20,6 +20,7 @@ from trueheart_core.ports import (
 
 _CHUNK = 500
 _FETCH = 500
+_BUCKET = 0xFFFF  # the bits of a term key that the lookup index holds
 _MEMORY_COLUMNS = (
     "m.memory_id, m.content, m.dependency_fingerprint, m.kind, m.trust, "
     "m.created_at, m.clear_until, m.recall_until, m.status, m.metadata, m.digest"
@@ -119,6 +120,23 @@ class SearchStatements:
         ).fetchone()
         return None if row is None else int(row[0])
 
+    def _term_ids(self, sid: int, terms: Sequence[int]) -> dict[int, int]:
+        """The ``term_id`` of each of these term keys in the scope (absent: none yet)."""
+        found: dict[int, int] = {}
+        for start in range(0, len(terms), _CHUNK):
+            chunk = list(terms[start : start + _CHUNK])
+            marks = ",".join("?" * len(chunk))
+            wanted = sorted({t & _BUCKET for t in chunk})
+            buckets = ",".join("?" * len(wanted))
+            for term_id, term in self._conn.execute(
+                "SELECT term_id, term FROM search_terms INDEXED BY search_terms_lookup "
+                f"WHERE scope_id = ? AND bucket IN ({buckets}) AND term IN ({marks})",
+                [sid, *wanted, *chunk],
+            ):
+                # A key stored twice is corruption (verify reports it); take the first.
+                found[term] = min(term_id, found.get(term, term_id))
+        return found
+
     def index_memory(self, doc: SearchDocRow) -> None:
         sid = self._ensure_scope(doc.scope)
         rid = None if doc.memory_id is None else self._memory_rid(sid, doc.memory_id)
@@ -138,14 +156,22 @@ class SearchStatements:
                 doc.kind,
             ),
         )
+        ids = self._term_ids(sid, [term for term, _ in doc.terms])
+        for term, _ in doc.terms:
+            if term not in ids:
+                cursor = self._conn.execute(
+                    "INSERT INTO search_terms (scope_id, bucket, term, df) VALUES (?, ?, ?, 0)",
+                    (sid, term & _BUCKET, term),
+                )
+                assert cursor.lastrowid is not None
+                ids[term] = cursor.lastrowid
         self._conn.executemany(
-            "INSERT INTO search_postings (scope_id, term, doc, tf) VALUES (?, ?, ?, ?)",
-            [(sid, term, rid, tf) for term, tf in doc.terms],
+            "INSERT INTO search_postings (term_id, doc, tf) VALUES (?, ?, ?)",
+            [(ids[term], rid, tf) for term, tf in doc.terms],
         )
         self._conn.executemany(
-            "INSERT INTO search_terms (scope_id, term, df) VALUES (?, ?, 1) "
-            "ON CONFLICT (scope_id, term) DO UPDATE SET df = df + 1",
-            [(sid, term) for term, _ in doc.terms],
+            "UPDATE search_terms SET df = df + 1 WHERE term_id = ?",
+            [(ids[term],) for term, _ in doc.terms],
         )
         self._conn.execute(
             "INSERT INTO search_stats (scope_id, docs, length) VALUES (?, 1, ?) "
@@ -162,26 +188,22 @@ class SearchStatements:
         found = self._conn.execute(
             "SELECT length FROM search_docs WHERE doc = ? AND scope_id = ?", (rid, sid)
         ).fetchone()
+        terms_of_doc = "SELECT term_id FROM search_postings WHERE doc = ?"
+        self._conn.execute(
+            f"UPDATE search_terms SET df = df - 1 WHERE term_id IN ({terms_of_doc})", (rid,)
+        )
+        self._conn.execute(
+            f"DELETE FROM search_terms WHERE df <= 0 AND term_id IN ({terms_of_doc})", (rid,)
+        )
+        # Postings are removed by memory even without an entry: nothing may outlive it.
+        self._conn.execute("DELETE FROM search_postings WHERE doc = ?", (rid,))
         if found is not None:
-            terms_of_doc = "SELECT term FROM search_postings WHERE doc = ? AND scope_id = ?"
-            self._conn.execute(
-                f"UPDATE search_terms SET df = df - 1 WHERE scope_id = ? "
-                f"AND term IN ({terms_of_doc})",
-                (sid, rid, sid),
-            )
-            self._conn.execute(
-                f"DELETE FROM search_terms WHERE scope_id = ? AND df <= 0 "
-                f"AND term IN ({terms_of_doc})",
-                (sid, rid, sid),
-            )
             self._conn.execute(
                 "UPDATE search_stats SET docs = docs - 1, length = length - ? WHERE scope_id = ?",
                 (found[0], sid),
             )
             self._conn.execute("DELETE FROM search_stats WHERE scope_id = ? AND docs <= 0", (sid,))
             self._conn.execute("DELETE FROM search_docs WHERE doc = ?", (rid,))
-        # Postings are removed by memory even without an entry: nothing may outlive it.
-        self._conn.execute("DELETE FROM search_postings WHERE doc = ?", (rid,))
 
     # --- search --------------------------------------------------------------------------
 
@@ -198,15 +220,13 @@ class SearchStatements:
         sid = self._scope_id(scope)
         if sid is None or not terms:
             return {}
+        ids = self._term_ids(sid, terms)
         found: dict[int, int] = {}
-        for start in range(0, len(terms), _CHUNK):
-            chunk = list(terms[start : start + _CHUNK])
-            marks = ",".join("?" * len(chunk))
-            for term, df in self._conn.execute(
-                f"SELECT term, df FROM search_terms WHERE scope_id = ? AND term IN ({marks})",
-                [sid, *chunk],
-            ):
-                found[term] = df
+        for term, term_id in ids.items():
+            row = self._conn.execute(
+                "SELECT df FROM search_terms WHERE term_id = ?", (term_id,)
+            ).fetchone()
+            found[term] = row[0]
         return found
 
     def search_candidates(
@@ -242,7 +262,9 @@ class SearchStatements:
             "scored AS MATERIALIZED ("
             "SELECT p.doc AS doc, SUM(q.weight * (p.tf * (? + 1.0)) "
             "/ (p.tf + ? * (1.0 - ? + ? * d.length / ?))) AS score "
-            "FROM q CROSS JOIN search_postings p ON p.scope_id = ? AND p.term = q.term "
+            "FROM q CROSS JOIN search_terms t INDEXED BY search_terms_lookup "
+            "ON t.scope_id = ? AND t.bucket = q.term & 65535 AND t.term = q.term "
+            "JOIN search_postings p ON p.term_id = t.term_id "
             "JOIN search_docs d ON d.doc = p.doc "
             f"WHERE d.scope_id = ? AND d.created_at <= ? AND d.recall_until > ?{filters} "
             "GROUP BY p.doc) "
@@ -278,8 +300,9 @@ class SearchStatements:
                 terms = tuple(
                     (t, f)
                     for t, f in self._conn.execute(
-                        "SELECT term, tf FROM search_postings WHERE doc = ? AND scope_id = ? "
-                        "ORDER BY term",
+                        "SELECT t.term, p.tf FROM search_postings p "
+                        "JOIN search_terms t ON t.term_id = p.term_id "
+                        "WHERE p.doc = ? AND t.scope_id = ? ORDER BY t.term",
                         (r[0], sid),
                     )
                 )
@@ -306,19 +329,12 @@ class SearchStatements:
         if clause is None:
             return
         where, params = clause
-        counts = (
-            "SELECT scope_id, term, COUNT(*) AS n FROM search_postings x "
-            f"WHERE 1 = 1{where} GROUP BY scope_id, term"
-        )
         for r in self._rows(
-            f"WITH c AS MATERIALIZED ({counts}) "
-            f"SELECT {_SCOPE_COLUMNS}, x.term, x.df, IFNULL(c.n, 0) FROM search_terms x "
-            "JOIN scopes s ON s.scope_id = x.scope_id "
-            f"LEFT JOIN c ON c.scope_id = x.scope_id AND c.term = x.term WHERE 1 = 1{where} "
-            f"UNION ALL SELECT {_SCOPE_COLUMNS}, c.term, 0, c.n FROM c "
-            "JOIN scopes s ON s.scope_id = c.scope_id WHERE NOT EXISTS ("
-            "SELECT 1 FROM search_terms t WHERE t.scope_id = c.scope_id AND t.term = c.term)",
-            [*params, *params],
+            f"SELECT {_SCOPE_COLUMNS}, x.term, x.df, "
+            "(SELECT COUNT(*) FROM search_postings p WHERE p.term_id = x.term_id) "
+            "FROM search_terms x JOIN scopes s ON s.scope_id = x.scope_id "
+            f"WHERE 1 = 1{where} ORDER BY x.term_id",
+            params,
         ):
             yield SearchTermRow((r[0], r[1], r[2]), *r[3:])
 
@@ -344,13 +360,17 @@ class SearchStatements:
             yield SearchStatsRow((r[0], r[1], r[2]), *r[3:])
 
     def orphan_postings(self, scope: ScopeKey | None) -> int:
-        clause = self._scope_clause(scope, "p.scope_id")
+        # A posting belongs to a scope through its term; one whose term is gone belongs
+        # to none, and is counted in every check.
+        clause = self._scope_clause(scope, "t.scope_id")
         if clause is None:
             return 0
         where, params = clause
         (count,) = self._conn.execute(
-            f"SELECT COUNT(*) FROM search_postings p WHERE 1 = 1{where} AND NOT EXISTS ("
-            "SELECT 1 FROM search_docs d WHERE d.doc = p.doc AND d.scope_id = p.scope_id)",
+            "SELECT COUNT(*) FROM search_postings p "
+            "LEFT JOIN search_terms t ON t.term_id = p.term_id "
+            f"WHERE (t.term_id IS NULL OR (1 = 1{where} AND NOT EXISTS ("
+            "SELECT 1 FROM search_docs d WHERE d.doc = p.doc AND d.scope_id = t.scope_id)))",
             params,
         ).fetchone()
         return int(count)
