@@ -32,9 +32,7 @@ from __future__ import annotations
 import argparse
 import gc
 import json
-import math
 import os
-import platform
 import shutil
 import sqlite3
 import statistics
@@ -43,9 +41,11 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
+
+from harness import BASE, Clock, floor_connection, machine, percentile
 
 from trueheart_core import (
     EntityType,
@@ -60,10 +60,8 @@ from trueheart_core import (
     SQLiteRepository,
     TrueHeart,
     TrustLevel,
-    __version__,
 )
 
-BASE = datetime(2026, 1, 1, tzinfo=UTC)
 SIZES = (100, 1_000, 10_000)
 BATCH = 100  # events per ingest_events call
 DEPENDENTS = 100  # memories derived from each raw event deleted by govern
@@ -132,17 +130,6 @@ QUICK = Plan(
     open_repeat=60,
     warmup=3,
 )
-
-
-class Clock:
-    """A deterministic ingest clock: one second later at every call."""
-
-    def __init__(self) -> None:
-        self.ticks = 0
-
-    def __call__(self) -> datetime:
-        self.ticks += 1
-        return BASE + timedelta(seconds=self.ticks)
 
 
 def scope(name: str) -> Scope:
@@ -241,12 +228,6 @@ class Result:
     ratio: float | None = None
 
 
-def percentile(sorted_ns: Sequence[int], fraction: float) -> float:
-    """Nearest-rank percentile."""
-    rank = max(1, math.ceil(fraction * len(sorted_ns)))
-    return float(sorted_ns[rank - 1])
-
-
 def summarise(case: Case, divisor: int = 1, operation: str | None = None) -> Result:
     ordered = sorted(case.samples)
     return Result(
@@ -289,13 +270,6 @@ def recall_call(th: TrueHeart, query: RecallQuery) -> Callable[[], object]:
 
 def audit_call(th: TrueHeart, scope_: Scope, limit: int) -> Callable[[], object]:
     return lambda: th.audit(scope_, limit=limit)
-
-
-def floor_connection(path: Path) -> sqlite3.Connection:
-    conn = sqlite3.connect(path, isolation_level=None)
-    conn.execute("PRAGMA journal_mode = WAL")
-    conn.execute("PRAGMA synchronous = FULL")
-    return conn
 
 
 def floor_insert_case(conn: sqlite3.Connection, plan: Plan) -> Case:
@@ -649,32 +623,6 @@ def open_case(path: Path, plan: Plan) -> Case:
 
 
 # --- report -----------------------------------------------------------------------------
-
-
-def source_digest() -> str:
-    """SHA-256 (first 12 hex digits) of the library's source files, to tell runs apart."""
-    import hashlib
-
-    import trueheart_core
-
-    root = Path(trueheart_core.__file__).parent
-    digest = hashlib.sha256()
-    for path in sorted(root.rglob("*.py")):
-        digest.update(path.relative_to(root).as_posix().encode())
-        digest.update(path.read_bytes())
-    return digest.hexdigest()[:12]
-
-
-def machine() -> dict[str, Any]:
-    return {
-        "nproc": os.cpu_count(),
-        "python": platform.python_version(),
-        "sqlite": sqlite3.sqlite_version,
-        "platform": platform.platform(),
-        "trueheart_core": __version__,
-        "source_digest": source_digest(),
-        "load_average_at_start": os.getloadavg()[0],
-    }
 
 
 def with_ratio(result: Result, floors: dict[str, float]) -> Result:

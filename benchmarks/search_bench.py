@@ -47,12 +47,10 @@ from __future__ import annotations
 
 import argparse
 import gc
-import hashlib
 import itertools
 import json
 import math
 import os
-import platform
 import random
 import shutil
 import sqlite3
@@ -62,9 +60,11 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
+
+from harness import BASE, Clock, floor_connection, machine, percentile
 
 from trueheart_core import (
     MemoryCapsule,
@@ -77,10 +77,8 @@ from trueheart_core import (
     SQLiteRepository,
     TrueHeart,
     TrustLevel,
-    __version__,
 )
 
-BASE = datetime(2026, 1, 1, tzinfo=UTC)
 AS_OF = BASE + timedelta(days=30)  # after every memory's creation, long before any deadline
 SEED = 20260101
 
@@ -277,17 +275,6 @@ def fts_match(words: Sequence[str]) -> str:
 # --- stores -----------------------------------------------------------------------------
 
 
-class Clock:
-    """A deterministic ingest clock: one second later at every call."""
-
-    def __init__(self) -> None:
-        self.ticks = 0
-
-    def __call__(self) -> datetime:
-        self.ticks += 1
-        return BASE + timedelta(seconds=self.ticks)
-
-
 def scope(name: str) -> Scope:
     return Scope("bench-tenant", "bench-owner", name)
 
@@ -399,13 +386,6 @@ def build_crowded(build: Path, work: Path, texts: Sequence[str], others: Sequenc
     return scopes
 
 
-def floor_connection(path: Path) -> sqlite3.Connection:
-    conn = sqlite3.connect(path, isolation_level=None)
-    conn.execute("PRAGMA journal_mode = WAL")
-    conn.execute("PRAGMA synchronous = FULL")
-    return conn
-
-
 def require_fts5() -> None:
     conn = sqlite3.connect(":memory:")
     try:
@@ -495,12 +475,6 @@ def run_interleaved(cases: Sequence[Case]) -> None:
         gc.enable()
 
 
-def percentile(sorted_ns: Sequence[int], fraction: float) -> float:
-    """Nearest-rank percentile."""
-    rank = max(1, math.ceil(fraction * len(sorted_ns)))
-    return float(sorted_ns[rank - 1])
-
-
 def p50_us(case: Case) -> float:
     return float(statistics.median(case.samples)) / 1000
 
@@ -579,30 +553,6 @@ def check_japanese(store: str, th: TrueHeart, texts: Sequence[str]) -> None:
 
 
 # --- report -----------------------------------------------------------------------------
-
-
-def source_digest() -> str:
-    """SHA-256 (first 12 hex digits) of the library's source files, to tell runs apart."""
-    import trueheart_core
-
-    root = Path(trueheart_core.__file__).parent
-    digest = hashlib.sha256()
-    for path in sorted(root.rglob("*.py")):
-        digest.update(path.relative_to(root).as_posix().encode())
-        digest.update(path.read_bytes())
-    return digest.hexdigest()[:12]
-
-
-def machine() -> dict[str, Any]:
-    return {
-        "nproc": os.cpu_count(),
-        "python": platform.python_version(),
-        "sqlite": sqlite3.sqlite_version,
-        "platform": platform.platform(),
-        "trueheart_core": __version__,
-        "source_digest": source_digest(),
-        "load_average_at_start": os.getloadavg()[0],
-    }
 
 
 def parse_sizes(value: str) -> tuple[int, ...]:

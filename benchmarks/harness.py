@@ -1,0 +1,68 @@
+"""What the benchmark programs share: the clock of their fixtures, floor connections,
+percentiles and the description of the machine a run happened on."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import platform
+import sqlite3
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from trueheart_core import __version__
+
+BASE = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+class Clock:
+    """A deterministic ingest clock: one second later at every call."""
+
+    def __init__(self) -> None:
+        self.ticks = 0
+
+    def __call__(self) -> datetime:
+        self.ticks += 1
+        return BASE + timedelta(seconds=self.ticks)
+
+
+def floor_connection(path: Path) -> sqlite3.Connection:
+    """A plain sqlite3 connection with the library's durability settings."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA synchronous = FULL")
+    return conn
+
+
+def percentile(sorted_ns: Sequence[int], fraction: float) -> float:
+    """Nearest-rank percentile."""
+    rank = max(1, math.ceil(fraction * len(sorted_ns)))
+    return float(sorted_ns[rank - 1])
+
+
+def source_digest() -> str:
+    """SHA-256 (first 12 hex digits) of the library's source files, to tell runs apart."""
+    import trueheart_core
+
+    root = Path(trueheart_core.__file__).parent
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        digest.update(path.relative_to(root).as_posix().encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:12]
+
+
+def machine() -> dict[str, Any]:
+    """The machine, versions and load a run started with."""
+    return {
+        "nproc": os.cpu_count(),
+        "python": platform.python_version(),
+        "sqlite": sqlite3.sqlite_version,
+        "platform": platform.platform(),
+        "trueheart_core": __version__,
+        "source_digest": source_digest(),
+        "load_average_at_start": os.getloadavg()[0],
+    }
