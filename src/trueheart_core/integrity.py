@@ -156,6 +156,8 @@ def _check_search_index(uow: UnitOfWork, key: ScopeKey | None, found: _Findings)
     for term in uow.iter_search_terms(key):
         if term.df != term.postings:
             found.add("search_index", "", term.scope, "term_count_mismatch")
+        if term.earlier_copies:
+            found.add("search_index", "", term.scope, "duplicate_term")
     for stats in uow.iter_search_stats(key):
         if (stats.docs, stats.length) != (stats.actual_docs, stats.actual_length):
             found.add("search_index", "", stats.scope, "statistics_mismatch")

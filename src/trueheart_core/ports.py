@@ -179,12 +179,15 @@ class SearchCandidate:
 
 @dataclass(frozen=True, slots=True)
 class SearchTermRow:
-    """A term's stored document frequency next to the postings actually held for it."""
+    """A term's stored document frequency next to the postings actually held for it,
+    and how many earlier rows (lower ``term_id``) of its scope hold the same term key
+    (0 when the index is sound)."""
 
     scope: ScopeKey
     term: int
     df: int
     postings: int
+    earlier_copies: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -412,7 +415,7 @@ class UnitOfWork(Protocol):
         """Every search entry (of one scope, or of the whole store), without terms."""
 
     def iter_search_terms(self, scope: ScopeKey | None) -> Iterator[SearchTermRow]:
-        """Every stored term and every term that has postings, with both counts."""
+        """Every stored term row, with its postings and earlier copies counted."""
 
     def iter_search_stats(self, scope: ScopeKey | None) -> Iterator[SearchStatsRow]:
         """Every scope's stored statistics (or recomputed ones only) with both values."""

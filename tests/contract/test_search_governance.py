@@ -213,6 +213,11 @@ INDEX_TAMPERS: dict[str, tuple[str, set[tuple[str, Scope | None, str]]]] = {
         f"UPDATE search_terms SET df = df + 1 WHERE term_id = {FIRST_TERM}",
         {("", SCOPE, "term_count_mismatch")},
     ),
+    "duplicate-term": (
+        "INSERT INTO search_terms (scope_id, bucket, term, df) "
+        f"SELECT scope_id, bucket, term, 0 FROM search_terms WHERE term_id = {FIRST_TERM}",
+        {("", SCOPE, "duplicate_term")},
+    ),
     "change-tf": (
         f"UPDATE search_postings SET tf = tf + 1 WHERE doc = {DOC} AND term_id = {FIRST_TERM}",
         {("mem-1", SCOPE, "index_entry_mismatch")},

@@ -331,7 +331,10 @@ class SearchStatements:
         where, params = clause
         for r in self._rows(
             f"SELECT {_SCOPE_COLUMNS}, x.term, x.df, "
-            "(SELECT COUNT(*) FROM search_postings p WHERE p.term_id = x.term_id) "
+            "(SELECT COUNT(*) FROM search_postings p WHERE p.term_id = x.term_id), "
+            "(SELECT COUNT(*) FROM search_terms y INDEXED BY search_terms_lookup "
+            "WHERE y.scope_id = x.scope_id AND y.bucket = x.bucket AND y.term = x.term "
+            "AND y.term_id < x.term_id) "
             "FROM search_terms x JOIN scopes s ON s.scope_id = x.scope_id "
             f"WHERE 1 = 1{where} ORDER BY x.term_id",
             params,
