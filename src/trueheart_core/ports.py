@@ -399,9 +399,11 @@ class UnitOfWork(Protocol):
 
         Eligible memories have ``created_at <= as_of < recall_until``, a kind in
         ``kinds`` (when non-empty) and trust of at least ``min_trust`` (when given). A
-        memory's score is, over the ``(term, weight)`` pairs it holds, in the order
-        given, the double-precision sum of
+        memory's score is, over the ``(term, weight)`` pairs it holds (``term`` is a
+        term key), the double-precision sum of
         ``weight * (tf * (k1 + 1)) / (tf + k1 * (1 - b + b * length / average_length))``.
+        The summation order is the adapter's, but fixed: the same store and arguments
+        give the same score, bit for bit.
 
         Returns how many eligible memories hold at least one term, and every one of
         them whose score is at least the ``window``-th best score (so ties at the edge

@@ -40,8 +40,9 @@ class TokenEstimator(Protocol):
 class Utf8BytesEstimator:
     """The default estimator: ``ceil(len(text.encode("utf-8")) / 3)`` tokens.
 
-    It over-counts English for common tokenizers (about four bytes per token) and stays
-    an upper bound for most scripts, so a budget under it is rarely exceeded by a model.
+    It over-counts English for common model tokenizers (about four bytes per token). For
+    other scripts it can under-count; pass the model's own tokenizer when the budget must
+    hold in the model's tokens.
     """
 
     @property
