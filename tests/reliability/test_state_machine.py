@@ -44,6 +44,7 @@ from trueheart_core import (
     RetentionPolicy,
     Scope,
     ScopeMismatch,
+    SearchQuery,
     SourceRef,
     SQLiteRepository,
     TrueHeart,
@@ -52,6 +53,7 @@ from trueheart_core import (
     TrustLevel,
     ValidationError,
 )
+from trueheart_core.retrieval.tokenize import tokenize
 
 BASE = datetime(2026, 8, 13, 12, 0, tzinfo=UTC)
 MIN_UTC = datetime(1, 1, 1, tzinfo=UTC)
@@ -65,6 +67,7 @@ EVENT_IDS = ("e0", "e1", "e2", "e3", "e4")
 MEMORY_IDS = ("m0", "m1", "m2", "m3", "M4", "m-é")
 KINDS = ("fact", "preference")
 CONTENTS = ("alpha", "beta", "  ", "gamma \u00e9\U0001f600")
+SEARCH_TEXTS = ("alpha", "beta", "ALPHA gamma", "\u00c9", "\U0001f600", "delta", "beta, alpha!")
 METADATAS: tuple[dict[str, Any], ...] = (
     {},
     {"a": 1},
@@ -916,6 +919,37 @@ class LifecycleMachine(RuleBasedStateMachine):
         for item, (record, _) in zip(got, expected, strict=True):
             assert type(item.clarity) is float
             assert item.memory == record
+
+    # -- search rule ------------------------------------------------------------------
+
+    @rule(data=st.data())
+    def search(self, data: st.DataObject) -> None:
+        populated = sorted({scope for scope, _ in self.model.memories}, key=repr)
+        scope = data.draw(st.sampled_from(populated or SCOPES), label="scope")
+        boundaries: list[datetime] = []
+        for (mem_scope, _), memory in sorted(self.model.memories.items(), key=repr):
+            if mem_scope == scope:
+                for point in (memory.draft.created_at, memory.recall_until):
+                    boundaries.extend(p for d in (-1, 0) if (p := shift(point, d)) is not None)
+        as_of = data.draw(pick(boundaries, instants, 3), label="as_of")
+        text = data.draw(st.sampled_from(SEARCH_TEXTS), label="text")
+        kinds = data.draw(
+            st.one_of(st.just(()), st.lists(st.sampled_from(KINDS), max_size=2).map(tuple)),
+            label="kinds",
+        )
+        offset = data.draw(st.sampled_from(OFFSETS_MINUTES), label="offset")
+        wanted = set(tokenize(text))
+        expected = {
+            record.memory_id: record
+            for record, _ in self.model.recall(scope, as_of, 10**6, kinds)
+            if wanted & set(tokenize(record.content))
+        }
+        event(f"search: {min(len(expected), 3)} matches")
+        query = SearchQuery(scope, text, present(as_of, offset), 1_048_576, 100, kinds)
+        got = self.service.search(query)
+        assert got.matched == len(expected)
+        assert {item.memory.memory_id: item.memory for item in got.items} == expected
+        assert got.used_tokens == sum(item.tokens for item in got.items)
 
     # -- governance rules ------------------------------------------------------------
 
