@@ -30,7 +30,6 @@ Relevance search (``TrueHeart.search``) is measured by ``benchmarks/search_bench
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 import os
 import shutil
@@ -45,7 +44,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from harness import BASE, Clock, floor_connection, machine, percentile
+from harness import BASE, Clock, floor_connection, machine, percentile, run_interleaved
 
 from trueheart_core import (
     EntityType,
@@ -197,24 +196,6 @@ class Case:
                 raise SystemExit(f"unexpected result of {self.operation} ({self.size}): {result!r}")
             if record:
                 self.samples.append(elapsed)
-
-
-def run_interleaved(cases: Sequence[Case], slice_size: int) -> None:
-    """Warm every case up, then take the samples in rotating slices: in each round every
-    case takes about ``slice_size`` consecutive samples (its share of ``repeat``), so that
-    all cases see the same machine conditions over the run."""
-    rounds = max(1, min(case.repeat for case in cases) // slice_size)
-    gc.collect()
-    gc.disable()
-    try:
-        for case in cases:
-            case.run(case.warmup, record=False)
-        for r in range(rounds):
-            for case in cases:
-                share = case.repeat * (r + 1) // rounds - case.repeat * r // rounds
-                case.run(share, record=True)
-    finally:
-        gc.enable()
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,7 @@ percentiles and the description of the machine a run happened on."""
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import math
 import os
@@ -11,7 +12,7 @@ import sqlite3
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from trueheart_core import __version__
 
@@ -66,3 +67,33 @@ def machine() -> dict[str, Any]:
         "source_digest": source_digest(),
         "load_average_at_start": os.getloadavg()[0],
     }
+
+
+class Sampled(Protocol):
+    """A measured case: how many warm-up and recorded calls it wants, and how to run them."""
+
+    @property
+    def repeat(self) -> int: ...
+
+    @property
+    def warmup(self) -> int: ...
+
+    def run(self, count: int, *, record: bool) -> None: ...
+
+
+def run_interleaved(cases: Sequence[Sampled], slice_size: int) -> None:
+    """Warm every case up, then take the samples in rotating slices: in each round every
+    case takes about ``slice_size`` consecutive samples (its share of ``repeat``), so that
+    all cases see the same machine conditions over the run."""
+    rounds = max(1, min(case.repeat for case in cases) // slice_size)
+    gc.collect()
+    gc.disable()
+    try:
+        for case in cases:
+            case.run(case.warmup, record=False)
+        for r in range(rounds):
+            for case in cases:
+                share = case.repeat * (r + 1) // rounds - case.repeat * r // rounds
+                case.run(share, record=True)
+    finally:
+        gc.enable()

@@ -46,7 +46,6 @@ assertions: the exit status is 0 whether they are met or not.
 from __future__ import annotations
 
 import argparse
-import gc
 import itertools
 import json
 import math
@@ -64,7 +63,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from harness import BASE, Clock, floor_connection, machine, percentile
+from harness import BASE, Clock, floor_connection, machine, percentile, run_interleaved
 
 from trueheart_core import (
     MemoryCapsule,
@@ -459,22 +458,6 @@ class Case:
         return self.hits / self.measured if self.measured else 0.0
 
 
-def run_interleaved(cases: Sequence[Case]) -> None:
-    """Warm every case up, then take the samples in rotating slices of SLICE calls."""
-    rounds = max(1, min(case.repeat for case in cases) // SLICE)
-    gc.collect()
-    gc.disable()
-    try:
-        for case in cases:
-            case.run(case.warmup, record=False)
-        for r in range(rounds):
-            for case in cases:
-                share = case.repeat * (r + 1) // rounds - case.repeat * r // rounds
-                case.run(share, record=True)
-    finally:
-        gc.enable()
-
-
 def p50_us(case: Case) -> float:
     return float(statistics.median(case.samples)) / 1000
 
@@ -685,7 +668,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 file=sys.stderr,
                 flush=True,
             )
-            run_interleaved(cases)
+            run_interleaved(cases, SLICE)
         finally:
             for th in services:
                 th.close()

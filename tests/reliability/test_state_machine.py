@@ -883,8 +883,9 @@ class LifecycleMachine(RuleBasedStateMachine):
 
     # -- recall rule ---------------------------------------------------------------
 
-    @rule(data=st.data())
-    def recall(self, data: st.DataObject) -> None:
+    def _scope_and_instant(self, data: st.DataObject) -> tuple[Scope, datetime]:
+        """A scope that holds memories (if any does), and an instant that is often one
+        microsecond around one of their deadlines."""
         populated = sorted({scope for scope, _ in self.model.memories}, key=repr)
         scope = data.draw(st.sampled_from(populated or SCOPES), label="scope")
         boundaries: list[datetime] = []
@@ -896,7 +897,11 @@ class LifecycleMachine(RuleBasedStateMachine):
                     moved = shift(point, delta)
                     if moved is not None:
                         boundaries.append(moved)
-        as_of = data.draw(pick(boundaries, instants, 3), label="as_of")
+        return scope, data.draw(pick(boundaries, instants, 3), label="as_of")
+
+    @rule(data=st.data())
+    def recall(self, data: st.DataObject) -> None:
+        scope, as_of = self._scope_and_instant(data)
         limit = data.draw(st.one_of(st.integers(1, 100), st.sampled_from((1, 2, 3))))
         kinds = data.draw(
             st.one_of(
@@ -924,14 +929,7 @@ class LifecycleMachine(RuleBasedStateMachine):
 
     @rule(data=st.data())
     def search(self, data: st.DataObject) -> None:
-        populated = sorted({scope for scope, _ in self.model.memories}, key=repr)
-        scope = data.draw(st.sampled_from(populated or SCOPES), label="scope")
-        boundaries: list[datetime] = []
-        for (mem_scope, _), memory in sorted(self.model.memories.items(), key=repr):
-            if mem_scope == scope:
-                for point in (memory.draft.created_at, memory.recall_until):
-                    boundaries.extend(p for d in (-1, 0) if (p := shift(point, d)) is not None)
-        as_of = data.draw(pick(boundaries, instants, 3), label="as_of")
+        scope, as_of = self._scope_and_instant(data)
         text = data.draw(st.sampled_from(SEARCH_TEXTS), label="text")
         kinds = data.draw(
             st.one_of(st.just(()), st.lists(st.sampled_from(KINDS), max_size=2).map(tuple)),
