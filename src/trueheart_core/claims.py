@@ -1,0 +1,325 @@
+"""Claims: structured, temporal facts derived from source events, and their pure rules.
+
+A claim says that ``subject`` ``predicate`` ``value`` (``user:ada`` ``prefers_theme``
+``dark``), valid from ``valid_from`` until ``valid_to`` (valid time), with a confidence
+and an authority. It is stored as a governed memory whose content is its canonical text
+(so it obeys every memory rule: exact scope, lineage, trust ceiling, deadlines,
+idempotent replay, tombstones, audit) plus its structured fields.
+
+Two times meet in a question about claims: the valid time ``as_of`` ("what holds at
+this time") and the transaction time ``known_at`` ("as far as we knew then"). A claim is
+*known* at ``known_at`` when it is active, was created at or before ``known_at`` and its
+recall deadline had not passed. A known claim's status is, in this order:
+
+1. ``SUPERSEDED`` when a known claim names it in ``supersedes``: supersession closes a
+   claim from the superseding claim's ``created_at`` on, whatever the valid time, and
+   never deletes it or its evidence;
+2. ``ENDED`` when ``valid_to <= as_of``;
+3. ``NOT_YET_VALID`` when ``as_of < valid_from``;
+4. ``CURRENT`` otherwise.
+
+Two current claims with the same subject and predicate and different values are a
+conflict. Conflicts are reported, by claim IDs, and never resolved by the library.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from trueheart_core import validation as v
+from trueheart_core.domain import MemoryRecord, MemoryStatus, Scope, TrustLevel, _Reducible
+from trueheart_core.errors import ValidationError
+
+__all__ = [
+    "MAX_VALUE_CHARS",
+    "ClaimConflict",
+    "ClaimDraft",
+    "ClaimQuery",
+    "ClaimRecord",
+    "ClaimSet",
+    "ClaimStatus",
+    "ClaimView",
+    "claim_text",
+    "conflicts",
+    "status_at",
+]
+
+MAX_VALUE_CHARS = 1024
+DEFAULT_AUTHORITY = "application"
+
+
+def _set(obj: object, name: str, value: object) -> None:
+    object.__setattr__(obj, name, value)
+
+
+def value_text(value: object) -> str:
+    """A claim value: non-blank text of at most 1,024 characters of valid UTF-8."""
+    if not isinstance(value, str) or not value.strip():
+        raise ValidationError("value", "must be a non-blank string")
+    if len(value) > MAX_VALUE_CHARS:
+        raise ValidationError("value", f"must be at most {MAX_VALUE_CHARS} characters")
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValidationError("value", "must be valid UTF-8") from None
+    return value
+
+
+def confidence(value: object) -> float:
+    """A confidence: an int or float from 0 through 1, as a float (``bool`` rejected)."""
+    # The range is checked before any conversion: float() of a huge int overflows.
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or (isinstance(value, float) and not math.isfinite(value))
+        or not 0 <= value <= 1
+    ):
+        raise ValidationError("confidence", "must be a number from 0 through 1")
+    return float(value)
+
+
+def validity(valid_from: object, valid_to: object) -> tuple[datetime | None, datetime | None]:
+    """Valid-time bounds in UTC; ``valid_to`` must be later than ``valid_from``."""
+    start = None if valid_from is None else v.utc("valid_from", valid_from)
+    end = None if valid_to is None else v.utc("valid_to", valid_to)
+    if start is not None and end is not None and end <= start:
+        raise ValidationError("valid_to", "must be later than valid_from")
+    return start, end
+
+
+def claim_text(subject: str, predicate: str, value: str) -> str:
+    """The canonical text of a claim: its memory content, which search indexes."""
+    return f"{subject} {predicate} {value}"
+
+
+class ClaimStatus(StrEnum):
+    """Where a known claim stands at a valid time (see the module docstring)."""
+
+    CURRENT = "current"
+    SUPERSEDED = "superseded"
+    NOT_YET_VALID = "not_yet_valid"
+    ENDED = "ended"
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimDraft(_Reducible):
+    """A host-derived claim, stored exactly once under ``claim_id`` (a memory ID)."""
+
+    claim_id: str
+    scope: Scope
+    subject: str
+    predicate: str
+    value: str
+    source_event_ids: tuple[str, ...]
+    trust: TrustLevel
+    created_at: datetime
+    valid_from: datetime | None = None
+    valid_to: datetime | None = None
+    confidence: float = 1.0
+    authority: str = DEFAULT_AUTHORITY
+    supersedes: str | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        v.text("claim_id", self.claim_id)
+        if not isinstance(self.scope, Scope):
+            raise ValidationError("scope", "must be a Scope")
+        v.text("subject", self.subject)
+        v.text("predicate", self.predicate)
+        value_text(self.value)
+        if not isinstance(self.source_event_ids, tuple) or not self.source_event_ids:
+            raise ValidationError("source_event_ids", "must be a non-empty tuple")
+        for event_id in self.source_event_ids:
+            v.text("source_event_ids", event_id)
+        if len(set(self.source_event_ids)) != len(self.source_event_ids):
+            raise ValidationError("source_event_ids", "must not repeat an ID")
+        v.member("trust", self.trust, TrustLevel, "must be a TrustLevel")
+        _set(self, "created_at", v.utc("created_at", self.created_at))
+        start, end = validity(self.valid_from, self.valid_to)
+        _set(self, "valid_from", start)
+        _set(self, "valid_to", end)
+        _set(self, "confidence", confidence(self.confidence))
+        v.text("authority", self.authority)
+        if self.supersedes is not None:
+            v.text("supersedes", self.supersedes)
+            if self.supersedes == self.claim_id:
+                raise ValidationError("supersedes", "must name another claim")
+        _set(self, "metadata", v.metadata(self.metadata))
+
+    @property
+    def content(self) -> str:
+        """The canonical text stored as the claim's memory content."""
+        return claim_text(self.subject, self.predicate, self.value)
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimRecord(_Reducible):
+    """A stored claim: its structured fields and the governed memory that carries it
+    (ID, scope, lineage, trust, deadlines, status, metadata)."""
+
+    claim_id: str
+    subject: str
+    predicate: str
+    value: str
+    valid_from: datetime | None
+    valid_to: datetime | None
+    confidence: float
+    authority: str
+    supersedes: str | None
+    memory: MemoryRecord
+
+    def __post_init__(self) -> None:
+        v.text("claim_id", self.claim_id)
+        v.text("subject", self.subject)
+        v.text("predicate", self.predicate)
+        value_text(self.value)
+        start, end = validity(self.valid_from, self.valid_to)
+        _set(self, "valid_from", start)
+        _set(self, "valid_to", end)
+        _set(self, "confidence", confidence(self.confidence))
+        v.text("authority", self.authority)
+        if self.supersedes is not None:
+            v.text("supersedes", self.supersedes)
+        if not isinstance(self.memory, MemoryRecord) or self.memory.memory_id != self.claim_id:
+            raise ValidationError("memory", "must be the claim's MemoryRecord")
+
+    @property
+    def scope(self) -> Scope:
+        """The claim's exact scope."""
+        return self.memory.scope
+
+    @property
+    def created_at(self) -> datetime:
+        """When the claim was made: the transaction time of supersession."""
+        return self.memory.created_at
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimView(_Reducible):
+    """A known claim with its status at the query's times, and the known claims that
+    supersede it (sorted IDs)."""
+
+    claim: ClaimRecord
+    status: ClaimStatus
+    superseded_by: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.claim, ClaimRecord):
+            raise ValidationError("claim", "must be a ClaimRecord")
+        v.member("status", self.status, ClaimStatus, "must be a ClaimStatus")
+        v.text_tuple("superseded_by", self.superseded_by)
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimConflict(_Reducible):
+    """Current claims with the same subject and predicate and different values: their
+    IDs, sorted. Body-free."""
+
+    claim_ids: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        v.text_tuple("claim_ids", self.claim_ids)
+        if len(self.claim_ids) < 2:
+            raise ValidationError("claim_ids", "must name at least two claims")
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimQuery(_Reducible):
+    """Which claims of one exact scope to read, at valid time ``as_of`` and transaction
+    time ``known_at`` (``None``: the same instant as ``as_of``), optionally for one
+    subject and predicate and some statuses (empty: every status)."""
+
+    scope: Scope
+    as_of: datetime
+    known_at: datetime | None = None
+    subject: str | None = None
+    predicate: str | None = None
+    statuses: tuple[ClaimStatus, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.scope, Scope):
+            raise ValidationError("scope", "must be a Scope")
+        _set(self, "as_of", v.utc("as_of", self.as_of))
+        known = self.as_of if self.known_at is None else v.utc("known_at", self.known_at)
+        _set(self, "known_at", known)
+        if self.subject is not None:
+            v.text("subject", self.subject)
+        if self.predicate is not None:
+            v.text("predicate", self.predicate)
+        if not isinstance(self.statuses, tuple) or not all(
+            isinstance(s, ClaimStatus) for s in self.statuses
+        ):
+            raise ValidationError("statuses", "must be a tuple of ClaimStatus")
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimSet(_Reducible):
+    """The answer to a :class:`ClaimQuery`: views in (subject, predicate, created_at,
+    claim_id) order, and the conflicts among the current claims."""
+
+    as_of: datetime
+    known_at: datetime
+    claims: tuple[ClaimView, ...]
+    conflicts: tuple[ClaimConflict, ...]
+
+    def __post_init__(self) -> None:
+        _set(self, "as_of", v.utc("as_of", self.as_of))
+        _set(self, "known_at", v.utc("known_at", self.known_at))
+        if not isinstance(self.claims, tuple) or not all(
+            isinstance(c, ClaimView) for c in self.claims
+        ):
+            raise ValidationError("claims", "must be a tuple of ClaimView")
+        if not isinstance(self.conflicts, tuple) or not all(
+            isinstance(c, ClaimConflict) for c in self.conflicts
+        ):
+            raise ValidationError("conflicts", "must be a tuple of ClaimConflict")
+
+
+# --- pure rules -----------------------------------------------------------------------
+
+
+def is_known(claim: ClaimRecord, known_at: datetime) -> bool:
+    """Whether the claim counts at transaction time ``known_at``."""
+    memory = claim.memory
+    return (
+        memory.status is MemoryStatus.ACTIVE and memory.created_at <= known_at < memory.recall_until
+    )
+
+
+def status_at(claim: ClaimRecord, superseded: bool, as_of: datetime) -> ClaimStatus:
+    """The status of a known claim at valid time ``as_of``; ``superseded`` says whether
+    a known claim supersedes it."""
+    if superseded:
+        return ClaimStatus.SUPERSEDED
+    if claim.valid_to is not None and claim.valid_to <= as_of:
+        return ClaimStatus.ENDED
+    if claim.valid_from is not None and as_of < claim.valid_from:
+        return ClaimStatus.NOT_YET_VALID
+    return ClaimStatus.CURRENT
+
+
+def conflicts(views: Iterable[ClaimView]) -> tuple[ClaimConflict, ...]:
+    """The conflicts among the current claims of ``views``, in claim-ID order."""
+    groups: defaultdict[tuple[str, str], list[ClaimRecord]] = defaultdict(list)
+    for view in views:
+        if view.status is ClaimStatus.CURRENT:
+            groups[(view.claim.subject, view.claim.predicate)].append(view.claim)
+    found = [
+        ClaimConflict(tuple(sorted(c.claim_id for c in claims)))
+        for claims in groups.values()
+        if len({c.value for c in claims}) > 1
+    ]
+    return tuple(sorted(found, key=lambda c: c.claim_ids))
+
+
+def view_order(view: ClaimView) -> tuple[str, str, datetime, str]:
+    """The order of views in a :class:`ClaimSet`."""
+    claim = view.claim
+    return (claim.subject, claim.predicate, claim.created_at, claim.claim_id)

@@ -1,0 +1,192 @@
+"""Frozen DTOs of claim extraction, and the protocol an extractor implements.
+
+An extractor reads the body of a source event and proposes structured claims, each with
+the exact span of the body it was read from. Like the other DTOs they validate every
+field in declaration order in ``__post_init__`` (the first invalid field wins), with
+fixed, body-free messages, normalise times to UTC and survive ``pickle``,
+``copy.deepcopy`` and ``dataclasses.replace``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Protocol, runtime_checkable
+
+from trueheart_core import validation as v
+from trueheart_core.domain import _Reducible
+from trueheart_core.errors import ValidationError
+
+__all__ = [
+    "MAX_EXTRACTED_CLAIMS",
+    "MAX_VALUE_CHARS",
+    "ClaimExtraction",
+    "ClaimExtractor",
+    "ClaimProvenance",
+    "ExtractedClaim",
+    "ExtractionDiagnostic",
+]
+
+MAX_EXTRACTED_CLAIMS = 100
+"""The most claims one extraction may propose for one body."""
+
+MAX_VALUE_CHARS = 1024
+"""The longest claim value, in code points."""
+
+
+def _set(obj: object, name: str, value: object) -> None:
+    object.__setattr__(obj, name, value)
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _value(value: object) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ValidationError("value", "must be a non-blank string")
+    if len(value) > MAX_VALUE_CHARS:
+        raise ValidationError("value", f"must be at most {MAX_VALUE_CHARS} characters")
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValidationError("value", "must be valid UTF-8") from None
+    return value
+
+
+def _confidence(value: object) -> float:
+    # The range test alone also rejects NaN and the infinities, and unlike math.isfinite
+    # it never converts a huge int to float (which would overflow).
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+        raise ValidationError("confidence", "must be a number from 0 through 1")
+    return float(value) + 0.0  # + 0.0 turns -0.0 into 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimProvenance(_Reducible):
+    """The span of the body a claim was read from: ``content[start:end]``.
+
+    Positions index the Python string (code points), not its UTF-8 bytes. The span is
+    never empty: ``0 <= start < end``.
+    """
+
+    start: int
+    end: int
+
+    def __post_init__(self) -> None:
+        if not _is_int(self.start) or self.start < 0:
+            raise ValidationError("start", "must be a non-negative int")
+        if not _is_int(self.end) or self.end <= self.start:
+            raise ValidationError("end", "must be greater than start")
+
+
+@dataclass(frozen=True, slots=True)
+class ExtractionDiagnostic(_Reducible):
+    """Something an extractor noticed but could not turn into a claim.
+
+    ``code`` is a fixed code such as ``"canonical_claim_malformed"``, never text of the
+    body, so diagnostics can be stored and logged as freely as IDs. ``start`` and
+    ``end`` optionally locate the passage concerned (both or neither; ``start <= end``,
+    code-point positions).
+    """
+
+    code: str
+    start: int | None = None
+    end: int | None = None
+
+    def __post_init__(self) -> None:
+        v.text("code", self.code)
+        if self.start is not None and (not _is_int(self.start) or self.start < 0):
+            raise ValidationError("start", "must be a non-negative int or None")
+        if (self.start is None) != (self.end is None):
+            raise ValidationError("end", "must be given exactly when start is")
+        if self.start is not None and (
+            isinstance(self.end, bool) or not isinstance(self.end, int) or self.end < self.start
+        ):
+            raise ValidationError("end", "must be at least start")
+
+
+@dataclass(frozen=True, slots=True)
+class ExtractedClaim(_Reducible):
+    """A claim proposed by an extractor: ``subject`` ``predicate`` ``value``, with its span.
+
+    ``valid_from`` and ``valid_to`` bound the valid time (``None``: open ended; when
+    both are given ``valid_to`` is later). ``confidence`` is 0 through 1, ``authority``
+    names who asserts the claim, and ``supersedes_source`` is the key, as written in
+    the body, of an earlier claim this one revises; the extractor never resolves it.
+    """
+
+    subject: str
+    predicate: str
+    value: str
+    provenance: ClaimProvenance
+    valid_from: datetime | None = None
+    valid_to: datetime | None = None
+    confidence: float = 1.0
+    authority: str = "application"
+    supersedes_source: str | None = None
+
+    def __post_init__(self) -> None:
+        v.text("subject", self.subject)
+        v.text("predicate", self.predicate)
+        _value(self.value)
+        if not isinstance(self.provenance, ClaimProvenance):
+            raise ValidationError("provenance", "must be a ClaimProvenance")
+        if self.valid_from is not None:
+            _set(self, "valid_from", v.utc("valid_from", self.valid_from))
+        if self.valid_to is not None:
+            valid_to = v.utc("valid_to", self.valid_to)
+            if self.valid_from is not None and valid_to <= self.valid_from:
+                raise ValidationError("valid_to", "must be later than valid_from")
+            _set(self, "valid_to", valid_to)
+        _set(self, "confidence", _confidence(self.confidence))
+        v.text("authority", self.authority)
+        if self.supersedes_source is not None:
+            v.text("supersedes_source", self.supersedes_source)
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimExtraction(_Reducible):
+    """What an extractor returns for one body: its claims and its diagnostics."""
+
+    claims: tuple[ExtractedClaim, ...] = ()
+    diagnostics: tuple[ExtractionDiagnostic, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.claims, tuple) or not all(
+            isinstance(claim, ExtractedClaim) for claim in self.claims
+        ):
+            raise ValidationError("claims", "must be a tuple of ExtractedClaim")
+        if not isinstance(self.diagnostics, tuple) or not all(
+            isinstance(diagnostic, ExtractionDiagnostic) for diagnostic in self.diagnostics
+        ):
+            raise ValidationError("diagnostics", "must be a tuple of ExtractionDiagnostic")
+
+
+@runtime_checkable
+class ClaimExtractor(Protocol):
+    """Reads structured claims out of a source event's body.
+
+    Extraction is the one step that interprets a body, so it is pluggable: a host can
+    use the built-in canonical grammar, a rule set of its own or a model. Whatever it
+    returns is checked (:func:`~trueheart_core.extraction.check_extraction`) before
+    anything is stored, so a faulty extractor is refused rather than trusted.
+    """
+
+    @property
+    def identity(self) -> str:
+        """A stable name and version, e.g. ``"trueheart.canonical-claim/1"``.
+
+        It is recorded with what was extracted, so it must change whenever the
+        extractor's output for the same body can change.
+        """
+        ...
+
+    def extract(self, content: str) -> ClaimExtraction:
+        """The claims found in ``content``, each with its exact span, and diagnostics.
+
+        The same identity should give the same result for the same body. Diagnostics
+        carry fixed codes, never text of the body.
+        """
+        ...
