@@ -8,6 +8,17 @@ no model calls, no network.
 
 from trueheart_core._version import package_version
 from trueheart_core.adapters.sqlite import SQLiteRepository
+from trueheart_core.claims import (
+    ClaimConflict,
+    ClaimDraft,
+    ClaimQuery,
+    ClaimRecord,
+    ClaimSet,
+    ClaimStatus,
+    ClaimView,
+    ExtractionRecord,
+    ExtractionResult,
+)
 from trueheart_core.domain import (
     AuditRecord,
     EntityType,
@@ -41,6 +52,14 @@ from trueheart_core.errors import (
     TrustEscalation,
     ValidationError,
 )
+from trueheart_core.extraction import (
+    CanonicalClaimExtractor,
+    ClaimExtraction,
+    ClaimExtractor,
+    ClaimProvenance,
+    ExtractedClaim,
+    ExtractionDiagnostic,
+)
 from trueheart_core.retrieval.capsule import TokenEstimator, Utf8BytesEstimator
 from trueheart_core.retrieval.model import (
     CapsuleDecision,
@@ -56,12 +75,27 @@ __version__ = package_version()
 
 __all__ = [
     "AuditRecord",
+    "CanonicalClaimExtractor",
     "CapsuleDecision",
     "CapsuleItem",
     "CapsuleTraceEntry",
+    "ClaimConflict",
+    "ClaimDraft",
+    "ClaimExtraction",
+    "ClaimExtractor",
+    "ClaimProvenance",
+    "ClaimQuery",
+    "ClaimRecord",
+    "ClaimSet",
+    "ClaimStatus",
+    "ClaimView",
     "EntityDeleted",
     "EntityNotFound",
     "EntityType",
+    "ExtractedClaim",
+    "ExtractionDiagnostic",
+    "ExtractionRecord",
+    "ExtractionResult",
     "GovernanceAction",
     "GovernanceCommand",
     "GovernanceResult",

@@ -33,8 +33,16 @@ from enum import StrEnum
 from typing import Any
 
 from trueheart_core import validation as v
-from trueheart_core.domain import MemoryRecord, MemoryStatus, Scope, TrustLevel, _Reducible
+from trueheart_core.domain import (
+    MemoryRecord,
+    MemoryStatus,
+    RawEventReceipt,
+    Scope,
+    TrustLevel,
+    _Reducible,
+)
 from trueheart_core.errors import ValidationError
+from trueheart_core.extraction.model import ClaimProvenance, ExtractionDiagnostic
 
 __all__ = [
     "MAX_VALUE_CHARS",
@@ -45,6 +53,8 @@ __all__ = [
     "ClaimSet",
     "ClaimStatus",
     "ClaimView",
+    "ExtractionRecord",
+    "ExtractionResult",
     "claim_text",
     "conflicts",
     "status_at",
@@ -323,3 +333,54 @@ def view_order(view: ClaimView) -> tuple[str, str, datetime, str]:
     """The order of views in a :class:`ClaimSet`."""
     claim = view.claim
     return (claim.subject, claim.predicate, claim.created_at, claim.claim_id)
+
+
+@dataclass(frozen=True, slots=True)
+class ExtractionRecord(_Reducible):
+    """What an extraction stored for one event, body-free: the extractor's identity,
+    the IDs of the claims it produced with the span each was read from (same order), and
+    its diagnostics."""
+
+    event_id: str
+    scope: Scope
+    extractor: str
+    claim_ids: tuple[str, ...]
+    spans: tuple[ClaimProvenance, ...]
+    diagnostics: tuple[ExtractionDiagnostic, ...]
+
+    def __post_init__(self) -> None:
+        v.text("event_id", self.event_id)
+        if not isinstance(self.scope, Scope):
+            raise ValidationError("scope", "must be a Scope")
+        v.text("extractor", self.extractor)
+        v.text_tuple("claim_ids", self.claim_ids)
+        if not isinstance(self.spans, tuple) or not all(
+            isinstance(s, ClaimProvenance) for s in self.spans
+        ):
+            raise ValidationError("spans", "must be a tuple of ClaimProvenance")
+        if len(self.spans) != len(self.claim_ids):
+            raise ValidationError("spans", "must hold one span per claim")
+        if not isinstance(self.diagnostics, tuple) or not all(
+            isinstance(d, ExtractionDiagnostic) for d in self.diagnostics
+        ):
+            raise ValidationError("diagnostics", "must be a tuple of ExtractionDiagnostic")
+
+
+@dataclass(frozen=True, slots=True)
+class ExtractionResult(_Reducible):
+    """What :meth:`TrueHeart.ingest_extracted` stored: the event's receipt, its claims
+    and the extraction record."""
+
+    receipt: RawEventReceipt
+    claims: tuple[ClaimRecord, ...]
+    extraction: ExtractionRecord
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.receipt, RawEventReceipt):
+            raise ValidationError("receipt", "must be a RawEventReceipt")
+        if not isinstance(self.claims, tuple) or not all(
+            isinstance(c, ClaimRecord) for c in self.claims
+        ):
+            raise ValidationError("claims", "must be a tuple of ClaimRecord")
+        if not isinstance(self.extraction, ExtractionRecord):
+            raise ValidationError("extraction", "must be an ExtractionRecord")

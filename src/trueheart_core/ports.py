@@ -201,6 +201,38 @@ class SearchStatsRow:
     actual_length: int
 
 
+@dataclass(frozen=True, slots=True)
+class ClaimRow:
+    """A claim's structured fields as stored, next to its memory row (same ID and scope).
+    Valid times are integer microseconds or ``None``."""
+
+    scope: ScopeKey
+    claim_id: str
+    subject: str
+    predicate: str
+    value: str
+    valid_from: int | None
+    valid_to: int | None
+    confidence: float
+    authority: str
+    supersedes: str | None
+    digest: str
+
+
+@dataclass(frozen=True, slots=True)
+class ExtractionRow:
+    """The body-free record of one extraction: the extractor's identity and canonical
+    JSON of the claim IDs, their spans and the diagnostics."""
+
+    scope: ScopeKey
+    event_id: str
+    extractor: str
+    claim_ids: str
+    spans: str
+    diagnostics: str
+    digest: str
+
+
 class UnitOfWork(Protocol):
     """One transaction. Reads see one consistent snapshot; writes are all-or-nothing."""
 
@@ -234,7 +266,8 @@ class UnitOfWork(Protocol):
         """Remove the body of ``row`` and store ``row`` (its new status and digest)."""
 
     def delete_event(self, scope: ScopeKey, event_id: str) -> None:
-        """Remove the receipt and the body (if any) of one event."""
+        """Remove the receipt, the body (if any) and the extraction record (if any) of
+        one event."""
 
     def iter_events(self, scope: ScopeKey | None) -> Iterator[EventRow]:
         """Every receipt (of one scope, or of the whole store), in storage order."""
@@ -266,8 +299,8 @@ class UnitOfWork(Protocol):
         """Store a changed status (and its new digest) of an existing memory."""
 
     def delete_memory(self, scope: ScopeKey, memory_id: str) -> None:
-        """Remove a memory, all of its lineage edges and its search entries
-        (as :meth:`unindex_memory` does)."""
+        """Remove a memory, all of its lineage edges, its search entries (as
+        :meth:`unindex_memory` does) and its claim fields if it is a claim."""
 
     def recall_clear(
         self,
@@ -344,6 +377,29 @@ class UnitOfWork(Protocol):
 
     def iter_audit(self, scope: ScopeKey | None) -> Iterator[AuditRow]:
         """Every audit row (of one scope, or of the whole store), in write order."""
+
+    # --- claims and extractions --------------------------------------------------------
+
+    def insert_claim(self, row: ClaimRow) -> None:
+        """Store a claim's fields; its memory row is inserted in the same unit."""
+
+    def get_claims(self, scope: ScopeKey, claim_ids: Sequence[str]) -> list[ClaimRow]:
+        """The claims with these IDs in the exact scope, in no particular order."""
+
+    def claims_about(
+        self, scope: ScopeKey, subject: str | None, predicate: str | None
+    ) -> list[ClaimRow]:
+        """Every claim of the exact scope, or those of one subject (and predicate), read
+        through an index of the scope by subject and predicate."""
+
+    def superseders_of(self, scope: ScopeKey, claim_ids: Sequence[str]) -> list[ClaimRow]:
+        """The claims of the exact scope whose ``supersedes`` names one of these IDs."""
+
+    def insert_extraction(self, row: ExtractionRow) -> None:
+        """Store the record of an extraction."""
+
+    def get_extraction(self, scope: ScopeKey, event_id: str) -> ExtractionRow | None:
+        """The extraction record of this event in the exact scope."""
 
     # --- listing and search -------------------------------------------------------------
 

@@ -8,12 +8,29 @@ on the repository port. It never sees SQL.
 from __future__ import annotations
 
 import heapq
-import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 
-from trueheart_core import governance, integrity, loading, policy, reading, records, searching
+from trueheart_core import (
+    claiming,
+    governance,
+    integrity,
+    loading,
+    policy,
+    reading,
+    records,
+    searching,
+    writing,
+)
 from trueheart_core import validation as v
+from trueheart_core.claims import (
+    ClaimDraft,
+    ClaimQuery,
+    ClaimRecord,
+    ClaimSet,
+    ExtractionRecord,
+    ExtractionResult,
+)
 from trueheart_core.domain import (
     AuditRecord,
     EntityType,
@@ -31,11 +48,10 @@ from trueheart_core.domain import (
     Scope,
 )
 from trueheart_core.errors import (
-    EntityDeleted,
-    IdempotencyConflict,
     RepositoryCorruption,
     ValidationError,
 )
+from trueheart_core.extraction.model import ClaimExtractor
 from trueheart_core.ports import (
     MemoryRow,
     Repository,
@@ -54,10 +70,6 @@ _EXPIRY_CHUNK = 500
 
 def _utc_now() -> datetime:
     return datetime.now(UTC)
-
-
-def _new_audit_id() -> str:
-    return uuid.uuid4().hex
 
 
 class TrueHeart:
@@ -123,9 +135,9 @@ class TrueHeart:
         if not isinstance(draft, RawEventDraft):
             raise ValidationError("draft", "must be a RawEventDraft")
         now = self._now()
-        prepared = _prepare_event(draft, now)
+        prepared = writing.prepare_event(draft, now)
         with self._repository.unit_of_work("ingest", write=True) as uow:
-            receipt = _ingest(uow, draft, prepared)
+            receipt = writing.ingest(uow, draft, prepared)
             uow.commit()
         return receipt
 
@@ -140,10 +152,11 @@ class TrueHeart:
         if not drafts:
             return ()
         now = self._now()
-        prepared = [_prepare_event(draft, now) for draft in drafts]
+        prepared = [writing.prepare_event(draft, now) for draft in drafts]
         with self._repository.unit_of_work("ingest", write=True) as uow:
             receipts = tuple(
-                _ingest(uow, draft, ready) for draft, ready in zip(drafts, prepared, strict=True)
+                writing.ingest(uow, draft, ready)
+                for draft, ready in zip(drafts, prepared, strict=True)
             )
             uow.commit()
         return receipts
@@ -159,61 +172,8 @@ class TrueHeart:
         """
         if not isinstance(draft, MemoryDraft):
             raise ValidationError("draft", "must be a MemoryDraft")
-        scope = draft.scope
-        fingerprint = policy.dependency_fingerprint(scope, draft.kind, draft.source_event_ids)
-        key = scope_key(scope)
         with self._repository.unit_of_work("materialize", write=True) as uow:
-            tombstones = uow.get_tombstones(key, draft.memory_id)
-            if loading.blocking_tombstones(tombstones, EntityType.MEMORY):
-                raise EntityDeleted(draft.memory_id)
-            existing = uow.get_memory(key, draft.memory_id)
-            if existing is not None:
-                stored = _replayed_memory(uow, existing, scope)
-                if not policy.memory_matches(stored, draft, fingerprint):
-                    raise IdempotencyConflict(draft.memory_id)
-                uow.commit()
-                return stored
-            if loading.blocking_tombstones(
-                uow.tombstones_for_fingerprint(key, fingerprint), EntityType.MEMORY
-            ):
-                raise EntityDeleted(draft.memory_id)
-            found = uow.get_events(key, draft.source_event_ids)
-            sources: list[RawEventReceipt] = []
-            for event_id in draft.source_event_ids:
-                row = found.get(event_id)
-                if row is None:
-                    loading.diagnose(uow, key, EntityType.RAW_EVENT, event_id)
-                sources.append(loading.receipt(row, scope, "invalid raw event record"))
-            policy.check_trust_ceiling(
-                draft.memory_id, draft.trust, (s.source.trust for s in sources)
-            )
-            clear_until, recall_until = policy.deadlines(
-                draft.created_at,
-                (s.clear_for for s in sources),
-                (s.recall_for for s in sources),
-            )
-            record = MemoryRecord(
-                draft.memory_id,
-                scope,
-                draft.content,
-                tuple(sorted(draft.source_event_ids)),
-                fingerprint,
-                draft.kind,
-                draft.trust,
-                draft.created_at,
-                clear_until,
-                recall_until,
-                MemoryStatus.ACTIVE,
-                draft.metadata,
-            )
-            edges = [
-                records.edge_row(scope, draft.memory_id, s)
-                for s in sorted(sources, key=lambda s: s.event_id)
-            ]
-            searching.ensure_index(uow)
-            uow.insert_memory(records.memory_row(record), edges)
-            uow.index_memory(searching.doc_row(record))
-            _audit(uow, scope, "materialize", EntityType.MEMORY, draft.memory_id, draft.created_at)
+            record = writing.materialize(uow, draft)
             uow.commit()
         return record
 
@@ -241,6 +201,79 @@ class TrueHeart:
             RecallItem(m, policy.clarity(query.as_of, m.clear_until, m.recall_until))
             for m in memories
         )
+
+    # --- claims ------------------------------------------------------------------------
+
+    def materialize_claim(self, draft: ClaimDraft) -> ClaimRecord:
+        """Store a claim exactly once, as a governed memory (kind ``"claim"``, content
+        its canonical text) plus its structured fields, in one transaction.
+
+        The memory checks of :meth:`materialize_once` come first; then an identical
+        replay returns the stored claim (any other difference raises
+        ``IdempotencyConflict``), and ``supersedes`` must name a claim of the same scope
+        (``EntityDeleted``, ``ScopeMismatch``, ``EntityNotFound`` otherwise).
+        """
+        if not isinstance(draft, ClaimDraft):
+            raise ValidationError("draft", "must be a ClaimDraft")
+        with self._repository.unit_of_work("materialize", write=True) as uow:
+            record = claiming.materialize(uow, draft)
+            uow.commit()
+        return record
+
+    def claims(self, query: ClaimQuery) -> ClaimSet:
+        """What we believed at ``query.known_at`` about ``query.as_of``: the known claims
+        of the exact scope (optionally one subject and predicate) with their status, and
+        the conflicts among the current ones. See :mod:`trueheart_core.claims`."""
+        if not isinstance(query, ClaimQuery):
+            raise ValidationError("query", "must be a ClaimQuery")
+        with self._repository.unit_of_work("read", write=False) as uow:
+            return claiming.answer(uow, query)
+
+    def ingest_extracted(
+        self,
+        draft: RawEventDraft,
+        extractor: ClaimExtractor,
+        *,
+        claim_ids_by_source: Mapping[str, str] | None = None,
+    ) -> ExtractionResult:
+        """Ingest an event and the claims an extractor reads from it, in ONE transaction.
+
+        Extraction, and the check of every span against the content, happen before the
+        transaction, so invalid extractor output stores nothing. Each claim is made at
+        the event's ``occurred_at``, with its source's trust, citing the event alone, under
+        a deterministic ID; a replay of the same event and extraction returns what is
+        stored. Supersession targets named by the extractor are looked up only in
+        ``claim_ids_by_source``. A body-free extraction record is stored with them.
+        """
+        if not isinstance(draft, RawEventDraft):
+            raise ValidationError("draft", "must be a RawEventDraft")
+        mapping = _source_mapping(claim_ids_by_source)
+        identity, extraction = claiming.extract(draft, extractor)
+        drafts = claiming.drafts_from(draft, extraction, mapping)
+        record = ExtractionRecord(
+            draft.event_id,
+            draft.scope,
+            identity,
+            tuple(d.claim_id for d in drafts),
+            tuple(c.provenance for c in extraction.claims),
+            extraction.diagnostics,
+        )
+        prepared = writing.prepare_event(draft, self._now())
+        with self._repository.unit_of_work("ingest", write=True) as uow:
+            receipt = writing.ingest(uow, draft, prepared)
+            claims = tuple(claiming.materialize(uow, d) for d in drafts)
+            stored = claiming.record_extraction(uow, record)
+            uow.commit()
+        return ExtractionResult(receipt, claims, stored)
+
+    def get_extraction(self, scope: Scope, event_id: str) -> ExtractionRecord:
+        """The extraction record of an event of the exact scope, with the governance
+        diagnosis when the event is missing."""
+        if not isinstance(scope, Scope):
+            raise ValidationError("scope", "must be a Scope")
+        v.text("event_id", event_id)
+        with self._repository.unit_of_work("read", write=False) as uow:
+            return claiming.get_extraction(uow, scope, event_id)
 
     # --- search and exact reads ---------------------------------------------------------
 
@@ -347,7 +380,7 @@ class TrueHeart:
                 affected = governance.govern_memory(uow, command)
             else:
                 affected = governance.delete_event(uow, command)
-            _audit(
+            writing.audit(
                 uow,
                 command.scope,
                 command.action.value,
@@ -375,7 +408,7 @@ class TrueHeart:
                     if not receipt.content_available or receipt.raw_expires_at > when:
                         loading.corrupt("invalid raw event record")
                     uow.expire_event(records.with_event_status(row, records.EVENT_EXPIRED))
-                    _audit(
+                    writing.audit(
                         uow, receipt.scope, "expire", EntityType.RAW_EVENT, receipt.event_id, when
                     )
                 expired += len(rows)
@@ -417,76 +450,6 @@ class TrueHeart:
 # --- helpers: one function per rule, shared by the operations above ----------------------
 
 
-def _prepare_event(draft: RawEventDraft, now: datetime) -> RawEventReceipt:
-    expires_at = policy.raw_expires_at(draft)
-    return RawEventReceipt(
-        draft.event_id,
-        draft.scope,
-        draft.source,
-        policy.content_hash(draft.content),
-        now,
-        expires_at,
-        draft.retention.clear_for,
-        draft.retention.recall_for,
-        True,
-        draft.metadata,
-    )
-
-
-def _ingest(uow: UnitOfWork, draft: RawEventDraft, receipt: RawEventReceipt) -> RawEventReceipt:
-    key = scope_key(draft.scope)
-    if loading.blocking_tombstones(uow.get_tombstones(key, draft.event_id), EntityType.RAW_EVENT):
-        raise EntityDeleted(draft.event_id)
-    existing = uow.get_events(key, (draft.event_id,)).get(draft.event_id)
-    if existing is not None:
-        stored = loading.receipt(existing, draft.scope, "invalid raw event record")
-        if not policy.receipt_matches(stored, draft, receipt.content_hash, receipt.raw_expires_at):
-            raise IdempotencyConflict(draft.event_id)
-        return stored
-    _audit(uow, draft.scope, "ingest", EntityType.RAW_EVENT, draft.event_id, receipt.ingested_at)
-    uow.insert_event(
-        records.event_row(receipt), records.body_row(draft.scope, draft.event_id, draft.content)
-    )
-    return receipt
-
-
-def _audit(
-    uow: UnitOfWork,
-    scope: Scope,
-    action: str,
-    entity_type: EntityType,
-    entity_id: str,
-    occurred_at: datetime,
-) -> None:
-    uow.insert_audit(
-        records.audit_row(
-            _new_audit_id(),
-            scope,
-            action,
-            entity_type,
-            entity_id,
-            occurred_at,
-            policy.AUDIT_REASONS[action],
-        )
-    )
-
-
-def _replayed_memory(uow: UnitOfWork, row: MemoryRow, scope: Scope) -> MemoryRecord:
-    """A stored memory for replay comparison: its edges (snapshots included) must verify
-    and each edge's source must still exist."""
-    edges = uow.get_edges(row.scope, (row.memory_id,))
-    record = loading.memory(row, edges, scope, "invalid memory record")  # edge digests included
-    for edge in edges:
-        try:
-            records.edge_snapshots(edge)
-        except RowInvalid:
-            loading.corrupt("invalid memory record")
-    present = uow.get_events(row.scope, record.source_event_ids)
-    if len(present) != len(record.source_event_ids):
-        loading.corrupt("invalid memory record")
-    return record
-
-
 def _best_fading(
     uow: UnitOfWork, key: ScopeKey, as_of: int, query: RecallQuery, wanted: int
 ) -> list[MemoryRow]:
@@ -512,3 +475,14 @@ def _best_fading(
     if len(by_id) != len(chosen):
         loading.corrupt("invalid memory record")
     return [by_id[memory_id] for memory_id in chosen]
+
+
+def _source_mapping(value: object) -> dict[str, str]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ValidationError("claim_ids_by_source", "must map source names to claim IDs")
+    mapping = {}
+    for source, claim_id in value.items():
+        mapping[v.text("claim_ids_by_source", source)] = v.text("claim_ids_by_source", claim_id)
+    return mapping

@@ -59,6 +59,21 @@ NEW_IN_0_3 = [
     "SearchQuery",
     "TokenEstimator",
     "Utf8BytesEstimator",
+    "CanonicalClaimExtractor",
+    "ClaimConflict",
+    "ClaimDraft",
+    "ClaimExtraction",
+    "ClaimExtractor",
+    "ClaimProvenance",
+    "ClaimQuery",
+    "ClaimRecord",
+    "ClaimSet",
+    "ClaimStatus",
+    "ClaimView",
+    "ExtractedClaim",
+    "ExtractionDiagnostic",
+    "ExtractionRecord",
+    "ExtractionResult",
 ]
 
 

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from trueheart_core.errors import RepositoryCorruption
 
 APPLICATION_ID = 0x54485243  # "THRC" in the database header: marks our files
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 _V1: Sequence[str] = (
     """CREATE TABLE scopes (
@@ -112,7 +112,29 @@ _V2: Sequence[str] = (
     "CREATE INDEX search_postings_by_doc ON search_postings (doc)",
 )
 
-MIGRATIONS: Mapping[int, Sequence[str]] = {1: _V1, 2: _V2}
+_V3: Sequence[str] = (
+    # A claim's structured fields, next to the memory row that carries it (same ID and
+    # scope). Times are integer microseconds or NULL; confidence is a REAL.
+    """CREATE TABLE claims (
+        rid INTEGER PRIMARY KEY,
+        scope_id INTEGER NOT NULL,
+        claim_id TEXT NOT NULL,
+        subject, predicate, value, valid_from, valid_to, confidence, authority, supersedes,
+        digest,
+        UNIQUE (claim_id, scope_id))""",
+    "CREATE INDEX claims_by_subject ON claims (scope_id, subject, predicate)",
+    """CREATE INDEX claims_by_supersedes ON claims (scope_id, supersedes)
+        WHERE supersedes IS NOT NULL""",
+    # One body-free record per event ingested with extraction.
+    """CREATE TABLE extractions (
+        rid INTEGER PRIMARY KEY,
+        scope_id INTEGER NOT NULL,
+        event_id TEXT NOT NULL,
+        extractor, claim_ids, spans, diagnostics, digest,
+        UNIQUE (event_id, scope_id))""",
+)
+
+MIGRATIONS: Mapping[int, Sequence[str]] = {1: _V1, 2: _V2, 3: _V3}
 """Statements that take a database from version ``n - 1`` to version ``n``."""
 
 _V1_OBJECTS: frozenset[tuple[str, str]] = frozenset(
@@ -134,19 +156,27 @@ _V1_OBJECTS: frozenset[tuple[str, str]] = frozenset(
     }
 )
 
+_V2_OBJECTS: frozenset[tuple[str, str]] = _V1_OBJECTS | {
+    ("index", "memories_by_id"),
+    ("index", "memories_by_status"),
+    ("table", "search_meta"),
+    ("table", "search_docs"),
+    ("table", "search_stats"),
+    ("table", "search_terms"),
+    ("table", "search_postings"),
+    ("index", "search_terms_lookup"),
+    ("index", "search_postings_by_doc"),
+}
+
 EXPECTED_OBJECTS: Mapping[int, frozenset[tuple[str, str]]] = {
     1: _V1_OBJECTS,
-    2: _V1_OBJECTS
+    2: _V2_OBJECTS,
+    3: _V2_OBJECTS
     | {
-        ("index", "memories_by_id"),
-        ("index", "memories_by_status"),
-        ("table", "search_meta"),
-        ("table", "search_docs"),
-        ("table", "search_stats"),
-        ("table", "search_terms"),
-        ("table", "search_postings"),
-        ("index", "search_terms_lookup"),
-        ("index", "search_postings_by_doc"),
+        ("table", "claims"),
+        ("index", "claims_by_subject"),
+        ("index", "claims_by_supersedes"),
+        ("table", "extractions"),
     },
 }
 """The schema objects of each version: exactly these, nothing foreign."""

@@ -10,6 +10,7 @@ import sqlite3
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from trueheart_core.adapters.sqlite.claims import ClaimStatements
 from trueheart_core.adapters.sqlite.search import SearchStatements, hex_set
 from trueheart_core.ports import (
     AuditRow,
@@ -73,7 +74,7 @@ def _key(r: Sequence[Any]) -> ScopeKey:
     return (r[0], r[1], r[2])
 
 
-class SQLiteUnitOfWork(SearchStatements):
+class SQLiteUnitOfWork(SearchStatements, ClaimStatements):
     """One SQLite transaction: primitive reads and writes (see ``ports.UnitOfWork``)."""
 
     def __init__(self, conn: sqlite3.Connection, scope_ids: dict[ScopeKey, int]) -> None:
@@ -215,6 +216,7 @@ class SQLiteUnitOfWork(SearchStatements):
         )
 
     def delete_event(self, scope: ScopeKey, event_id: str) -> None:
+        self.delete_extraction(scope, event_id)
         sid = self._scope_id(scope)
         self._conn.execute(
             "DELETE FROM raw_bodies WHERE event_id = ? AND scope_id = ?", (event_id, sid)
@@ -345,6 +347,7 @@ class SQLiteUnitOfWork(SearchStatements):
 
     def delete_memory(self, scope: ScopeKey, memory_id: str) -> None:
         self.unindex_memory(scope, memory_id)
+        self.delete_claim(scope, memory_id)
         sid = self._scope_id(scope)
         self._conn.execute(
             "DELETE FROM lineage WHERE scope_id = ? AND memory_id = ?", (sid, memory_id)

@@ -1,0 +1,140 @@
+"""The SQLite statements of claims and extraction records: primitive reads and writes
+(see ``ports.UnitOfWork``), mixed into the unit of work."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from typing import Any
+
+from trueheart_core.ports import ClaimRow, ExtractionRow, ScopeKey
+
+_CHUNK = 500
+_CLAIM_COLUMNS = (
+    "c.claim_id, c.subject, c.predicate, c.value, c.valid_from, c.valid_to, c.confidence, "
+    "c.authority, c.supersedes, c.digest"
+)
+
+
+class ClaimStatements:
+    """Claim and extraction primitives over the unit of work's connection."""
+
+    _conn: sqlite3.Connection
+
+    def _scope_id(self, scope: ScopeKey) -> int | None:
+        raise NotImplementedError
+
+    def _ensure_scope(self, scope: ScopeKey) -> int:
+        raise NotImplementedError
+
+    def insert_claim(self, row: ClaimRow) -> None:
+        self._conn.execute(
+            "INSERT INTO claims (scope_id, claim_id, subject, predicate, value, valid_from, "
+            "valid_to, confidence, authority, supersedes, digest) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                self._ensure_scope(row.scope),
+                row.claim_id,
+                row.subject,
+                row.predicate,
+                row.value,
+                row.valid_from,
+                row.valid_to,
+                row.confidence,
+                row.authority,
+                row.supersedes,
+                row.digest,
+            ),
+        )
+
+    def _claims_in(
+        self, scope: ScopeKey, column: str, values: Sequence[str], index: str | None
+    ) -> list[ClaimRow]:
+        sid = self._scope_id(scope)
+        if sid is None or not values:
+            return []
+        found: list[ClaimRow] = []
+        for start in range(0, len(values), _CHUNK):
+            chunk = list(values[start : start + _CHUNK])
+            marks = ",".join("?" * len(chunk))
+            found.extend(
+                ClaimRow(scope, *r)
+                for r in self._conn.execute(
+                    f"SELECT {_CLAIM_COLUMNS} FROM claims c"
+                    f"{'' if index is None else f' INDEXED BY {index}'} "
+                    f"WHERE c.scope_id = ? AND c.{column} IN ({marks})",
+                    [sid, *chunk],
+                )
+            )
+        return found
+
+    def get_claims(self, scope: ScopeKey, claim_ids: Sequence[str]) -> list[ClaimRow]:
+        return self._claims_in(scope, "claim_id", claim_ids, None)
+
+    def superseders_of(self, scope: ScopeKey, claim_ids: Sequence[str]) -> list[ClaimRow]:
+        return self._claims_in(scope, "supersedes", claim_ids, "claims_by_supersedes")
+
+    def claims_about(
+        self, scope: ScopeKey, subject: str | None, predicate: str | None
+    ) -> list[ClaimRow]:
+        sid = self._scope_id(scope)
+        if sid is None:
+            return []
+        where = "c.scope_id = ?"
+        params: list[Any] = [sid]
+        if subject is not None:
+            where += " AND c.subject = ?"
+            params.append(subject)
+            if predicate is not None:
+                where += " AND c.predicate = ?"
+                params.append(predicate)
+        elif predicate is not None:
+            where += " AND c.predicate = ?"
+            params.append(predicate)
+        return [
+            ClaimRow(scope, *r)
+            for r in self._conn.execute(
+                f"SELECT {_CLAIM_COLUMNS} FROM claims c INDEXED BY claims_by_subject WHERE {where}",
+                params,
+            )
+        ]
+
+    def delete_claim(self, scope: ScopeKey, claim_id: str) -> None:
+        """Remove a claim's fields (part of removing its memory)."""
+        self._conn.execute(
+            "DELETE FROM claims WHERE claim_id = ? AND scope_id = ?",
+            (claim_id, self._scope_id(scope)),
+        )
+
+    def insert_extraction(self, row: ExtractionRow) -> None:
+        self._conn.execute(
+            "INSERT INTO extractions (scope_id, event_id, extractor, claim_ids, spans, "
+            "diagnostics, digest) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (
+                self._ensure_scope(row.scope),
+                row.event_id,
+                row.extractor,
+                row.claim_ids,
+                row.spans,
+                row.diagnostics,
+                row.digest,
+            ),
+        )
+
+    def get_extraction(self, scope: ScopeKey, event_id: str) -> ExtractionRow | None:
+        sid = self._scope_id(scope)
+        if sid is None:
+            return None
+        r = self._conn.execute(
+            "SELECT event_id, extractor, claim_ids, spans, diagnostics, digest "
+            "FROM extractions WHERE event_id = ? AND scope_id = ?",
+            (event_id, sid),
+        ).fetchone()
+        return None if r is None else ExtractionRow(scope, *r)
+
+    def delete_extraction(self, scope: ScopeKey, event_id: str) -> None:
+        """Remove an event's extraction record (part of deleting the event)."""
+        self._conn.execute(
+            "DELETE FROM extractions WHERE event_id = ? AND scope_id = ?",
+            (event_id, self._scope_id(scope)),
+        )

@@ -1,0 +1,156 @@
+"""Writes shared by the lifecycle operations: ingesting an event, materialising a
+memory, and the audit row every change carries.
+
+Service-layer functions over one unit of work; the caller opens it and commits.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+
+from trueheart_core import loading, policy, records, searching
+from trueheart_core.domain import (
+    EntityType,
+    MemoryDraft,
+    MemoryRecord,
+    MemoryStatus,
+    RawEventDraft,
+    RawEventReceipt,
+    Scope,
+)
+from trueheart_core.errors import EntityDeleted, IdempotencyConflict
+from trueheart_core.ports import MemoryRow, UnitOfWork
+from trueheart_core.records import RowInvalid, scope_key
+
+
+def new_audit_id() -> str:
+    return uuid.uuid4().hex
+
+
+def prepare_event(draft: RawEventDraft, now: datetime) -> RawEventReceipt:
+    expires_at = policy.raw_expires_at(draft)
+    return RawEventReceipt(
+        draft.event_id,
+        draft.scope,
+        draft.source,
+        policy.content_hash(draft.content),
+        now,
+        expires_at,
+        draft.retention.clear_for,
+        draft.retention.recall_for,
+        True,
+        draft.metadata,
+    )
+
+
+def ingest(uow: UnitOfWork, draft: RawEventDraft, receipt: RawEventReceipt) -> RawEventReceipt:
+    key = scope_key(draft.scope)
+    if loading.blocking_tombstones(uow.get_tombstones(key, draft.event_id), EntityType.RAW_EVENT):
+        raise EntityDeleted(draft.event_id)
+    existing = uow.get_events(key, (draft.event_id,)).get(draft.event_id)
+    if existing is not None:
+        stored = loading.receipt(existing, draft.scope, "invalid raw event record")
+        if not policy.receipt_matches(stored, draft, receipt.content_hash, receipt.raw_expires_at):
+            raise IdempotencyConflict(draft.event_id)
+        return stored
+    audit(uow, draft.scope, "ingest", EntityType.RAW_EVENT, draft.event_id, receipt.ingested_at)
+    uow.insert_event(
+        records.event_row(receipt), records.body_row(draft.scope, draft.event_id, draft.content)
+    )
+    return receipt
+
+
+def audit(
+    uow: UnitOfWork,
+    scope: Scope,
+    action: str,
+    entity_type: EntityType,
+    entity_id: str,
+    occurred_at: datetime,
+) -> None:
+    uow.insert_audit(
+        records.audit_row(
+            new_audit_id(),
+            scope,
+            action,
+            entity_type,
+            entity_id,
+            occurred_at,
+            policy.AUDIT_REASONS[action],
+        )
+    )
+
+
+def replayed_memory(uow: UnitOfWork, row: MemoryRow, scope: Scope) -> MemoryRecord:
+    """A stored memory for replay comparison: its edges (snapshots included) must verify
+    and each edge's source must still exist."""
+    edges = uow.get_edges(row.scope, (row.memory_id,))
+    record = loading.memory(row, edges, scope, "invalid memory record")  # edge digests included
+    for edge in edges:
+        try:
+            records.edge_snapshots(edge)
+        except RowInvalid:
+            loading.corrupt("invalid memory record")
+    present = uow.get_events(row.scope, record.source_event_ids)
+    if len(present) != len(record.source_event_ids):
+        loading.corrupt("invalid memory record")
+    return record
+
+
+def materialize(uow: UnitOfWork, draft: MemoryDraft) -> MemoryRecord:
+    """Store a host-derived memory with lineage, exactly once (see
+    ``TrueHeart.materialize_once`` for the order of checks); an identical replay returns
+    the stored record."""
+    scope = draft.scope
+    fingerprint = policy.dependency_fingerprint(scope, draft.kind, draft.source_event_ids)
+    key = scope_key(scope)
+    tombstones = uow.get_tombstones(key, draft.memory_id)
+    if loading.blocking_tombstones(tombstones, EntityType.MEMORY):
+        raise EntityDeleted(draft.memory_id)
+    existing = uow.get_memory(key, draft.memory_id)
+    if existing is not None:
+        stored = replayed_memory(uow, existing, scope)
+        if not policy.memory_matches(stored, draft, fingerprint):
+            raise IdempotencyConflict(draft.memory_id)
+        return stored
+    if loading.blocking_tombstones(
+        uow.tombstones_for_fingerprint(key, fingerprint), EntityType.MEMORY
+    ):
+        raise EntityDeleted(draft.memory_id)
+    found = uow.get_events(key, draft.source_event_ids)
+    sources: list[RawEventReceipt] = []
+    for event_id in draft.source_event_ids:
+        row = found.get(event_id)
+        if row is None:
+            loading.diagnose(uow, key, EntityType.RAW_EVENT, event_id)
+        sources.append(loading.receipt(row, scope, "invalid raw event record"))
+    policy.check_trust_ceiling(draft.memory_id, draft.trust, (s.source.trust for s in sources))
+    clear_until, recall_until = policy.deadlines(
+        draft.created_at,
+        (s.clear_for for s in sources),
+        (s.recall_for for s in sources),
+    )
+    record = MemoryRecord(
+        draft.memory_id,
+        scope,
+        draft.content,
+        tuple(sorted(draft.source_event_ids)),
+        fingerprint,
+        draft.kind,
+        draft.trust,
+        draft.created_at,
+        clear_until,
+        recall_until,
+        MemoryStatus.ACTIVE,
+        draft.metadata,
+    )
+    edges = [
+        records.edge_row(scope, draft.memory_id, s)
+        for s in sorted(sources, key=lambda s: s.event_id)
+    ]
+    searching.ensure_index(uow)
+    uow.insert_memory(records.memory_row(record), edges)
+    uow.index_memory(searching.doc_row(record))
+    audit(uow, scope, "materialize", EntityType.MEMORY, draft.memory_id, draft.created_at)
+    return record
