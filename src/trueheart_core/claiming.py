@@ -241,3 +241,25 @@ def get_extraction(uow: UnitOfWork, scope: Scope, event_id: str) -> ExtractionRe
         return records.extraction_from_row(row, scope)
     except RowInvalid:
         loading.corrupt("invalid extraction record")
+
+
+def views_for(
+    uow: UnitOfWork, scope: Scope, memory_ids: Sequence[str], as_of: datetime
+) -> dict[str, ClaimView]:
+    """The views, known and valid at ``as_of``, of those of these memories that are
+    claims (the others are absent)."""
+    key = scope_key(scope)
+    claims = load(uow, scope, uow.get_claims(key, memory_ids))
+    superseders = load(uow, scope, uow.superseders_of(key, [c.claim_id for c in claims]))
+    by_target: defaultdict[str, list[str]] = defaultdict(list)
+    for superseder in superseders:
+        if superseder.supersedes is not None and _supersedes_at(superseder, as_of):
+            by_target[superseder.supersedes].append(superseder.claim_id)
+    return {
+        claim.claim_id: ClaimView(
+            claim,
+            status_at(claim, bool(by_target[claim.claim_id]), as_of),
+            tuple(sorted(by_target[claim.claim_id])),
+        )
+        for claim in claims
+    }

@@ -450,11 +450,18 @@ class UnitOfWork(Protocol):
         kinds: Sequence[str],
         min_trust: int | None,
         window: int,
+        claim_statuses: Sequence[str] = (),
+        claim_kind: str = "claim",
     ) -> tuple[int, list[SearchCandidate]]:
         """Score the scope's searchable memories against weighted query terms.
 
         Eligible memories have ``created_at <= as_of < recall_until``, a kind in
         ``kinds`` (when non-empty) and trust of at least ``min_trust`` (when given). A
+        memory of ``claim_kind`` that has a claim row is eligible only when the claim's
+        status at ``as_of`` is in ``claim_statuses``: ``superseded`` when an active
+        claim created at or before ``as_of`` supersedes it, else ``ended`` when
+        ``valid_to <= as_of``, else ``not_yet_valid`` when ``as_of < valid_from``, else
+        ``current`` (the rules of ``claims.status_at`` with ``known_at = as_of``). A
         memory's score is, over the ``(term, weight)`` pairs it holds (``term`` is a
         term key), the double-precision sum of
         ``weight * (tf * (k1 + 1)) / (tf + k1 * (1 - b + b * length / average_length))``.

@@ -10,11 +10,13 @@ pure ``retrieval`` modules.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
+from datetime import datetime
 from itertools import islice
 
 from trueheart_core import loading, policy, records
-from trueheart_core.domain import MemoryRecord, MemoryStatus
+from trueheart_core.claims import ClaimView
+from trueheart_core.domain import MemoryRecord, MemoryStatus, Scope
 from trueheart_core.ports import (
     MemoryRow,
     ScopeKey,
@@ -107,7 +109,12 @@ def _checked(candidate: SearchCandidate) -> SearchCandidate:
     return candidate
 
 
-def search(uow: UnitOfWork, query: SearchQuery, estimator: TokenEstimator) -> MemoryCapsule:
+ClaimViews = Callable[[UnitOfWork, Scope, Sequence[str], datetime], dict[str, ClaimView]]
+
+
+def search(
+    uow: UnitOfWork, query: SearchQuery, estimator: TokenEstimator, claim_views: ClaimViews
+) -> MemoryCapsule:
     """Rank the scope's eligible memories against the query and pack the best of them.
 
     The index must be current (see :func:`index_is_current`). Every memory that enters
@@ -141,6 +148,7 @@ def search(uow: UnitOfWork, query: SearchQuery, estimator: TokenEstimator) -> Me
             query.kinds,
             None if query.min_trust is None else int(query.min_trust),
             window,
+            [status.value for status in query.claim_statuses],
         )
     if type(matched) is not int or matched < len(found) or matched > docs:
         loading.corrupt(_INDEX_CORRUPT)
@@ -168,13 +176,22 @@ def search(uow: UnitOfWork, query: SearchQuery, estimator: TokenEstimator) -> Me
     entries = [e for e in trace if e.decision is CapsuleDecision.INCLUDED]
     edges = loading.edges_by_memory(uow.get_edges(key, [e.memory_id for e in entries]))
     by_id = {c.memory_id: c for c in chosen}
-    items = []
+    memories = []
     for entry in entries:
         row = rows[entry.memory_id]
         memory = loading.memory(row, edges[entry.memory_id], scope, "invalid memory record")
         if not _agrees(memory, by_id[entry.memory_id], query, as_of):
             loading.corrupt(_INDEX_CORRUPT)
-        items.append(CapsuleItem(memory, entry.rank, entry.score, entry.clarity, entry.tokens))
+        memories.append(memory)
+    views = claim_views(uow, scope, [m.memory_id for m in memories], query.as_of)
+    items = []
+    for entry, memory in zip(entries, memories, strict=True):
+        view = views.get(memory.memory_id)
+        if view is not None and view.status not in query.claim_statuses:
+            loading.corrupt(_INDEX_CORRUPT)
+        items.append(
+            CapsuleItem(memory, entry.rank, entry.score, entry.clarity, entry.tokens, view)
+        )
     return MemoryCapsule(
         scope,
         query.as_of,

@@ -296,7 +296,7 @@ class TrueHeart:
         for _ in range(2):
             with self._repository.unit_of_work("search", write=False) as uow:
                 if searching.index_is_current(uow):
-                    return searching.search(uow, query, self._estimator)
+                    return searching.search(uow, query, self._estimator, claiming.views_for)
             with self._repository.unit_of_work("index", write=True) as uow:
                 searching.ensure_index(uow)
                 uow.commit()

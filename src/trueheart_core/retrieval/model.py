@@ -13,6 +13,7 @@ from datetime import datetime
 from enum import StrEnum
 
 from trueheart_core import validation as v
+from trueheart_core.claims import ClaimStatus, ClaimView
 from trueheart_core.domain import MemoryRecord, MemoryStatus, Scope, TrustLevel, _Reducible
 from trueheart_core.errors import ValidationError
 
@@ -53,7 +54,9 @@ class SearchQuery(_Reducible):
 
     ``text`` is non-blank, at most 4,096 characters of valid UTF-8. ``budget_tokens`` is
     1 through 1,048,576, ``limit`` 1 through 100. ``kinds`` (empty: every kind) and
-    ``min_trust`` (``None``: every trust level) filter the candidates.
+    ``min_trust`` (``None``: every trust level) filter the candidates. A claim is a
+    candidate only when its status at ``as_of`` is in ``claim_statuses`` (by default
+    current and not yet valid: superseded and ended claims are left out unless asked for).
     """
 
     scope: Scope
@@ -63,6 +66,7 @@ class SearchQuery(_Reducible):
     limit: int = 20
     kinds: tuple[str, ...] = ()
     min_trust: TrustLevel | None = None
+    claim_statuses: tuple[ClaimStatus, ...] = (ClaimStatus.CURRENT, ClaimStatus.NOT_YET_VALID)
 
     def __post_init__(self) -> None:
         if not isinstance(self.scope, Scope):
@@ -82,6 +86,10 @@ class SearchQuery(_Reducible):
         v.text_tuple("kinds", self.kinds)
         if self.min_trust is not None:
             v.member("min_trust", self.min_trust, TrustLevel, "must be a TrustLevel or None")
+        if not isinstance(self.claim_statuses, tuple) or not all(
+            isinstance(s, ClaimStatus) for s in self.claim_statuses
+        ):
+            raise ValidationError("claim_statuses", "must be a tuple of ClaimStatus")
 
 
 class CapsuleDecision(StrEnum):
@@ -97,17 +105,24 @@ class CapsuleDecision(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class CapsuleItem(_Reducible):
-    """One whole memory in a capsule, with its rank, score, clarity and token cost."""
+    """One whole memory in a capsule, with its rank, score, clarity and token cost; for a
+    claim, also its fields, validity and status at the query's ``as_of``."""
 
     memory: MemoryRecord
     rank: int
     score: float
     clarity: float
     tokens: int
+    claim: ClaimView | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.memory, MemoryRecord):
             raise ValidationError("memory", "must be a MemoryRecord")
+        if self.claim is not None and (
+            not isinstance(self.claim, ClaimView)
+            or self.claim.claim.claim_id != self.memory.memory_id
+        ):
+            raise ValidationError("claim", "must be the memory's ClaimView or None")
         _count("rank", self.rank, 1, 2**31)
         _finite("score", self.score)
         _finite("clarity", self.clarity)

@@ -240,6 +240,8 @@ class SearchStatements:
         kinds: Sequence[str],
         min_trust: int | None,
         window: int,
+        claim_statuses: Sequence[str] = (),
+        claim_kind: str = "claim",
     ) -> tuple[int, list[SearchCandidate]]:
         sid = self._scope_id(scope)
         if sid is None or not weights:
@@ -254,6 +256,23 @@ class SearchStatements:
         if kinds:
             filters += " AND hex(d.kind) IN (SELECT value FROM json_each(?))"
             params.append(hex_set(kinds))
+        # A claim's status at as_of decides whether it is a candidate; memories of the
+        # claim kind without a claim row are plain memories.
+        filters += (
+            " AND (d.kind IS NOT ? OR (SELECT CASE"
+            " WHEN c.claim_id IS NULL THEN 'memory'"
+            " WHEN EXISTS (SELECT 1 FROM claims s INDEXED BY claims_by_supersedes"
+            " JOIN memories sm ON sm.memory_id = s.claim_id AND sm.scope_id = s.scope_id"
+            " WHERE s.scope_id = c.scope_id AND s.supersedes = c.claim_id"
+            " AND sm.status = 'active' AND sm.created_at <= ?) THEN 'superseded'"
+            " WHEN c.valid_to IS NOT NULL AND c.valid_to <= ? THEN 'ended'"
+            " WHEN c.valid_from IS NOT NULL AND ? < c.valid_from THEN 'not_yet_valid'"
+            " ELSE 'current' END"
+            " FROM memories m LEFT JOIN claims c"
+            " ON c.claim_id = m.memory_id AND c.scope_id = m.scope_id WHERE m.rid = d.doc)"
+            " IN (SELECT value FROM json_each(?)))"
+        )
+        params += [claim_kind, as_of, as_of, as_of, json.dumps(["memory", *claim_statuses])]
         params.append(window - 1)
         # CROSS JOIN keeps the query terms outermost: each term's postings are one range
         # of the primary key, and nothing else of the scope is read.
