@@ -15,6 +15,7 @@ from datetime import datetime
 from trueheart_core import loading, records, writing
 from trueheart_core import validation as v
 from trueheart_core.claims import (
+    CLAIM_KIND,
     ClaimDraft,
     ClaimQuery,
     ClaimRecord,
@@ -34,7 +35,6 @@ from trueheart_core.ports import ClaimRow, UnitOfWork
 from trueheart_core.records import RowInvalid, scope_key
 from trueheart_core.validation import canonical_json
 
-CLAIM_KIND = "claim"
 _INVALID_CLAIM = "invalid claim record"
 
 

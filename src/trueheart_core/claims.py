@@ -61,6 +61,8 @@ __all__ = [
 ]
 
 MAX_VALUE_CHARS = 1024
+CLAIM_KIND = "claim"
+"""The kind of the memory that carries a claim."""
 DEFAULT_AUTHORITY = "application"
 
 

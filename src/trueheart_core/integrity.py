@@ -12,13 +12,16 @@ from itertools import islice
 from typing import TypeVar
 
 from trueheart_core import policy, records, searching
+from trueheart_core.claims import CLAIM_KIND
 from trueheart_core.domain import EntityType, IntegrityProblem, IntegrityReport, MemoryStatus, Scope
 from trueheart_core.errors import TrustEscalation
 from trueheart_core.ports import (
     AuditRow,
     BodyRow,
+    ClaimRow,
     EdgeRow,
     EventRow,
+    ExtractionRow,
     MemoryRow,
     ScopeKey,
     SearchDocRow,
@@ -74,6 +77,8 @@ def verify(uow: UnitOfWork, scope: Scope | None) -> IntegrityReport:
     _check_edges(uow, uow.iter_edges(key), found)
     _check_tombstones(uow, uow.iter_tombstones(key), found)
     _check_audit(uow.iter_audit(key), found)
+    _check_claims(uow, uow.iter_claims(key), found)
+    _check_extractions(uow, uow.iter_extractions(key), found)
     if index_current:
         _check_search_index(uow, key, found)
     elif index_state != "":
@@ -232,3 +237,40 @@ def _check_audit(rows: Iterator[AuditRow], found: _Findings) -> None:
                 raise RowInvalid("audit_policy_violation")
         except RowInvalid as error:
             found.add("audit", row.audit_id, row.scope, error.code)
+
+
+def _check_claims(uow: UnitOfWork, rows: Iterator[ClaimRow], found: _Findings) -> None:
+    """Each claim row verifies, and its memory exists, is of the claim kind and holds the
+    claim's canonical text (the memory itself is checked with the memories)."""
+    for chunk in _chunks(rows):
+        for key, claims in _by_scope(chunk, lambda c: c.scope).items():
+            ids = [c.claim_id for c in claims]
+            memories = {m.memory_id: m for m in uow.get_memories(key, ids)}
+            edges: dict[str, list[EdgeRow]] = defaultdict(list)
+            for edge in uow.get_edges(key, ids):
+                edges[edge.memory_id].append(edge)
+            for claim in claims:
+                found.checked += 1
+                memory_row = memories.get(claim.claim_id)
+                try:
+                    if memory_row is None or memory_row.kind != CLAIM_KIND:
+                        raise RowInvalid("claim_without_memory")
+                    try:
+                        memory = records.memory_from_row(memory_row, edges[claim.claim_id])
+                    except RowInvalid:
+                        continue  # reported with the memories
+                    records.claim_from_row(claim, memory)
+                except RowInvalid as error:
+                    found.add("claim", claim.claim_id, claim.scope, error.code)
+
+
+def _check_extractions(uow: UnitOfWork, rows: Iterator[ExtractionRow], found: _Findings) -> None:
+    """Each extraction record verifies and belongs to an existing event."""
+    for row in rows:
+        found.checked += 1
+        try:
+            records.extraction_from_row(row)
+            if not uow.get_events(row.scope, (row.event_id,)):
+                raise RowInvalid("extraction_without_event")
+        except RowInvalid as error:
+            found.add("extraction", row.event_id, row.scope, error.code)

@@ -395,6 +395,12 @@ class UnitOfWork(Protocol):
     def superseders_of(self, scope: ScopeKey, claim_ids: Sequence[str]) -> list[ClaimRow]:
         """The claims of the exact scope whose ``supersedes`` names one of these IDs."""
 
+    def iter_claims(self, scope: ScopeKey | None) -> Iterator[ClaimRow]:
+        """Every claim row (of one scope, or of the whole store), in storage order."""
+
+    def iter_extractions(self, scope: ScopeKey | None) -> Iterator[ExtractionRow]:
+        """Every extraction record (of one scope, or of the whole store)."""
+
     def insert_extraction(self, row: ExtractionRow) -> None:
         """Store the record of an extraction."""
 

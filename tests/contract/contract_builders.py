@@ -14,6 +14,9 @@ import pytest
 
 from trueheart_core import (
     CapsuleDecision,
+    ClaimDraft,
+    ClaimSet,
+    ClaimStatus,
     EntityType,
     GovernanceAction,
     GovernanceCommand,
@@ -107,6 +110,51 @@ def memory(
         created_at,
         {} if metadata is None else metadata,
     )
+
+
+def claim(
+    claim_id: str = "claim-1",
+    sources: Sequence[str] = ("evt-1",),
+    *,
+    scope: Scope = SCOPE,
+    subject: str = "user:ada",
+    predicate: str = "prefers_theme",
+    value: str = "dark",
+    trust: TrustLevel = TrustLevel.OBSERVED,
+    created_at: datetime = NOW,
+    valid_from: datetime | None = None,
+    valid_to: datetime | None = None,
+    confidence: float = 1.0,
+    authority: str = "application",
+    supersedes: str | None = None,
+    metadata: Mapping[str, Any] | None = None,
+) -> ClaimDraft:
+    return ClaimDraft(
+        claim_id,
+        scope,
+        subject,
+        predicate,
+        value,
+        tuple(sources),
+        trust,
+        created_at,
+        valid_from,
+        valid_to,
+        confidence,
+        authority,
+        supersedes,
+        {} if metadata is None else metadata,
+    )
+
+
+def claim_views(claims: ClaimSet) -> list[tuple[str, ClaimStatus, tuple[str, ...]]]:
+    """Each view of a claim set as ``(claim_id, status, superseded_by)``, in order."""
+    return [(v.claim.claim_id, v.status, v.superseded_by) for v in claims.claims]
+
+
+def conflict_ids(claims: ClaimSet) -> list[tuple[str, ...]]:
+    """The claim IDs of each conflict of a claim set, in order."""
+    return [conflict.claim_ids for conflict in claims.conflicts]
 
 
 def command(

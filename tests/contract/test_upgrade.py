@@ -35,7 +35,7 @@ from trueheart_core import (
     SQLiteRepository,
     TrueHeart,
 )
-from trueheart_core.adapters.sqlite.schema import EXPECTED_OBJECTS, MIGRATIONS
+from trueheart_core.adapters.sqlite.schema import EXPECTED_OBJECTS, MIGRATIONS, SCHEMA_VERSION
 from trueheart_core.retrieval.tokenize import TOKENIZER_ID
 
 Catalog = set[tuple[str, str, str, str]]
@@ -113,8 +113,8 @@ def _build_v2(path: Path) -> tuple[dict[str, MemoryCapsule], tuple[RecallItem, .
 
 
 def _downgrade(path: Path) -> None:
-    """Turn a version-2 file into exactly the file version 1 would have written."""
-    added = EXPECTED_OBJECTS[2] - EXPECTED_OBJECTS[1]
+    """Turn a current file into exactly the file version 1 would have written."""
+    added = EXPECTED_OBJECTS[SCHEMA_VERSION] - EXPECTED_OBJECTS[1]
     conn = sqlite3.connect(path, isolation_level=None)
     try:
         conn.execute("BEGIN")
@@ -172,11 +172,11 @@ def test_a_writable_open_upgrades_in_place(db_path: Path, tmp_path: Path) -> Non
     answers, recall = _v1_store(db_path)
     with _open(db_path) as service:
         version, catalog, tokenizer = _inspect(db_path)
-        assert version == 2
+        assert version == SCHEMA_VERSION
         with _open(tmp_path / "fresh.db"):
             _, fresh_catalog, fresh_tokenizer = _inspect(tmp_path / "fresh.db")
         assert catalog == fresh_catalog
-        assert {(kind, name) for kind, name, _, _ in catalog} == EXPECTED_OBJECTS[2]
+        assert {(kind, name) for kind, name, _, _ in catalog} == EXPECTED_OBJECTS[SCHEMA_VERSION]
         assert (tokenizer, fresh_tokenizer) == ("", "")
         # An index not built yet is not a problem: it is built on first use.
         assert service.verify_integrity().ok
@@ -190,7 +190,7 @@ def test_a_writable_open_upgrades_in_place(db_path: Path, tmp_path: Path) -> Non
         assert [i.memory.memory_id for i in _search(service, "tea", OTHER_SCOPE).items] == ["mem-o"]
         assert service.verify_integrity().ok
         assert service.rebuild_search_index() == len(ACTIVE) + len(OTHER)
-    assert db_path.read_bytes()[60:64] == (2).to_bytes(4, "big")
+    assert db_path.read_bytes()[60:64] == SCHEMA_VERSION.to_bytes(4, "big")
     with _open(db_path, read_only=True) as again:
         assert _search(again, "tea") == answers["tea"]
         assert again.verify_integrity().ok
@@ -274,22 +274,22 @@ def test_a_partly_upgraded_version_1_file_is_refused(db_path: Path) -> None:
     assert _inspect(db_path)[0] == 1
 
 
-def test_a_version_3_claim_still_in_the_wal_is_refused(db_path: Path) -> None:
+def test_a_newer_version_claim_still_in_the_wal_is_refused(db_path: Path) -> None:
     # A newer version in the file header is covered with the other bad files; here the
     # claim is committed but not yet checkpointed, so only the WAL holds it.
     _build_v2(db_path)
     writer = sqlite3.connect(db_path, isolation_level=None)
     try:
         writer.execute("PRAGMA wal_autocheckpoint = 0")
-        writer.execute("PRAGMA user_version = 3")
+        writer.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
         assert Path(f"{db_path}-wal").stat().st_size > 0
-        assert db_path.read_bytes()[60:64] == (2).to_bytes(4, "big")
+        assert db_path.read_bytes()[60:64] == SCHEMA_VERSION.to_bytes(4, "big")
         for read_only in (False, True):
             with pytest.raises(
                 RepositoryCorruption, match=msg("repository corruption: unsupported schema version")
             ):
                 SQLiteRepository(db_path, read_only=read_only)
         (version,) = writer.execute("PRAGMA user_version").fetchone()
-        assert version == 3
+        assert version == SCHEMA_VERSION + 1
     finally:
         writer.close()

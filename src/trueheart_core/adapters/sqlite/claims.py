@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from trueheart_core.ports import ClaimRow, ExtractionRow, ScopeKey
@@ -98,6 +98,35 @@ class ClaimStatements:
                 params,
             )
         ]
+
+    def _every(self, sql: str, scope: ScopeKey | None) -> Iterator[Sequence[Any]]:
+        where, params = "", []
+        if scope is not None:
+            sid = self._scope_id(scope)
+            if sid is None:
+                return
+            where, params = " WHERE x.scope_id = ?", [sid]
+        cursor = self._conn.execute(f"{sql}{where} ORDER BY x.rid", params)
+        while rows := cursor.fetchmany(_CHUNK):
+            yield from rows
+
+    def iter_claims(self, scope: ScopeKey | None) -> Iterator[ClaimRow]:
+        for r in self._every(
+            "SELECT s.tenant_id, s.owner_id, s.subject_id, x.claim_id, x.subject, x.predicate, "
+            "x.value, x.valid_from, x.valid_to, x.confidence, x.authority, x.supersedes, "
+            "x.digest FROM claims x JOIN scopes s ON s.scope_id = x.scope_id",
+            scope,
+        ):
+            yield ClaimRow((r[0], r[1], r[2]), *r[3:])
+
+    def iter_extractions(self, scope: ScopeKey | None) -> Iterator[ExtractionRow]:
+        for r in self._every(
+            "SELECT s.tenant_id, s.owner_id, s.subject_id, x.event_id, x.extractor, "
+            "x.claim_ids, x.spans, x.diagnostics, x.digest "
+            "FROM extractions x JOIN scopes s ON s.scope_id = x.scope_id",
+            scope,
+        ):
+            yield ExtractionRow((r[0], r[1], r[2]), *r[3:])
 
     def delete_claim(self, scope: ScopeKey, claim_id: str) -> None:
         """Remove a claim's fields (part of removing its memory)."""
