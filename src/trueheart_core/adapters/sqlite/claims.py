@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import sqlite3
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -14,6 +15,12 @@ _CLAIM_COLUMNS = (
     "c.claim_id, c.subject, c.predicate, c.value, c.valid_from, c.valid_to, c.confidence, "
     "c.authority, c.supersedes, c.digest"
 )
+
+
+def text_key(text: str) -> int:
+    """The indexed form of a subject or predicate: a signed 64-bit BLAKE2b hash."""
+    digest = hashlib.blake2b(text.encode("utf-8"), digest_size=8, person=b"trueheart.claim")
+    return int.from_bytes(digest.digest(), "big", signed=True)
 
 
 class ClaimStatements:
@@ -30,8 +37,8 @@ class ClaimStatements:
     def insert_claim(self, row: ClaimRow) -> None:
         self._conn.execute(
             "INSERT INTO claims (scope_id, claim_id, subject, predicate, value, valid_from, "
-            "valid_to, confidence, authority, supersedes, digest) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "valid_to, confidence, authority, supersedes, digest, subject_key, predicate_key) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 self._ensure_scope(row.scope),
                 row.claim_id,
@@ -44,6 +51,8 @@ class ClaimStatements:
                 row.authority,
                 row.supersedes,
                 row.digest,
+                text_key(row.subject),
+                text_key(row.predicate),
             ),
         )
 
@@ -82,12 +91,13 @@ class ClaimStatements:
             return []
         where = "c.scope_id = ?"
         params: list[Any] = [sid]
+        # The keys select through the index; the texts are compared in the rows.
         if subject is not None:
-            where += " AND c.subject = ?"
-            params.append(subject)
+            where += " AND c.subject_key = ? AND c.subject = ?"
+            params += [text_key(subject), subject]
             if predicate is not None:
-                where += " AND c.predicate = ?"
-                params.append(predicate)
+                where += " AND c.predicate_key = ? AND c.predicate = ?"
+                params += [text_key(predicate), predicate]
         elif predicate is not None:
             where += " AND c.predicate = ?"
             params.append(predicate)

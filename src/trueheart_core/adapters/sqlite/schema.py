@@ -121,8 +121,12 @@ _V3: Sequence[str] = (
         claim_id TEXT NOT NULL,
         subject, predicate, value, valid_from, valid_to, confidence, authority, supersedes,
         digest,
+        subject_key INTEGER NOT NULL,
+        predicate_key INTEGER NOT NULL,
         UNIQUE (claim_id, scope_id))""",
-    "CREATE INDEX claims_by_subject ON claims (scope_id, subject, predicate)",
+    # Subjects and predicates are body text: the index holds 64-bit hashes of them, so a
+    # stale copy of an index cell (see the search terms) cannot hold their words.
+    "CREATE INDEX claims_by_subject ON claims (scope_id, subject_key, predicate_key)",
     """CREATE INDEX claims_by_supersedes ON claims (scope_id, supersedes)
         WHERE supersedes IS NOT NULL""",
     # One body-free record per event ingested with extraction.
