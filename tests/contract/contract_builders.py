@@ -15,6 +15,7 @@ import pytest
 from trueheart_core import (
     CapsuleDecision,
     ClaimDraft,
+    ClaimQuery,
     ClaimSet,
     ClaimStatus,
     EntityType,
@@ -89,6 +90,15 @@ def event(
     )
 
 
+def ingest_ids(
+    service: TrueHeart, *event_ids: str, recall_for: timedelta = timedelta(days=400)
+) -> None:
+    """Ingest one synthetic event per ID in ``SCOPE``, clear for a day, recallable for
+    ``recall_for``."""
+    for event_id in event_ids:
+        service.ingest_event(event(event_id, clear_for=timedelta(days=1), recall_for=recall_for))
+
+
 def memory(
     memory_id: str = "mem-1",
     sources: Sequence[str] = ("evt-1",),
@@ -150,6 +160,20 @@ def claim(
 def claim_views(claims: ClaimSet) -> list[tuple[str, ClaimStatus, tuple[str, ...]]]:
     """Each view of a claim set as ``(claim_id, status, superseded_by)``, in order."""
     return [(v.claim.claim_id, v.status, v.superseded_by) for v in claims.claims]
+
+
+def ask_claims(
+    service: TrueHeart, as_of: datetime, known_at: datetime | None = None, **filters: Any
+) -> ClaimSet:
+    """The claims of ``SCOPE`` known at ``known_at`` (default ``as_of``) as of ``as_of``."""
+    return service.claims(ClaimQuery(SCOPE, as_of, known_at, **filters))
+
+
+def views_at(
+    service: TrueHeart, as_of: datetime, known_at: datetime | None = None, **filters: Any
+) -> list[tuple[str, ClaimStatus, tuple[str, ...]]]:
+    """``claim_views`` of ``ask_claims``."""
+    return claim_views(ask_claims(service, as_of, known_at, **filters))
 
 
 def conflict_ids(claims: ClaimSet) -> list[tuple[str, ...]]:

@@ -38,6 +38,30 @@ trace:
 used 16 of 512 tokens (utf8-bytes/3, 1 of at most 20 items)
 """
 SEARCH_LAST_LINE = "used 16 of 512 tokens (utf8-bytes/3, 1 of at most 20 items)"
+CLAIMS_OUTPUT = """\
+trueheart.canonical-claim/1 read 2 claims from settings-april:
+  claim-8ee71e990cdafd81952ecf95f205190f = user:ada prefers_theme dark [span 38-142]
+  claim-e7a8531bf5bf9fe3379b78ede4891f52 = user:ada prefers_language English [span 143-220]
+settings-may: 1 claim, diagnostics: canonical_claim_malformed
+  claim-8542b55e4fa5c4098a5d711f5d598cc1 supersedes claim-8ee71e990cdafd81952ecf95f205190f
+In April, about June (known at 2026-04-25, as of 2026-06-15):
+  user:ada prefers_theme dark: current
+In June, about June (known at 2026-06-15, as of 2026-06-15):
+  user:ada prefers_theme dark: superseded by claim-8542b55e4fa5c4098a5d711f5d598cc1
+  user:ada prefers_theme light: current
+In June, about late April (known at 2026-06-15, as of 2026-04-25):
+  user:ada prefers_theme dark: superseded by claim-8542b55e4fa5c4098a5d711f5d598cc1
+  user:ada prefers_theme light: not_yet_valid
+current theme: light
+Language in June (known at 2026-06-15, as of 2026-06-15):
+  user:ada prefers_language English: current
+  user:ada prefers_language French: current
+  conflict: claim-crm-language, claim-e7a8531bf5bf9fe3379b78ede4891f52
+delete of crm-import affected: claim-crm-language, crm-import
+replaying the imported claim: EntityDeleted: entity deleted: claim-crm-language
+language after the delete: English (current); conflicts: 0
+"""
+CLAIMS_LAST_LINE = "language after the delete: English (current); conflicts: 0"
 
 
 def load_example(name: str) -> ModuleType:
@@ -69,8 +93,15 @@ def test_examples_import_as_a_package_from_the_repository_root(
         basic = importlib.import_module("examples.basic_memory")
         governance = importlib.import_module("examples.governance")
         search = importlib.import_module("examples.search")
+        claims = importlib.import_module("examples.claims")
     finally:
-        for name in ("examples.search", "examples.governance", "examples.basic_memory", "examples"):
+        for name in (
+            "examples.claims",
+            "examples.search",
+            "examples.governance",
+            "examples.basic_memory",
+            "examples",
+        ):
             sys.modules.pop(name, None)
     assert Path(str(basic.__file__)).resolve() == EXAMPLES / "basic_memory.py"
     basic.main(temporary_root=tmp_path)
@@ -79,6 +110,8 @@ def test_examples_import_as_a_package_from_the_repository_root(
     assert "integrity ok: True" in capsys.readouterr().out.splitlines()
     search.main(temporary_root=tmp_path)
     assert capsys.readouterr().out.splitlines()[-1] == SEARCH_LAST_LINE
+    claims.main(temporary_root=tmp_path)
+    assert capsys.readouterr().out.splitlines()[-1] == CLAIMS_LAST_LINE
     assert list(tmp_path.iterdir()) == []
 
 
@@ -183,5 +216,39 @@ def test_search_example_runs_as_a_script_from_another_directory(tmp_path: Path) 
     completed = _run_script("search", tmp_path)
     assert completed.returncode == 0
     assert completed.stdout == SEARCH_OUTPUT
+    assert completed.stderr == ""
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_claims_example_prints_exactly_and_cleans_up(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    load_example("claims").main(temporary_root=tmp_path)
+    captured = capsys.readouterr()
+    assert captured.out == CLAIMS_OUTPUT
+    assert captured.out.splitlines()[-1] == CLAIMS_LAST_LINE
+    assert captured.err == ""
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_claims_example_shows_supersession_a_conflict_and_the_cascade(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    load_example("claims").main(temporary_root=tmp_path)
+    lines = capsys.readouterr().out.splitlines()
+    believed = lines.index("In April, about June (known at 2026-04-25, as of 2026-06-15):")
+    assert lines[believed + 1] == "  user:ada prefers_theme dark: current"
+    known = lines.index("In June, about June (known at 2026-06-15, as of 2026-06-15):")
+    assert lines[known + 1].startswith("  user:ada prefers_theme dark: superseded by claim-")
+    assert lines[known + 2] == "  user:ada prefers_theme light: current"
+    conflicts = [line for line in lines if line.startswith("  conflict: ")]
+    assert len(conflicts) == 1 and "claim-crm-language" in conflicts[0]
+    assert "delete of crm-import affected: claim-crm-language, crm-import" in lines
+
+
+def test_claims_example_runs_as_a_script_from_another_directory(tmp_path: Path) -> None:
+    completed = _run_script("claims", tmp_path)
+    assert completed.returncode == 0
+    assert completed.stdout == CLAIMS_OUTPUT
     assert completed.stderr == ""
     assert list(tmp_path.iterdir()) == []

@@ -64,3 +64,24 @@ def test_readme_search_example_runs(tmp_path: Path, capsys: pytest.CaptureFixtur
     ]
     assert out == once + once
     assert (tmp_path / "search.db").exists()
+
+
+def test_readme_claims_example_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    text = README.read_text(encoding="utf-8")
+    block = re.search(r"## Claims\n\n(?:[^\n]+\n)+\n```python\n(.*?)```", text, re.DOTALL)
+    assert block is not None
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        code = compile(block.group(1), "README.md", "exec")
+        for _ in range(2):  # fixed times: running it again replays the same events and claims
+            exec(code, {"__name__": "readme_claims"})
+    finally:
+        os.chdir(cwd)
+    out = capsys.readouterr().out.splitlines()
+    once = [
+        "2026-04-02 ['dark current']",
+        "2026-05-10 ['dark superseded', 'light current']",
+    ]
+    assert out == once + once
+    assert (tmp_path / "claims.db").exists()
