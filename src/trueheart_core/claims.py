@@ -24,7 +24,6 @@ conflict. Conflicts are reported, by claim IDs, and never resolved by the librar
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -60,7 +59,7 @@ __all__ = [
     "status_at",
 ]
 
-MAX_VALUE_CHARS = 1024
+MAX_VALUE_CHARS = v.MAX_CLAIM_VALUE_CHARS
 CLAIM_KIND = "claim"
 """The kind of the memory that carries a claim."""
 DEFAULT_AUTHORITY = "application"
@@ -68,33 +67,6 @@ DEFAULT_AUTHORITY = "application"
 
 def _set(obj: object, name: str, value: object) -> None:
     object.__setattr__(obj, name, value)
-
-
-def value_text(value: object) -> str:
-    """A claim value: non-blank text of at most 1,024 characters of valid UTF-8."""
-    if not isinstance(value, str) or not value.strip():
-        raise ValidationError("value", "must be a non-blank string")
-    if len(value) > MAX_VALUE_CHARS:
-        raise ValidationError("value", f"must be at most {MAX_VALUE_CHARS} characters")
-    if not value.isascii():
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            raise ValidationError("value", "must be valid UTF-8") from None
-    return value
-
-
-def confidence(value: object) -> float:
-    """A confidence: an int or float from 0 through 1, as a float (``bool`` rejected)."""
-    # The range is checked before any conversion: float() of a huge int overflows.
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int | float)
-        or (isinstance(value, float) and not math.isfinite(value))
-        or not 0 <= value <= 1
-    ):
-        raise ValidationError("confidence", "must be a number from 0 through 1")
-    return float(value)
 
 
 def validity(valid_from: object, valid_to: object) -> tuple[datetime | None, datetime | None]:
@@ -145,7 +117,7 @@ class ClaimDraft(_Reducible):
             raise ValidationError("scope", "must be a Scope")
         v.text("subject", self.subject)
         v.text("predicate", self.predicate)
-        value_text(self.value)
+        v.claim_value(self.value)
         if not isinstance(self.source_event_ids, tuple) or not self.source_event_ids:
             raise ValidationError("source_event_ids", "must be a non-empty tuple")
         for event_id in self.source_event_ids:
@@ -157,7 +129,7 @@ class ClaimDraft(_Reducible):
         start, end = validity(self.valid_from, self.valid_to)
         _set(self, "valid_from", start)
         _set(self, "valid_to", end)
-        _set(self, "confidence", confidence(self.confidence))
+        _set(self, "confidence", v.confidence(self.confidence))
         v.text("authority", self.authority)
         if self.supersedes is not None:
             v.text("supersedes", self.supersedes)
@@ -191,11 +163,11 @@ class ClaimRecord(_Reducible):
         v.text("claim_id", self.claim_id)
         v.text("subject", self.subject)
         v.text("predicate", self.predicate)
-        value_text(self.value)
+        v.claim_value(self.value)
         start, end = validity(self.valid_from, self.valid_to)
         _set(self, "valid_from", start)
         _set(self, "valid_to", end)
-        _set(self, "confidence", confidence(self.confidence))
+        _set(self, "confidence", v.confidence(self.confidence))
         v.text("authority", self.authority)
         if self.supersedes is not None:
             v.text("supersedes", self.supersedes)

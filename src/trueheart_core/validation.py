@@ -21,6 +21,7 @@ MAX_CONTENT_BYTES = 256 * 1024
 MAX_METADATA_BYTES = 16 * 1024
 MAX_METADATA_DEPTH = 64
 MAX_INT_BITS = 4096
+MAX_CLAIM_VALUE_CHARS = 1024
 
 EMPTY_METADATA: Mapping[str, Any] = MappingProxyType({})
 
@@ -70,6 +71,29 @@ def content(field: str, value: object) -> str:
     if size > MAX_CONTENT_BYTES:
         raise ValidationError(field, "must be at most 256 KiB UTF-8")
     return value
+
+
+def claim_value(value: object) -> str:
+    """A claim value: non-blank text of at most 1,024 characters of valid UTF-8."""
+    if not isinstance(value, str) or not value.strip():
+        raise ValidationError("value", "must be a non-blank string")
+    if len(value) > MAX_CLAIM_VALUE_CHARS:
+        raise ValidationError("value", f"must be at most {MAX_CLAIM_VALUE_CHARS} characters")
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValidationError("value", "must be valid UTF-8") from None
+    return value
+
+
+def confidence(value: object) -> float:
+    """A confidence: an int or float from 0 through 1, as a float (``bool`` rejected)."""
+    # The range test alone also rejects NaN and the infinities, and unlike math.isfinite
+    # it never converts a huge int to float (which would overflow).
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+        raise ValidationError("confidence", "must be a number from 0 through 1")
+    return float(value) + 0.0  # + 0.0 turns -0.0 into 0.0
 
 
 def member(field: str, value: object, enum: type[_E], rule: str) -> _E:

@@ -30,7 +30,7 @@ __all__ = [
 MAX_EXTRACTED_CLAIMS = 100
 """The most claims one extraction may propose for one body."""
 
-MAX_VALUE_CHARS = 1024
+MAX_VALUE_CHARS = v.MAX_CLAIM_VALUE_CHARS
 """The longest claim value, in code points."""
 
 
@@ -40,27 +40,6 @@ def _set(obj: object, name: str, value: object) -> None:
 
 def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _value(value: object) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise ValidationError("value", "must be a non-blank string")
-    if len(value) > MAX_VALUE_CHARS:
-        raise ValidationError("value", f"must be at most {MAX_VALUE_CHARS} characters")
-    if not value.isascii():
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            raise ValidationError("value", "must be valid UTF-8") from None
-    return value
-
-
-def _confidence(value: object) -> float:
-    # The range test alone also rejects NaN and the infinities, and unlike math.isfinite
-    # it never converts a huge int to float (which would overflow).
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
-        raise ValidationError("confidence", "must be a number from 0 through 1")
-    return float(value) + 0.0  # + 0.0 turns -0.0 into 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,7 +109,7 @@ class ExtractedClaim(_Reducible):
     def __post_init__(self) -> None:
         v.text("subject", self.subject)
         v.text("predicate", self.predicate)
-        _value(self.value)
+        v.claim_value(self.value)
         if not isinstance(self.provenance, ClaimProvenance):
             raise ValidationError("provenance", "must be a ClaimProvenance")
         if self.valid_from is not None:
@@ -140,7 +119,7 @@ class ExtractedClaim(_Reducible):
             if self.valid_from is not None and valid_to <= self.valid_from:
                 raise ValidationError("valid_to", "must be later than valid_from")
             _set(self, "valid_to", valid_to)
-        _set(self, "confidence", _confidence(self.confidence))
+        _set(self, "confidence", v.confidence(self.confidence))
         v.text("authority", self.authority)
         if self.supersedes_source is not None:
             v.text("supersedes_source", self.supersedes_source)
