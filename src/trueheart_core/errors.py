@@ -78,7 +78,8 @@ class TrustEscalation(_EntityError):
 
 
 class RepositoryBusy(TrueHeartError):
-    """The database was held by another connection for longer than the busy timeout.
+    """The database was held by another connection for longer than the busy timeout (or,
+    in WAL mode, other connections kept resetting the log while this one tried to read).
 
     Raised before any work is done, so retrying is safe, with one exception: the
     diagnostic ``erasure checkpoint incomplete`` means an erasing change (forget, delete,

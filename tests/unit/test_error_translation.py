@@ -49,7 +49,7 @@ def test_every_driver_error_maps_to_busy_or_corruption(
     cls: type[sqlite3.Error], code: int | None
 ) -> None:
     result = translated(_error(cls, code), "memory recall failed")
-    busy = code is not None and code & 0xFF in (5, 6)
+    busy = code is not None and code & 0xFF in (5, 6, 15)  # BUSY, LOCKED, PROTOCOL
     assert type(result) is (RepositoryBusy if busy else RepositoryCorruption)
     kind = "busy" if busy else "corruption"
     assert str(result) == f"repository {kind}: memory recall failed"

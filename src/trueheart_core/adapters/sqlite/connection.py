@@ -23,6 +23,11 @@ from trueheart_core.errors import (
 
 SQLITE_BUSY = 5
 SQLITE_LOCKED = 6
+# In WAL mode a connection that cannot get a stable snapshot of the shared-memory index
+# after many attempts (other connections checkpoint and reset the log under it) gives
+# up with SQLITE_PROTOCOL: contention, not damage, and nothing was done.
+SQLITE_PROTOCOL = 15
+_CONTENTION = (SQLITE_BUSY, SQLITE_LOCKED, SQLITE_PROTOCOL)
 _HEADER_MAGIC = b"SQLite format 3\x00"
 _HEADER_SIZE = 100
 
@@ -31,9 +36,10 @@ _HEADER_SIZE = 100
 def translate(diagnostic: str) -> Iterator[None]:
     """Turn any driver error raised in the block into a library error, without chaining.
 
-    Lock contention (``SQLITE_BUSY``/``SQLITE_LOCKED``) becomes ``RepositoryBusy``; every
-    other driver error becomes ``RepositoryCorruption``. Only the fixed diagnostic is
-    kept: SQLite's own message never reaches the caller.
+    Lock contention (``SQLITE_BUSY``, ``SQLITE_LOCKED``, and ``SQLITE_PROTOCOL``, which
+    WAL mode returns when other connections keep resetting the log) becomes
+    ``RepositoryBusy``; every other driver error becomes ``RepositoryCorruption``. Only
+    the fixed diagnostic is kept: SQLite's own message never reaches the caller.
     """
     try:
         yield
@@ -46,7 +52,7 @@ def translate(diagnostic: str) -> Iterator[None]:
 def translated(error: sqlite3.Error, diagnostic: str) -> TrueHeartError:
     """The library error for a driver error (total over every ``sqlite3.Error``)."""
     code = getattr(error, "sqlite_errorcode", None)
-    if isinstance(code, int) and (code & 0xFF) in (SQLITE_BUSY, SQLITE_LOCKED):
+    if isinstance(code, int) and (code & 0xFF) in _CONTENTION:
         return RepositoryBusy(diagnostic)
     return RepositoryCorruption(diagnostic)
 
