@@ -100,10 +100,6 @@ def materialize(uow: UnitOfWork, draft: ClaimDraft) -> ClaimRecord:
     if existed:
         # A memory that is not a claim already holds this ID.
         raise IdempotencyConflict(draft.claim_id)
-    if memory.kind != CLAIM_KIND or uow.get_claims(key, (draft.claim_id,)):
-        loading.corrupt(_INVALID_CLAIM)
-    if memory.created_at != draft.created_at or uow.get_memory(key, draft.claim_id) is None:
-        loading.corrupt(_INVALID_CLAIM)
     if draft.supersedes is not None and not uow.get_claims(key, (draft.supersedes,)):
         if uow.get_memory(key, draft.supersedes) is not None:
             raise ValidationError("supersedes", "must name a claim")
