@@ -129,22 +129,35 @@ def answer(uow: UnitOfWork, query: ClaimQuery) -> ClaimSet:
     if query.subject is not None and any(r.subject != query.subject for r in rows):
         loading.corrupt(_INVALID_CLAIM)
     claims = [c for c in load(uow, scope, rows) if is_known(c, known_at)]
+    views = _views(uow, scope, claims, query.as_of, known_at)
+    views.sort(key=view_order)
+    shown = [v for v in views if not query.statuses or v.status in query.statuses]
+    return ClaimSet(query.as_of, known_at, tuple(shown), conflicts(views))
+
+
+def _views(
+    uow: UnitOfWork,
+    scope: Scope,
+    claims: Sequence[ClaimRecord],
+    as_of: datetime,
+    known_at: datetime,
+) -> list[ClaimView]:
+    """Each claim's view: its status at ``as_of`` and the claims known at ``known_at``
+    that supersede it."""
+    key = scope_key(scope)
     superseders = load(uow, scope, uow.superseders_of(key, [c.claim_id for c in claims]))
     by_target: defaultdict[str, list[str]] = defaultdict(list)
     for superseder in superseders:
         if superseder.supersedes is not None and _supersedes_at(superseder, known_at):
             by_target[superseder.supersedes].append(superseder.claim_id)
-    views = [
+    return [
         ClaimView(
             claim,
-            status_at(claim, bool(by_target[claim.claim_id]), query.as_of),
+            status_at(claim, bool(by_target[claim.claim_id]), as_of),
             tuple(sorted(by_target[claim.claim_id])),
         )
         for claim in claims
     ]
-    views.sort(key=view_order)
-    shown = [v for v in views if not query.statuses or v.status in query.statuses]
-    return ClaimSet(query.as_of, known_at, tuple(shown), conflicts(views))
 
 
 def _supersedes_at(superseder: ClaimRecord, known_at: datetime) -> bool:
@@ -244,18 +257,5 @@ def views_for(
 ) -> dict[str, ClaimView]:
     """The views, known and valid at ``as_of``, of those of these memories that are
     claims (the others are absent)."""
-    key = scope_key(scope)
-    claims = load(uow, scope, uow.get_claims(key, memory_ids))
-    superseders = load(uow, scope, uow.superseders_of(key, [c.claim_id for c in claims]))
-    by_target: defaultdict[str, list[str]] = defaultdict(list)
-    for superseder in superseders:
-        if superseder.supersedes is not None and _supersedes_at(superseder, as_of):
-            by_target[superseder.supersedes].append(superseder.claim_id)
-    return {
-        claim.claim_id: ClaimView(
-            claim,
-            status_at(claim, bool(by_target[claim.claim_id]), as_of),
-            tuple(sorted(by_target[claim.claim_id])),
-        )
-        for claim in claims
-    }
+    claims = load(uow, scope, uow.get_claims(scope_key(scope), memory_ids))
+    return {view.claim.claim_id: view for view in _views(uow, scope, claims, as_of, as_of)}
