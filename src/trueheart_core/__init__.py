@@ -40,14 +40,17 @@ from trueheart_core.domain import (
     TrustLevel,
 )
 from trueheart_core.errors import (
+    EmbedderMismatch,
     EntityDeleted,
     EntityNotFound,
     IdempotencyConflict,
     InvalidTransition,
+    ProviderError,
     RepositoryBusy,
     RepositoryCorruption,
     RepositoryReadOnly,
     ScopeMismatch,
+    SemanticProjectionError,
     TrueHeartError,
     TrustEscalation,
     ValidationError,
@@ -69,6 +72,13 @@ from trueheart_core.retrieval.model import (
     MemoryPage,
     SearchQuery,
 )
+from trueheart_core.semantic import (
+    Embedder,
+    HashingEmbedder,
+    RerankCandidate,
+    Reranker,
+    RerankResult,
+)
 from trueheart_core.service import TrueHeart
 
 __version__ = package_version()
@@ -89,6 +99,8 @@ __all__ = [
     "ClaimSet",
     "ClaimStatus",
     "ClaimView",
+    "Embedder",
+    "EmbedderMismatch",
     "EntityDeleted",
     "EntityNotFound",
     "EntityType",
@@ -99,6 +111,7 @@ __all__ = [
     "GovernanceAction",
     "GovernanceCommand",
     "GovernanceResult",
+    "HashingEmbedder",
     "IdempotencyConflict",
     "IntegrityProblem",
     "IntegrityReport",
@@ -108,6 +121,7 @@ __all__ = [
     "MemoryPage",
     "MemoryRecord",
     "MemoryStatus",
+    "ProviderError",
     "RawEventDraft",
     "RawEventReceipt",
     "RecallItem",
@@ -115,11 +129,15 @@ __all__ = [
     "RepositoryBusy",
     "RepositoryCorruption",
     "RepositoryReadOnly",
+    "RerankCandidate",
+    "RerankResult",
+    "Reranker",
     "RetentionPolicy",
     "SQLiteRepository",
     "Scope",
     "ScopeMismatch",
     "SearchQuery",
+    "SemanticProjectionError",
     "SourceRef",
     "TokenEstimator",
     "TrueHeart",

@@ -3,20 +3,24 @@
 Every error the library raises on purpose derives from :class:`TrueHeartError`.
 Messages are fixed format strings: they never contain event or memory bodies,
 rejected values, or the database driver's own error text. ``args`` holds the
-single formatted message and no structured attributes are stored.
+single formatted message; the only structured attributes are the ID and commit flag
+of :class:`SemanticProjectionError`.
 """
 
 from __future__ import annotations
 
 __all__ = [
+    "EmbedderMismatch",
     "EntityDeleted",
     "EntityNotFound",
     "IdempotencyConflict",
     "InvalidTransition",
+    "ProviderError",
     "RepositoryBusy",
     "RepositoryCorruption",
     "RepositoryReadOnly",
     "ScopeMismatch",
+    "SemanticProjectionError",
     "TrueHeartError",
     "TrustEscalation",
     "ValidationError",
@@ -105,3 +109,35 @@ class RepositoryReadOnly(TrueHeartError):
 
     def __init__(self, diagnostic: str) -> None:
         super().__init__(f"repository read-only: {diagnostic}")
+
+
+class EmbedderMismatch(TrueHeartError):
+    """The embedder does not match the vector space registered in the store, or changed
+    its identity, dimensions or normalisation after the service opened."""
+
+    def __init__(self, diagnostic: str) -> None:
+        super().__init__(f"embedder mismatch: {diagnostic}")
+
+
+class ProviderError(TrueHeartError):
+    """A host-supplied model (embedder or reranker) failed while answering a read, or an
+    optional provider cannot be used (for example, its extra is not installed). When the
+    model raised, its exception is the ``__cause__``."""
+
+    def __init__(self, diagnostic: str) -> None:
+        super().__init__(f"provider error: {diagnostic}")
+
+
+class SemanticProjectionError(TrueHeartError):
+    """A write was committed but its semantic projection failed.
+
+    ``memory_id`` is the first memory whose vector could not be computed or stored, and
+    ``evidence_committed`` is ``True``: what the write stored stays stored. Repair with
+    ``sync_semantic`` (with a working, compatible embedder) instead of writing again. When
+    the embedder raised, its exception is the ``__cause__``.
+    """
+
+    def __init__(self, memory_id: str, diagnostic: str, *, evidence_committed: bool = True) -> None:
+        super().__init__(f"semantic projection failed: {diagnostic}: {memory_id}")
+        self.memory_id = memory_id
+        self.evidence_committed = evidence_committed

@@ -76,6 +76,17 @@ NEW_IN_0_3 = [
     "ExtractionResult",
 ]
 
+NEW_IN_0_5 = [
+    "EmbedderMismatch",
+    "ProviderError",
+    "SemanticProjectionError",
+    "Embedder",
+    "HashingEmbedder",
+    "RerankCandidate",
+    "Reranker",
+    "RerankResult",
+]
+
 
 def test_all_is_a_superset_of_the_0_1_2_names() -> None:
     assert set(NAMES_0_1_2) <= set(trueheart_core.__all__)
@@ -88,8 +99,9 @@ def test_all_is_plain_sorted_with_version_last() -> None:
     assert len(names) == len(set(names))
 
 
-def test_all_is_exactly_the_documented_0_3_surface() -> None:
-    expected = [*sorted(NAMES_0_1_2[:-1] + NEW_IN_0_2 + NEW_IN_0_3), "__version__"]
+def test_all_is_exactly_the_documented_surface() -> None:
+    names = NAMES_0_1_2[:-1] + NEW_IN_0_2 + NEW_IN_0_3 + NEW_IN_0_5
+    expected = [*sorted(names), "__version__"]
     assert list(trueheart_core.__all__) == expected
 
 
