@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import islice
 from typing import TypeVar
 
-from trueheart_core import policy, records, searching
+from trueheart_core import policy, projecting, records, searching
 from trueheart_core.claims import CLAIM_KIND
 from trueheart_core.domain import EntityType, IntegrityProblem, IntegrityReport, MemoryStatus, Scope
 from trueheart_core.errors import TrustEscalation
@@ -79,6 +79,7 @@ def verify(uow: UnitOfWork, scope: Scope | None) -> IntegrityReport:
     _check_audit(uow.iter_audit(key), found)
     _check_claims(uow, uow.iter_claims(key), found)
     _check_extractions(uow, uow.iter_extractions(key), found)
+    found.checked += projecting.check_vectors(uow, key, found.add)
     if index_current:
         _check_search_index(uow, key, found)
     elif index_state != "":

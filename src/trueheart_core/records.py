@@ -41,6 +41,7 @@ from trueheart_core.ports import (
     ScopeKey,
     TombstoneRow,
 )
+from trueheart_core.ports_vectors import VectorRow
 from trueheart_core.validation import EMPTY_METADATA, canonical_json
 from trueheart_core.validation import metadata as freeze_metadata
 
@@ -579,3 +580,21 @@ def extraction_from_row(row: ExtractionRow, known: Scope | None = None) -> Extra
         )
     except (ValidationError, TypeError, ValueError):
         raise RowInvalid("invalid_row") from None
+
+
+def vector_digest(row: VectorRow, identity: str, dimensions: int, normalized: bool) -> str:
+    """The digest of a vector row: its memory, space (by identity, dimensions and
+    normalisation, so a row cannot move to another space unnoticed), content hash and
+    vector bytes."""
+    if not isinstance(row.vector, bytes):
+        return ""
+    return _digest(
+        "vector",
+        row.scope,
+        row.memory_id,
+        identity,
+        dimensions,
+        normalized,
+        row.content_hash,
+        row.vector.hex(),
+    )

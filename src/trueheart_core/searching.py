@@ -10,7 +10,8 @@ pure ``retrieval`` modules.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from itertools import islice
 
@@ -32,6 +33,7 @@ from trueheart_core.retrieval.model import (
     CapsuleItem,
     MemoryCapsule,
     SearchQuery,
+    SemanticTrace,
 )
 from trueheart_core.retrieval.tokenize import TOKENIZER_ID, term_counts, term_key, tokenize
 
@@ -112,18 +114,30 @@ def _checked(candidate: SearchCandidate) -> SearchCandidate:
 ClaimViews = Callable[[UnitOfWork, Scope, Sequence[str], datetime], dict[str, ClaimView]]
 
 
-def search(
-    uow: UnitOfWork, query: SearchQuery, estimator: TokenEstimator, claim_views: ClaimViews
-) -> MemoryCapsule:
-    """Rank the scope's eligible memories against the query and pack the best of them.
+@dataclass(frozen=True, slots=True)
+class Lexical:
+    """The lexical side of a search: the query's term keys, how many eligible memories
+    share one of them, and the best candidates in the total order (at least the window;
+    more when scores tie at its edge)."""
 
-    The index must be current (see :func:`index_is_current`). Every memory that enters
-    the capsule is loaded from its row and verified; an index entry that disagrees with
-    its row fails closed.
-    """
-    scope, key = query.scope, scope_key(query.scope)
+    terms: list[int]
+    matched: int
+    candidates: list[SearchCandidate]
+
+
+@dataclass(frozen=True, slots=True)
+class Facts:
+    """What an index said about a candidate, checked against its row when it is used."""
+
+    created_at: int
+    clear_until: int
+    recall_until: int
+
+
+def lexical(uow: UnitOfWork, query: SearchQuery, window: int) -> Lexical:
+    """Rank the scope's eligible memories by BM25 against the query's terms."""
+    key = scope_key(query.scope)
     as_of = records.to_us(query.as_of)
-    window = ranking.candidate_window(query.limit)
     terms = sorted({term_key(term) for term in tokenize(query.text)})
     docs, total_length = uow.search_statistics(key)
     if type(docs) is not int or type(total_length) is not int or docs < 0:
@@ -161,8 +175,26 @@ def search(
             c.memory_id,
         )
     )
-    chosen = candidates[:window]
-    rows = {row.memory_id: row for row in uow.get_memories(key, [c.memory_id for c in chosen])}
+    return Lexical(terms, matched, candidates)
+
+
+def search(
+    uow: UnitOfWork, query: SearchQuery, estimator: TokenEstimator, claim_views: ClaimViews
+) -> MemoryCapsule:
+    """Rank the scope's eligible memories against the query and pack the best of them.
+
+    The index must be current (see :func:`index_is_current`). Every memory that enters
+    the capsule is loaded from its row and verified; an index entry that disagrees with
+    its row fails closed.
+    """
+    as_of = records.to_us(query.as_of)
+    window = ranking.candidate_window(query.limit)
+    found = lexical(uow, query, window)
+    chosen = found.candidates[:window]
+    rows = {
+        row.memory_id: row
+        for row in uow.get_memories(scope_key(query.scope), [c.memory_id for c in chosen])
+    }
     ranked = []
     for candidate in chosen:
         row = rows.get(candidate.memory_id)
@@ -170,17 +202,34 @@ def search(
             loading.corrupt(_INDEX_CORRUPT)
         clarity = policy.clarity_us(as_of, candidate.clear_until, candidate.recall_until)
         ranked.append(Ranked(candidate.memory_id, row.content, candidate.score, clarity))
+    facts = {c.memory_id: Facts(c.created_at, c.clear_until, c.recall_until) for c in chosen}
+    return capsule(uow, query, estimator, claim_views, ranked, rows, facts, found.matched, None)
+
+
+def capsule(
+    uow: UnitOfWork,
+    query: SearchQuery,
+    estimator: TokenEstimator,
+    claim_views: ClaimViews,
+    ranked: Sequence[Ranked],
+    rows: Mapping[str, MemoryRow],
+    facts: Mapping[str, Facts],
+    matched: int,
+    semantic: SemanticTrace | None,
+) -> MemoryCapsule:
+    """Pack the ranked candidates into the budget, then verify and rebuild only the
+    memories that enter the capsule (the cost of the answer, however many candidates
+    were priced to fill the budget)."""
+    scope, key = query.scope, scope_key(query.scope)
+    as_of = records.to_us(query.as_of)
     trace, used = pack(ranked, query.budget_tokens, query.limit, estimator)
-    # Only what enters the capsule is verified and rebuilt: that is the cost of the
-    # answer, however many candidates were priced to fill the budget.
     entries = [e for e in trace if e.decision is CapsuleDecision.INCLUDED]
     edges = loading.edges_by_memory(uow.get_edges(key, [e.memory_id for e in entries]))
-    by_id = {c.memory_id: c for c in chosen}
     memories = []
     for entry in entries:
         row = rows[entry.memory_id]
         memory = loading.memory(row, edges[entry.memory_id], scope, "invalid memory record")
-        if not _agrees(memory, by_id[entry.memory_id], query, as_of):
+        if not _agrees(memory, facts[entry.memory_id], query, as_of):
             loading.corrupt(_INDEX_CORRUPT)
         memories.append(memory)
     views = claim_views(uow, scope, [m.memory_id for m in memories], query.as_of)
@@ -202,12 +251,11 @@ def search(
         estimator.name,
         matched,
         trace,
+        semantic,
     )
 
 
-def _agrees(
-    memory: MemoryRecord, candidate: SearchCandidate, query: SearchQuery, as_of: int
-) -> bool:
+def _agrees(memory: MemoryRecord, candidate: Facts, query: SearchQuery, as_of: int) -> bool:
     """Whether a verified memory is what its index entry said, and eligible."""
     created = records.to_us(memory.created_at)
     recall_until = records.to_us(memory.recall_until)

@@ -14,9 +14,11 @@ from datetime import UTC, datetime
 from trueheart_core import (
     claiming,
     governance,
+    hybrid,
     integrity,
     loading,
     policy,
+    projecting,
     reading,
     records,
     searching,
@@ -61,11 +63,16 @@ from trueheart_core.ports import (
 from trueheart_core.records import RowInvalid, scope_key
 from trueheart_core.retrieval.capsule import TokenEstimator, Utf8BytesEstimator
 from trueheart_core.retrieval.model import MemoryCapsule, MemoryPage, SearchQuery, status_filter
+from trueheart_core.semantic.embedders import Embedder
+from trueheart_core.semantic.model import SemanticStatus
+from trueheart_core.semantic.rerank import Reranker
 
 __all__ = ["TrueHeart"]
 
 
 _EXPIRY_CHUNK = 500
+MAX_SCAN_CAP = 1_000_000
+MAX_SYNC_BATCH = 4096
 
 
 def _utc_now() -> datetime:
@@ -80,6 +87,17 @@ class TrueHeart:
     ``token_estimator`` prices memories in search capsules (default:
     :class:`Utf8BytesEstimator`, ``ceil(UTF-8 bytes / 3)``).
     Closing the service (or leaving its ``with`` block) closes the repository.
+
+    Semantic projection is off unless an ``embedder`` is given. The service then
+    snapshots the embedder's identity, dimensions and normalisation, and registers that
+    vector space in the store; a store whose current space is another embedder's is
+    refused with ``EmbedderMismatch`` unless ``replace_semantic_space`` is true (then
+    every existing vector becomes stale, is never scanned, and ``sync_semantic``
+    replaces it). With ``auto_index`` every write that creates or restores a memory is
+    followed, after it commits, by the projection of that memory. Searches fuse the
+    lexical ranking with an exact cosine scan of at most ``semantic_scan_cap`` vectors
+    (matches need ``minimum_semantic_score``), and with the ``reranker``'s order of the
+    best ``rerank_limit`` candidates, weighted ``reranker_weight``. See ``docs/semantic.md``.
     """
 
     def __init__(
@@ -88,6 +106,14 @@ class TrueHeart:
         *,
         clock: Callable[[], datetime] = _utc_now,
         token_estimator: TokenEstimator | None = None,
+        embedder: Embedder | None = None,
+        auto_index: bool = True,
+        semantic_scan_cap: int = 1024,
+        minimum_semantic_score: float = 0.05,
+        reranker: Reranker | None = None,
+        rerank_limit: int = 16,
+        reranker_weight: float = 1.25,
+        replace_semantic_space: bool = False,
     ) -> None:
         if not callable(getattr(repository, "unit_of_work", None)) or not callable(
             getattr(repository, "close", None)
@@ -104,9 +130,24 @@ class TrueHeart:
         ):
             raise ValidationError("token_estimator", "must be a TokenEstimator")
         v.text("token_estimator", estimator.name)
+        self._semantic = _semantic_settings(
+            embedder,
+            semantic_scan_cap,
+            minimum_semantic_score,
+            reranker,
+            rerank_limit,
+            reranker_weight,
+        )
+        if not isinstance(auto_index, bool):
+            raise ValidationError("auto_index", "must be a bool")
+        if not isinstance(replace_semantic_space, bool):
+            raise ValidationError("replace_semantic_space", "must be a bool")
         self._repository = repository
         self._clock = clock
         self._estimator = estimator
+        self._auto_index = auto_index and self._semantic is not None
+        if self._semantic is not None:
+            projecting.open_space(repository, self._semantic.space, replace_semantic_space)
 
     # --- lifecycle of the service object ---------------------------------------------------
 
@@ -175,6 +216,7 @@ class TrueHeart:
         with self._repository.unit_of_work("materialize", write=True) as uow:
             record = writing.materialize(uow, draft)
             uow.commit()
+        self._project_after_write(record.scope, (record.memory_id,))
         return record
 
     # --- recall ----------------------------------------------------------------------------
@@ -218,6 +260,7 @@ class TrueHeart:
         with self._repository.unit_of_work("materialize", write=True) as uow:
             record = claiming.materialize(uow, draft)
             uow.commit()
+        self._project_after_write(record.scope, (record.claim_id,))
         return record
 
     def claims(self, query: ClaimQuery) -> ClaimSet:
@@ -264,6 +307,7 @@ class TrueHeart:
             claims = tuple(claiming.materialize(uow, d) for d in drafts)
             stored = claiming.record_extraction(uow, record)
             uow.commit()
+        self._project_after_write(draft.scope, tuple(c.claim_id for c in claims))
         return ExtractionResult(receipt, claims, stored)
 
     def get_extraction(self, scope: Scope, event_id: str) -> ExtractionRecord:
@@ -288,14 +332,27 @@ class TrueHeart:
         each one whole or not at all, at most ``limit`` of them. The capsule's trace
         says, body-free, why each considered candidate is in or out.
 
+        With an embedder (and ``query.semantic``), the lexical ranking is fused with the
+        semantic one (and the reranker's); ``score`` is then the fused score, each trace
+        entry carries its signals and ``capsule.semantic`` reports the scan. The query's
+        vector is computed before the transaction opens.
+
         An index built by other tokenisation rules (or by a version without search) is
         rebuilt first, in a writing transaction of its own.
         """
         if not isinstance(query, SearchQuery):
             raise ValidationError("query", "must be a SearchQuery")
+        semantic = self._semantic if query.semantic else None
+        vector = None if semantic is None else hybrid.embed_query(semantic, query.text)
         for _ in range(2):
             with self._repository.unit_of_work("search", write=False) as uow:
-                if searching.index_is_current(uow):
+                if not searching.index_is_current(uow):
+                    pass
+                elif semantic is not None and vector is not None:
+                    return hybrid.search(
+                        uow, query, self._estimator, claiming.views_for, semantic, vector
+                    )
+                else:
                     return searching.search(uow, query, self._estimator, claiming.views_for)
             with self._repository.unit_of_work("index", write=True) as uow:
                 searching.ensure_index(uow)
@@ -359,6 +416,67 @@ class TrueHeart:
         with self._repository.unit_of_work("read", write=False) as uow:
             return reading.list_memories(uow, scope, statuses, kinds, limit, cursor)
 
+    # --- semantic projection ----------------------------------------------------------
+
+    def _project_after_write(self, scope: Scope, memory_ids: Sequence[str]) -> None:
+        if self._auto_index and self._semantic is not None and memory_ids:
+            projecting.project(
+                self._repository, self._semantic.embedder, self._semantic.space, scope, memory_ids
+            )
+
+    def _settings(self) -> hybrid.SemanticSearch:
+        if self._semantic is None:
+            raise ValidationError("embedder", "is not configured")
+        return self._semantic
+
+    def index_semantic(self, scope: Scope, memory_ids: Sequence[str]) -> int:
+        """Project those of ``memory_ids`` that are active in the exact scope and lack a
+        current vector; returns how many vectors were stored. Raises
+        ``SemanticProjectionError`` if the embedder fails (vectors stored earlier stay)."""
+        settings = self._settings()
+        if not isinstance(scope, Scope):
+            raise ValidationError("scope", "must be a Scope")
+        ids = v.text_tuple(
+            "memory_ids", tuple(memory_ids) if isinstance(memory_ids, list) else memory_ids
+        )
+        return projecting.project(self._repository, settings.embedder, settings.space, scope, ids)
+
+    def semantic_status(self, scope: Scope) -> SemanticStatus:
+        """How far the scope's active memories and claims are projected: the IDs without
+        a vector (missing) and with a vector of an earlier space or other content
+        (stale). Works without an embedder too (against the store's current space)."""
+        if not isinstance(scope, Scope):
+            raise ValidationError("scope", "must be a Scope")
+        space = None if self._semantic is None else self._semantic.space
+        with self._repository.unit_of_work("read", write=False) as uow:
+            return projecting.status(uow, scope, space)
+
+    def sync_semantic(
+        self,
+        scope: Scope,
+        batch_size: int = 64,
+        progress: Callable[[int, int], object] | None = None,
+    ) -> SemanticStatus:
+        """Repair the scope's projection: embed every missing or stale memory and claim,
+        ``batch_size`` (1 through 4,096) per embedder call and per transaction, calling
+        ``progress(done, total)`` after each batch; returns the status afterwards. A
+        failing embedder raises ``SemanticProjectionError``; the batches before it stay
+        stored, so calling again resumes."""
+        settings = self._settings()
+        if not isinstance(scope, Scope):
+            raise ValidationError("scope", "must be a Scope")
+        if (
+            isinstance(batch_size, bool)
+            or not isinstance(batch_size, int)
+            or not 1 <= batch_size <= MAX_SYNC_BATCH
+        ):
+            raise ValidationError("batch_size", f"must be from 1 through {MAX_SYNC_BATCH}")
+        if progress is not None and not callable(progress):
+            raise ValidationError("progress", "must be callable or None")
+        return projecting.sync(
+            self._repository, settings.embedder, settings.space, scope, batch_size, progress
+        )
+
     # --- govern ----------------------------------------------------------------------------
 
     def govern(self, command: GovernanceCommand) -> GovernanceResult:
@@ -389,6 +507,8 @@ class TrueHeart:
                 command.occurred_at,
             )
             uow.commit()
+        if command.action is GovernanceAction.RESTORE:
+            self._project_after_write(command.scope, (command.entity_id,))
         return GovernanceResult(command, tuple(sorted(affected)))
 
     # --- expire ----------------------------------------------------------------------------
@@ -486,3 +606,33 @@ def _source_mapping(value: object) -> dict[str, str]:
     for source, claim_id in value.items():
         mapping[v.text("claim_ids_by_source", source)] = v.text("claim_ids_by_source", claim_id)
     return mapping
+
+
+def _semantic_settings(
+    embedder: object,
+    scan_cap: object,
+    minimum_score: object,
+    reranker: object,
+    rerank_limit: object,
+    reranker_weight: object,
+) -> hybrid.SemanticSearch | None:
+    if (
+        isinstance(scan_cap, bool)
+        or not isinstance(scan_cap, int)
+        or not 1 <= scan_cap <= MAX_SCAN_CAP
+    ):
+        raise ValidationError("semantic_scan_cap", f"must be from 1 through {MAX_SCAN_CAP}")
+    if (
+        isinstance(minimum_score, bool)
+        or not isinstance(minimum_score, int | float)
+        or not -1.0 <= minimum_score <= 1.0
+    ):
+        raise ValidationError("minimum_semantic_score", "must be from -1.0 through 1.0")
+    checked = hybrid.reranker_settings(reranker, rerank_limit, reranker_weight)
+    if embedder is None:
+        if reranker is not None:
+            raise ValidationError("reranker", "needs an embedder")
+        return None
+    space = projecting.snapshot(embedder)
+    assert isinstance(embedder, Embedder)
+    return hybrid.SemanticSearch(embedder, space, scan_cap, float(minimum_score), *checked)

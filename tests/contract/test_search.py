@@ -427,6 +427,7 @@ def test_the_trace_is_body_free(service: TrueHeart) -> None:
         "tokens",
         "remaining_tokens",
         "decision",
+        "signals",
     ]
     assert "private" not in repr(capsule.trace)
     assert "private" in capsule.items[0].memory.content

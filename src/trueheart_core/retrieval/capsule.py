@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from trueheart_core.errors import ValidationError
-from trueheart_core.retrieval.model import CapsuleDecision, CapsuleTraceEntry
+from trueheart_core.retrieval.model import CapsuleDecision, CapsuleTraceEntry, RankSignal
 
 __all__ = ["TokenEstimator", "Utf8BytesEstimator", "pack"]
 
@@ -56,12 +56,14 @@ class Utf8BytesEstimator:
 
 @dataclass(frozen=True, slots=True)
 class Ranked:
-    """A candidate in its final rank: its ID, content (to price it), score and clarity."""
+    """A candidate in its final rank: its ID, content (to price it), score and clarity,
+    and in a hybrid search what each ranking contributed."""
 
     memory_id: str
     content: str
     score: float
     clarity: float
+    signals: tuple[RankSignal, ...] = ()
 
 
 def cost(estimator: TokenEstimator, text: str) -> int:
@@ -97,6 +99,7 @@ def pack(
                 tokens,
                 remaining,
                 decision,
+                candidate.signals,
             )
         )
         if decision is CapsuleDecision.INCLUDED:

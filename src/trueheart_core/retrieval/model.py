@@ -25,7 +25,10 @@ __all__ = [
     "CapsuleTraceEntry",
     "MemoryCapsule",
     "MemoryPage",
+    "RankSignal",
     "SearchQuery",
+    "SemanticTrace",
+    "SignalSource",
 ]
 
 MAX_QUERY_CHARS = 4096
@@ -57,6 +60,8 @@ class SearchQuery(_Reducible):
     ``min_trust`` (``None``: every trust level) filter the candidates. A claim is a
     candidate only when its status at ``as_of`` is in ``claim_statuses`` (by default
     current and not yet valid: superseded and ended claims are left out unless asked for).
+    ``semantic`` (default ``True``) lets a service configured with an embedder fuse its
+    semantic ranking in; ``False`` asks for the lexical ranking alone.
     """
 
     scope: Scope
@@ -67,6 +72,7 @@ class SearchQuery(_Reducible):
     kinds: tuple[str, ...] = ()
     min_trust: TrustLevel | None = None
     claim_statuses: tuple[ClaimStatus, ...] = (ClaimStatus.CURRENT, ClaimStatus.NOT_YET_VALID)
+    semantic: bool = True
 
     def __post_init__(self) -> None:
         if not isinstance(self.scope, Scope):
@@ -90,6 +96,8 @@ class SearchQuery(_Reducible):
             isinstance(s, ClaimStatus) for s in self.claim_statuses
         ):
             raise ValidationError("claim_statuses", "must be a tuple of ClaimStatus")
+        if not isinstance(self.semantic, bool):
+            raise ValidationError("semantic", "must be a bool")
 
 
 class CapsuleDecision(StrEnum):
@@ -101,6 +109,35 @@ class CapsuleDecision(StrEnum):
     """Its token cost exceeded the budget that remained when its turn came."""
     LIMIT = "limit"
     """``limit`` items were already included."""
+
+
+class SignalSource(StrEnum):
+    """A ranking fused into a hybrid search."""
+
+    LEXICAL = "lexical"
+    """BM25 over the query's terms."""
+    SEMANTIC = "semantic"
+    """Cosine similarity of the embedder's vectors."""
+    RERANK = "rerank"
+    """The host's reranker."""
+
+
+@dataclass(frozen=True, slots=True)
+class RankSignal(_Reducible):
+    """One ranking's say about a candidate of a hybrid search: the candidate's ``rank``
+    in that ranking (1 is best), its raw ``score`` there (BM25, cosine or the reranker's
+    score) and the ``contribution`` it adds to the fused score, ``weight / (60 + rank)``."""
+
+    source: SignalSource
+    rank: int
+    score: float
+    contribution: float
+
+    def __post_init__(self) -> None:
+        v.member("source", self.source, SignalSource, "must be a SignalSource")
+        _count("rank", self.rank, 1, 2**31)
+        _finite("score", self.score)
+        _finite("contribution", self.contribution)
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,7 +174,9 @@ class CapsuleItem(_Reducible):
 @dataclass(frozen=True, slots=True)
 class CapsuleTraceEntry(_Reducible):
     """A body-free account of one considered candidate: its ``rank`` (1 is best), score,
-    clarity, token cost, the budget left when its turn came, and the decision."""
+    clarity, token cost, the budget left when its turn came, and the decision. In a
+    hybrid search ``score`` is the fused score and ``signals`` says what each ranking
+    contributed to it (empty in a lexical search, where ``score`` is the BM25 score)."""
 
     memory_id: str
     rank: int
@@ -146,6 +185,7 @@ class CapsuleTraceEntry(_Reducible):
     tokens: int
     remaining_tokens: int
     decision: CapsuleDecision
+    signals: tuple[RankSignal, ...] = ()
 
     def __post_init__(self) -> None:
         v.text("memory_id", self.memory_id)
@@ -155,6 +195,54 @@ class CapsuleTraceEntry(_Reducible):
         _count("tokens", self.tokens, 0, 2**63 - 1)
         _count("remaining_tokens", self.remaining_tokens, 0, MAX_BUDGET_TOKENS)
         v.member("decision", self.decision, CapsuleDecision, "must be a CapsuleDecision")
+        if not isinstance(self.signals, tuple) or not all(
+            isinstance(signal, RankSignal) for signal in self.signals
+        ):
+            raise ValidationError("signals", "must be a tuple of RankSignal")
+
+
+@dataclass(frozen=True, slots=True)
+class SemanticTrace(_Reducible):
+    """The body-free account of the semantic side of a hybrid search.
+
+    ``embedder`` names the vector space. The scan compared the query with ``scanned``
+    stored vectors of eligible memories, newest first; ``capped`` is true when more were
+    eligible than ``scan_cap`` allows, so that older memories were not compared (the
+    diagnostic ``"semantic_scan_capped"`` says so too). ``matched`` counts the scanned
+    memories whose cosine similarity is at least ``minimum_score``. ``reranker`` and
+    ``reranker_weight`` name the reranker when one took part, and ``reranked`` how many
+    candidates it was shown. ``fusion`` names the fusion rule.
+    """
+
+    embedder: str
+    scan_cap: int
+    scanned: int
+    capped: bool
+    matched: int
+    minimum_score: float
+    fusion: str
+    reranker: str | None = None
+    reranker_weight: float | None = None
+    reranked: int = 0
+    diagnostics: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        v.text("embedder", self.embedder)
+        _count("scan_cap", self.scan_cap, 1, 2**31)
+        _count("scanned", self.scanned, 0, self.scan_cap)
+        if not isinstance(self.capped, bool):
+            raise ValidationError("capped", "must be a bool")
+        _count("matched", self.matched, 0, self.scanned)
+        _finite("minimum_score", self.minimum_score)
+        v.text("fusion", self.fusion)
+        if self.reranker is not None:
+            v.text("reranker", self.reranker)
+            _finite("reranker_weight", self.reranker_weight)
+        _count("reranked", self.reranked, 0, 2**31)
+        if not isinstance(self.diagnostics, tuple) or not all(
+            isinstance(d, str) for d in self.diagnostics
+        ):
+            raise ValidationError("diagnostics", "must be a tuple of str")
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,9 +251,10 @@ class MemoryCapsule(_Reducible):
 
     ``used_tokens`` is the sum of the items' costs under the ``estimator`` named here
     and never exceeds ``budget_tokens``; there are at most ``limit`` items. ``matched``
-    counts the eligible memories that share at least one term with the query;
-    ``trace`` explains each of the best ``considered`` of them (see
-    :attr:`omitted_by_score` for the rest).
+    counts the eligible memories that share at least one term with the query (in a
+    hybrid search: or whose vector matched, see :class:`SemanticTrace`); ``trace``
+    explains each of the best ``considered`` of them (see :attr:`omitted_by_score` for
+    the rest). ``semantic`` is ``None`` for a lexical search.
     """
 
     scope: Scope
@@ -177,6 +266,7 @@ class MemoryCapsule(_Reducible):
     estimator: str
     matched: int
     trace: tuple[CapsuleTraceEntry, ...]
+    semantic: SemanticTrace | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.scope, Scope):
@@ -202,6 +292,8 @@ class MemoryCapsule(_Reducible):
             raise ValidationError("trace", "must be a tuple of CapsuleTraceEntry")
         if not len(self.trace) <= self.matched:
             raise ValidationError("matched", "must count at least the traced candidates")
+        if self.semantic is not None and not isinstance(self.semantic, SemanticTrace):
+            raise ValidationError("semantic", "must be a SemanticTrace or None")
 
     @property
     def omitted_by_score(self) -> int:

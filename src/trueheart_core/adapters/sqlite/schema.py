@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from trueheart_core.errors import RepositoryCorruption
 
 APPLICATION_ID = 0x54485243  # "THRC" in the database header: marks our files
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 _V1: Sequence[str] = (
     """CREATE TABLE scopes (
@@ -138,7 +138,30 @@ _V3: Sequence[str] = (
         UNIQUE (event_id, scope_id))""",
 )
 
-MIGRATIONS: Mapping[int, Sequence[str]] = {1: _V1, 2: _V2, 3: _V3}
+_V4: Sequence[str] = (
+    # Registered vector spaces; the highest space_id is current. Identities are model
+    # names, never text of the store.
+    """CREATE TABLE semantic_spaces (
+        space_id INTEGER PRIMARY KEY,
+        identity TEXT NOT NULL,
+        dimensions INTEGER NOT NULL,
+        normalized INTEGER NOT NULL)""",
+    # One vector per memory (``doc`` is the memory's rowid). A vector is derived from a
+    # body, so like bodies it lives in a rowid table that grows at its end; the indexes
+    # hold integers only.
+    """CREATE TABLE vectors (
+        vid INTEGER PRIMARY KEY,
+        doc INTEGER NOT NULL,
+        scope_id INTEGER NOT NULL,
+        created_at INTEGER NOT NULL,
+        space_id INTEGER NOT NULL,
+        content_hash, vector, digest)""",
+    "CREATE UNIQUE INDEX vectors_by_doc ON vectors (doc)",
+    # The semantic scan walks a scope's vectors newest first and stops at its cap.
+    "CREATE INDEX vectors_scan ON vectors (scope_id, created_at DESC, vid DESC)",
+)
+
+MIGRATIONS: Mapping[int, Sequence[str]] = {1: _V1, 2: _V2, 3: _V3, 4: _V4}
 """Statements that take a database from version ``n - 1`` to version ``n``."""
 
 _V1_OBJECTS: frozenset[tuple[str, str]] = frozenset(
@@ -172,15 +195,23 @@ _V2_OBJECTS: frozenset[tuple[str, str]] = _V1_OBJECTS | {
     ("index", "search_postings_by_doc"),
 }
 
+_V3_OBJECTS: frozenset[tuple[str, str]] = _V2_OBJECTS | {
+    ("table", "claims"),
+    ("index", "claims_by_subject"),
+    ("index", "claims_by_supersedes"),
+    ("table", "extractions"),
+}
+
 EXPECTED_OBJECTS: Mapping[int, frozenset[tuple[str, str]]] = {
     1: _V1_OBJECTS,
     2: _V2_OBJECTS,
-    3: _V2_OBJECTS
+    3: _V3_OBJECTS,
+    4: _V3_OBJECTS
     | {
-        ("table", "claims"),
-        ("index", "claims_by_subject"),
-        ("index", "claims_by_supersedes"),
-        ("table", "extractions"),
+        ("table", "semantic_spaces"),
+        ("table", "vectors"),
+        ("index", "vectors_by_doc"),
+        ("index", "vectors_scan"),
     },
 }
 """The schema objects of each version: exactly these, nothing foreign."""

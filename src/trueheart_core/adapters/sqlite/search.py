@@ -34,6 +34,43 @@ def hex_set(values: Sequence[str]) -> str:
     return json.dumps(sorted({value.encode("utf-8").hex().upper() for value in values}))
 
 
+def eligibility_filters(
+    as_of: int,
+    kinds: Sequence[str],
+    min_trust: int | None,
+    claim_statuses: Sequence[str],
+    claim_kind: str,
+) -> tuple[str, list[Any]]:
+    """``AND`` clauses over a search entry ``d`` (and its memory by ``d.doc``) for the
+    kind, trust and claim-status filters of a search, with their parameters."""
+    filters = ""
+    params: list[Any] = []
+    if min_trust is not None:
+        filters += " AND d.trust >= ?"
+        params.append(min_trust)
+    if kinds:
+        filters += " AND hex(d.kind) IN (SELECT value FROM json_each(?))"
+        params.append(hex_set(kinds))
+    # A claim's status at as_of decides whether it is a candidate; memories of the
+    # claim kind without a claim row are plain memories.
+    filters += (
+        " AND (d.kind IS NOT ? OR (SELECT CASE"
+        " WHEN c.claim_id IS NULL THEN 'memory'"
+        " WHEN EXISTS (SELECT 1 FROM claims s INDEXED BY claims_by_supersedes"
+        " JOIN memories sm ON sm.memory_id = s.claim_id AND sm.scope_id = s.scope_id"
+        " WHERE s.scope_id = c.scope_id AND s.supersedes = c.claim_id"
+        " AND sm.status = 'active' AND sm.created_at <= ?) THEN 'superseded'"
+        " WHEN c.valid_to IS NOT NULL AND c.valid_to <= ? THEN 'ended'"
+        " WHEN c.valid_from IS NOT NULL AND ? < c.valid_from THEN 'not_yet_valid'"
+        " ELSE 'current' END"
+        " FROM memories m LEFT JOIN claims c"
+        " ON c.claim_id = m.memory_id AND c.scope_id = m.scope_id WHERE m.rid = d.doc)"
+        " IN (SELECT value FROM json_each(?)))"
+    )
+    params += [claim_kind, as_of, as_of, as_of, json.dumps(["memory", *claim_statuses])]
+    return filters, params
+
+
 class SearchStatements:
     """Listing and search-index primitives over the unit of work's connection."""
 
@@ -247,32 +284,10 @@ class SearchStatements:
         if sid is None or not weights:
             return 0, []
         values = ", ".join("(?, ?)" for _ in weights)
-        filters = ""
         params: list[Any] = [p for pair in weights for p in pair]
         params += [k1, k1, b, b, average_length, sid, sid, as_of, as_of]
-        if min_trust is not None:
-            filters += " AND d.trust >= ?"
-            params.append(min_trust)
-        if kinds:
-            filters += " AND hex(d.kind) IN (SELECT value FROM json_each(?))"
-            params.append(hex_set(kinds))
-        # A claim's status at as_of decides whether it is a candidate; memories of the
-        # claim kind without a claim row are plain memories.
-        filters += (
-            " AND (d.kind IS NOT ? OR (SELECT CASE"
-            " WHEN c.claim_id IS NULL THEN 'memory'"
-            " WHEN EXISTS (SELECT 1 FROM claims s INDEXED BY claims_by_supersedes"
-            " JOIN memories sm ON sm.memory_id = s.claim_id AND sm.scope_id = s.scope_id"
-            " WHERE s.scope_id = c.scope_id AND s.supersedes = c.claim_id"
-            " AND sm.status = 'active' AND sm.created_at <= ?) THEN 'superseded'"
-            " WHEN c.valid_to IS NOT NULL AND c.valid_to <= ? THEN 'ended'"
-            " WHEN c.valid_from IS NOT NULL AND ? < c.valid_from THEN 'not_yet_valid'"
-            " ELSE 'current' END"
-            " FROM memories m LEFT JOIN claims c"
-            " ON c.claim_id = m.memory_id AND c.scope_id = m.scope_id WHERE m.rid = d.doc)"
-            " IN (SELECT value FROM json_each(?)))"
-        )
-        params += [claim_kind, as_of, as_of, as_of, json.dumps(["memory", *claim_statuses])]
+        filters, extra = eligibility_filters(as_of, kinds, min_trust, claim_statuses, claim_kind)
+        params += extra
         params.append(window - 1)
         # CROSS JOIN keeps the query terms outermost: each term's postings are one range
         # of the primary key, and nothing else of the scope is read.

@@ -12,6 +12,7 @@ from typing import Any
 
 from trueheart_core.adapters.sqlite.claims import ClaimStatements
 from trueheart_core.adapters.sqlite.search import SearchStatements, hex_set
+from trueheart_core.adapters.sqlite.vectors import VectorStatements
 from trueheart_core.ports import (
     AuditRow,
     BodyRow,
@@ -74,7 +75,7 @@ def _key(r: Sequence[Any]) -> ScopeKey:
     return (r[0], r[1], r[2])
 
 
-class SQLiteUnitOfWork(SearchStatements, ClaimStatements):
+class SQLiteUnitOfWork(SearchStatements, ClaimStatements, VectorStatements):
     """One SQLite transaction: primitive reads and writes (see ``ports.UnitOfWork``)."""
 
     def __init__(self, conn: sqlite3.Connection, scope_ids: dict[ScopeKey, int]) -> None:
@@ -349,6 +350,9 @@ class SQLiteUnitOfWork(SearchStatements, ClaimStatements):
         self.unindex_memory(scope, memory_id)
         self.delete_claim(scope, memory_id)
         sid = self._scope_id(scope)
+        rid = None if sid is None else self._memory_rid(sid, memory_id)
+        if rid is not None:
+            self.delete_vector_of(rid)
         self._conn.execute(
             "DELETE FROM lineage WHERE scope_id = ? AND memory_id = ?", (sid, memory_id)
         )

@@ -1,0 +1,189 @@
+"""The SQLite statements of semantic projection: primitive reads and writes of vector
+spaces and vectors (see ``ports_vectors.SupportsVectors``), mixed into the unit of work."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from trueheart_core.adapters.sqlite.search import eligibility_filters, hex_set
+from trueheart_core.errors import RepositoryCorruption
+from trueheart_core.ports import ScopeKey
+from trueheart_core.ports_vectors import SpaceRow, VectorHit, VectorRow, VectorState
+
+_CHUNK = 500
+_FETCH = 500
+_SCOPE_COLUMNS = "s.tenant_id, s.owner_id, s.subject_id"
+
+
+class VectorStatements:
+    """Vector primitives over the unit of work's connection."""
+
+    _conn: sqlite3.Connection
+
+    def _scope_id(self, scope: ScopeKey) -> int | None:
+        raise NotImplementedError
+
+    def _ensure_scope(self, scope: ScopeKey) -> int:
+        raise NotImplementedError
+
+    # --- spaces --------------------------------------------------------------------------
+
+    def current_space(self) -> SpaceRow | None:
+        row = self._conn.execute(
+            "SELECT space_id, identity, dimensions, normalized FROM semantic_spaces "
+            "ORDER BY space_id DESC LIMIT 1"
+        ).fetchone()
+        return None if row is None else SpaceRow(row[0], row[1], row[2], row[3])
+
+    def register_space(self, identity: str, dimensions: int, normalized: bool) -> int:
+        cursor = self._conn.execute(
+            "INSERT INTO semantic_spaces (identity, dimensions, normalized) VALUES (?, ?, ?)",
+            (identity, dimensions, int(normalized)),
+        )
+        assert cursor.lastrowid is not None
+        return cursor.lastrowid
+
+    def iter_spaces(self) -> Iterator[SpaceRow]:
+        for r in self._conn.execute(
+            "SELECT space_id, identity, dimensions, normalized FROM semantic_spaces "
+            "ORDER BY space_id"
+        ).fetchall():
+            yield SpaceRow(r[0], r[1], r[2], r[3])
+
+    # --- vectors -------------------------------------------------------------------------
+
+    def put_vector(self, row: VectorRow) -> None:
+        sid = self._scope_id(row.scope)
+        found = None
+        if sid is not None:
+            found = self._conn.execute(
+                "SELECT rid, created_at FROM memories WHERE memory_id = ? AND scope_id = ?",
+                (row.memory_id, sid),
+            ).fetchone()
+        if found is None:
+            raise RepositoryCorruption("invalid vector")
+        rid, created_at = found
+        self._conn.execute("DELETE FROM vectors WHERE doc = ?", (rid,))
+        self._conn.execute(
+            "INSERT INTO vectors (doc, scope_id, created_at, space_id, content_hash, vector, "
+            "digest) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (rid, sid, created_at, row.space_id, row.content_hash, row.vector, row.digest),
+        )
+
+    def delete_vector_of(self, rid: int) -> None:
+        """Remove the vector of the memory with this rowid (part of deleting it)."""
+        self._conn.execute("DELETE FROM vectors WHERE doc = ?", (rid,))
+
+    def vector_keys(
+        self, scope: ScopeKey, memory_ids: Sequence[str]
+    ) -> dict[str, tuple[object, object]]:
+        sid = self._scope_id(scope)
+        if sid is None or not memory_ids:
+            return {}
+        found: dict[str, tuple[object, object]] = {}
+        for start in range(0, len(memory_ids), _CHUNK):
+            chunk = list(memory_ids[start : start + _CHUNK])
+            marks = ",".join("?" * len(chunk))
+            for memory_id, space_id, content_hash in self._conn.execute(
+                "SELECT m.memory_id, v.space_id, v.content_hash FROM memories m "
+                "JOIN vectors v ON v.doc = m.rid "
+                f"WHERE m.scope_id = ? AND m.memory_id IN ({marks})",
+                [sid, *chunk],
+            ):
+                found[memory_id] = (space_id, content_hash)
+        return found
+
+    def vector_states(self, scope: ScopeKey, after: str | None, limit: int) -> list[VectorState]:
+        sid = self._scope_id(scope)
+        if sid is None:
+            return []
+        sql = (
+            "SELECT m.memory_id, m.kind, m.content, v.space_id, v.content_hash "
+            "FROM memories m INDEXED BY memories_by_status "
+            "LEFT JOIN vectors v ON v.doc = m.rid "
+            "WHERE m.scope_id = ? AND m.status = 'active'"
+        )
+        params: list[Any] = [sid]
+        if after is not None:
+            sql += " AND m.memory_id > ?"
+            params.append(after)
+        sql += " ORDER BY m.memory_id LIMIT ?"
+        params.append(limit)
+        return [VectorState(*r) for r in self._conn.execute(sql, params)]
+
+    def scan_vectors(
+        self,
+        scope: ScopeKey,
+        space_id: int,
+        as_of: int,
+        kinds: Sequence[str],
+        min_trust: int | None,
+        claim_statuses: Sequence[str],
+        limit: int,
+        claim_kind: str = "claim",
+    ) -> list[VectorHit]:
+        sid = self._scope_id(scope)
+        if sid is None or limit <= 0:
+            return []
+        filters, extra = eligibility_filters(as_of, kinds, min_trust, claim_statuses, claim_kind)
+        # The index range stops at as_of; search_docs holds exactly the active memories
+        # with their filter columns, so sealed ones drop out by the join.
+        rows = self._conn.execute(
+            "SELECT m.memory_id, v.vector, d.created_at, d.clear_until, d.recall_until "
+            "FROM vectors v INDEXED BY vectors_scan "
+            "JOIN search_docs d ON d.doc = v.doc "
+            "JOIN memories m ON m.rid = v.doc "
+            "WHERE v.scope_id = ? AND v.created_at <= ? AND v.space_id = ? "
+            f"AND d.scope_id = ? AND d.created_at <= ? AND d.recall_until > ?{filters} "
+            "ORDER BY v.created_at DESC, v.vid DESC LIMIT ?",
+            [sid, as_of, space_id, sid, as_of, as_of, *extra, limit],
+        ).fetchall()
+        return [VectorHit(*r) for r in rows]
+
+    def lexical_matches(
+        self, scope: ScopeKey, terms: Sequence[int], memory_ids: Sequence[str]
+    ) -> int:
+        sid = self._scope_id(scope)
+        if sid is None or not terms or not memory_ids:
+            return 0
+        term_ids = sorted(set(self._term_ids(sid, terms).values()))
+        if not term_ids:
+            return 0
+        total = 0
+        for start in range(0, len(memory_ids), _CHUNK):
+            chunk = list(memory_ids[start : start + _CHUNK])
+            (count,) = self._conn.execute(
+                "SELECT COUNT(*) FROM memories m "
+                "WHERE m.scope_id = ? AND hex(m.memory_id) IN (SELECT value FROM json_each(?)) "
+                "AND EXISTS (SELECT 1 FROM search_docs d WHERE d.doc = m.rid) "
+                "AND EXISTS (SELECT 1 FROM search_postings p "
+                "WHERE p.doc = m.rid AND p.term_id IN (SELECT value FROM json_each(?)))",
+                (sid, hex_set(chunk), json.dumps(term_ids)),
+            ).fetchone()
+            total += int(count)
+        return total
+
+    def _term_ids(self, sid: int, terms: Sequence[int]) -> dict[int, int]:
+        raise NotImplementedError
+
+    def iter_vectors(self, scope: ScopeKey | None) -> Iterator[VectorRow]:
+        where, params = "", []
+        if scope is not None:
+            sid = self._scope_id(scope)
+            if sid is None:
+                return
+            where, params = " WHERE v.scope_id = ?", [sid]
+        cursor = self._conn.execute(
+            f"SELECT {_SCOPE_COLUMNS}, "
+            "CASE WHEN m.scope_id = v.scope_id THEN m.memory_id ELSE '' END, "
+            "v.space_id, v.content_hash, v.vector, v.digest "
+            "FROM vectors v JOIN scopes s ON s.scope_id = v.scope_id "
+            f"LEFT JOIN memories m ON m.rid = v.doc{where} ORDER BY v.vid",
+            params,
+        )
+        while rows := cursor.fetchmany(_FETCH):
+            for r in rows:
+                yield VectorRow((r[0], r[1], r[2]), *r[3:])

@@ -1,0 +1,219 @@
+"""Hybrid search: the lexical ranking fused with an exact, capped semantic scan and an
+optional reranker (see :mod:`trueheart_core.semantic.fusion` for the fusion rule).
+
+Service-layer functions over one reading unit of work. The query's vector is computed
+by the service before the transaction opens; the reranker, which needs the candidates'
+contents, is called inside it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from trueheart_core import loading, policy, records, searching
+from trueheart_core import validation as v
+from trueheart_core.errors import ProviderError, TrueHeartError, ValidationError
+from trueheart_core.ports import MemoryRow, UnitOfWork
+from trueheart_core.projecting import Space, check_unchanged, current_space_id, vectors_of
+from trueheart_core.records import scope_key
+from trueheart_core.retrieval import ranking
+from trueheart_core.retrieval.capsule import Ranked, TokenEstimator
+from trueheart_core.retrieval.model import MemoryCapsule, SearchQuery, SemanticTrace
+from trueheart_core.semantic import fusion
+from trueheart_core.semantic.embedders import Embedder
+from trueheart_core.semantic.rerank import RerankCandidate, Reranker, checked_scores
+from trueheart_core.semantic.vectors import checked_vector, query_form, similarities
+
+__all__ = ["SemanticSearch", "embed_query", "reranker_settings", "search"]
+
+CAPPED = "semantic_scan_capped"
+NOT_REGISTERED = "semantic_space_not_registered"
+_INDEX_CORRUPT = "invalid semantic index"
+
+
+@dataclass(frozen=True, slots=True)
+class SemanticSearch:
+    """The service's semantic settings."""
+
+    embedder: Embedder
+    space: Space
+    scan_cap: int
+    minimum_score: float
+    reranker: Reranker | None
+    rerank_limit: int
+    reranker_weight: float
+
+
+def embed_query(settings: SemanticSearch, text: str) -> list[float]:
+    """The checked, unit-length vector of a search text (outside any transaction)."""
+    check_unchanged(settings.embedder, settings.space)
+    try:
+        answer = settings.embedder.embed_query(text)
+    except TrueHeartError:
+        raise
+    except Exception as error:
+        raise ProviderError("the embedder failed") from error
+    check_unchanged(settings.embedder, settings.space)
+    return checked_vector("embedder", answer, settings.space.dimensions, settings.space.normalized)
+
+
+def search(
+    uow: UnitOfWork,
+    query: SearchQuery,
+    estimator: TokenEstimator,
+    claim_views: searching.ClaimViews,
+    settings: SemanticSearch,
+    vector: Sequence[float],
+) -> MemoryCapsule:
+    """The capsule of a hybrid search (the index must be current)."""
+    key = scope_key(query.scope)
+    as_of = records.to_us(query.as_of)
+    window = ranking.candidate_window(query.limit)
+    lexical = searching.lexical(uow, query, window)
+    store = vectors_of(uow)
+    space_id = current_space_id(store, settings.space)
+    diagnostics: list[str] = []
+    hits = []
+    if space_id is None:
+        diagnostics.append(NOT_REGISTERED)
+    else:
+        hits = store.scan_vectors(
+            key,
+            space_id,
+            as_of,
+            query.kinds,
+            None if query.min_trust is None else int(query.min_trust),
+            [status.value for status in query.claim_statuses],
+            settings.scan_cap + 1,
+        )
+    capped = len(hits) > settings.scan_cap
+    if capped:
+        hits = hits[: settings.scan_cap]
+        diagnostics.append(CAPPED)
+    scores = similarities(query_form(vector), [h.vector for h in hits])
+    facts: dict[str, searching.Facts] = {}
+    semantic: list[fusion.Scored] = []
+    for hit, score in zip(hits, scores, strict=True):
+        times = (hit.created_at, hit.clear_until, hit.recall_until)
+        if (
+            not isinstance(hit.memory_id, str)
+            or not all(type(t) is int for t in times)
+            or math.isnan(score)
+        ):
+            loading.corrupt(_INDEX_CORRUPT)
+        if score >= settings.minimum_score:
+            clarity = policy.clarity_us(as_of, hit.clear_until, hit.recall_until)
+            semantic.append(fusion.Scored(hit.memory_id, score, clarity, hit.created_at))
+            facts[hit.memory_id] = searching.Facts(*times)
+    semantic = fusion.ranked(semantic)
+    lexical_window = lexical.candidates[:window]
+    for c in lexical_window:
+        facts[c.memory_id] = searching.Facts(c.created_at, c.clear_until, c.recall_until)
+    fused = fusion.fuse(
+        [
+            fusion.Scored(
+                c.memory_id,
+                c.score,
+                policy.clarity_us(as_of, c.clear_until, c.recall_until),
+                c.created_at,
+            )
+            for c in lexical_window
+        ],
+        semantic,
+        window,
+    )[:window]
+    rows = {r.memory_id: r for r in uow.get_memories(key, [f.memory_id for f in fused])}
+    if len(rows) != len(fused) or not all(isinstance(r.content, str) for r in rows.values()):
+        loading.corrupt(_INDEX_CORRUPT)
+    reranked = 0
+    if settings.reranker is not None and fused:
+        shown = fused[: settings.rerank_limit]
+        reranked = len(shown)
+        fused = fusion.rerank(
+            fused, _rerank(uow, query, settings.reranker, shown, rows), settings.reranker_weight
+        )
+    ranked = [
+        Ranked(f.memory_id, rows[f.memory_id].content, f.score, f.clarity, f.signals) for f in fused
+    ]
+    matched = lexical.matched + len(semantic)
+    if semantic and lexical.terms:
+        matched -= store.lexical_matches(key, lexical.terms, [s.memory_id for s in semantic])
+    trace = SemanticTrace(
+        settings.space.identity,
+        settings.scan_cap,
+        len(hits),
+        capped,
+        len(semantic),
+        settings.minimum_score,
+        fusion.FUSION,
+        None if settings.reranker is None else settings.reranker.identity,
+        None if settings.reranker is None else settings.reranker_weight,
+        reranked,
+        tuple(diagnostics),
+    )
+    return searching.capsule(
+        uow, query, estimator, claim_views, ranked, rows, facts, matched, trace
+    )
+
+
+def _rerank(
+    uow: UnitOfWork,
+    query: SearchQuery,
+    reranker: Reranker,
+    shown: Sequence[fusion.Fused],
+    rows: dict[str, MemoryRow],
+) -> dict[str, float]:
+    """The reranker's checked scores of the shown candidates, whose rows are verified
+    first: a model is never shown content that fails its digest."""
+    key = scope_key(query.scope)
+    ids = [f.memory_id for f in shown]
+    edges = loading.edges_by_memory(uow.get_edges(key, ids))
+    candidates = []
+    for fused_rank, f in enumerate(shown, start=1):
+        memory = loading.memory(
+            rows[f.memory_id], edges[f.memory_id], query.scope, "invalid memory record"
+        )
+        ranks = {s.source.value: s.rank for s in f.signals}
+        candidates.append(
+            RerankCandidate(
+                memory.memory_id,
+                memory.kind,
+                memory.content,
+                ranks.get("lexical"),
+                ranks.get("semantic"),
+                fused_rank,
+            )
+        )
+    try:
+        answer = reranker.rerank(query.text, tuple(candidates))
+    except TrueHeartError:
+        raise
+    except Exception as error:
+        raise ProviderError("the reranker failed") from error
+    return checked_scores(answer, candidates)
+
+
+def reranker_settings(
+    reranker: object, rerank_limit: object, reranker_weight: object
+) -> tuple[Reranker | None, int, float]:
+    """The checked reranker settings of the service."""
+    if reranker is not None:
+        if isinstance(reranker, type) or not isinstance(reranker, Reranker):
+            raise ValidationError("reranker", "must be a Reranker or None")
+        v.text("reranker", reranker.identity)
+    if (
+        isinstance(rerank_limit, bool)
+        or not isinstance(rerank_limit, int)
+        or not 1 <= rerank_limit <= 100
+    ):
+        raise ValidationError("rerank_limit", "must be from 1 through 100")
+    if (
+        isinstance(reranker_weight, bool)
+        or not isinstance(reranker_weight, int | float)
+        or not math.isfinite(reranker_weight)
+        or reranker_weight < 0
+    ):
+        raise ValidationError("reranker_weight", "must be a finite number >= 0")
+    return reranker, rerank_limit, float(reranker_weight)

@@ -1,0 +1,110 @@
+"""Vectors: checking what an embedder returned, storing it, and cosine similarity (pure).
+
+Every stored vector is scaled to unit length and packed as little-endian IEEE 754
+single-precision floats (``dimensions * 4`` bytes), so cosine similarity is a dot
+product. An all-zero vector (a text the embedder saw nothing in) stays all zeros and is
+similar to nothing.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+import sys
+from array import array
+from collections.abc import Sequence
+
+from trueheart_core.errors import ValidationError
+
+__all__ = ["NORM_TOLERANCE", "checked_vector", "pack", "query_form", "similarities", "unpack"]
+
+NORM_TOLERANCE = 1e-3
+"""How far from 1 the length of a vector may be when its embedder says it is normalised."""
+
+_LITTLE = sys.byteorder == "little"
+_SPARSE_SHARE = 4  # a query with at most 1/4 of its components non-zero is scored sparsely
+
+
+def checked_vector(field: str, value: object, dimensions: int, normalized: bool) -> list[float]:
+    """``value`` as a unit-length list of floats, after checking the embedder's contract:
+    a sequence of exactly ``dimensions`` finite numbers, of unit length (or all zeros)
+    when the embedder says it normalises. Raises ``ValidationError`` naming ``field``."""
+    if isinstance(value, str | bytes) or not isinstance(value, Sequence | array):
+        raise ValidationError(field, "must return sequences of floats")
+    if len(value) != dimensions:
+        raise ValidationError(field, "returned a vector of the wrong length")
+    floats: list[float] = []
+    for x in value:
+        if isinstance(x, bool) or not isinstance(x, int | float):
+            raise ValidationError(field, "must return sequences of floats")
+        number = float(x)
+        if not math.isfinite(number):
+            raise ValidationError(field, "returned a non-finite component")
+        floats.append(number)
+    norm = math.sqrt(math.fsum(x * x for x in floats))
+    if norm == 0.0:
+        return floats
+    if normalized and abs(norm - 1.0) > NORM_TOLERANCE:
+        raise ValidationError(field, "returned a vector that is not normalised")
+    if not math.isfinite(norm):
+        raise ValidationError(field, "returned a non-finite component")
+    return [x / norm for x in floats]
+
+
+def pack(vector: Sequence[float]) -> bytes:
+    """The stored form of a checked vector: little-endian float32."""
+    packed = array("f", vector)
+    if not _LITTLE:  # pragma: no cover - big-endian hosts
+        packed.byteswap()
+    return packed.tobytes()
+
+
+def unpack(blob: bytes) -> array[float]:
+    """The floats of a stored vector."""
+    values = array("f")
+    values.frombytes(blob)
+    if not _LITTLE:  # pragma: no cover - big-endian hosts
+        values.byteswap()
+    return values
+
+
+def query_form(vector: Sequence[float]) -> tuple[list[float], list[tuple[int, float]] | None]:
+    """A checked query vector as it is scored: its float32 values (what the documents
+    are stored as, so that a document compared with itself scores its stored norm), and
+    its non-zero components when they are few enough to score sparsely."""
+    values = list(unpack(pack(vector)))
+    nonzero = [(i, x) for i, x in enumerate(values) if x != 0.0]
+    sparse = nonzero if len(nonzero) * _SPARSE_SHARE <= len(values) else None
+    return values, sparse
+
+
+def similarities(
+    query: tuple[list[float], list[tuple[int, float]] | None], blobs: Sequence[bytes]
+) -> list[float]:
+    """The cosine similarity of the query with each stored vector, in order.
+
+    Both sides have unit length, so this is the dot product, summed with ``math.fsum``
+    (exactly rounded, so independent of the order of the terms). Components where the
+    query is zero add nothing; a sparse query therefore reads only its own non-zero
+    positions and gets the same result. A stored vector of the wrong size scores
+    ``nan``, which the caller treats as corruption.
+    """
+    values, sparse = query
+    size = 4 * len(values)
+    fsum = math.fsum
+    scores: list[float] = []
+    if sparse is not None and _LITTLE:
+        for blob in blobs:
+            if len(blob) != size:
+                scores.append(math.nan)
+                continue
+            stored = memoryview(blob).cast("f")
+            scores.append(fsum([stored[i] * x for i, x in sparse]))
+        return scores
+    mul = operator.mul
+    for blob in blobs:
+        if len(blob) != size:
+            scores.append(math.nan)
+            continue
+        scores.append(fsum(map(mul, values, unpack(blob))))
+    return scores
