@@ -277,6 +277,7 @@ def sync(
     """Project every missing or stale active memory of the scope, ``batch_size`` per
     embedder call and per transaction, reporting ``progress(done, total)`` after each
     batch; returns the status afterwards."""
+    check_unchanged(embedder, space)
     with repository.unit_of_work("read", write=False) as uow:
         before = status(uow, scope, space)
     todo = sorted(

@@ -1,0 +1,403 @@
+"""Semantic projection: vector spaces, automatic projection, status and repair."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from contract_builders import (
+    NOW,
+    OTHER_SCOPE,
+    SCOPE,
+    CountingClock,
+    claim,
+    command,
+    event,
+    file_db_or_skip,
+    materialize_all,
+    memory,
+    msg,
+    tamper,
+)
+from semantic_builders import ConceptEmbedder
+
+from trueheart_core import (
+    CanonicalClaimExtractor,
+    EmbedderMismatch,
+    GovernanceAction,
+    HashingEmbedder,
+    SearchQuery,
+    SemanticProjectionError,
+    SQLiteRepository,
+    TrueHeart,
+    ValidationError,
+)
+
+LATER = NOW + timedelta(seconds=1)
+
+
+def semantic(
+    repository: SQLiteRepository, embedder: object | None = None, **options: object
+) -> TrueHeart:
+    return TrueHeart(
+        repository,
+        clock=CountingClock(),
+        embedder=ConceptEmbedder() if embedder is None else embedder,  # type: ignore[arg-type]
+        **options,  # type: ignore[arg-type]
+    )
+
+
+# --- automatic projection and status --------------------------------------------------
+
+
+def test_every_write_is_projected_and_the_status_is_complete(repository: SQLiteRepository) -> None:
+    embedder = ConceptEmbedder()
+    service = semantic(repository, embedder)
+    materialize_all(service, {"mem-1": "concise answers", "mem-2": "green tea"})
+    service.materialize_claim(claim("claim-1", value="dark"))
+    status = service.semantic_status(SCOPE)
+    assert status.registered and status.complete
+    assert (status.memories, status.indexed) == (3, 3)
+    assert status.embedder == "test-concepts-v1"
+    assert (status.missing_count, status.stale_count) == (0, 0)
+    assert embedder.documents == ["concise answers", "green tea", "user:ada prefers_theme dark"]
+
+
+def test_claims_and_memories_are_reported_apart(repository: SQLiteRepository) -> None:
+    service = semantic(repository, auto_index=False)
+    materialize_all(service, {"mem-2": "b", "mem-1": "a"})
+    service.materialize_claim(claim("claim-1"))
+    status = service.semantic_status(SCOPE)
+    assert status.registered and not status.complete
+    assert status.missing_memory_ids == ("mem-1", "mem-2")
+    assert status.missing_claim_ids == ("claim-1",)
+    assert (status.memories, status.indexed, status.missing_count) == (3, 0, 3)
+
+
+def test_extracted_claims_are_projected(repository: SQLiteRepository) -> None:
+    embedder = ConceptEmbedder()
+    service = semantic(repository, embedder)
+    text = "Canonical claim: subject=user:ada; predicate=prefers_theme; value=dark."
+    result = service.ingest_extracted(event("evt-x", content=text), CanonicalClaimExtractor())
+    (stored,) = result.claims
+    status = service.semantic_status(SCOPE)
+    assert status.complete and (status.memories, status.indexed) == (1, 1)
+    assert embedder.documents == [service.get_memory(SCOPE, stored.claim_id).content]
+
+
+def test_a_replay_is_not_embedded_again(repository: SQLiteRepository) -> None:
+    embedder = ConceptEmbedder()
+    service = semantic(repository, embedder)
+    materialize_all(service, {"mem-1": "concise answers"})
+    service.materialize_once(memory("mem-1", content="concise answers"))
+    assert embedder.documents == ["concise answers"]
+
+
+def test_without_auto_index_nothing_is_embedded_until_repair(repository: SQLiteRepository) -> None:
+    embedder = ConceptEmbedder()
+    service = semantic(repository, embedder, auto_index=False)
+    materialize_all(service, {f"mem-{i}": f"brief note {i}" for i in range(5)})
+    assert embedder.documents == []
+    calls: list[tuple[int, int]] = []
+    status = service.sync_semantic(SCOPE, batch_size=2, progress=lambda d, t: calls.append((d, t)))
+    assert calls == [(2, 5), (4, 5), (5, 5)]
+    assert status.complete and status.indexed == 5
+    assert service.sync_semantic(SCOPE).complete
+    assert len(embedder.documents) == 5
+
+
+def test_index_semantic_projects_named_memories_only(repository: SQLiteRepository) -> None:
+    service = semantic(repository, auto_index=False)
+    materialize_all(service, {"mem-1": "a", "mem-2": "b"})
+    assert service.index_semantic(SCOPE, ("mem-2", "missing-id")) == 1
+    assert service.index_semantic(SCOPE, ["mem-2"]) == 0
+    assert service.semantic_status(SCOPE).missing_memory_ids == ("mem-1",)
+
+
+def test_status_is_per_scope(repository: SQLiteRepository) -> None:
+    service = semantic(repository, auto_index=False)
+    materialize_all(service, {"mem-1": "a"})
+    materialize_all(service, {"mem-9": "b"}, scope=OTHER_SCOPE, event_id="evt-9")
+    service.sync_semantic(OTHER_SCOPE)
+    assert service.semantic_status(SCOPE).missing_memory_ids == ("mem-1",)
+    assert service.semantic_status(OTHER_SCOPE).complete
+
+
+# --- provider failures -------------------------------------------------------------------
+
+
+def test_a_failing_provider_leaves_the_write_committed(repository: SQLiteRepository) -> None:
+    embedder = ConceptEmbedder()
+    service = semantic(repository, embedder)
+    service.ingest_event(event("evt-1"))
+    embedder.fail_documents = lambda texts: True
+    with pytest.raises(
+        SemanticProjectionError, match=msg("semantic projection failed: the embedder failed: mem-1")
+    ) as caught:
+        service.materialize_once(memory("mem-1", content="concise answers"))
+    assert caught.value.memory_id == "mem-1"
+    assert caught.value.evidence_committed is True
+    assert isinstance(caught.value.__cause__, RuntimeError)
+    assert service.get_memory(SCOPE, "mem-1").content == "concise answers"
+    status = service.semantic_status(SCOPE)
+    assert status.missing_memory_ids == ("mem-1",) and not status.complete
+    embedder.fail_documents = lambda texts: False
+    assert service.sync_semantic(SCOPE).complete
+
+
+def test_sync_resumes_after_a_failing_batch(repository: SQLiteRepository) -> None:
+    embedder = ConceptEmbedder()
+    service = semantic(repository, embedder, auto_index=False)
+    materialize_all(service, {f"mem-{i}": f"note {i}" for i in range(4)})
+    embedder.fail_documents = lambda texts: "note 2" in texts
+    with pytest.raises(SemanticProjectionError) as caught:
+        service.sync_semantic(SCOPE, batch_size=2)
+    assert caught.value.memory_id == "mem-2"
+    assert service.semantic_status(SCOPE).missing_memory_ids == ("mem-2", "mem-3")
+    embedder.fail_documents = lambda texts: False
+    assert service.sync_semantic(SCOPE).complete
+
+
+class _Broken(ConceptEmbedder):
+    def __init__(self, answer: object) -> None:
+        super().__init__()
+        self.answer = answer
+
+    def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+        return self.answer  # type: ignore[return-value]
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        [],
+        [[0.0] * 5],
+        [[float("nan")] + [0.0] * 5],
+        [[2.0] + [0.0] * 5],
+        [["x"] * 6],
+        "vectors",
+        None,
+    ],
+    ids=["none", "short", "nan", "not-normalised", "not-numbers", "string", "null"],
+)
+def test_a_broken_answer_is_refused_after_the_commit(
+    repository: SQLiteRepository, answer: object
+) -> None:
+    service = semantic(repository, _Broken(answer))
+    service.ingest_event(event("evt-1"))
+    with pytest.raises(SemanticProjectionError, match="answer was refused: mem-1") as caught:
+        service.materialize_once(memory("mem-1"))
+    assert isinstance(caught.value.__cause__, ValidationError)
+    assert service.get_memory(SCOPE, "mem-1").memory_id == "mem-1"
+    assert service.semantic_status(SCOPE).missing_memory_ids == ("mem-1",)
+
+
+# --- vector spaces ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "other",
+    [
+        lambda: ConceptEmbedder(identity="another-model"),
+        lambda: ConceptEmbedder(normalized=False),
+        lambda: HashingEmbedder(6),
+    ],
+    ids=["identity", "normalisation", "model"],
+)
+def test_another_embedder_is_refused(repository: SQLiteRepository, other: object) -> None:
+    service = semantic(repository)
+    materialize_all(service, {"mem-1": "concise answers"})
+    with pytest.raises(
+        EmbedderMismatch,
+        match=msg("embedder mismatch: the store holds vectors of another embedder"),
+    ):
+        TrueHeart(repository, embedder=other())  # type: ignore[operator]
+    assert service.semantic_status(SCOPE).complete
+
+
+def test_other_dimensions_are_refused(repository: SQLiteRepository) -> None:
+    TrueHeart(repository, embedder=HashingEmbedder(64))
+    with pytest.raises(EmbedderMismatch):
+        TrueHeart(repository, embedder=HashingEmbedder(65))
+    assert TrueHeart(repository, embedder=HashingEmbedder(64)) is not None
+
+
+def test_replacing_the_space_makes_every_vector_stale(repository: SQLiteRepository) -> None:
+    old = semantic(repository)
+    materialize_all(old, {"mem-1": "concise answers", "mem-2": "tea"})
+    old.materialize_claim(claim("claim-1"))
+    new = TrueHeart(
+        repository,
+        clock=CountingClock(),
+        embedder=ConceptEmbedder(identity="test-concepts-v2"),
+        replace_semantic_space=True,
+    )
+    status = new.semantic_status(SCOPE)
+    assert status.registered and status.indexed == 0
+    assert status.stale_memory_ids == ("mem-1", "mem-2")
+    assert status.stale_claim_ids == ("claim-1",)
+    capsule = new.search(SearchQuery(SCOPE, "brief replies", LATER))
+    assert capsule.semantic is not None and capsule.semantic.scanned == 0
+    assert new.sync_semantic(SCOPE).complete
+    capsule = new.search(SearchQuery(SCOPE, "brief replies", LATER))
+    assert [i.memory.memory_id for i in capsule.items] == ["mem-1"]
+    with pytest.raises(EmbedderMismatch):
+        semantic(repository)  # the old model is now the other one
+
+
+def test_an_embedder_that_changes_after_open_is_refused(repository: SQLiteRepository) -> None:
+    embedder = ConceptEmbedder()
+    service = semantic(repository, embedder)
+    materialize_all(service, {"mem-1": "concise answers"})
+    embedder._identity = "silently-upgraded"
+    with pytest.raises(EmbedderMismatch, match="changed since the service opened"):
+        service.search(SearchQuery(SCOPE, "brief", LATER))
+    with pytest.raises(EmbedderMismatch):
+        service.sync_semantic(SCOPE)
+
+
+def test_a_service_without_embedder_reads_a_projected_store(repository: SQLiteRepository) -> None:
+    service = semantic(repository)
+    materialize_all(service, {"mem-1": "concise answers"})
+    plain = TrueHeart(repository, clock=CountingClock())
+    status = plain.semantic_status(SCOPE)
+    assert status.embedder is None and status.registered and status.indexed == 1
+    capsule = plain.search(SearchQuery(SCOPE, "concise", LATER))
+    assert capsule.semantic is None and [i.memory.memory_id for i in capsule.items] == ["mem-1"]
+    plain.materialize_once(memory("mem-2", content="brief replies"))
+    assert service.semantic_status(SCOPE).missing_memory_ids == ("mem-2",)
+    with pytest.raises(ValidationError, match=msg("embedder: is not configured")):
+        plain.sync_semantic(SCOPE)
+
+
+def test_a_fresh_store_without_memories_is_registered(repository: SQLiteRepository) -> None:
+    service = semantic(repository)
+    status = service.semantic_status(SCOPE)
+    assert status.registered and status.complete and status.memories == 0
+
+
+def test_a_read_only_store_is_only_checked(tmp_path: Path, repository: SQLiteRepository) -> None:
+    path = file_db_or_skip(tmp_path)
+    materialize_all(semantic(repository), {"mem-1": "concise answers"})
+    repository.close()
+    with SQLiteRepository(str(path), read_only=True) as reader:
+        service = TrueHeart(reader, embedder=ConceptEmbedder())
+        assert service.semantic_status(SCOPE).complete
+        with pytest.raises(EmbedderMismatch):
+            TrueHeart(reader, embedder=ConceptEmbedder(identity="other"))
+
+
+# --- governance -------------------------------------------------------------------------
+
+
+def test_sealed_memories_keep_their_vector_and_restore_reprojects_nothing(
+    repository: SQLiteRepository,
+) -> None:
+    embedder = ConceptEmbedder()
+    service = semantic(repository, embedder)
+    materialize_all(service, {"mem-1": "concise answers", "mem-2": "tea"})
+    service.govern(command(GovernanceAction.SEAL, "mem-1"))
+    status = service.semantic_status(SCOPE)
+    assert (status.memories, status.indexed) == (1, 1)
+    service.govern(command(GovernanceAction.RESTORE, "mem-1"))
+    assert service.semantic_status(SCOPE).indexed == 2
+    assert embedder.documents == ["concise answers", "tea"]
+
+
+def test_restore_projects_a_memory_that_never_had_a_vector(repository: SQLiteRepository) -> None:
+    service = semantic(repository, auto_index=False)
+    materialize_all(service, {"mem-1": "concise answers"})
+    service.govern(command(GovernanceAction.SEAL, "mem-1"))
+    auto = semantic(repository)
+    auto.govern(command(GovernanceAction.RESTORE, "mem-1"))
+    assert auto.semantic_status(SCOPE).complete
+
+
+@pytest.mark.parametrize("action", [GovernanceAction.FORGET, GovernanceAction.DELETE])
+def test_forget_and_delete_remove_the_vector(
+    repository: SQLiteRepository, action: GovernanceAction
+) -> None:
+    service = semantic(repository)
+    materialize_all(service, {"mem-1": "concise answers", "mem-2": "brief replies"})
+    service.govern(command(action, "mem-1"))
+    status = service.semantic_status(SCOPE)
+    assert (status.memories, status.indexed) == (1, 1)
+    capsule = service.search(SearchQuery(SCOPE, "terse responses", LATER))
+    assert [i.memory.memory_id for i in capsule.items] == ["mem-2"]
+    assert capsule.semantic is not None and capsule.semantic.scanned == 1
+    assert service.verify_integrity().problems == ()
+
+
+# --- integrity ----------------------------------------------------------------------------
+
+
+def test_verify_reports_a_tampered_vector(tmp_path: Path, repository: SQLiteRepository) -> None:
+    path = file_db_or_skip(tmp_path)
+    service = semantic(repository)
+    materialize_all(service, {"mem-1": "concise answers", "mem-2": "tea"})
+    assert service.verify_integrity().problems == ()
+    assert tamper(path, "UPDATE vectors SET vector = zeroblob(24) WHERE vid = 1") == 1
+    (problem,) = service.verify_integrity().problems
+    assert (problem.entity_type, problem.entity_id, problem.code) == (
+        "vector",
+        "mem-1",
+        "digest_mismatch",
+    )
+
+
+def test_a_vector_of_other_content_is_stale(tmp_path: Path, repository: SQLiteRepository) -> None:
+    path = file_db_or_skip(tmp_path)
+    service = semantic(repository)
+    materialize_all(service, {"mem-1": "concise answers"})
+    assert tamper(path, "UPDATE vectors SET content_hash = ?", ["0" * 64]) == 1
+    status = service.semantic_status(SCOPE)
+    assert status.stale_memory_ids == ("mem-1",) and status.indexed == 0
+    assert service.sync_semantic(SCOPE).complete
+
+
+# --- settings --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"embedder": object()}, "embedder: must be an Embedder"),
+        ({"embedder": HashingEmbedder}, "embedder: must be an Embedder"),
+        ({"semantic_scan_cap": 0}, "semantic_scan_cap: must be from 1 through 1000000"),
+        ({"semantic_scan_cap": True}, "semantic_scan_cap: must be from 1 through 1000000"),
+        ({"minimum_semantic_score": 1.5}, "minimum_semantic_score: must be from -1.0 through 1.0"),
+        (
+            {"minimum_semantic_score": float("nan")},
+            "minimum_semantic_score: must be from -1.0 through 1.0",
+        ),
+        ({"rerank_limit": 0}, "rerank_limit: must be from 1 through 100"),
+        ({"reranker_weight": -1.0}, "reranker_weight: must be a finite number >= 0"),
+        ({"reranker": object()}, "reranker: must be a Reranker or None"),
+        ({"auto_index": 1}, "auto_index: must be a bool"),
+        ({"replace_semantic_space": "yes"}, "replace_semantic_space: must be a bool"),
+    ],
+)
+def test_settings_are_checked(
+    repository: SQLiteRepository, options: dict[str, object], message: str
+) -> None:
+    options = {"embedder": ConceptEmbedder(), **options}
+    with pytest.raises(ValidationError, match=msg(message)):
+        TrueHeart(repository, **options)  # type: ignore[arg-type]
+
+
+def test_a_reranker_needs_an_embedder(repository: SQLiteRepository) -> None:
+    from semantic_builders import ScriptedReranker
+
+    with pytest.raises(ValidationError, match=msg("reranker: needs an embedder")):
+        TrueHeart(repository, reranker=ScriptedReranker())
+
+
+@pytest.mark.parametrize("batch_size", [0, 4097, True, 1.5])
+def test_sync_batch_size_is_checked(repository: SQLiteRepository, batch_size: object) -> None:
+    service = semantic(repository)
+    with pytest.raises(ValidationError, match=msg("batch_size: must be from 1 through 4096")):
+        service.sync_semantic(SCOPE, batch_size=batch_size)  # type: ignore[arg-type]
+    with pytest.raises(ValidationError, match=msg("progress: must be callable or None")):
+        service.sync_semantic(SCOPE, progress=3)  # type: ignore[arg-type]

@@ -1,0 +1,304 @@
+"""Hybrid search: lexical and semantic rankings fused, the scan cap and the reranker."""
+
+from __future__ import annotations
+
+import math
+from datetime import timedelta
+
+import pytest
+from contract_builders import (
+    NOW,
+    SCOPE,
+    CountingClock,
+    check_capsule,
+    claim,
+    command,
+    event,
+    materialize_all,
+    memory,
+    msg,
+)
+from semantic_builders import ConceptEmbedder, ScriptedReranker
+
+from trueheart_core import (
+    ClaimStatus,
+    GovernanceAction,
+    MemoryCapsule,
+    ProviderError,
+    RerankResult,
+    SearchQuery,
+    SQLiteRepository,
+    TrueHeart,
+    TrustLevel,
+    ValidationError,
+)
+from trueheart_core.retrieval.model import SignalSource
+
+LATER = NOW + timedelta(days=1)
+
+CORPUS = {
+    "mem-a": "prefers concise summaries",
+    "mem-b": "likes brief replies and tea",
+    "mem-c": "the weather was rainy",
+    "mem-d": "answers should be short",
+    "mem-e": "dark theme at night",
+    "mem-f": "concise concise concise",
+}
+
+
+def hybrid(repository: SQLiteRepository, **options: object) -> TrueHeart:
+    options.setdefault("embedder", ConceptEmbedder())
+    return TrueHeart(repository, clock=CountingClock(), **options)  # type: ignore[arg-type]
+
+
+def find(service: TrueHeart, text: str, **fields: object) -> MemoryCapsule:
+    capsule = service.search(SearchQuery(SCOPE, text, LATER, **fields))  # type: ignore[arg-type]
+    check_capsule(capsule)
+    return capsule
+
+
+def ids(capsule: MemoryCapsule) -> list[str]:
+    return [item.memory.memory_id for item in capsule.items]
+
+
+def cosine(a: list[float], b: list[float]) -> float:
+    return sum(x * y for x, y in zip(a, b, strict=True))
+
+
+def expected_order(
+    service: TrueHeart, text: str, corpus: dict[str, str]
+) -> list[tuple[str, float]]:
+    """Reciprocal rank fusion computed here from the lexical trace and brute-force
+    cosine similarities of the concept model."""
+    lexical = service.search(SearchQuery(SCOPE, text, LATER, semantic=False))
+    model = ConceptEmbedder()
+    query = model.embed_query(text)
+    sims = {mid: cosine(query, model.embed_query(content)) for mid, content in corpus.items()}
+    semantic = sorted((mid for mid, s in sims.items() if s >= 0.05), key=lambda m: (-sims[m], m))
+    fused: dict[str, float] = {}
+    for rank, entry in enumerate(lexical.trace, start=1):
+        fused[entry.memory_id] = fused.get(entry.memory_id, 0.0) + 1.0 / (60 + rank)
+    for rank, mid in enumerate(semantic, start=1):
+        fused[mid] = fused.get(mid, 0.0) + 1.0 / (60 + rank)
+    return sorted(fused.items(), key=lambda pair: (-pair[1], pair[0]))
+
+
+def test_a_paraphrase_without_shared_words_is_found(repository: SQLiteRepository) -> None:
+    service = hybrid(repository)
+    materialize_all(service, CORPUS)
+    assert ids(find(service, "terse responses", semantic=False)) == []
+    capsule = find(service, "terse responses")
+    assert set(ids(capsule)) == {"mem-a", "mem-b", "mem-d", "mem-f"}
+    assert capsule.semantic is not None and capsule.semantic.matched == 4
+    assert capsule.matched == 4
+
+
+@pytest.mark.parametrize("text", ["concise answers", "brief tea", "rain", "night theme summaries"])
+def test_the_fused_order_is_reciprocal_rank_fusion(repository: SQLiteRepository, text: str) -> None:
+    service = hybrid(repository)
+    materialize_all(service, CORPUS)
+    capsule = find(service, text, budget_tokens=10_000)
+    expected = expected_order(service, text, CORPUS)
+    assert [e.memory_id for e in capsule.trace] == [mid for mid, _ in expected]
+    for entry, (_, score) in zip(capsule.trace, expected, strict=True):
+        assert math.isclose(entry.score, score, rel_tol=1e-12)
+        assert math.isclose(entry.score, sum(s.contribution for s in entry.signals))
+        for signal in entry.signals:
+            assert signal.contribution == 1.0 / (60 + signal.rank)
+    assert find(service, text, budget_tokens=10_000) == capsule
+
+
+def test_the_trace_shows_each_ranking(repository: SQLiteRepository) -> None:
+    service = hybrid(repository)
+    materialize_all(service, CORPUS)
+    capsule = find(service, "concise")
+    by_id = {e.memory_id: {s.source: s for s in e.signals} for e in capsule.trace}
+    assert set(by_id["mem-a"]) == {SignalSource.LEXICAL, SignalSource.SEMANTIC}
+    assert set(by_id["mem-d"]) == {SignalSource.SEMANTIC}  # "short": a paraphrase only
+    assert by_id["mem-f"][SignalSource.LEXICAL].rank == 1
+    assert by_id["mem-f"][SignalSource.SEMANTIC].score == pytest.approx(1.0)
+    assert capsule.semantic is not None
+    assert (capsule.semantic.embedder, capsule.semantic.fusion) == ("test-concepts-v1", "rrf k=60")
+    assert (capsule.semantic.reranker, capsule.semantic.reranked) == (None, 0)
+
+
+def test_matched_counts_the_union_of_both_rankings(repository: SQLiteRepository) -> None:
+    service = hybrid(repository)
+    materialize_all(service, {**CORPUS, "mem-g": "concise is a word", "mem-h": "nothing here"})
+    lexical = find(service, "concise", semantic=False)
+    capsule = find(service, "concise")
+    assert lexical.matched == 3  # mem-a, mem-f, mem-g
+    assert capsule.semantic is not None and capsule.semantic.matched == 5  # + mem-b, mem-d
+    assert capsule.matched == 5
+
+
+def test_the_minimum_score_drops_weak_matches(repository: SQLiteRepository) -> None:
+    service = hybrid(repository, minimum_semantic_score=0.9)
+    materialize_all(service, CORPUS)
+    capsule = find(service, "terse")
+    assert capsule.semantic is not None
+    assert capsule.semantic.scanned == 6 and capsule.semantic.matched == 1
+    assert ids(capsule) == ["mem-f"]  # the only memory about brevity alone
+
+
+def test_the_scan_cap_reads_the_newest_and_says_so(repository: SQLiteRepository) -> None:
+    service = hybrid(repository, semantic_scan_cap=2)
+    service.ingest_event(event("evt-1"))
+    for age, (mid, content) in enumerate(
+        [("new", "brief note"), ("mid", "short note"), ("old", "terse note")]
+    ):
+        service.materialize_once(
+            memory(mid, content=content, created_at=NOW - timedelta(hours=age))
+        )
+    capsule = find(service, "concise")
+    assert capsule.semantic is not None
+    assert (capsule.semantic.scanned, capsule.semantic.capped) == (2, True)
+    assert capsule.semantic.diagnostics == ("semantic_scan_capped",)
+    assert set(ids(capsule)) == {"new", "mid"}
+    roomy = hybrid(repository, semantic_scan_cap=3)
+    capsule = find(roomy, "concise")
+    assert capsule.semantic is not None and not capsule.semantic.capped
+    assert capsule.semantic.diagnostics == () and set(ids(capsule)) == {"new", "mid", "old"}
+
+
+def test_filters_apply_to_the_semantic_side(repository: SQLiteRepository) -> None:
+    service = hybrid(repository)
+    service.ingest_event(event("evt-1", trust=TrustLevel.CONFIRMED))
+    service.materialize_once(memory("fact", content="brief", kind="fact"))
+    service.materialize_once(memory("note", content="short", kind="note"))
+    service.materialize_once(
+        memory("sure", content="terse", trust=TrustLevel.CONFIRMED, kind="note")
+    )
+    service.materialize_once(memory("future", content="concise", created_at=LATER + timedelta(1)))
+    service.materialize_once(memory("sealed", content="concise"))
+    service.govern(command(GovernanceAction.SEAL, "sealed"))
+    assert set(ids(find(service, "brief"))) == {"fact", "note", "sure"}
+    assert ids(find(service, "brief", kinds=("fact",))) == ["fact"]
+    assert ids(find(service, "brief", min_trust=TrustLevel.CONFIRMED)) == ["sure"]
+
+
+def test_claims_follow_their_status_on_the_semantic_side(repository: SQLiteRepository) -> None:
+    service = hybrid(repository)
+    service.ingest_event(event("evt-1"))
+    service.materialize_claim(claim("old", value="dark"))
+    service.materialize_claim(
+        claim("new", value="night", created_at=NOW + timedelta(hours=1), supersedes="old")
+    )
+    assert ids(find(service, "theme", semantic=True)) == ["new"]  # lexical too: "theme"
+    capsule = find(service, "night dark", claim_statuses=(ClaimStatus.SUPERSEDED,))
+    assert ids(capsule) == ["old"]
+    assert capsule.items[0].claim is not None
+    assert capsule.items[0].claim.status is ClaimStatus.SUPERSEDED
+
+
+def test_lexical_only_is_the_plain_search(repository: SQLiteRepository) -> None:
+    service = hybrid(repository)
+    materialize_all(service, CORPUS)
+    plain = TrueHeart(repository, clock=CountingClock())
+    for text in ("concise", "tea rain", "short answers"):
+        alone = find(service, text, semantic=False)
+        assert alone.semantic is None
+        assert alone == find(plain, text)
+
+
+def test_the_budget_still_bounds_a_hybrid_capsule(repository: SQLiteRepository) -> None:
+    service = hybrid(repository)
+    materialize_all(service, CORPUS)
+    capsule = find(service, "concise answers", budget_tokens=9, limit=1)
+    assert capsule.used_tokens <= 9 and len(capsule.items) <= 1
+
+
+def test_a_failing_query_embedding_is_a_provider_error(repository: SQLiteRepository) -> None:
+    embedder = ConceptEmbedder()
+    service = hybrid(repository, embedder=embedder)
+    materialize_all(service, CORPUS)
+    embedder.fail_queries = True
+    with pytest.raises(ProviderError, match=msg("provider error: the embedder failed")) as caught:
+        find(service, "concise")
+    assert isinstance(caught.value.__cause__, RuntimeError)
+    assert ids(find(service, "concise", semantic=False)) == ["mem-f", "mem-a"]
+
+
+# --- reranking ---------------------------------------------------------------------------
+
+
+def test_the_reranker_sees_filtered_unique_candidates(repository: SQLiteRepository) -> None:
+    reranker = ScriptedReranker(score=lambda c: -float(len(c.content)))
+    service = hybrid(repository, reranker=reranker, rerank_limit=3)
+    materialize_all(service, CORPUS)
+    service.govern(command(GovernanceAction.SEAL, "mem-b"))
+    capsule = find(service, "concise answers", budget_tokens=10_000)
+    ((query, shown),) = reranker.shown
+    assert query == "concise answers"
+    assert [c.fused_rank for c in shown] == [1, 2, 3]
+    assert len({c.memory_id for c in shown}) == 3 and "mem-b" not in {c.memory_id for c in shown}
+    assert all(c.content == CORPUS[c.memory_id] for c in shown)
+    assert capsule.semantic is not None
+    assert (capsule.semantic.reranker, capsule.semantic.reranker_weight) == (
+        "test-reranker-v1",
+        1.25,
+    )
+    assert capsule.semantic.reranked == 3
+    reranked = {
+        e.memory_id: s for e in capsule.trace for s in e.signals if s.source is SignalSource.RERANK
+    }
+    assert set(reranked) == {c.memory_id for c in shown}
+    shortest = min(shown, key=lambda c: len(c.content)).memory_id
+    assert reranked[shortest].rank == 1
+    assert reranked[shortest].contribution == pytest.approx(1.25 / 61)
+
+
+def test_a_heavy_reranker_decides_the_order(repository: SQLiteRepository) -> None:
+    reranker = ScriptedReranker(score=lambda c: 1.0 if c.memory_id == "mem-d" else 0.0)
+    service = hybrid(repository, reranker=reranker, reranker_weight=100.0)
+    materialize_all(service, CORPUS)
+    assert ids(find(service, "concise answers"))[0] == "mem-d"
+
+
+@pytest.mark.parametrize(
+    ("answer", "message"),
+    [
+        (lambda cs: [RerankResult("nope", 1.0)], "returned a score for an unknown candidate"),
+        (
+            lambda cs: [RerankResult(cs[0].memory_id, 1.0), RerankResult(cs[0].memory_id, 2.0)],
+            "returned two scores for one candidate",
+        ),
+        (lambda cs: [RerankResult(cs[0].memory_id, float("nan"))], "must return finite scores"),
+        (lambda cs: [RerankResult(cs[0].memory_id, float("inf"))], "must return finite scores"),
+        (lambda cs: [RerankResult(cs[0].memory_id, True)], "must return finite scores"),
+        (lambda cs: {"a": 1}, "must return a list or tuple of RerankResult"),
+        (lambda cs: [(cs[0].memory_id, 1.0)], "must return a list or tuple of RerankResult"),
+        (lambda cs: None, "must return a list or tuple of RerankResult"),
+    ],
+)
+def test_reranker_contract_violations_are_refused(
+    repository: SQLiteRepository, answer: object, message: str
+) -> None:
+    reranker = ScriptedReranker()
+    reranker.answer = answer  # type: ignore[assignment]
+    service = hybrid(repository, reranker=reranker)
+    materialize_all(service, CORPUS)
+    with pytest.raises(ValidationError, match=msg(f"reranker: {message}")):
+        find(service, "concise")
+
+
+def test_a_partial_reranker_answer_is_accepted(repository: SQLiteRepository) -> None:
+    reranker = ScriptedReranker()
+    reranker.answer = lambda cs: [RerankResult(cs[-1].memory_id, 5)]
+    service = hybrid(repository, reranker=reranker)
+    materialize_all(service, CORPUS)
+    capsule = find(service, "concise")
+    scored = [e for e in capsule.trace if any(s.source is SignalSource.RERANK for s in e.signals)]
+    assert len(scored) == 1
+
+
+def test_a_failing_reranker_is_a_provider_error(repository: SQLiteRepository) -> None:
+    def boom(candidates: object) -> object:
+        raise RuntimeError("down")
+
+    reranker = ScriptedReranker()
+    reranker.answer = boom  # type: ignore[assignment]
+    service = hybrid(repository, reranker=reranker)
+    materialize_all(service, CORPUS)
+    with pytest.raises(ProviderError, match=msg("provider error: the reranker failed")):
+        find(service, "concise")
