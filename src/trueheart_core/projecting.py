@@ -1,6 +1,7 @@
 """Semantic projection: vector spaces, computing and storing vectors, status and repair.
 
-Service-layer functions. The embedder is called only outside transactions: a write
+Service-layer functions over a unit of work that the service hands them, plus
+:func:`compute`, which calls the embedder and must run outside any transaction: a write
 commits first and is projected afterwards (so a failing model never loses a write), and
 a vector is stored only if its memory is still active with the content it was computed
 from. Forget, delete and cascade remove vectors through ``UnitOfWork.delete_memory``.
@@ -14,15 +15,14 @@ from dataclasses import dataclass
 from trueheart_core import loading, policy, records
 from trueheart_core import validation as v
 from trueheart_core.claims import CLAIM_KIND
-from trueheart_core.domain import MemoryStatus, Scope
+from trueheart_core.domain import MemoryRecord, MemoryStatus, Scope
 from trueheart_core.errors import (
     EmbedderMismatch,
-    RepositoryReadOnly,
     SemanticProjectionError,
     TrueHeartError,
     ValidationError,
 )
-from trueheart_core.ports import Repository, UnitOfWork
+from trueheart_core.ports import UnitOfWork
 from trueheart_core.ports_vectors import SpaceRow, SupportsVectors, VectorRow
 from trueheart_core.records import scope_key
 from trueheart_core.semantic.embedders import MAX_DIMENSIONS, Embedder
@@ -33,18 +33,20 @@ __all__ = [
     "Space",
     "check_unchanged",
     "check_vectors",
+    "compute",
+    "current_space_id",
     "embed_documents",
-    "open_space",
-    "project",
+    "needs_registration",
+    "pending",
+    "register",
+    "repair_ids",
     "snapshot",
     "status",
-    "sync",
+    "store",
     "vectors_of",
 ]
 
 _PAGE = 1000
-
-Progress = Callable[[int, int], object]
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,24 +100,22 @@ def vectors_of(uow: UnitOfWork) -> SupportsVectors:
     return uow
 
 
-def open_space(repository: Repository, space: Space, replace: bool) -> None:
-    """At service open: refuse a store whose current space is another embedder's
-    (unless ``replace``), and register this one if it is not current. A read-only
-    store is only checked."""
-    with repository.unit_of_work("read", write=False) as uow:
-        current = vectors_of(uow).current_space()
+def needs_registration(uow: UnitOfWork, space: Space, replace: bool) -> bool:
+    """At service open: whether ``space`` must be registered (it is not current).
+    Raises ``EmbedderMismatch`` when another embedder's space is current and
+    ``replace`` is false."""
+    current = vectors_of(uow).current_space()
     if space.matches(current):
-        return
+        return False
     if current is not None and not replace:
         raise EmbedderMismatch("the store holds vectors of another embedder")
-    try:
-        with repository.unit_of_work("index", write=True) as uow:
-            _registered(vectors_of(uow), space, replace)
-            uow.commit()
-    except RepositoryReadOnly:
-        if current is not None:
-            raise
-        # Nothing can be projected into a read-only store; searches stay lexical.
+    return True
+
+
+def register(uow: UnitOfWork, space: Space, replace: bool) -> int:
+    """In a writing unit: the current space's ID, registering ``space`` if no space is
+    current (or if ``replace`` allows replacing another one)."""
+    return _registered(vectors_of(uow), space, replace)
 
 
 def _registered(uow: SupportsVectors, space: Space, replace: bool) -> int:
@@ -164,67 +164,69 @@ def _row(
     return VectorRow(row.scope, memory_id, space_id, row.content_hash, blob, digest)
 
 
-def project(
-    repository: Repository,
-    embedder: Embedder,
-    space: Space,
-    scope: Scope,
-    memory_ids: Sequence[str],
-    *,
-    replace: bool = False,
-) -> int:
-    """Compute and store the vectors of those of ``memory_ids`` (in ``scope``) that are
-    active and lack a current vector; returns how many were stored. Raises
-    ``SemanticProjectionError`` (naming the first memory of the batch) when the embedder
-    fails or breaks its contract; vectors stored by earlier calls stay."""
+def pending(
+    uow: UnitOfWork, space: Space, scope: Scope, memory_ids: Sequence[str]
+) -> list[MemoryRecord]:
+    """Those of ``memory_ids`` that are active in ``scope`` and lack a vector of the
+    current space computed from their content, verified, in ``memory_id`` order."""
     key = scope_key(scope)
-    wanted = sorted(set(memory_ids))
-    with repository.unit_of_work("read", write=False) as uow:
-        store = vectors_of(uow)
-        current = store.current_space()
-        current_id = current.space_id if space.matches(current) and current else None
-        rows = uow.get_memories(key, wanted)
-        edges = loading.edges_by_memory(uow.get_edges(key, [r.memory_id for r in rows]))
-        have = store.vector_keys(key, [r.memory_id for r in rows])
-        todo = []
-        for row in rows:
-            if row.status != MemoryStatus.ACTIVE.value:
-                continue
-            memory = loading.memory(row, edges[row.memory_id], scope, "invalid memory record")
-            stored = have.get(memory.memory_id)
-            fresh = (current_id, policy.content_hash(memory.content))
-            if stored != fresh:
-                todo.append(memory)
-    if not todo:
-        return 0
-    first = todo[0].memory_id
+    store = vectors_of(uow)
+    current = store.current_space()
+    current_id = current.space_id if current is not None and space.matches(current) else None
+    rows = uow.get_memories(key, sorted(set(memory_ids)))
+    rows.sort(key=lambda r: str(r.memory_id))
+    edges = loading.edges_by_memory(uow.get_edges(key, [r.memory_id for r in rows]))
+    have = store.vector_keys(key, [r.memory_id for r in rows])
+    todo = []
+    for row in rows:
+        if row.status != MemoryStatus.ACTIVE.value:
+            continue
+        memory = loading.memory(row, edges[row.memory_id], scope, "invalid memory record")
+        if have.get(memory.memory_id) != (current_id, policy.content_hash(memory.content)):
+            todo.append(memory)
+    return todo
+
+
+def compute(embedder: Embedder, space: Space, todo: Sequence[MemoryRecord]) -> list[bytes]:
+    """The packed vectors of ``todo`` (outside any transaction). Raises
+    ``SemanticProjectionError`` naming the first memory when the embedder fails or
+    breaks its contract."""
     try:
-        blobs = embed_documents(embedder, space, [m.content for m in todo])
+        return embed_documents(embedder, space, [m.content for m in todo])
     except TrueHeartError as error:
-        raise SemanticProjectionError(first, "the embedder's answer was refused") from error
+        raise SemanticProjectionError(
+            todo[0].memory_id, "the embedder's answer was refused"
+        ) from error
     except Exception as error:
-        raise SemanticProjectionError(first, "the embedder failed") from error
-    try:
-        with repository.unit_of_work("index", write=True) as uow:
-            store = vectors_of(uow)
-            space_id = _registered(store, space, replace)
-            still = {r.memory_id: r for r in uow.get_memories(key, [m.memory_id for m in todo])}
-            stored_count = 0
-            for memory, blob in zip(todo, blobs, strict=True):
-                now = still.get(memory.memory_id)
-                # Forgotten, sealed or deleted meanwhile: its vector must not appear.
-                if now is None or now.status != MemoryStatus.ACTIVE.value:
-                    continue
-                if now.content != memory.content:
-                    continue
-                store.put_vector(
-                    _row(scope, memory.memory_id, space_id, space, memory.content, blob)
-                )
-                stored_count += 1
-            uow.commit()
-    except TrueHeartError as error:
-        raise SemanticProjectionError(first, "the vectors could not be stored") from error
-    return stored_count
+        raise SemanticProjectionError(todo[0].memory_id, "the embedder failed") from error
+
+
+def store(
+    uow: UnitOfWork,
+    space: Space,
+    todo: Sequence[MemoryRecord],
+    blobs: Sequence[bytes],
+    replace: bool,
+) -> int:
+    """In a writing unit: store the computed vectors of the memories that are still
+    active with the same content (one forgotten or sealed meanwhile gets none); returns
+    how many were stored."""
+    vectors = vectors_of(uow)
+    space_id = _registered(vectors, space, replace)
+    stored = 0
+    for scope in sorted({m.scope for m in todo}, key=scope_key):
+        mine = [(m, b) for m, b in zip(todo, blobs, strict=True) if m.scope == scope]
+        key = scope_key(scope)
+        still = {r.memory_id: r for r in uow.get_memories(key, [m.memory_id for m, _ in mine])}
+        for memory, blob in mine:
+            now = still.get(memory.memory_id)
+            if now is None or now.status != MemoryStatus.ACTIVE.value:
+                continue
+            if now.content != memory.content:
+                continue
+            vectors.put_vector(_row(scope, memory.memory_id, space_id, space, memory.content, blob))
+            stored += 1
+    return stored
 
 
 def status(uow: UnitOfWork, scope: Scope, space: Space | None) -> SemanticStatus:
@@ -266,35 +268,14 @@ def status(uow: UnitOfWork, scope: Scope, space: Space | None) -> SemanticStatus
     )
 
 
-def sync(
-    repository: Repository,
-    embedder: Embedder,
-    space: Space,
-    scope: Scope,
-    batch_size: int,
-    progress: Progress | None,
-) -> SemanticStatus:
-    """Project every missing or stale active memory of the scope, ``batch_size`` per
-    embedder call and per transaction, reporting ``progress(done, total)`` after each
-    batch; returns the status afterwards."""
-    check_unchanged(embedder, space)
-    with repository.unit_of_work("read", write=False) as uow:
-        before = status(uow, scope, space)
-    todo = sorted(
+def repair_ids(before: SemanticStatus) -> list[str]:
+    """The IDs a repair must project: every missing or stale memory and claim."""
+    return sorted(
         before.missing_memory_ids
         + before.stale_memory_ids
         + before.missing_claim_ids
         + before.stale_claim_ids
     )
-    done = 0
-    for start in range(0, len(todo), batch_size):
-        batch = todo[start : start + batch_size]
-        project(repository, embedder, space, scope, batch)
-        done += len(batch)
-        if progress is not None:
-            progress(done, len(todo))
-    with repository.unit_of_work("read", write=False) as uow:
-        return status(uow, scope, space)
 
 
 def check_vectors(

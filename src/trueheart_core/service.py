@@ -51,6 +51,9 @@ from trueheart_core.domain import (
 )
 from trueheart_core.errors import (
     RepositoryCorruption,
+    RepositoryReadOnly,
+    SemanticProjectionError,
+    TrueHeartError,
     ValidationError,
 )
 from trueheart_core.extraction.model import ClaimExtractor
@@ -146,8 +149,9 @@ class TrueHeart:
         self._clock = clock
         self._estimator = estimator
         self._auto_index = auto_index and self._semantic is not None
+        self._replace = replace_semantic_space
         if self._semantic is not None:
-            projecting.open_space(repository, self._semantic.space, replace_semantic_space)
+            self._open_space(self._semantic.space, replace_semantic_space)
 
     # --- lifecycle of the service object ---------------------------------------------------
 
@@ -418,11 +422,41 @@ class TrueHeart:
 
     # --- semantic projection ----------------------------------------------------------
 
+    def _open_space(self, space: projecting.Space, replace: bool) -> None:
+        """Refuse another embedder's store; register this embedder's space if it is not
+        current (a read-only store is only checked: nothing can be projected into it)."""
+        with self._repository.unit_of_work("read", write=False) as uow:
+            if not projecting.needs_registration(uow, space, replace):
+                return
+        try:
+            with self._repository.unit_of_work("index", write=True) as uow:
+                projecting.register(uow, space, replace)
+                uow.commit()
+        except RepositoryReadOnly:
+            pass
+
+    def _project(self, scope: Scope, memory_ids: Sequence[str]) -> int:
+        """Project the memories that need it: read them in one unit, call the embedder
+        with no transaction open, store the vectors in a second unit."""
+        settings = self._settings()
+        with self._repository.unit_of_work("read", write=False) as uow:
+            todo = projecting.pending(uow, settings.space, scope, memory_ids)
+        if not todo:
+            return 0
+        blobs = projecting.compute(settings.embedder, settings.space, todo)
+        try:
+            with self._repository.unit_of_work("index", write=True) as uow:
+                stored = projecting.store(uow, settings.space, todo, blobs, self._replace)
+                uow.commit()
+        except TrueHeartError as error:
+            raise SemanticProjectionError(
+                todo[0].memory_id, "the vectors could not be stored"
+            ) from error
+        return stored
+
     def _project_after_write(self, scope: Scope, memory_ids: Sequence[str]) -> None:
-        if self._auto_index and self._semantic is not None and memory_ids:
-            projecting.project(
-                self._repository, self._semantic.embedder, self._semantic.space, scope, memory_ids
-            )
+        if self._auto_index and memory_ids:
+            self._project(scope, memory_ids)
 
     def _settings(self) -> hybrid.SemanticSearch:
         if self._semantic is None:
@@ -439,7 +473,8 @@ class TrueHeart:
         ids = v.text_tuple(
             "memory_ids", tuple(memory_ids) if isinstance(memory_ids, list) else memory_ids
         )
-        return projecting.project(self._repository, settings.embedder, settings.space, scope, ids)
+        projecting.check_unchanged(settings.embedder, settings.space)
+        return self._project(scope, ids)
 
     def semantic_status(self, scope: Scope) -> SemanticStatus:
         """How far the scope's active memories and claims are projected: the IDs without
@@ -473,9 +508,18 @@ class TrueHeart:
             raise ValidationError("batch_size", f"must be from 1 through {MAX_SYNC_BATCH}")
         if progress is not None and not callable(progress):
             raise ValidationError("progress", "must be callable or None")
-        return projecting.sync(
-            self._repository, settings.embedder, settings.space, scope, batch_size, progress
-        )
+        projecting.check_unchanged(settings.embedder, settings.space)
+        with self._repository.unit_of_work("read", write=False) as uow:
+            todo = projecting.repair_ids(projecting.status(uow, scope, settings.space))
+        done = 0
+        for start in range(0, len(todo), batch_size):
+            batch = todo[start : start + batch_size]
+            self._project(scope, batch)
+            done += len(batch)
+            if progress is not None:
+                progress(done, len(todo))
+        with self._repository.unit_of_work("read", write=False) as uow:
+            return projecting.status(uow, scope, settings.space)
 
     # --- govern ----------------------------------------------------------------------------
 
