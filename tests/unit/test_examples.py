@@ -62,6 +62,21 @@ replaying the imported claim: EntityDeleted: entity deleted: claim-crm-language
 language after the delete: English (current); conflicts: 0
 """
 CLAIMS_LAST_LINE = "language after the delete: English (current); conflicts: 0"
+SEMANTIC_OUTPUT = """\
+search 'brief answers over coffee': lexical alone finds 0
+matched 2 (semantic 2 of 3 scanned, rrf k=60)
+  #1 mem-style included score 0.0164: semantic #1 (0.816) +0.0164
+  #2 mem-drink included score 0.0161: semantic #2 (0.577) +0.0161
+SemanticProjectionError: semantic projection failed: the embedder failed: mem-coffee \
+(committed: True)
+status: 3 of 4 indexed, missing mem-coffee
+  repaired 1 of 1
+after sync: complete True
+after forget of mem-style: 3 vectors, complete True
+matched 2 (semantic 2 of 3 scanned, rrf k=60)
+  #1 mem-coffee included score 0.0325: lexical #1 (0.981) +0.0164, semantic #2 (0.516) +0.0161
+  #2 mem-drink included score 0.0164: semantic #1 (0.577) +0.0164
+"""
 
 
 def load_example(name: str) -> ModuleType:
@@ -250,5 +265,23 @@ def test_claims_example_runs_as_a_script_from_another_directory(tmp_path: Path) 
     completed = _run_script("claims", tmp_path)
     assert completed.returncode == 0
     assert completed.stdout == CLAIMS_OUTPUT
+    assert completed.stderr == ""
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_semantic_example_prints_exactly_and_cleans_up(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    load_example("semantic").main(temporary_root=tmp_path)
+    captured = capsys.readouterr()
+    assert captured.out == SEMANTIC_OUTPUT
+    assert captured.err == ""
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_semantic_example_runs_as_a_script_from_another_directory(tmp_path: Path) -> None:
+    completed = _run_script("semantic", tmp_path)
+    assert completed.returncode == 0
+    assert completed.stdout == SEMANTIC_OUTPUT
     assert completed.stderr == ""
     assert list(tmp_path.iterdir()) == []
