@@ -70,7 +70,10 @@ from trueheart_core.retrieval.model import (
     CapsuleTraceEntry,
     MemoryCapsule,
     MemoryPage,
+    RankSignal,
     SearchQuery,
+    SemanticTrace,
+    SignalSource,
 )
 from trueheart_core.semantic import (
     Embedder,
@@ -79,6 +82,7 @@ from trueheart_core.semantic import (
     Reranker,
     RerankResult,
 )
+from trueheart_core.semantic.model import SemanticStatus
 from trueheart_core.service import TrueHeart
 
 __version__ = package_version()
@@ -122,6 +126,7 @@ __all__ = [
     "MemoryRecord",
     "MemoryStatus",
     "ProviderError",
+    "RankSignal",
     "RawEventDraft",
     "RawEventReceipt",
     "RecallItem",
@@ -138,6 +143,9 @@ __all__ = [
     "ScopeMismatch",
     "SearchQuery",
     "SemanticProjectionError",
+    "SemanticStatus",
+    "SemanticTrace",
+    "SignalSource",
     "SourceRef",
     "TokenEstimator",
     "TrueHeart",

@@ -85,6 +85,10 @@ NEW_IN_0_5 = [
     "RerankCandidate",
     "Reranker",
     "RerankResult",
+    "RankSignal",
+    "SemanticStatus",
+    "SemanticTrace",
+    "SignalSource",
 ]
 
 

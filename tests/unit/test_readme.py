@@ -85,3 +85,15 @@ def test_readme_claims_example_runs(tmp_path: Path, capsys: pytest.CaptureFixtur
     ]
     assert out == once + once
     assert (tmp_path / "claims.db").exists()
+
+
+def test_readme_semantic_example_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    text = README.read_text(encoding="utf-8")
+    block = re.search(r"## Semantic search\n\n(?:[^\n]+\n)+\n```python\n(.*?)```", text, re.DOTALL)
+    assert block is not None
+    monkeypatch.chdir(tmp_path)
+    exec(compile(block.group(1), "README.md", "exec"), {"__name__": "readme_semantic"})
+    assert capsys.readouterr().out == "True True 0\nhashing-v1:th-lex-1\n"
+    assert (tmp_path / "vectors.db").exists()
