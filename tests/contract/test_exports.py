@@ -122,7 +122,7 @@ def test_every_exported_name_resolves(name: str) -> None:
 def test_version_matches_pyproject() -> None:
     with (ROOT / "pyproject.toml").open("rb") as handle:
         version = tomllib.load(handle)["project"]["version"]
-    assert trueheart_core.__version__ == version == "0.4.0"
+    assert trueheart_core.__version__ == version == "0.5.0"
 
 
 def test_package_ships_py_typed_marker() -> None:
@@ -145,7 +145,7 @@ def test_import_from_source_tree_without_installed_metadata() -> None:
         check=False,
     )
     assert completed.returncode == 0, completed.stderr
-    assert completed.stdout == "0.4.0\n"
+    assert completed.stdout == "0.5.0\n"
 
 
 def test_trust_level_is_an_ordered_int_enum() -> None:
