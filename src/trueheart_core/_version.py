@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from importlib import metadata
 
-SOURCE_VERSION = "0.4.0"
+SOURCE_VERSION = "0.5.0"
 
 
 def package_version() -> str:

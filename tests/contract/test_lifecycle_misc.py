@@ -49,7 +49,7 @@ OPERATIONS: dict[str, Callable[[TrueHeart], Any]] = {
 
 
 def test_version() -> None:
-    assert trueheart_core.__version__ == "0.4.0"
+    assert trueheart_core.__version__ == "0.5.0"
     assert trueheart_core.__all__[-1] == "__version__"
 
 

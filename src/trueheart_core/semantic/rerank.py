@@ -75,7 +75,11 @@ def checked_scores(results: object, candidates: Sequence[RerankCandidate]) -> di
         score = result.score
         if isinstance(score, bool) or not isinstance(score, int | float):
             raise ValidationError("reranker", "must return finite scores")
-        if not math.isfinite(score):
+        try:
+            number = float(score)
+        except OverflowError:
+            raise ValidationError("reranker", "must return finite scores") from None
+        if not math.isfinite(number):
             raise ValidationError("reranker", "must return finite scores")
-        scores[result.memory_id] = float(score)
+        scores[result.memory_id] = number
     return scores

@@ -29,7 +29,7 @@ def checked_vector(field: str, value: object, dimensions: int, normalized: bool)
     """``value`` as a unit-length list of floats, after checking the embedder's contract:
     a sequence of exactly ``dimensions`` finite numbers, of unit length (or all zeros)
     when the embedder says it normalises. Raises ``ValidationError`` naming ``field``."""
-    if isinstance(value, str | bytes) or not isinstance(value, Sequence | array):
+    if isinstance(value, str | bytes | bytearray) or not isinstance(value, Sequence | array):
         raise ValidationError(field, "must return sequences of floats")
     if len(value) != dimensions:
         raise ValidationError(field, "returned a vector of the wrong length")
@@ -37,18 +37,23 @@ def checked_vector(field: str, value: object, dimensions: int, normalized: bool)
     for x in value:
         if isinstance(x, bool) or not isinstance(x, int | float):
             raise ValidationError(field, "must return sequences of floats")
-        number = float(x)
+        try:
+            number = float(x)
+        except OverflowError:
+            raise ValidationError(field, "returned a non-finite component") from None
         if not math.isfinite(number):
             raise ValidationError(field, "returned a non-finite component")
         floats.append(number)
-    norm = math.sqrt(math.fsum(x * x for x in floats))
-    if norm == 0.0:
+    # Scaling by the largest component first keeps the squares of very small or very
+    # large (finite) components from underflowing or overflowing.
+    scale = max((abs(x) for x in floats), default=0.0)
+    if scale == 0.0:
         return floats
-    if normalized and abs(norm - 1.0) > NORM_TOLERANCE:
+    scaled = [x / scale for x in floats]
+    norm = math.sqrt(math.fsum(x * x for x in scaled))
+    if normalized and abs(norm * scale - 1.0) > NORM_TOLERANCE:
         raise ValidationError(field, "returned a vector that is not normalised")
-    if not math.isfinite(norm):
-        raise ValidationError(field, "returned a non-finite component")
-    return [x / norm for x in floats]
+    return [x / norm for x in scaled]
 
 
 def pack(vector: Sequence[float]) -> bytes:
