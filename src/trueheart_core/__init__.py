@@ -18,6 +18,7 @@ from trueheart_core.claims import (
     ClaimView,
     ExtractionRecord,
     ExtractionResult,
+    IngestResult,
 )
 from trueheart_core.domain import (
     AuditRecord,
@@ -117,6 +118,7 @@ __all__ = [
     "GovernanceResult",
     "HashingEmbedder",
     "IdempotencyConflict",
+    "IngestResult",
     "IntegrityProblem",
     "IntegrityReport",
     "InvalidTransition",

@@ -28,7 +28,12 @@ from trueheart_core.claims import (
     view_order,
 )
 from trueheart_core.domain import EntityType, MemoryDraft, MemoryStatus, RawEventDraft, Scope
-from trueheart_core.errors import IdempotencyConflict, ValidationError
+from trueheart_core.errors import (
+    IdempotencyConflict,
+    ProviderError,
+    TrueHeartError,
+    ValidationError,
+)
 from trueheart_core.extraction.model import ClaimExtraction, ClaimExtractor
 from trueheart_core.extraction.spans import check_extraction
 from trueheart_core.ports import ClaimRow, UnitOfWork
@@ -219,7 +224,13 @@ def extract(draft: RawEventDraft, extractor: object) -> tuple[str, ClaimExtracti
     ):
         raise ValidationError("extractor", "must be a ClaimExtractor")
     identity = v.text("extractor", extractor.identity)
-    return identity, check_extraction(draft.content, extractor.extract(draft.content))
+    try:
+        answer = extractor.extract(draft.content)
+    except TrueHeartError:
+        raise
+    except Exception as error:
+        raise ProviderError("the extractor failed") from error
+    return identity, check_extraction(draft.content, answer)
 
 
 def record_extraction(uow: UnitOfWork, record: ExtractionRecord) -> ExtractionRecord:

@@ -54,6 +54,7 @@ __all__ = [
     "ClaimView",
     "ExtractionRecord",
     "ExtractionResult",
+    "IngestResult",
     "claim_text",
     "conflicts",
     "status_at",
@@ -342,12 +343,13 @@ class ExtractionRecord(_Reducible):
 
 @dataclass(frozen=True, slots=True)
 class ExtractionResult(_Reducible):
-    """What :meth:`TrueHeart.ingest_extracted` stored: the event's receipt, its claims
-    and the extraction record."""
+    """What :meth:`TrueHeart.ingest_extracted` stored: the event's receipt, its claims,
+    the extraction record, and the memories passed along with it (if any)."""
 
     receipt: RawEventReceipt
     claims: tuple[ClaimRecord, ...]
     extraction: ExtractionRecord
+    memories: tuple[MemoryRecord, ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.receipt, RawEventReceipt):
@@ -358,3 +360,25 @@ class ExtractionResult(_Reducible):
             raise ValidationError("claims", "must be a tuple of ClaimRecord")
         if not isinstance(self.extraction, ExtractionRecord):
             raise ValidationError("extraction", "must be an ExtractionRecord")
+        _records("memories", self.memories, MemoryRecord)
+
+
+@dataclass(frozen=True, slots=True)
+class IngestResult(_Reducible):
+    """What :meth:`TrueHeart.ingest_derived` stored in one transaction: the event's
+    receipt, then its memories and claims in the order given."""
+
+    receipt: RawEventReceipt
+    memories: tuple[MemoryRecord, ...]
+    claims: tuple[ClaimRecord, ...]
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.receipt, RawEventReceipt):
+            raise ValidationError("receipt", "must be a RawEventReceipt")
+        _records("memories", self.memories, MemoryRecord)
+        _records("claims", self.claims, ClaimRecord)
+
+
+def _records(field: str, value: object, kind: type) -> None:
+    if not isinstance(value, tuple) or not all(isinstance(x, kind) for x in value):
+        raise ValidationError(field, f"must be a tuple of {kind.__name__}")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
+from typing import TypeVar
 
 from trueheart_core import (
     claiming,
@@ -32,6 +33,7 @@ from trueheart_core.claims import (
     ClaimSet,
     ExtractionRecord,
     ExtractionResult,
+    IngestResult,
 )
 from trueheart_core.domain import (
     AuditRecord,
@@ -74,6 +76,7 @@ __all__ = ["TrueHeart"]
 
 
 _EXPIRY_CHUNK = 500
+_D = TypeVar("_D")
 MAX_SCAN_CAP = 1_000_000
 MAX_SYNC_BATCH = 4096
 
@@ -276,12 +279,43 @@ class TrueHeart:
         with self._repository.unit_of_work("read", write=False) as uow:
             return claiming.answer(uow, query)
 
+    def ingest_derived(
+        self,
+        draft: RawEventDraft,
+        *,
+        memories: Sequence[MemoryDraft] = (),
+        claims: Sequence[ClaimDraft] = (),
+    ) -> IngestResult:
+        """Ingest an event together with memories and claims derived from it (or from
+        other events of the scope), all or nothing, in ONE transaction.
+
+        Each part follows the rules of :meth:`ingest_event`, :meth:`materialize_once`
+        and :meth:`materialize_claim`, in that order (the memories and claims in the
+        order given); the first refusal rolls everything back. A replay of the same
+        event, memories and claims returns what is stored.
+        """
+        if not isinstance(draft, RawEventDraft):
+            raise ValidationError("draft", "must be a RawEventDraft")
+        memory_drafts = _drafts("memories", memories, MemoryDraft)
+        claim_drafts = _drafts("claims", claims, ClaimDraft)
+        prepared = writing.prepare_event(draft, self._now())
+        with self._repository.unit_of_work("ingest", write=True) as uow:
+            receipt = writing.ingest(uow, draft, prepared)
+            stored = tuple(writing.materialize(uow, d) for d in memory_drafts)
+            claimed = tuple(claiming.materialize(uow, d) for d in claim_drafts)
+            uow.commit()
+        self._project_after_write(
+            draft.scope, tuple(m.memory_id for m in stored) + tuple(c.claim_id for c in claimed)
+        )
+        return IngestResult(receipt, stored, claimed)
+
     def ingest_extracted(
         self,
         draft: RawEventDraft,
         extractor: ClaimExtractor,
         *,
         claim_ids_by_source: Mapping[str, str] | None = None,
+        memories: Sequence[MemoryDraft] = (),
     ) -> ExtractionResult:
         """Ingest an event and the claims an extractor reads from it, in ONE transaction.
 
@@ -290,10 +324,13 @@ class TrueHeart:
         the event's ``occurred_at``, with its source's trust, citing the event alone, under
         a deterministic ID; a replay of the same event and extraction returns what is
         stored. Supersession targets named by the extractor are looked up only in
-        ``claim_ids_by_source``. A body-free extraction record is stored with them.
+        ``claim_ids_by_source``. A body-free extraction record is stored with them, and
+        ``memories`` (for example the event's own searchable memory) are materialised in
+        the same transaction, before the claims.
         """
         if not isinstance(draft, RawEventDraft):
             raise ValidationError("draft", "must be a RawEventDraft")
+        memory_drafts = _drafts("memories", memories, MemoryDraft)
         mapping = _source_mapping(claim_ids_by_source)
         identity, extraction = claiming.extract(draft, extractor)
         drafts = claiming.drafts_from(draft, extraction, mapping)
@@ -308,11 +345,15 @@ class TrueHeart:
         prepared = writing.prepare_event(draft, self._now())
         with self._repository.unit_of_work("ingest", write=True) as uow:
             receipt = writing.ingest(uow, draft, prepared)
+            stored_memories = tuple(writing.materialize(uow, d) for d in memory_drafts)
             claims = tuple(claiming.materialize(uow, d) for d in drafts)
             stored = claiming.record_extraction(uow, record)
             uow.commit()
-        self._project_after_write(draft.scope, tuple(c.claim_id for c in claims))
-        return ExtractionResult(receipt, claims, stored)
+        self._project_after_write(
+            draft.scope,
+            tuple(m.memory_id for m in stored_memories) + tuple(c.claim_id for c in claims),
+        )
+        return ExtractionResult(receipt, claims, stored, stored_memories)
 
     def get_extraction(self, scope: Scope, event_id: str) -> ExtractionRecord:
         """The extraction record of an event of the exact scope, with the governance
@@ -639,6 +680,12 @@ def _best_fading(
     if len(by_id) != len(chosen):
         loading.corrupt("invalid memory record")
     return [by_id[memory_id] for memory_id in chosen]
+
+
+def _drafts(field: str, value: object, kind: type[_D]) -> tuple[_D, ...]:
+    if not isinstance(value, list | tuple) or not all(isinstance(d, kind) for d in value):
+        raise ValidationError(field, f"must be a list or tuple of {kind.__name__}")
+    return tuple(value)
 
 
 def _source_mapping(value: object) -> dict[str, str]:

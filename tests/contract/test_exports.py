@@ -89,6 +89,7 @@ NEW_IN_0_5 = [
     "SemanticStatus",
     "SemanticTrace",
     "SignalSource",
+    "IngestResult",
 ]
 
 

@@ -38,6 +38,7 @@ from trueheart_core import (
     GovernanceAction,
     IdempotencyConflict,
     MemoryStatus,
+    ProviderError,
     Scope,
     ScopeMismatch,
     TrueHeart,
@@ -188,7 +189,11 @@ REFUSED: dict[str, tuple[Any, type[Exception], str]] = {
         ValidationError,
         "extraction: must hold at most 100 claims",
     ),
-    "raises": (RuntimeError("extractor failed"), RuntimeError, "extractor failed"),
+    "raises": (
+        RuntimeError("extractor failed"),
+        ProviderError,
+        "provider error: the extractor failed",
+    ),
 }
 
 
