@@ -92,21 +92,24 @@ def search(
     if capped:
         hits = hits[: settings.scan_cap]
         diagnostics.append(CAPPED)
-    scores = similarities(query_form(vector), [h.vector for h in hits])
+    scores = similarities(query_form(vector), [hit[1] for hit in hits])
+    if any(map(math.isnan, scores)):
+        loading.corrupt(_INDEX_CORRUPT)
     facts: dict[str, searching.Facts] = {}
     semantic: list[fusion.Scored] = []
-    for hit, score in zip(hits, scores, strict=True):
-        times = (hit.created_at, hit.clear_until, hit.recall_until)
-        if (
-            not isinstance(hit.memory_id, str)
-            or not all(type(t) is int for t in times)
-            or math.isnan(score)
-        ):
+    minimum = settings.minimum_score
+    # Only the matches are checked and kept: the rest of the scan was only compared.
+    for (memory_id, _, created_at, clear_until, recall_until), score in zip(
+        hits, scores, strict=True
+    ):
+        if score < minimum:
+            continue
+        times = (created_at, clear_until, recall_until)
+        if not isinstance(memory_id, str) or not all(type(t) is int for t in times):
             loading.corrupt(_INDEX_CORRUPT)
-        if score >= settings.minimum_score:
-            clarity = policy.clarity_us(as_of, hit.clear_until, hit.recall_until)
-            semantic.append(fusion.Scored(hit.memory_id, score, clarity, hit.created_at))
-            facts[hit.memory_id] = searching.Facts(*times)
+        clarity = policy.clarity_us(as_of, clear_until, recall_until)
+        semantic.append(fusion.Scored(memory_id, score, clarity, created_at))
+        facts[memory_id] = searching.Facts(*times)
     semantic = fusion.ranked(semantic)
     lexical_window = lexical.candidates[:window]
     for c in lexical_window:
@@ -123,7 +126,8 @@ def search(
         ],
         semantic,
         window,
-    )[:window]
+        keep=window,
+    )
     rows = {r.memory_id: r for r in uow.get_memories(key, [f.memory_id for f in fused])}
     if len(rows) != len(fused) or not all(isinstance(r.content, str) for r in rows.values()):
         loading.corrupt(_INDEX_CORRUPT)

@@ -4,7 +4,8 @@ A unit of work that stores vectors implements :class:`SupportsVectors` besides
 :class:`~trueheart_core.ports.UnitOfWork`. The service checks for it before any
 semantic operation; adapters without it simply cannot be configured with an embedder.
 Whatever the capability, an adapter that holds vectors must remove a memory's vector in
-``UnitOfWork.delete_memory`` (forget, delete and cascade), in the same transaction.
+``UnitOfWork.delete_memory`` (forget, delete and cascade), in the same transaction, and
+keep it out of scans while ``UnitOfWork.update_memory`` has the memory sealed.
 
 Rows follow the conventions of :mod:`trueheart_core.ports`: primitive values, times in
 microseconds, unvalidated when read back.
@@ -46,15 +47,10 @@ class VectorRow:
     digest: str
 
 
-@dataclass(frozen=True, slots=True)
-class VectorHit:
-    """A vector read by the semantic scan, with the filter columns of its memory."""
-
-    memory_id: str
-    vector: bytes
-    created_at: int
-    clear_until: int
-    recall_until: int
+VectorHit = tuple[str, bytes, int, int, int]
+"""A vector read by the semantic scan: ``(memory_id, vector, created_at, clear_until,
+recall_until)``, the filter columns of its memory. A plain tuple: a scan reads up to
+its cap of them, and that is the cost of a hybrid search."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +122,11 @@ class SupportsVectors(Protocol):
     def iter_vectors(self, scope: ScopeKey | None) -> Iterator[VectorRow]:
         """Every stored vector (of one scope, or all), for verification. A vector whose
         memory is gone has an empty ``memory_id``."""
+        ...
+
+    def disagreeing_vectors(self, scope: ScopeKey | None) -> list[tuple[ScopeKey, str]]:
+        """Vectors (of one scope, or all) whose copies of their memory's ID, times,
+        trust, kind or status differ from the memory row: ``(scope, memory_id)``."""
         ...
 
     def iter_spaces(self) -> Iterator[SpaceRow]:

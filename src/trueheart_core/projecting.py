@@ -305,4 +305,6 @@ def check_vectors(
             add("vector", row.memory_id, row.scope, "digest_mismatch")
         elif len(row.vector) != 4 * found.dimensions:
             add("vector", row.memory_id, row.scope, "vector_size_invalid")
+    for scope, memory_id in uow.disagreeing_vectors(key):
+        add("vector", memory_id, scope, "vector_disagrees_with_memory")
     return checked

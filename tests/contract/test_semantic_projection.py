@@ -401,3 +401,35 @@ def test_sync_batch_size_is_checked(repository: SQLiteRepository, batch_size: ob
         service.sync_semantic(SCOPE, batch_size=batch_size)  # type: ignore[arg-type]
     with pytest.raises(ValidationError, match=msg("progress: must be callable or None")):
         service.sync_semantic(SCOPE, progress=3)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("sql", "memory_id"),
+    [
+        ("UPDATE vectors SET active = 0 WHERE memory_id = 'mem-1'", "mem-1"),
+        ("UPDATE vectors SET recall_until = recall_until + 1 WHERE memory_id = 'mem-2'", "mem-2"),
+        ("UPDATE vectors SET kind = 'other' WHERE memory_id = 'mem-1'", "mem-1"),
+    ],
+)
+def test_verify_reports_a_vector_that_disagrees_with_its_memory(
+    tmp_path: Path, repository: SQLiteRepository, sql: str, memory_id: str
+) -> None:
+    path = file_db_or_skip(tmp_path)
+    service = semantic(repository)
+    materialize_all(service, {"mem-1": "concise answers", "mem-2": "tea"})
+    assert tamper(path, sql) == 1
+    (problem,) = service.verify_integrity().problems
+    assert (problem.entity_type, problem.entity_id, problem.code) == (
+        "vector",
+        memory_id,
+        "vector_disagrees_with_memory",
+    )
+
+
+def test_sealing_keeps_the_vector_in_step(tmp_path: Path, repository: SQLiteRepository) -> None:
+    service = semantic(repository)
+    materialize_all(service, {"mem-1": "concise answers"})
+    service.govern(command(GovernanceAction.SEAL, "mem-1"))
+    assert service.verify_integrity().problems == ()
+    service.govern(command(GovernanceAction.RESTORE, "mem-1"))
+    assert service.verify_integrity().problems == ()

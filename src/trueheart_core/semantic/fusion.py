@@ -77,9 +77,12 @@ def ranked(candidates: Sequence[Scored]) -> list[Scored]:
     )
 
 
-def fuse(lexical: Sequence[Scored], semantic: Sequence[Scored], window: int) -> list[Fused]:
-    """The fused ranking of the best ``window`` of each (already ordered) ranking."""
-    signals: dict[str, list[RankSignal]] = {}
+def fuse(
+    lexical: Sequence[Scored], semantic: Sequence[Scored], window: int, keep: int | None = None
+) -> list[Fused]:
+    """The fused ranking of the best ``window`` of each (already ordered) ranking; only
+    its best ``keep`` when ``keep`` is given."""
+    found: dict[str, list[tuple[SignalSource, int, float, float]]] = {}
     facts: dict[str, Scored] = {}
     for source, weight, ranking in (
         (SignalSource.LEXICAL, LEXICAL_WEIGHT, lexical),
@@ -87,21 +90,25 @@ def fuse(lexical: Sequence[Scored], semantic: Sequence[Scored], window: int) -> 
     ):
         for rank, candidate in enumerate(ranking[:window], start=1):
             facts.setdefault(candidate.memory_id, candidate)
-            signals.setdefault(candidate.memory_id, []).append(
-                RankSignal(source, rank, candidate.score, contribution(weight, rank))
+            found.setdefault(candidate.memory_id, []).append(
+                (source, rank, candidate.score, contribution(weight, rank))
             )
-    fused = [
+    scores = {memory_id: sum(s[3] for s in signals) for memory_id, signals in found.items()}
+    best = sorted(
+        scores,
+        key=lambda m: order_key(scores[m], facts[m].clarity, facts[m].created_at, m),
+    )[:keep]
+    # Signals are built for the candidates that are kept only.
+    return [
         Fused(
             memory_id,
-            sum(s.contribution for s in found),
+            scores[memory_id],
             facts[memory_id].clarity,
             facts[memory_id].created_at,
-            tuple(found),
+            tuple(RankSignal(*signal) for signal in found[memory_id]),
         )
-        for memory_id, found in signals.items()
+        for memory_id in best
     ]
-    fused.sort(key=Fused.key)
-    return fused
 
 
 def rerank(fused: Sequence[Fused], scores: Mapping[str, float], weight: float) -> list[Fused]:

@@ -91,25 +91,32 @@ def similarities(
     Both sides have unit length, so this is the dot product, summed with ``math.fsum``
     (exactly rounded, so independent of the order of the terms). Components where the
     query is zero add nothing; a sparse query therefore reads only its own non-zero
-    positions and gets the same result. A stored vector of the wrong size scores
-    ``nan``, which the caller treats as corruption.
+    positions and gets the same result. A stored vector of the wrong size (or type)
+    scores ``nan``, which the caller treats as corruption.
     """
     values, sparse = query
-    size = 4 * len(values)
+    dims = len(values)
+    size = 4 * dims
     fsum = math.fsum
-    scores: list[float] = []
+    if not all(type(blob) is bytes and len(blob) == size for blob in blobs):
+        return [
+            similarities(query, [blob])[0]
+            if type(blob) is bytes and len(blob) == size
+            else math.nan
+            for blob in blobs
+        ]
+    if not blobs or not dims:
+        return [0.0] * len(blobs)
     if sparse is not None and _LITTLE:
-        for blob in blobs:
-            if len(blob) != size:
-                scores.append(math.nan)
-                continue
-            stored = memoryview(blob).cast("f")
-            scores.append(fsum([stored[i] * x for i, x in sparse]))
-        return scores
+        # One column per non-zero query component, across all the vectors at once.
+        joined = memoryview(b"".join(blobs)).cast("f")
+        columns = [[x * weight for x in joined[i::dims].tolist()] for i, weight in sparse]
+        if not columns:
+            return [0.0] * len(blobs)
+        return [fsum(products) for products in zip(*columns, strict=True)]
+    stored = unpack(b"".join(blobs))
     mul = operator.mul
-    for blob in blobs:
-        if len(blob) != size:
-            scores.append(math.nan)
-            continue
-        scores.append(fsum(map(mul, values, unpack(blob))))
-    return scores
+    return [
+        fsum(map(mul, values, stored[start : start + dims]))
+        for start in range(0, len(stored), dims)
+    ]

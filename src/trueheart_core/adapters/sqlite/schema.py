@@ -148,17 +148,22 @@ _V4: Sequence[str] = (
         normalized INTEGER NOT NULL)""",
     # One vector per memory (``doc`` is the memory's rowid). A vector is derived from a
     # body, so like bodies it lives in a rowid table that grows at its end; the indexes
-    # hold integers only.
+    # hold integers only. The memory's ID, times, trust, kind and whether it is active
+    # are copied here (as search entries copy them) so that the semantic scan reads one
+    # row per vector.
     """CREATE TABLE vectors (
         vid INTEGER PRIMARY KEY,
         doc INTEGER NOT NULL,
         scope_id INTEGER NOT NULL,
-        created_at INTEGER NOT NULL,
         space_id INTEGER NOT NULL,
-        content_hash, vector, digest)""",
+        active INTEGER NOT NULL,
+        created_at INTEGER NOT NULL,
+        memory_id, clear_until, recall_until, trust, kind, content_hash, vector, digest)""",
     "CREATE UNIQUE INDEX vectors_by_doc ON vectors (doc)",
-    # The semantic scan walks a scope's vectors newest first and stops at its cap.
-    "CREATE INDEX vectors_scan ON vectors (scope_id, created_at DESC, vid DESC)",
+    # The semantic scan walks a scope's active vectors of one space newest first and
+    # stops at its cap.
+    """CREATE INDEX vectors_scan ON vectors (
+        scope_id, space_id, active, created_at DESC, vid DESC)""",
 )
 
 MIGRATIONS: Mapping[int, Sequence[str]] = {1: _V1, 2: _V2, 3: _V3, 4: _V4}

@@ -40,21 +40,23 @@ def eligibility_filters(
     min_trust: int | None,
     claim_statuses: Sequence[str],
     claim_kind: str,
+    d: str = "d",
 ) -> tuple[str, list[Any]]:
-    """``AND`` clauses over a search entry ``d`` (and its memory by ``d.doc``) for the
-    kind, trust and claim-status filters of a search, with their parameters."""
+    """``AND`` clauses over a row ``d`` that copies a memory's ``trust`` and ``kind``
+    (and names it by ``doc``) for the kind, trust and claim-status filters of a search,
+    with their parameters."""
     filters = ""
     params: list[Any] = []
     if min_trust is not None:
-        filters += " AND d.trust >= ?"
+        filters += f" AND {d}.trust >= ?"
         params.append(min_trust)
     if kinds:
-        filters += " AND hex(d.kind) IN (SELECT value FROM json_each(?))"
+        filters += f" AND hex({d}.kind) IN (SELECT value FROM json_each(?))"
         params.append(hex_set(kinds))
     # A claim's status at as_of decides whether it is a candidate; memories of the
     # claim kind without a claim row are plain memories.
     filters += (
-        " AND (d.kind IS NOT ? OR (SELECT CASE"
+        f" AND ({d}.kind IS NOT ? OR (SELECT CASE"
         " WHEN c.claim_id IS NULL THEN 'memory'"
         " WHEN EXISTS (SELECT 1 FROM claims s INDEXED BY claims_by_supersedes"
         " JOIN memories sm ON sm.memory_id = s.claim_id AND sm.scope_id = s.scope_id"
@@ -64,7 +66,7 @@ def eligibility_filters(
         " WHEN c.valid_from IS NOT NULL AND ? < c.valid_from THEN 'not_yet_valid'"
         " ELSE 'current' END"
         " FROM memories m LEFT JOIN claims c"
-        " ON c.claim_id = m.memory_id AND c.scope_id = m.scope_id WHERE m.rid = d.doc)"
+        f" ON c.claim_id = m.memory_id AND c.scope_id = m.scope_id WHERE m.rid = {d}.doc)"
         " IN (SELECT value FROM json_each(?)))"
     )
     params += [claim_kind, as_of, as_of, as_of, json.dumps(["memory", *claim_statuses])]

@@ -341,10 +341,14 @@ class SQLiteUnitOfWork(SearchStatements, ClaimStatements, VectorStatements):
         )
 
     def update_memory(self, row: MemoryRow) -> None:
+        sid = self._scope_id(row.scope)
         self._conn.execute(
             "UPDATE memories SET status = ?, digest = ? WHERE memory_id = ? AND scope_id = ?",
-            (row.status, row.digest, row.memory_id, self._scope_id(row.scope)),
+            (row.status, row.digest, row.memory_id, sid),
         )
+        rid = None if sid is None else self._memory_rid(sid, row.memory_id)
+        if rid is not None:
+            self.set_vector_active(rid, row.status == "active")
 
     def delete_memory(self, scope: ScopeKey, memory_id: str) -> None:
         self.unindex_memory(scope, memory_id)

@@ -8,7 +8,7 @@ import sqlite3
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from trueheart_core.adapters.sqlite.search import eligibility_filters, hex_set
+from trueheart_core.adapters.sqlite.search import eligibility_filters
 from trueheart_core.errors import RepositoryCorruption
 from trueheart_core.ports import ScopeKey
 from trueheart_core.ports_vectors import SpaceRow, VectorHit, VectorRow, VectorState
@@ -60,18 +60,35 @@ class VectorStatements:
         found = None
         if sid is not None:
             found = self._conn.execute(
-                "SELECT rid, created_at FROM memories WHERE memory_id = ? AND scope_id = ?",
+                "SELECT rid, status, created_at, clear_until, recall_until, trust, kind "
+                "FROM memories WHERE memory_id = ? AND scope_id = ?",
                 (row.memory_id, sid),
             ).fetchone()
         if found is None:
             raise RepositoryCorruption("invalid vector")
-        rid, created_at = found
+        rid, status, *copied = found
         self._conn.execute("DELETE FROM vectors WHERE doc = ?", (rid,))
         self._conn.execute(
-            "INSERT INTO vectors (doc, scope_id, created_at, space_id, content_hash, vector, "
-            "digest) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (rid, sid, created_at, row.space_id, row.content_hash, row.vector, row.digest),
+            "INSERT INTO vectors (doc, scope_id, space_id, active, created_at, memory_id, "
+            "clear_until, recall_until, trust, kind, content_hash, vector, digest) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                rid,
+                sid,
+                row.space_id,
+                int(status == "active"),
+                copied[0],
+                row.memory_id,
+                *copied[1:],
+                row.content_hash,
+                row.vector,
+                row.digest,
+            ),
         )
+
+    def set_vector_active(self, rid: int, active: bool) -> None:
+        """Keep the copied status of a memory's vector in step with the memory."""
+        self._conn.execute("UPDATE vectors SET active = ? WHERE doc = ?", (int(active), rid))
 
     def delete_vector_of(self, rid: int) -> None:
         """Remove the vector of the memory with this rowid (part of deleting it)."""
@@ -128,20 +145,19 @@ class VectorStatements:
         sid = self._scope_id(scope)
         if sid is None or limit <= 0:
             return []
-        filters, extra = eligibility_filters(as_of, kinds, min_trust, claim_statuses, claim_kind)
-        # The index range stops at as_of; search_docs holds exactly the active memories
-        # with their filter columns, so sealed ones drop out by the join.
-        rows = self._conn.execute(
-            "SELECT m.memory_id, v.vector, d.created_at, d.clear_until, d.recall_until "
+        filters, extra = eligibility_filters(
+            as_of, kinds, min_trust, claim_statuses, claim_kind, d="v"
+        )
+        # One index range: the scope's active vectors of the space, newest first from
+        # as_of; every other filter reads the vector's own row.
+        return self._conn.execute(
+            "SELECT v.memory_id, v.vector, v.created_at, v.clear_until, v.recall_until "
             "FROM vectors v INDEXED BY vectors_scan "
-            "JOIN search_docs d ON d.doc = v.doc "
-            "JOIN memories m ON m.rid = v.doc "
-            "WHERE v.scope_id = ? AND v.created_at <= ? AND v.space_id = ? "
-            f"AND d.scope_id = ? AND d.created_at <= ? AND d.recall_until > ?{filters} "
+            "WHERE v.scope_id = ? AND v.space_id = ? AND v.active = 1 AND v.created_at <= ? "
+            f"AND v.recall_until > ?{filters} "
             "ORDER BY v.created_at DESC, v.vid DESC LIMIT ?",
-            [sid, as_of, space_id, sid, as_of, as_of, *extra, limit],
+            [sid, space_id, as_of, as_of, *extra, limit],
         ).fetchall()
-        return [VectorHit(*r) for r in rows]
 
     def lexical_matches(
         self, scope: ScopeKey, terms: Sequence[int], memory_ids: Sequence[str]
@@ -155,19 +171,39 @@ class VectorStatements:
         total = 0
         for start in range(0, len(memory_ids), _CHUNK):
             chunk = list(memory_ids[start : start + _CHUNK])
+            marks = ",".join("?" * len(chunk))
             (count,) = self._conn.execute(
-                "SELECT COUNT(*) FROM memories m "
-                "WHERE m.scope_id = ? AND hex(m.memory_id) IN (SELECT value FROM json_each(?)) "
+                "SELECT COUNT(*) FROM memories m INDEXED BY memories_by_id "
+                f"WHERE m.scope_id = ? AND m.memory_id IN ({marks}) "
                 "AND EXISTS (SELECT 1 FROM search_docs d WHERE d.doc = m.rid) "
                 "AND EXISTS (SELECT 1 FROM search_postings p "
                 "WHERE p.doc = m.rid AND p.term_id IN (SELECT value FROM json_each(?)))",
-                (sid, hex_set(chunk), json.dumps(term_ids)),
+                [sid, *chunk, json.dumps(term_ids)],
             ).fetchone()
             total += int(count)
         return total
 
     def _term_ids(self, sid: int, terms: Sequence[int]) -> dict[int, int]:
         raise NotImplementedError
+
+    def disagreeing_vectors(self, scope: ScopeKey | None) -> list[tuple[ScopeKey, str]]:
+        where, params = "", []
+        if scope is not None:
+            sid = self._scope_id(scope)
+            if sid is None:
+                return []
+            where, params = " AND v.scope_id = ?", [sid]
+        rows = self._conn.execute(
+            f"SELECT {_SCOPE_COLUMNS}, m.memory_id FROM vectors v "
+            "JOIN memories m ON m.rid = v.doc JOIN scopes s ON s.scope_id = v.scope_id "
+            "WHERE (v.memory_id IS NOT m.memory_id OR v.scope_id IS NOT m.scope_id "
+            "OR v.created_at IS NOT m.created_at OR v.clear_until IS NOT m.clear_until "
+            "OR v.recall_until IS NOT m.recall_until OR v.trust IS NOT m.trust "
+            "OR v.kind IS NOT m.kind OR v.active IS NOT (m.status = 'active'))"
+            f"{where} ORDER BY v.vid",
+            params,
+        ).fetchall()
+        return [((r[0], r[1], r[2]), r[3]) for r in rows]
 
     def iter_vectors(self, scope: ScopeKey | None) -> Iterator[VectorRow]:
         where, params = "", []
