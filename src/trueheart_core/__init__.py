@@ -20,6 +20,7 @@ from trueheart_core.claims import (
     ExtractionResult,
 )
 from trueheart_core.domain import (
+    ArtifactClass,
     AuditRecord,
     EntityType,
     GovernanceAction,
@@ -63,6 +64,13 @@ from trueheart_core.extraction import (
     ExtractedClaim,
     ExtractionDiagnostic,
 )
+from trueheart_core.operations_model import (
+    ArtifactCounts,
+    BackupReport,
+    ErasureReceipt,
+    IndexRebuildReport,
+    StoreStats,
+)
 from trueheart_core.retrieval.capsule import TokenEstimator, Utf8BytesEstimator
 from trueheart_core.retrieval.model import (
     CapsuleDecision,
@@ -84,7 +92,10 @@ from trueheart_core.service import TrueHeart
 __version__ = package_version()
 
 __all__ = [
+    "ArtifactClass",
+    "ArtifactCounts",
     "AuditRecord",
+    "BackupReport",
     "CanonicalClaimExtractor",
     "CapsuleDecision",
     "CapsuleItem",
@@ -104,6 +115,7 @@ __all__ = [
     "EntityDeleted",
     "EntityNotFound",
     "EntityType",
+    "ErasureReceipt",
     "ExtractedClaim",
     "ExtractionDiagnostic",
     "ExtractionRecord",
@@ -113,6 +125,7 @@ __all__ = [
     "GovernanceResult",
     "HashingEmbedder",
     "IdempotencyConflict",
+    "IndexRebuildReport",
     "IntegrityProblem",
     "IntegrityReport",
     "InvalidTransition",
@@ -139,6 +152,7 @@ __all__ = [
     "SearchQuery",
     "SemanticProjectionError",
     "SourceRef",
+    "StoreStats",
     "TokenEstimator",
     "TrueHeart",
     "TrueHeartError",

@@ -254,7 +254,7 @@ BASES: dict[type, dict[str, Any]] = {
         for field in dataclasses.fields(MemoryRecord)
     },
     RecallItem: {"memory": memory_record(), "clarity": 0.5},
-    GovernanceResult: {"command": command(), "affected_ids": ("m0",)},
+    GovernanceResult: {"command": command(), "affected_ids": ("m0",), "removed": ()},
     AuditRecord: {
         "audit_id": "a1",
         "scope": SCOPE,
