@@ -393,8 +393,9 @@ class IntegrityProblem(_Reducible):
     """One body-free finding of :meth:`TrueHeart.verify_integrity`.
 
     ``entity_type`` names the stored row kind (``raw_event``, ``raw_body``, ``memory``,
-    ``lineage``, ``tombstone`` or ``audit``, or ``storage`` for the storage engine's own
-    check, with an empty ID and no scope), ``entity_id`` its ID
+    ``lineage``, ``tombstone``, ``audit``, ``claim`` or ``extraction``), the derived index
+    (``search_index``, ``claim_index``), or ``storage`` for the storage engine's own
+    check, with an empty ID and no scope; ``entity_id`` is its ID
     (the audit ID for audit rows), ``scope`` the row's scope when it could be read, and
     ``code`` a fixed problem code such as ``digest_mismatch``.
     """

@@ -209,7 +209,7 @@ def test_verify_reports_a_tampered_row_with_status_4(store: Path) -> None:
     lines = done.stdout.splitlines()
     assert lines[0].split() == ["ENTITY", "TYPE", "ENTITY", "ID", "SCOPE", "CODE"]
     assert lines[1].split() == ["memory", "mem-2", "acme/agent/user-1", "digest_mismatch"]
-    assert lines[-1].startswith("1 problems in ")
+    assert lines[-1].startswith("1 problem in ")
     doc = json.loads(run(store.parent, "verify", str(store), "--json").stdout)
     assert doc["ok"] is False
     assert doc["problems"][0] == {

@@ -106,7 +106,9 @@ def verify(args: argparse.Namespace, out: TextIO) -> int:
                 for p in report.problems
             ],
         )
-        out.write(f"{len(report.problems)} problems in {report.rows_checked} rows checked\n")
+        count = len(report.problems)
+        noun = "problem" if count == 1 else "problems"
+        out.write(f"{count} {noun} in {report.rows_checked} rows checked\n")
     return OK if report.ok else CORRUPT
 
 
