@@ -25,7 +25,8 @@ ERASE_ACTION = "erase_subject"
 
 @dataclass(frozen=True, slots=True)
 class ErasurePlan:
-    """What a scope holds: the IDs to tombstone and report, and the counts per class."""
+    """What a scope holds: the IDs to tombstone and report, and (for a dry run) the
+    counts per class."""
 
     event_ids: tuple[str, ...]
     memories: tuple[tuple[str, str], ...]
@@ -55,9 +56,10 @@ def _ids(values: object, diagnostic: str) -> tuple[str, ...]:
     return tuple(sorted(set(values)))
 
 
-def plan(uow: UnitOfWork, scope: Scope) -> ErasurePlan:
-    """Read what the exact scope holds. Stored IDs are used as they are: erasure is
-    not blocked by the corruption of what it erases."""
+def plan(uow: UnitOfWork, scope: Scope, *, count: bool) -> ErasurePlan:
+    """Read what the exact scope holds (its rows counted only when ``count``). Stored
+    IDs are used as they are: erasure is not blocked by the corruption of what it
+    erases."""
     key = scope_key(scope)
     event_ids = _ids(uow.scope_event_ids(key), "invalid raw event record")
     memories = uow.scope_memory_fingerprints(key)
@@ -69,7 +71,7 @@ def plan(uow: UnitOfWork, scope: Scope) -> ErasurePlan:
         event_ids,
         tuple((m, fingerprints[m]) for m in memory_ids),
         claim_ids,
-        artifact_counts(uow.count_rows(key)),
+        artifact_counts(uow.count_rows(key)) if count else ArtifactCounts(),
     )
 
 

@@ -120,7 +120,10 @@ def backup_target(path: object) -> str:
     """The absolute path of a file to create: a str or PathLike naming nothing yet, in an
     existing directory."""
     if isinstance(path, os.PathLike):
-        path = os.fspath(path)
+        try:
+            path = os.fspath(path)
+        except TypeError:
+            raise ValidationError("path", "must be a str or os.PathLike") from None
     if not isinstance(path, str) or not path or "\x00" in path or path == ":memory:":
         raise ValidationError("path", "must be a str or os.PathLike")
     try:

@@ -486,7 +486,7 @@ class TrueHeart:
             raise ValidationError("dry_run", "must be a bool")
         if dry_run:
             with self._repository.unit_of_work("erase", write=False) as uow:
-                planned = erasure.plan(uow, scope)
+                planned = erasure.plan(uow, scope, count=True)
             return ErasureReceipt(
                 scope,
                 when,
@@ -497,7 +497,7 @@ class TrueHeart:
                 planned.claim_ids,
             )
         with self._repository.unit_of_work("erase", write=True, erasing=True) as uow:
-            planned = erasure.plan(uow, scope)
+            planned = erasure.plan(uow, scope, count=False)
             removed = erasure.erase(uow, scope, planned, when)
             uow.commit()
         with self._repository.unit_of_work("erase", write=False) as uow:

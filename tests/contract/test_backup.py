@@ -93,6 +93,18 @@ def test_bad_paths_are_refused(service: TrueHeart, path: object, message: str) -
         service.backup(path)  # type: ignore[arg-type]
 
 
+class _BadPath:
+    """A path-like object whose ``__fspath__`` returns neither str nor bytes."""
+
+    def __fspath__(self) -> object:
+        return 7
+
+
+def test_a_path_like_object_that_is_no_path_is_refused(service: TrueHeart) -> None:
+    with pytest.raises(ValidationError, match=r"^path: must be a str or os.PathLike$"):
+        service.backup(_BadPath())  # type: ignore[arg-type]
+
+
 def test_a_missing_directory_is_refused(service: TrueHeart, tmp_path: Path) -> None:
     with pytest.raises(ValidationError, match=r"^path: must be in an existing directory$"):
         service.backup(tmp_path / "missing" / "copy.db")

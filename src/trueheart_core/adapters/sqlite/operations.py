@@ -164,9 +164,6 @@ class OperationStatements:
 
     def erase_scope(self, scope: ScopeKey) -> dict[str, int]:
         sid = self._scope_id(scope)
-        # Removing many rows merges b-tree pages, which can leave stale copies of cells
-        # in the pages SQLite rebuilds: the repository rewrites the file after commit.
-        self.rewrite_requested = sid is not None
         removed: dict[str, int] = {}
         for artifact, table, condition in SCOPED_ROWS:
             count = 0
@@ -176,6 +173,9 @@ class OperationStatements:
                 )
                 count = cursor.rowcount
             removed[artifact] = removed.get(artifact, 0) + count
+        # Removing many rows merges b-tree pages, which can leave stale copies of cells
+        # in the pages SQLite rebuilds: the repository rewrites the file after commit.
+        self.rewrite_requested = any(removed.values())
         return removed
 
     def _claim_keys(self, scope: ScopeKey | None) -> list[tuple[int, ScopeKey, str, int, int]]:
