@@ -21,6 +21,7 @@ from trueheart_core.claims import (
     IngestResult,
 )
 from trueheart_core.domain import (
+    ArtifactClass,
     AuditRecord,
     EntityType,
     GovernanceAction,
@@ -64,6 +65,13 @@ from trueheart_core.extraction import (
     ExtractedClaim,
     ExtractionDiagnostic,
 )
+from trueheart_core.operations_model import (
+    ArtifactCounts,
+    BackupReport,
+    ErasureReceipt,
+    IndexRebuildReport,
+    StoreStats,
+)
 from trueheart_core.retrieval.capsule import TokenEstimator, Utf8BytesEstimator
 from trueheart_core.retrieval.model import (
     CapsuleDecision,
@@ -89,7 +97,10 @@ from trueheart_core.service import TrueHeart
 __version__ = package_version()
 
 __all__ = [
+    "ArtifactClass",
+    "ArtifactCounts",
     "AuditRecord",
+    "BackupReport",
     "CanonicalClaimExtractor",
     "CapsuleDecision",
     "CapsuleItem",
@@ -109,6 +120,7 @@ __all__ = [
     "EntityDeleted",
     "EntityNotFound",
     "EntityType",
+    "ErasureReceipt",
     "ExtractedClaim",
     "ExtractionDiagnostic",
     "ExtractionRecord",
@@ -118,6 +130,7 @@ __all__ = [
     "GovernanceResult",
     "HashingEmbedder",
     "IdempotencyConflict",
+    "IndexRebuildReport",
     "IngestResult",
     "IntegrityProblem",
     "IntegrityReport",
@@ -149,6 +162,7 @@ __all__ = [
     "SemanticTrace",
     "SignalSource",
     "SourceRef",
+    "StoreStats",
     "TokenEstimator",
     "TrueHeart",
     "TrueHeartError",

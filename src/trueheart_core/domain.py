@@ -18,6 +18,7 @@ from trueheart_core import validation as v
 from trueheart_core.errors import ValidationError
 
 __all__ = [
+    "ArtifactClass",
     "AuditRecord",
     "EntityType",
     "GovernanceAction",
@@ -48,10 +49,12 @@ class TrustLevel(IntEnum):
 
 
 class EntityType(StrEnum):
-    """The two governed entity kinds."""
+    """The governed entity kinds: raw events and memories, which ``govern`` acts on, and
+    the subject of a scope, which ``erase_subject`` erases and its audit row names."""
 
     RAW_EVENT = "raw_event"
     MEMORY = "memory"
+    SUBJECT = "subject"
 
 
 class GovernanceAction(StrEnum):
@@ -61,6 +64,21 @@ class GovernanceAction(StrEnum):
     RESTORE = "restore"
     FORGET = "forget"
     DELETE = "delete"
+
+
+class ArtifactClass(StrEnum):
+    """A class of stored artifacts that erasure removes (see ``GovernanceResult.removed``
+    and ``ErasureReceipt``)."""
+
+    RAW_EVENT = "raw_event"
+    RAW_BODY = "raw_body"
+    MEMORY = "memory"
+    CLAIM = "claim"
+    LINEAGE_EDGE = "lineage_edge"
+    EXTRACTION_RECORD = "extraction_record"
+    SEARCH_ENTRY = "search_entry"
+    SEARCH_TERM = "search_term"
+    VECTOR = "vector"
 
 
 class MemoryStatus(StrEnum):
@@ -310,6 +328,8 @@ class GovernanceCommand(_Reducible):
         _scope(self.scope)
         v.member("action", self.action, GovernanceAction, "must be a GovernanceAction")
         v.member("entity_type", self.entity_type, EntityType, "must be an EntityType")
+        if self.entity_type is EntityType.SUBJECT:
+            raise ValidationError("entity_type", "must be raw_event or memory")
         v.text("entity_id", self.entity_id)
         _set(self, "occurred_at", v.utc("occurred_at", self.occurred_at))
         v.text("reason", self.reason)
@@ -317,10 +337,18 @@ class GovernanceCommand(_Reducible):
 
 @dataclass(frozen=True, slots=True)
 class GovernanceResult(_Reducible):
-    """The command as given and every ID it affected, sorted."""
+    """The command as given, every ID it affected (sorted), and the classes of stored
+    artifacts it removed, in :class:`ArtifactClass` order.
+
+    Seal removes the memory's search entry (and the term rows no other searchable memory
+    of the scope holds); restore removes nothing; forget and delete remove the memory,
+    its lineage edges and, when present, its claim row and search entry; a raw-event
+    delete also removes the receipt and, when present, the body and extraction record.
+    """
 
     command: GovernanceCommand
     affected_ids: tuple[str, ...]
+    removed: tuple[ArtifactClass, ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.command, GovernanceCommand):
@@ -328,6 +356,13 @@ class GovernanceResult(_Reducible):
         if not isinstance(self.affected_ids, tuple):
             raise ValidationError("affected_ids", "must be a tuple")
         v.text_tuple("affected_ids", self.affected_ids)
+        if not isinstance(self.removed, tuple) or not all(
+            isinstance(a, ArtifactClass) for a in self.removed
+        ):
+            raise ValidationError("removed", "must be a tuple of ArtifactClass")
+        if len(set(self.removed)) != len(self.removed):
+            raise ValidationError("removed", "must not contain duplicates")
+        _set(self, "removed", tuple(a for a in ArtifactClass if a in self.removed))
 
 
 @dataclass(frozen=True, slots=True)
@@ -359,8 +394,9 @@ class IntegrityProblem(_Reducible):
     """One body-free finding of :meth:`TrueHeart.verify_integrity`.
 
     ``entity_type`` names the stored row kind (``raw_event``, ``raw_body``, ``memory``,
-    ``lineage``, ``tombstone`` or ``audit``, or ``storage`` for the storage engine's own
-    check, with an empty ID and no scope), ``entity_id`` its ID
+    ``lineage``, ``tombstone``, ``audit``, ``claim`` or ``extraction``), the derived index
+    (``search_index``, ``claim_index``), or ``storage`` for the storage engine's own
+    check, with an empty ID and no scope; ``entity_id`` is its ID
     (the audit ID for audit rows), ``scope`` the row's scope when it could be read, and
     ``code`` a fixed problem code such as ``digest_mismatch``.
     """

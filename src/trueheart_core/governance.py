@@ -13,6 +13,7 @@ from datetime import timedelta
 
 from trueheart_core import loading, policy, records, searching
 from trueheart_core.domain import (
+    ArtifactClass,
     EntityType,
     GovernanceAction,
     GovernanceCommand,
@@ -21,8 +22,10 @@ from trueheart_core.domain import (
     TrustLevel,
 )
 from trueheart_core.errors import InvalidTransition
-from trueheart_core.ports import EdgeRow, UnitOfWork
+from trueheart_core.ports import EdgeRow, ScopeKey, UnitOfWork
 from trueheart_core.records import RowInvalid, scope_key
+
+Removed = set[ArtifactClass]
 
 
 def _lineage_snapshots(
@@ -68,7 +71,29 @@ def _check_lineage(
             loading.corrupt("invalid memory lineage")
 
 
-def govern_memory(uow: UnitOfWork, command: GovernanceCommand) -> list[str]:
+_REMOVED_BY_MEMORY_DELETE = (
+    ArtifactClass.MEMORY,
+    ArtifactClass.LINEAGE_EDGE,
+    ArtifactClass.CLAIM,
+    ArtifactClass.SEARCH_ENTRY,
+    ArtifactClass.SEARCH_TERM,
+    ArtifactClass.VECTOR,
+)
+_REMOVED_BY_UNINDEX = (ArtifactClass.SEARCH_ENTRY, ArtifactClass.SEARCH_TERM)
+
+
+def _removed(
+    uow: UnitOfWork, key: ScopeKey, memory_ids: Sequence[str], classes: Sequence[ArtifactClass]
+) -> Removed:
+    """Which of ``classes`` removing (or unindexing) these memories removes, read before
+    the change."""
+    if not memory_ids:
+        return set()
+    counts = uow.removal_counts(key, memory_ids)
+    return {artifact for artifact in classes if counts.get(artifact.value, 0)}
+
+
+def govern_memory(uow: UnitOfWork, command: GovernanceCommand) -> tuple[list[str], Removed]:
     scope, key, memory_id = command.scope, scope_key(command.scope), command.entity_id
     row = uow.get_memory(key, memory_id)
     if row is None:
@@ -92,13 +117,16 @@ def govern_memory(uow: UnitOfWork, command: GovernanceCommand) -> list[str]:
         searching.ensure_index(uow)
         new_status = MemoryStatus.SEALED if status is MemoryStatus.ACTIVE else MemoryStatus.ACTIVE
         uow.update_memory(records.with_memory_status(row, new_status, [e.event_id for e in edges]))
+        removed: Removed = set()
         if new_status is MemoryStatus.ACTIVE:
             uow.index_memory(searching.doc_row(record))
         else:
+            removed = _removed(uow, key, (memory_id,), _REMOVED_BY_UNINDEX)
             uow.unindex_memory(key, memory_id)
-        return [memory_id]
+        return [memory_id], removed
     # Forget and delete remove the row even if its body no longer verifies: erasure must
     # not be blocked by the corruption of what is being erased.
+    removed = _removed(uow, key, (memory_id,), _REMOVED_BY_MEMORY_DELETE)
     uow.delete_memory(key, memory_id)
     uow.insert_tombstone(
         records.tombstone_row(
@@ -110,10 +138,10 @@ def govern_memory(uow: UnitOfWork, command: GovernanceCommand) -> list[str]:
             policy.GOVERNANCE_REASON,
         )
     )
-    return [memory_id]
+    return [memory_id], removed
 
 
-def delete_event(uow: UnitOfWork, command: GovernanceCommand) -> list[str]:
+def delete_event(uow: UnitOfWork, command: GovernanceCommand) -> tuple[list[str], Removed]:
     scope, key, event_id = command.scope, scope_key(command.scope), command.entity_id
     row = uow.get_events(key, (event_id,)).get(event_id)
     if row is None:
@@ -129,6 +157,12 @@ def delete_event(uow: UnitOfWork, command: GovernanceCommand) -> list[str]:
         _lineage_snapshots(
             scope, memory_id, memory.kind, memory.dependency_fingerprint, edges[memory_id]
         )
+    removed = {ArtifactClass.RAW_EVENT}
+    removed |= _removed(uow, key, dependent_ids, _REMOVED_BY_MEMORY_DELETE)
+    if row.has_body:
+        removed.add(ArtifactClass.RAW_BODY)
+    if uow.get_extraction(key, event_id) is not None:
+        removed.add(ArtifactClass.EXTRACTION_RECORD)
     for memory_id in dependent_ids:
         uow.delete_memory(key, memory_id)
     uow.delete_event(key, event_id)
@@ -153,4 +187,4 @@ def delete_event(uow: UnitOfWork, command: GovernanceCommand) -> list[str]:
                 policy.GOVERNANCE_REASON,
             )
         )
-    return [event_id, *dependent_ids]
+    return [event_id, *dependent_ids], removed

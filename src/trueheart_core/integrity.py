@@ -1,4 +1,6 @@
-"""Whole-store verification: every stored row, cross-checked, never mutated.
+"""Whole-store verification: every stored row, cross-checked, never mutated, and every
+derived index (search entries, terms and statistics; claim index keys) compared with
+the rows it is derived from.
 
 It streams rows in storage order and looks up related rows a chunk at a time, so memory
 use stays bounded however large the store is. Findings are body-free.
@@ -80,6 +82,7 @@ def verify(uow: UnitOfWork, scope: Scope | None) -> IntegrityReport:
     _check_claims(uow, uow.iter_claims(key), found)
     _check_extractions(uow, uow.iter_extractions(key), found)
     found.checked += projecting.check_vectors(uow, key, found.add)
+    _check_claim_keys(uow, key, found)
     if index_current:
         _check_search_index(uow, key, found)
     elif index_state != "":
@@ -275,3 +278,10 @@ def _check_extractions(uow: UnitOfWork, rows: Iterator[ExtractionRow], found: _F
                 raise RowInvalid("extraction_without_event")
         except RowInvalid as error:
             found.add("extraction", row.event_id, row.scope, error.code)
+
+
+def _check_claim_keys(uow: UnitOfWork, key: ScopeKey | None, found: _Findings) -> None:
+    """The claim index is derived from the claim rows: its subject and predicate keys
+    must be those of the rows' texts, or a claims question by subject misses the row."""
+    for scope, claim_id in uow.stale_claim_keys(key):
+        found.add("claim_index", claim_id, scope, "claim_key_mismatch")

@@ -35,6 +35,7 @@ AUDIT_REASONS: Mapping[str, str] = {
     "restore": "governance requested",
     "forget": "governance requested",
     "delete": "governance requested",
+    "erase_subject": "subject erasure requested",
 }
 """The fixed reason of every audit action (the caller's reason is never persisted)."""
 
@@ -46,6 +47,8 @@ AUDIT_ENTITY_TYPES: Mapping[str, frozenset[str]] = {
     "restore": frozenset({EntityType.MEMORY.value}),
     "forget": frozenset({EntityType.MEMORY.value}),
     "delete": frozenset({EntityType.MEMORY.value, EntityType.RAW_EVENT.value}),
+    # One summary row per subject erasure, naming the scope's subject.
+    "erase_subject": frozenset({EntityType.SUBJECT.value}),
 }
 """Which entity types each audit action may name."""
 

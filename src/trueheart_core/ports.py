@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Literal, Protocol, runtime_checkable
 
 ScopeKey = tuple[str, str, str]
 """A scope as stored: ``(tenant_id, owner_id, subject_id)``."""
@@ -40,6 +40,9 @@ Operation = Literal[
     "search",
     "read",
     "index",
+    "erase",
+    "stats",
+    "rebuild",
 ]
 
 
@@ -500,6 +503,57 @@ class UnitOfWork(Protocol):
         """Whether the storage engine's own whole-store check passes: page structure, and
         every index agreeing with its table (reads rely on indexes to select rows)."""
 
+    # --- operations: counts, whole-scope erasure, derived keys ------------------------
+    #
+    # Artifact names used as keys below: raw_event, raw_event_with_body, raw_body,
+    # memory, claim, lineage_edge, extraction_record, search_entry, search_term,
+    # search_posting, search_statistics, tombstone, audit.
+
+    def count_rows(self, scope: ScopeKey | None) -> dict[str, int]:
+        """How many stored rows of each artifact the exact scope (or the whole store)
+        holds, every artifact name present. A scope's rows are counted through an index
+        of the scope wherever the schema has one."""
+
+    def count_memories(self, scope: ScopeKey | None) -> list[tuple[object, object, int]]:
+        """``(status, kind, count)`` for each status and kind of the scope's (or the
+        store's) memories, read from an index that holds both."""
+
+    def removal_counts(self, scope: ScopeKey, memory_ids: Sequence[str]) -> dict[str, int]:
+        """What removing these memories of the exact scope (as :meth:`delete_memory` or
+        :meth:`unindex_memory` does) would remove: the memory rows, lineage edges and
+        claim rows, the search entries, and the term rows that no other memory of the
+        scope holds (keys ``memory``, ``lineage_edge``, ``claim``, ``search_entry``,
+        ``search_term``). Served by indexes."""
+
+    def scope_event_ids(self, scope: ScopeKey) -> list[str]:
+        """The IDs of every receipt of the exact scope."""
+
+    def scope_memory_fingerprints(self, scope: ScopeKey) -> list[tuple[str, object]]:
+        """``(memory_id, stored dependency fingerprint)`` of every memory of the exact
+        scope, active and sealed."""
+
+    def scope_claim_ids(self, scope: ScopeKey) -> list[str]:
+        """The IDs of every claim row of the exact scope."""
+
+    def erase_scope(self, scope: ScopeKey) -> dict[str, int]:
+        """Remove every row held in the exact scope except its tombstones, its audit rows
+        and the scope's own row: receipts, bodies, extraction records, memories, lineage
+        edges, claim rows, search entries, postings, terms and statistics (and any later
+        scoped artifact). A few statements per table, whatever the number of rows.
+        Returns the rows removed per artifact (the names of :meth:`count_rows` that it
+        removes)."""
+
+    def stale_claim_keys(self, scope: ScopeKey | None) -> list[tuple[ScopeKey, str]]:
+        """``(scope, claim_id)`` of every claim row whose index keys differ from the keys
+        of its subject and predicate, as the adapter derives them."""
+
+    def rekey_claims(self) -> int:
+        """Recompute the index keys of every claim row whose keys differ from those of its
+        texts; returns how many rows changed."""
+
+    def rebuild_storage_indexes(self) -> int:
+        """Rebuild every index of the storage engine from its table; returns how many."""
+
 
 class Repository(Protocol):
     """A store that hands out units of work. Safe to share between threads."""
@@ -520,3 +574,25 @@ class Repository(Protocol):
 
     def close(self) -> None:
         """Release every resource. Idempotent. Later use raises ``ValidationError``."""
+
+
+# --- operations: capabilities a repository may offer --------------------------------------
+
+
+@runtime_checkable
+class SupportsBackup(Protocol):
+    """A repository that can copy itself, online and consistently, to a new file."""
+
+    def backup(self, target: str) -> tuple[int, int]:
+        """Copy the whole store, as of one committed state, into a new database file at
+        ``target`` (refused with ``ValidationError`` if it, or a journal or WAL of it,
+        exists; nothing is overwritten). Returns ``(pages, bytes)`` of the copy. A copy
+        that fails part-way is removed."""
+
+
+@runtime_checkable
+class SupportsFileSizes(Protocol):
+    """A repository that can report the size of its storage files."""
+
+    def file_sizes(self) -> tuple[int, int] | None:
+        """``(database bytes, WAL bytes)``, or ``None`` when the store has no file."""

@@ -129,6 +129,12 @@ class SupportsVectors(Protocol):
         trust, kind or status differ from the memory row: ``(scope, memory_id)``."""
         ...
 
+    def repair_vector_copies(self) -> tuple[int, int]:
+        """Rewrite every vector's copies of its memory's ID, times, trust, kind and
+        status from the memory row where they differ, and remove the vectors whose memory
+        no longer exists; returns ``(rewritten, removed)``."""
+        ...
+
     def iter_spaces(self) -> Iterator[SpaceRow]:
         """Every registered space, for verification."""
         ...

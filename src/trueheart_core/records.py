@@ -407,6 +407,8 @@ def check_tombstone(row: TombstoneRow) -> EntityType:
         entity_type = EntityType(row.entity_type)
     except ValueError:
         raise RowInvalid("invalid_row") from None
+    if entity_type is EntityType.SUBJECT:
+        raise RowInvalid("invalid_row")  # tombstones name raw events and memories only
     from_us(row.deleted_at)
     if (entity_type is EntityType.RAW_EVENT) != (row.fingerprint is None):
         raise RowInvalid("invalid_row")

@@ -8,16 +8,19 @@ on the repository port. It never sees SQL.
 from __future__ import annotations
 
 import heapq
+import os
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TypeVar
 
 from trueheart_core import (
     claiming,
+    erasure,
     governance,
     hybrid,
     integrity,
     loading,
+    maintenance,
     policy,
     projecting,
     reading,
@@ -59,10 +62,18 @@ from trueheart_core.errors import (
     ValidationError,
 )
 from trueheart_core.extraction.model import ClaimExtractor
+from trueheart_core.operations_model import (
+    BackupReport,
+    ErasureReceipt,
+    IndexRebuildReport,
+    StoreStats,
+)
 from trueheart_core.ports import (
     MemoryRow,
     Repository,
     ScopeKey,
+    SupportsBackup,
+    SupportsFileSizes,
     UnitOfWork,
 )
 from trueheart_core.records import RowInvalid, scope_key
@@ -569,6 +580,7 @@ class TrueHeart:
 
         Deleting a raw event deletes and tombstones every memory derived from it. When a
         forget or delete returns, the removed bodies are gone from the database files.
+        The result names the affected IDs and the classes of artifacts removed.
         """
         if not isinstance(command, GovernanceCommand):
             raise ValidationError("command", "must be a GovernanceCommand")
@@ -580,9 +592,9 @@ class TrueHeart:
         erasing = command.action in (GovernanceAction.FORGET, GovernanceAction.DELETE)
         with self._repository.unit_of_work("govern", write=True, erasing=erasing) as uow:
             if command.entity_type is EntityType.MEMORY:
-                affected = governance.govern_memory(uow, command)
+                affected, removed = governance.govern_memory(uow, command)
             else:
-                affected = governance.delete_event(uow, command)
+                affected, removed = governance.delete_event(uow, command)
             writing.audit(
                 uow,
                 command.scope,
@@ -594,7 +606,7 @@ class TrueHeart:
             uow.commit()
         if command.action is GovernanceAction.RESTORE:
             self._project_after_write(command.scope, (command.entity_id,))
-        return GovernanceResult(command, tuple(sorted(affected)))
+        return GovernanceResult(command, tuple(sorted(affected)), tuple(removed))
 
     # --- expire ----------------------------------------------------------------------------
 
@@ -650,6 +662,99 @@ class TrueHeart:
             raise ValidationError("scope", "must be a Scope")
         with self._repository.unit_of_work("verify", write=False) as uow:
             return integrity.verify(uow, scope)
+
+    # --- operations: subject erasure, statistics, index rebuild, backup ------------------
+
+    def erase_subject(
+        self, scope: Scope, *, occurred_at: datetime, dry_run: bool = False
+    ) -> ErasureReceipt:
+        """Erase everything held in the exact scope, in one transaction: receipts and
+        bodies, memories (active and sealed), lineage edges, claim rows, extraction
+        records and the scope's search entries, postings, terms and statistics.
+
+        Every erased event and memory ID is tombstoned as a delete would (memory
+        tombstones carry the dependency fingerprint), so ingesting or materialising any
+        of them again raises ``EntityDeleted``; one body-free ``erase_subject`` audit row
+        is written. Tombstones and audit rows already in the scope are kept. When it
+        returns, the removed bytes are gone from the database file and its WAL, and
+        ``remaining`` (read in a new transaction) counts what the scope still holds.
+
+        ``dry_run=True`` changes nothing (a read-only transaction) and returns what would
+        be erased, with ``remaining=None``. Cost: a few statements per table; a scope's
+        receipts, bodies, extraction records and search entries are found by reading
+        those tables whole, since the schema has no index of them by scope.
+        """
+        if not isinstance(scope, Scope):
+            raise ValidationError("scope", "must be a Scope")
+        when = v.utc("occurred_at", occurred_at)
+        if not isinstance(dry_run, bool):
+            raise ValidationError("dry_run", "must be a bool")
+        if dry_run:
+            with self._repository.unit_of_work("erase", write=False) as uow:
+                planned = erasure.plan(uow, scope, count=True)
+            return ErasureReceipt(
+                scope,
+                when,
+                True,
+                planned.counts,
+                planned.event_ids,
+                planned.memory_ids,
+                planned.claim_ids,
+            )
+        with self._repository.unit_of_work("erase", write=True, erasing=True) as uow:
+            planned = erasure.plan(uow, scope, count=False)
+            removed = erasure.erase(uow, scope, planned, when)
+            uow.commit()
+        with self._repository.unit_of_work("erase", write=False) as uow:
+            left = erasure.remaining(uow, scope)
+        return ErasureReceipt(
+            scope,
+            when,
+            False,
+            removed,
+            planned.event_ids,
+            planned.memory_ids,
+            planned.claim_ids,
+            left,
+        )
+
+    def stats(self, scope: Scope | None = None) -> StoreStats:
+        """Row counts of the whole store, or of one exact scope, and the sizes of the
+        database file and its WAL (``None`` for ``:memory:``), in one read transaction.
+        Body-free. Counts of a scope use an index of the scope where the schema has one;
+        receipts, bodies, extraction records, tombstones and search entries are counted
+        by reading their tables."""
+        if scope is not None and not isinstance(scope, Scope):
+            raise ValidationError("scope", "must be a Scope")
+        repository = self._repository
+        with repository.unit_of_work("stats", write=False) as uow:
+            sizes = repository.file_sizes() if isinstance(repository, SupportsFileSizes) else None
+            return maintenance.stats(uow, scope, sizes)
+
+    def rebuild_indexes(self) -> IndexRebuildReport:
+        """Rebuild every derived index from the canonical rows, in one transaction: the
+        search index (as :meth:`rebuild_search_index`), the index keys of claim subjects
+        and predicates, and the storage engine's own indexes. Calls no provider. Reports
+        what changed. When it returns, removed index rows are gone from the database
+        files. Cost grows with the store."""
+        with self._repository.unit_of_work("rebuild", write=True, erasing=True) as uow:
+            report = maintenance.rebuild(uow)
+            uow.commit()
+        return report
+
+    def backup(self, path: str | os.PathLike[str]) -> BackupReport:
+        """Copy the store, online and as of one committed state, into a new database
+        file at ``path`` (file and ``:memory:`` stores alike), readable by
+        :class:`SQLiteRepository`. An existing ``path`` is refused with
+        ``ValidationError`` and nothing is overwritten; so is a repository without the
+        backup capability. The copy keeps whatever the store held when it was made:
+        later erasure does not reach it."""
+        target = maintenance.backup_target(path)
+        repository = self._repository
+        if not isinstance(repository, SupportsBackup):
+            raise ValidationError("repository", "does not support backup")
+        pages, size = repository.backup(target)
+        return BackupReport(target, pages, size)
 
 
 # --- helpers: one function per rule, shared by the operations above ----------------------

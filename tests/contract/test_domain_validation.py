@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from trueheart_core import (
+    ArtifactClass,
     AuditRecord,
     EntityType,
     GovernanceAction,
@@ -112,7 +113,11 @@ def _valid_kwargs() -> dict[str, dict[str, Any]]:
         },
         "MemoryRecord": record_kwargs,
         "RecallItem": {"memory": MemoryRecord(**record_kwargs), "clarity": 1.0},
-        "GovernanceResult": {"command": command, "affected_ids": ("mem-1",)},
+        "GovernanceResult": {
+            "command": command,
+            "affected_ids": ("mem-1",),
+            "removed": (ArtifactClass.MEMORY,),
+        },
         "AuditRecord": {
             "audit_id": "audit-1",
             "scope": SCOPE,
@@ -205,7 +210,7 @@ FIELD_ORDER = {
         "metadata",
     ],
     "RecallItem": ["memory", "clarity"],
-    "GovernanceResult": ["command", "affected_ids"],
+    "GovernanceResult": ["command", "affected_ids", "removed"],
     "AuditRecord": [
         "audit_id",
         "scope",
@@ -361,6 +366,7 @@ INVALID: dict[str, list[tuple[str, Any, str]]] = {
     "GovernanceResult": [
         ("command", None, "command: must be a GovernanceCommand"),
         ("affected_ids", ("",), "affected_ids: must be a non-blank string"),
+        ("removed", ("memory",), "removed: must be a tuple of ArtifactClass"),
     ],
     "AuditRecord": [
         ("audit_id", "", "audit_id: must be a non-blank string"),
@@ -789,6 +795,26 @@ def test_governance_result_type_checks() -> None:
     with expect("affected_ids: must be a tuple"):
         build("GovernanceResult", affected_ids=["mem-1"])
     assert build("GovernanceResult", affected_ids=()).affected_ids == ()
+
+
+def test_governance_result_removed_defaults_to_nothing_and_is_ordered() -> None:
+    command = build("GovernanceCommand")
+    assert GovernanceResult(command, ("mem-1",)).removed == ()
+    shuffled = (ArtifactClass.SEARCH_ENTRY, ArtifactClass.MEMORY, ArtifactClass.LINEAGE_EDGE)
+    assert build("GovernanceResult", removed=shuffled).removed == (
+        ArtifactClass.MEMORY,
+        ArtifactClass.LINEAGE_EDGE,
+        ArtifactClass.SEARCH_ENTRY,
+    )
+    with expect("removed: must be a tuple of ArtifactClass"):
+        build("GovernanceResult", removed=[ArtifactClass.MEMORY])
+    with expect("removed: must not contain duplicates"):
+        build("GovernanceResult", removed=(ArtifactClass.MEMORY, ArtifactClass.MEMORY))
+
+
+def test_governance_command_refuses_the_subject_entity_type() -> None:
+    with expect("entity_type: must be raw_event or memory"):
+        build("GovernanceCommand", entity_type=EntityType.SUBJECT)
 
 
 def test_audit_record_action_is_any_text() -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import trueheart_core
-from trueheart_core import EntityType, GovernanceAction, MemoryStatus, TrustLevel
+from trueheart_core import ArtifactClass, EntityType, GovernanceAction, MemoryStatus, TrustLevel
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -93,6 +93,16 @@ NEW_IN_0_5 = [
 ]
 
 
+NEW_IN_OPERATIONS = [
+    "ArtifactClass",
+    "ArtifactCounts",
+    "BackupReport",
+    "ErasureReceipt",
+    "IndexRebuildReport",
+    "StoreStats",
+]
+
+
 def test_all_is_a_superset_of_the_0_1_2_names() -> None:
     assert set(NAMES_0_1_2) <= set(trueheart_core.__all__)
 
@@ -105,7 +115,7 @@ def test_all_is_plain_sorted_with_version_last() -> None:
 
 
 def test_all_is_exactly_the_documented_surface() -> None:
-    names = NAMES_0_1_2[:-1] + NEW_IN_0_2 + NEW_IN_0_3 + NEW_IN_0_5
+    names = NAMES_0_1_2[:-1] + NEW_IN_0_2 + NEW_IN_0_3 + NEW_IN_0_5 + NEW_IN_OPERATIONS
     expected = [*sorted(names), "__version__"]
     assert list(trueheart_core.__all__) == expected
 
@@ -115,7 +125,7 @@ def test_sqlite_repository_sorts_before_scope() -> None:
     assert names.index("SQLiteRepository") < names.index("Scope")
 
 
-@pytest.mark.parametrize("name", NAMES_0_1_2 + NEW_IN_0_2 + NEW_IN_0_3)
+@pytest.mark.parametrize("name", NAMES_0_1_2 + NEW_IN_0_2 + NEW_IN_0_3 + NEW_IN_OPERATIONS)
 def test_every_exported_name_resolves(name: str) -> None:
     assert getattr(trueheart_core, name) is not None
 
@@ -162,7 +172,24 @@ def test_trust_level_is_an_ordered_int_enum() -> None:
 @pytest.mark.parametrize(
     ("enum_class", "members"),
     [
-        (EntityType, [("RAW_EVENT", "raw_event"), ("MEMORY", "memory")]),
+        (
+            EntityType,
+            [("RAW_EVENT", "raw_event"), ("MEMORY", "memory"), ("SUBJECT", "subject")],
+        ),
+        (
+            ArtifactClass,
+            [
+                ("RAW_EVENT", "raw_event"),
+                ("RAW_BODY", "raw_body"),
+                ("MEMORY", "memory"),
+                ("CLAIM", "claim"),
+                ("LINEAGE_EDGE", "lineage_edge"),
+                ("EXTRACTION_RECORD", "extraction_record"),
+                ("SEARCH_ENTRY", "search_entry"),
+                ("SEARCH_TERM", "search_term"),
+                ("VECTOR", "vector"),
+            ],
+        ),
         (
             GovernanceAction,
             [("SEAL", "seal"), ("RESTORE", "restore"), ("FORGET", "forget"), ("DELETE", "delete")],

@@ -16,6 +16,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from byte_search import key_bytes, locate
+from byte_search import page_size as file_page_size
 from contract_builders import (
     NOW,
     SCOPE,
@@ -48,10 +50,6 @@ def service(db_path: Path) -> Iterator[TrueHeart]:
         yield opened
 
 
-def _key_bytes(term: str) -> bytes:
-    return term_key(term).to_bytes(8, "big", signed=True)
-
-
 def _build(service: TrueHeart) -> None:
     """A few thousand postings with the secret memory's rows in the middle."""
     drafts = [event(f"evt-{index}") for index in range(FILLERS)] + [event("evt-secret")]
@@ -67,14 +65,9 @@ def _build(service: TrueHeart) -> None:
         )
 
 
-def _page_size(data: bytes) -> int:
-    size = int.from_bytes(data[16:18], "big")
-    return 65536 if size == 1 else size
-
-
 def _page_types(data: bytes, needle: bytes) -> set[int]:
     """The b-tree page type of every page of the main file where ``needle`` occurs."""
-    page_size = _page_size(data)
+    page_size = file_page_size(data)
     types = set()
     start = data.find(needle)
     while start >= 0:
@@ -86,7 +79,7 @@ def _page_types(data: bytes, needle: bytes) -> set[int]:
 
 
 def _root_page_types(path: Path, data: bytes) -> dict[str, int]:
-    page_size = _page_size(data)
+    page_size = file_page_size(data)
     raw = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     try:
         roots = dict(
@@ -110,43 +103,22 @@ def _check_index_is_deep_and_holds_the_secret(service: TrueHeart, path: Path) ->
         "search_postings_by_doc": _INTERIOR_INDEX_PAGE,
         "search_terms": _INTERIOR_TABLE_PAGE,
     }
-    assert all(_key_bytes(term) in data for term in SECRET_TERMS)
+    assert all(key_bytes(term) in data for term in SECRET_TERMS)
     assert SECRET.encode("utf-8") in data
     # The keys are held by the leaf rows of the terms table, and nowhere else.
-    types = set().union(*(_page_types(data, _key_bytes(t)) for t in SECRET_TERMS))
+    types = set().union(*(_page_types(data, key_bytes(t)) for t in SECRET_TERMS))
     assert types == {_LEAF_TABLE_PAGE}
     found = service.search(SearchQuery(SCOPE, SECRET, NOW, budget_tokens=BUDGET))
     assert [item.memory.memory_id for item in found.items] == ["mem-secret"]
 
 
-def _locate(path: Path, needle: bytes) -> list[str]:
-    """Where ``needle`` occurs in the main file: page, b-tree page type, and region."""
-    data = path.read_bytes()
-    page_size = _page_size(data)
-    places = []
-    start = data.find(needle)
-    while start >= 0:
-        page, offset = divmod(start, page_size)
-        header = page * page_size + (100 if page == 0 else 0)
-        kind = data[header]
-        cells = int.from_bytes(data[header + 3 : header + 5], "big")
-        pointers_end = header - page * page_size + (12 if kind in (0x02, 0x05) else 8) + 2 * cells
-        content_start = int.from_bytes(data[header + 5 : header + 7], "big")
-        region = "unallocated" if pointers_end <= offset < content_start else "cells"
-        places.append(f"page {page + 1} type {kind:#04x} offset {offset} ({region})")
-        start = data.find(needle, start + 1)
-    return places
-
-
 def _assert_erased(service: TrueHeart, path: Path) -> None:
     data = store_bytes(path)
     assert not [term for term in SECRET_TERMS if term.encode("utf-8") in data]
-    left = {
-        term: _locate(path, _key_bytes(term)) for term in SECRET_TERMS if _key_bytes(term) in data
-    }
+    left = {term: locate(path, key_bytes(term)) for term in SECRET_TERMS if key_bytes(term) in data}
     assert not left
     # A term that a surviving memory shares stays indexed for it.
-    assert _key_bytes(SHARED) in data
+    assert key_bytes(SHARED) in data
     kept = service.search(SearchQuery(SCOPE, SHARED, NOW, budget_tokens=BUDGET))
     assert [item.memory.memory_id for item in kept.items] == ["mem-007"]
     assert service.search(SearchQuery(SCOPE, SECRET, NOW)).matched == 0

@@ -35,9 +35,11 @@ from contract_builders import (
 )
 
 from trueheart_core import (
+    ArtifactClass,
     EntityType,
     GovernanceAction,
     MemoryCapsule,
+    Scope,
     SearchQuery,
     SQLiteRepository,
     TrueHeart,
@@ -337,3 +339,36 @@ def test_sealing_keeps_the_vector_and_restore_brings_it_back_into_hybrid_search(
     assert exact.trace[0].memory_id == "mem-b"
     assert _semantic_signal(exact, "mem-b") == pytest.approx(1.0, abs=1e-6)
     assert service.verify_integrity().ok
+
+
+def test_subject_erasure_takes_every_vector_of_the_scope(
+    repository: SQLiteRepository, tmp_path: Path
+) -> None:
+    path = file_db_or_skip(tmp_path)
+    service, _ = _open(repository)
+    contents = _build(service)
+    other = Scope(SCOPE.tenant_id, SCOPE.owner_id, "someone-else")
+    service.ingest_event(event("evt-other", scope=other))
+    service.materialize_once(
+        memory("mem-other", ("evt-other",), scope=other, content="another subject entirely")
+    )
+    _assert_held(path, *contents.values(), "another subject entirely")
+    plan = service.erase_subject(SCOPE, occurred_at=NOW, dry_run=True)
+    assert plan.erased[ArtifactClass.VECTOR] == FILLERS + 2
+    receipt = service.erase_subject(SCOPE, occurred_at=NOW)
+    assert receipt.erased[ArtifactClass.VECTOR] == FILLERS + 2
+    assert receipt.remaining is not None and receipt.remaining[ArtifactClass.VECTOR] == 0
+    assert receipt.verified
+    _assert_erased(path, *contents.values())
+    _assert_held(path, "another subject entirely")
+    status = service.semantic_status(SCOPE)
+    assert (status.memories, status.indexed) == (0, 0)
+    assert service.semantic_status(other).complete
+    assert service.verify_integrity().problems == ()
+
+
+def test_forget_reports_the_vector_it_removed(repository: SQLiteRepository) -> None:
+    service, _ = _open(repository)
+    _build(service)
+    result = service.govern(command(GovernanceAction.FORGET, SECRET))
+    assert ArtifactClass.VECTOR in result.removed

@@ -22,11 +22,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from trueheart_core import (
+    ArtifactCounts,
     AuditRecord,
+    BackupReport,
     EntityType,
+    ErasureReceipt,
     GovernanceAction,
     GovernanceCommand,
     GovernanceResult,
+    IndexRebuildReport,
     IntegrityProblem,
     IntegrityReport,
     MemoryDraft,
@@ -40,6 +44,7 @@ from trueheart_core import (
     Scope,
     SourceRef,
     SQLiteRepository,
+    StoreStats,
     TrueHeart,
     TrueHeartError,
     TrustLevel,
@@ -254,7 +259,7 @@ BASES: dict[type, dict[str, Any]] = {
         for field in dataclasses.fields(MemoryRecord)
     },
     RecallItem: {"memory": memory_record(), "clarity": 0.5},
-    GovernanceResult: {"command": command(), "affected_ids": ("m0",)},
+    GovernanceResult: {"command": command(), "affected_ids": ("m0",), "removed": ()},
     AuditRecord: {
         "audit_id": "a1",
         "scope": SCOPE,
@@ -272,6 +277,38 @@ BASES: dict[type, dict[str, Any]] = {
         "code": "digest_mismatch",
     },
     IntegrityReport: {"problems": (), "rows_checked": 0},
+    ArtifactCounts: {field.name: 1 for field in dataclasses.fields(ArtifactCounts)},
+    ErasureReceipt: {
+        "scope": SCOPE,
+        "occurred_at": NOW,
+        "dry_run": False,
+        "erased": ArtifactCounts(memory=1),
+        "event_ids": ("e0",),
+        "memory_ids": ("m0", "m1"),
+        "claim_ids": (),
+        "remaining": ArtifactCounts(),
+    },
+    StoreStats: {
+        "scope": SCOPE,
+        "events": 2,
+        "events_with_body": 1,
+        "memories": 1,
+        "active_memories": 1,
+        "sealed_memories": 0,
+        "memories_by_kind": (("fact", 1),),
+        "claims": 0,
+        "extraction_records": 0,
+        "tombstones": 0,
+        "audit_records": 3,
+        "search_entries": 1,
+        "search_terms": 2,
+        "search_postings": 2,
+        "vectors": 0,
+        "database_bytes": 4096,
+        "wal_bytes": None,
+    },
+    IndexRebuildReport: {field.name: 1 for field in dataclasses.fields(IndexRebuildReport)},
+    BackupReport: {"path": "/tmp/copy.db", "pages": 1, "size_bytes": 4096},
 }
 CONTRACT_DTOS = tuple(cls for cls in BASES if cls not in {IntegrityProblem, IntegrityReport})
 

@@ -197,3 +197,20 @@ def checkpoint_truncate(conn: sqlite3.Connection) -> bool:
     """Copy the WAL into the database and truncate it to zero bytes. True on success."""
     row = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
     return row is not None and row[0] == 0
+
+
+def rewrite(conn: sqlite3.Connection) -> bool:
+    """Rewrite the whole database into fresh pages (``VACUUM``, outside any transaction).
+
+    Deleting many rows makes SQLite merge b-tree pages, and a page it rebuilds keeps, in
+    its unused area, stale copies of cells that were on it; ``secure_delete`` zeroes
+    only the deleted cells. Fresh pages hold only live cells. False when another
+    connection holds the write lock beyond the busy timeout, or the rewrite cannot be
+    done now (no room for the copy, an I/O error): it is retried later. A damaged
+    database raises.
+    """
+    try:
+        conn.execute("VACUUM")
+    except sqlite3.OperationalError:
+        return False
+    return True

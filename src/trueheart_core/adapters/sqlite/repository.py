@@ -14,10 +14,16 @@ import sqlite3
 import threading
 from collections.abc import Iterator
 
+from trueheart_core.adapters.sqlite import backup as backup_mod
 from trueheart_core.adapters.sqlite import connection as conn_mod
 from trueheart_core.adapters.sqlite import schema
 from trueheart_core.adapters.sqlite.unit_of_work import SQLiteUnitOfWork
-from trueheart_core.errors import RepositoryBusy, RepositoryReadOnly, ValidationError
+from trueheart_core.errors import (
+    RepositoryBusy,
+    RepositoryCorruption,
+    RepositoryReadOnly,
+    ValidationError,
+)
 from trueheart_core.ports import Operation, ScopeKey
 
 DIAGNOSTICS: dict[Operation, str] = {
@@ -32,6 +38,9 @@ DIAGNOSTICS: dict[Operation, str] = {
     "search": "memory search failed",
     "read": "memory read failed",
     "index": "search index rebuild failed",
+    "erase": "subject erasure failed",
+    "stats": "statistics read failed",
+    "rebuild": "index rebuild failed",
 }
 
 _UPGRADE_NEEDS_WRITE = "schema upgrade needs a writable store"
@@ -65,9 +74,12 @@ class SQLiteRepository:
         self._lock = threading.RLock()
         self._scope_ids: dict[ScopeKey, int] = {}
         self._file_backed = target != ":memory:"
+        self._path = os.path.abspath(target) if self._file_backed else None
         self._conn: sqlite3.Connection | None = None
         # Set when an erasing change committed but its checkpoint could not finish.
         self._erasure_pending = False
+        # Set when a bulk erasure committed but the file has not been rewritten yet.
+        self._rewrite_pending = False
         self._conn = self._open(target, float(busy_timeout), read_only)
 
     def _open(self, target: str, busy_timeout: float, read_only: bool) -> sqlite3.Connection:
@@ -147,7 +159,7 @@ class SQLiteRepository:
                 # connection pins an older snapshot. Checking first turns a pinned reader
                 # into RepositoryBusy before any work is done, like write contention.
                 with conn_mod.translate(diagnostic):
-                    scrubbed = conn_mod.checkpoint_truncate(conn)
+                    scrubbed = self._scrub(conn)
                 self._erasure_pending = self._erasure_pending and not scrubbed
                 if erasing and not scrubbed:
                     raise RepositoryBusy(diagnostic)
@@ -163,12 +175,49 @@ class SQLiteRepository:
                         with contextlib.suppress(sqlite3.Error):
                             conn.execute("ROLLBACK")
                 if uow.committed and erasing and self._file_backed:
-                    self._erasure_pending = not conn_mod.checkpoint_truncate(conn)
+                    self._rewrite_pending = self._rewrite_pending or uow.rewrite_requested
+                    self._erasure_pending = not self._scrub(conn)
                     if self._erasure_pending:
                         # A reader began between the check and the commit and outlived
                         # the busy timeout. The change is committed; only the scrub of
                         # the WAL waits for it. Every later call retries it first.
                         raise RepositoryBusy("erasure checkpoint incomplete")
+
+    def _scrub(self, conn: sqlite3.Connection) -> bool:
+        """Make removed bytes leave the files: rewrite the database first when a bulk
+        erasure asked for it, then copy the WAL into the file and truncate it. False
+        when another connection holds it up (it is retried before the next unit)."""
+        if self._rewrite_pending:
+            if not conn_mod.rewrite(conn):
+                return False
+            self._rewrite_pending = False
+        return conn_mod.checkpoint_truncate(conn)
+
+    # --- operations: backup and file sizes -------------------------------------------
+
+    def backup(self, target: str) -> tuple[int, int]:
+        """Copy the whole store, online and consistently, into a new file at ``target``
+        (see ``ports.SupportsBackup``); works for file and ``:memory:`` stores."""
+        with self._lock:
+            conn = self._conn
+            if conn is None:
+                raise ValidationError("repository", "is closed")
+            return backup_mod.copy_to(conn, target)
+
+    def file_sizes(self) -> tuple[int, int] | None:
+        """``(database bytes, WAL bytes)`` of a file store (a missing WAL counts 0);
+        ``None`` for ``:memory:``."""
+        if self._path is None:
+            return None
+        try:
+            database = os.path.getsize(self._path)
+        except OSError:
+            raise RepositoryCorruption(DIAGNOSTICS["stats"]) from None
+        try:
+            wal = os.path.getsize(f"{self._path}-wal")
+        except OSError:
+            wal = 0
+        return database, wal
 
     def close(self) -> None:
         """Close the connection. Idempotent; later use raises ``ValidationError``."""
@@ -177,7 +226,7 @@ class SQLiteRepository:
             if conn is not None:
                 with contextlib.suppress(sqlite3.Error):
                     if self._erasure_pending:
-                        conn_mod.checkpoint_truncate(conn)
+                        self._scrub(conn)
                     conn.close()
 
     def __enter__(self) -> SQLiteRepository:

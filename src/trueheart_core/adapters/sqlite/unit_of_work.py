@@ -11,6 +11,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from trueheart_core.adapters.sqlite.claims import ClaimStatements
+from trueheart_core.adapters.sqlite.operations import OperationStatements
 from trueheart_core.adapters.sqlite.search import SearchStatements, hex_set
 from trueheart_core.adapters.sqlite.vectors import VectorStatements
 from trueheart_core.ports import (
@@ -75,7 +76,7 @@ def _key(r: Sequence[Any]) -> ScopeKey:
     return (r[0], r[1], r[2])
 
 
-class SQLiteUnitOfWork(SearchStatements, ClaimStatements, VectorStatements):
+class SQLiteUnitOfWork(SearchStatements, ClaimStatements, VectorStatements, OperationStatements):
     """One SQLite transaction: primitive reads and writes (see ``ports.UnitOfWork``)."""
 
     def __init__(self, conn: sqlite3.Connection, scope_ids: dict[ScopeKey, int]) -> None:
@@ -83,6 +84,8 @@ class SQLiteUnitOfWork(SearchStatements, ClaimStatements, VectorStatements):
         self._known = scope_ids
         self._new: dict[ScopeKey, int] = {}
         self.committed = False
+        # Set by a bulk erasure: the repository rewrites the file after the commit.
+        self.rewrite_requested = False
 
     def commit(self) -> None:
         self._conn.execute("COMMIT")

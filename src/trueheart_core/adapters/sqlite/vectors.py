@@ -205,6 +205,21 @@ class VectorStatements:
         ).fetchall()
         return [((r[0], r[1], r[2]), r[3]) for r in rows]
 
+    def repair_vector_copies(self) -> tuple[int, int]:
+        removed = self._conn.execute(
+            "DELETE FROM vectors WHERE NOT EXISTS (SELECT 1 FROM memories m WHERE m.rid = doc)"
+        ).rowcount
+        rewritten = self._conn.execute(
+            "UPDATE vectors AS v SET memory_id = m.memory_id, created_at = m.created_at, "
+            "clear_until = m.clear_until, recall_until = m.recall_until, trust = m.trust, "
+            "kind = m.kind, active = (m.status = 'active') FROM memories m "
+            "WHERE m.rid = v.doc AND (v.memory_id IS NOT m.memory_id "
+            "OR v.created_at IS NOT m.created_at OR v.clear_until IS NOT m.clear_until "
+            "OR v.recall_until IS NOT m.recall_until OR v.trust IS NOT m.trust "
+            "OR v.kind IS NOT m.kind OR v.active IS NOT (m.status = 'active'))"
+        ).rowcount
+        return int(rewritten), int(removed)
+
     def iter_vectors(self, scope: ScopeKey | None) -> Iterator[VectorRow]:
         where, params = "", []
         if scope is not None:

@@ -1,0 +1,233 @@
+"""The SQLite statements of operating a store: row counts, whole-scope erasure, claim
+index keys and storage indexes (see ``ports.UnitOfWork``), mixed into the unit of work."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+from trueheart_core.adapters.sqlite.claims import text_key
+from trueheart_core.ports import ScopeKey
+
+_CHUNK = 500
+_MEMORY_RIDS = "SELECT rid FROM memories WHERE scope_id = ?"
+
+SCOPED_ROWS: Sequence[tuple[str, str, str]] = (
+    # Every row that belongs to a scope and that erasing the scope removes, in the order
+    # of removal: ``(artifact, table, condition)``, each ``?`` of the condition being the
+    # scope's ID. Postings go first, while the terms and memories that tie them to the
+    # scope exist; an entry or posting tied to one of the scope's memories goes even if
+    # its own scope column disagrees. A new scoped table is one more line.
+    (
+        "search_posting",
+        "search_postings",
+        "term_id IN (SELECT term_id FROM search_terms WHERE scope_id = ?) "
+        f"OR doc IN ({_MEMORY_RIDS})",
+    ),
+    ("search_term", "search_terms", "scope_id = ?"),
+    ("search_entry", "search_docs", f"scope_id = ? OR doc IN ({_MEMORY_RIDS})"),
+    ("search_statistics", "search_stats", "scope_id = ?"),
+    ("claim", "claims", "scope_id = ?"),
+    ("extraction_record", "extractions", "scope_id = ?"),
+    ("lineage_edge", "lineage", "scope_id = ?"),
+    ("vector", "vectors", f"scope_id = ? OR doc IN ({_MEMORY_RIDS})"),
+    ("memory", "memories", "scope_id = ?"),
+    ("raw_body", "raw_bodies", "scope_id = ?"),
+    ("raw_event", "raw_events", "scope_id = ?"),
+)
+
+_KEPT_ROWS: Sequence[tuple[str, str, str]] = (
+    # Rows of a scope that its erasure keeps (body-free evidence), counted only.
+    (
+        "raw_event_with_body",
+        "raw_events e",
+        "e.scope_id = ? AND EXISTS (SELECT 1 FROM raw_bodies b "
+        "WHERE b.event_id = e.event_id AND b.scope_id = e.scope_id)",
+    ),
+    ("tombstone", "tombstones", "scope_id = ?"),
+    ("audit", "audit", "scope_id = ?"),
+)
+
+_WHOLE_STORE: dict[str, str] = {
+    # Whole-store counts: every row of the table (receipts with a body need the join).
+    "raw_event_with_body": "EXISTS (SELECT 1 FROM raw_bodies b "
+    "WHERE b.event_id = e.event_id AND b.scope_id = e.scope_id)",
+}
+
+
+class OperationStatements:
+    """Count, erasure, claim-key and storage-index primitives over the connection."""
+
+    _conn: sqlite3.Connection
+    rewrite_requested: bool
+
+    def _scope_id(self, scope: ScopeKey) -> int | None:
+        raise NotImplementedError
+
+    def count_rows(self, scope: ScopeKey | None) -> dict[str, int]:
+        sid = None if scope is None else self._scope_id(scope)
+        counts: dict[str, int] = {}
+        for artifact, table, condition in (*SCOPED_ROWS, *_KEPT_ROWS):
+            if scope is not None and sid is None:
+                counts[artifact] = 0
+                continue
+            if scope is None:
+                where = _WHOLE_STORE.get(artifact, "1 = 1")
+                params: list[Any] = []
+            else:
+                where, params = condition, [sid] * condition.count("?")
+            (count,) = self._conn.execute(
+                f"SELECT COUNT(*) FROM {table} WHERE {where}", params
+            ).fetchone()
+            counts[artifact] = int(count)
+        return counts
+
+    def count_memories(self, scope: ScopeKey | None) -> list[tuple[object, object, int]]:
+        where, params = "", []
+        if scope is not None:
+            sid = self._scope_id(scope)
+            if sid is None:
+                return []
+            where, params = " WHERE scope_id = ?", [sid]
+        # The recall index holds scope, status and kind: the count never reads a row.
+        return [
+            (status, kind, int(count))
+            for status, kind, count in self._conn.execute(
+                "SELECT status, kind, COUNT(*) FROM memories INDEXED BY memories_recall_clear"
+                f"{where} GROUP BY status, kind",
+                params,
+            )
+        ]
+
+    def _in_chunks(self, sql: str, head: Sequence[Any], values: Sequence[Any]) -> list[Any]:
+        """Rows of ``sql`` (whose ``{marks}`` takes the values) for every chunk of values."""
+        rows: list[Any] = []
+        for start in range(0, len(values), _CHUNK):
+            chunk = list(values[start : start + _CHUNK])
+            marks = ",".join("?" * len(chunk))
+            rows.extend(self._conn.execute(sql.format(marks=marks), [*head, *chunk]))
+        return rows
+
+    def removal_counts(self, scope: ScopeKey, memory_ids: Sequence[str]) -> dict[str, int]:
+        sid = self._scope_id(scope)
+        found = dict.fromkeys(
+            ("memory", "lineage_edge", "claim", "search_entry", "search_term", "vector"), 0
+        )
+        if sid is None or not memory_ids:
+            return found
+        ids = list(memory_ids)
+        rids = [
+            r[0]
+            for r in self._in_chunks(
+                "SELECT rid FROM memories WHERE scope_id = ? AND memory_id IN ({marks})", [sid], ids
+            )
+        ]
+        found["memory"] = len(rids)
+        for artifact, sql in (
+            ("lineage_edge", "SELECT COUNT(*) FROM lineage WHERE scope_id = ? AND memory_id"),
+            ("claim", "SELECT COUNT(*) FROM claims WHERE scope_id = ? AND claim_id"),
+        ):
+            rows = self._in_chunks(sql + " IN ({marks})", [sid], ids)
+            found[artifact] = sum(int(r[0]) for r in rows)
+        rows = self._in_chunks("SELECT COUNT(*) FROM search_docs WHERE doc IN ({marks})", [], rids)
+        found["search_entry"] = sum(int(r[0]) for r in rows)
+        rows = self._in_chunks("SELECT COUNT(*) FROM vectors WHERE doc IN ({marks})", [], rids)
+        found["vector"] = sum(int(r[0]) for r in rows)
+        # A term goes when every memory of the scope holding it goes with these.
+        held = Counter(
+            r[0]
+            for r in self._in_chunks(
+                "SELECT term_id FROM search_postings WHERE doc IN ({marks})", [], rids
+            )
+        )
+        terms = self._in_chunks(
+            "SELECT term_id, df FROM search_terms WHERE term_id IN ({marks})", [], sorted(held)
+        )
+        found["search_term"] = sum(1 for term_id, df in terms if df <= held[term_id])
+        return found
+
+    def _ids(self, sql: str, scope: ScopeKey) -> list[Any]:
+        sid = self._scope_id(scope)
+        if sid is None:
+            return []
+        return [tuple(r) if len(r) > 1 else r[0] for r in self._conn.execute(sql, (sid,))]
+
+    def scope_event_ids(self, scope: ScopeKey) -> list[str]:
+        return self._ids("SELECT event_id FROM raw_events WHERE scope_id = ?", scope)
+
+    def scope_memory_fingerprints(self, scope: ScopeKey) -> list[tuple[str, object]]:
+        return self._ids(
+            "SELECT memory_id, dependency_fingerprint FROM memories WHERE scope_id = ?", scope
+        )
+
+    def scope_claim_ids(self, scope: ScopeKey) -> list[str]:
+        return self._ids(
+            "SELECT claim_id FROM claims INDEXED BY claims_by_subject WHERE scope_id = ?", scope
+        )
+
+    def erase_scope(self, scope: ScopeKey) -> dict[str, int]:
+        sid = self._scope_id(scope)
+        removed: dict[str, int] = {}
+        for artifact, table, condition in SCOPED_ROWS:
+            count = 0
+            if sid is not None:
+                cursor = self._conn.execute(
+                    f"DELETE FROM {table} WHERE {condition}", [sid] * condition.count("?")
+                )
+                count = cursor.rowcount
+            removed[artifact] = removed.get(artifact, 0) + count
+        # Removing many rows merges b-tree pages, which can leave stale copies of cells
+        # in the pages SQLite rebuilds: the repository rewrites the file after commit.
+        self.rewrite_requested = any(removed.values())
+        return removed
+
+    def _claim_keys(self, scope: ScopeKey | None) -> list[tuple[int, ScopeKey, str, int, int]]:
+        """``(rid, scope, claim_id, subject key, predicate key)`` of every claim row whose
+        stored keys differ from the keys of its texts (or whose texts are not text)."""
+        where, params = "", []
+        if scope is not None:
+            sid = self._scope_id(scope)
+            if sid is None:
+                return []
+            where, params = " WHERE c.scope_id = ?", [sid]
+        stale = []
+        cursor = self._conn.execute(
+            "SELECT c.rid, s.tenant_id, s.owner_id, s.subject_id, c.claim_id, c.subject, "
+            "c.predicate, c.subject_key, c.predicate_key FROM claims c "
+            f"JOIN scopes s ON s.scope_id = c.scope_id{where} ORDER BY c.rid",
+            params,
+        )
+        while rows := cursor.fetchmany(500):
+            for rid, tenant, owner, subject_id, claim_id, subject, predicate, sk, pk in rows:
+                if not isinstance(subject, str) or not isinstance(predicate, str):
+                    continue  # an invalid claim row is reported by its own check
+                try:
+                    keys = (text_key(subject), text_key(predicate))
+                except UnicodeEncodeError:
+                    continue
+                if (sk, pk) != keys:
+                    stale.append((rid, (tenant, owner, subject_id), claim_id, *keys))
+        return stale
+
+    def stale_claim_keys(self, scope: ScopeKey | None) -> list[tuple[ScopeKey, str]]:
+        return [(key, claim_id) for _, key, claim_id, _, _ in self._claim_keys(scope)]
+
+    def rekey_claims(self) -> int:
+        stale = self._claim_keys(None)
+        self._conn.executemany(
+            "UPDATE claims SET subject_key = ?, predicate_key = ? WHERE rid = ?",
+            [(sk, pk, rid) for rid, _, _, sk, pk in stale],
+        )
+        return len(stale)
+
+    def rebuild_storage_indexes(self) -> int:
+        names = [
+            name
+            for (name,) in self._conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'index' ORDER BY name"
+            )
+        ]
+        self._conn.execute("REINDEX")
+        return len(names)

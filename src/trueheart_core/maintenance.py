@@ -1,0 +1,145 @@
+"""Maintenance of a store: statistics and the rebuild of every derived index.
+
+Service-layer functions over one unit of work; the caller opens it (and commits a
+rebuild). Nothing here calls a provider or reads a body for anything but recomputing
+the search index from memory rows.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections import Counter
+from collections.abc import Iterator
+from itertools import islice
+
+from trueheart_core import loading, searching
+from trueheart_core.domain import MemoryStatus, Scope
+from trueheart_core.errors import ValidationError
+from trueheart_core.operations_model import IndexRebuildReport, StoreStats
+from trueheart_core.ports import ScopeKey, SearchDocRow, UnitOfWork
+from trueheart_core.ports_vectors import SupportsVectors
+from trueheart_core.records import scope_key
+
+_CHUNK = 500
+
+
+def _count(value: object) -> int:
+    if type(value) is not int or value < 0:
+        loading.corrupt("invalid row count")
+    return value
+
+
+def stats(uow: UnitOfWork, scope: Scope | None, sizes: tuple[int, int] | None) -> StoreStats:
+    """Row counts of the scope (or the whole store), with the storage file sizes."""
+    key = None if scope is None else scope_key(scope)
+    rows = {name: _count(value) for name, value in uow.count_rows(key).items()}
+    by_status: Counter[str] = Counter()
+    by_kind: Counter[str] = Counter()
+    for status, kind, count in uow.count_memories(key):
+        if not isinstance(status, str) or not isinstance(kind, str):
+            loading.corrupt("invalid memory record")
+        by_status[status] += _count(count)
+        by_kind[kind] += count
+    database, wal = (None, None) if sizes is None else sizes
+    return StoreStats(
+        scope,
+        rows.get("raw_event", 0),
+        rows.get("raw_event_with_body", 0),
+        rows.get("memory", 0),
+        by_status[MemoryStatus.ACTIVE.value],
+        by_status[MemoryStatus.SEALED.value],
+        tuple(sorted(by_kind.items())),
+        rows.get("claim", 0),
+        rows.get("extraction_record", 0),
+        rows.get("tombstone", 0),
+        rows.get("audit", 0),
+        rows.get("search_entry", 0),
+        rows.get("search_term", 0),
+        rows.get("search_posting", 0),
+        rows.get("vector", 0),
+        database,
+        wal,
+    )
+
+
+def _fingerprint(doc: SearchDocRow) -> bytes:
+    """A compact identity of a whole entry, terms included."""
+    return hashlib.blake2b(repr(doc).encode("utf-8"), digest_size=16).digest()
+
+
+def _chunks(rows: Iterator[SearchDocRow]) -> Iterator[list[SearchDocRow]]:
+    while chunk := list(islice(rows, _CHUNK)):
+        yield chunk
+
+
+def _entries(uow: UnitOfWork) -> Counter[bytes]:
+    """Every search entry of the store, whole; an entry without a memory counts under a
+    key of its own so that it can only be removed."""
+    found: Counter[bytes] = Counter()
+    orphans = 0
+    for chunk in _chunks(uow.iter_search_docs(None)):
+        by_scope: dict[ScopeKey, list[str]] = {}
+        for doc in chunk:
+            if doc.memory_id is None:
+                orphans += 1
+                found[b"orphan%d" % orphans] += 1
+            else:
+                by_scope.setdefault(doc.scope, []).append(doc.memory_id)
+        for key, memory_ids in by_scope.items():
+            for doc in uow.search_docs_for(key, memory_ids):
+                found[_fingerprint(doc)] += 1
+    return found
+
+
+def _terms(uow: UnitOfWork) -> Counter[tuple[object, ...]]:
+    return Counter((t.scope, t.term, t.df) for t in uow.iter_search_terms(None))
+
+
+def rebuild(uow: UnitOfWork) -> IndexRebuildReport:
+    """Rebuild the search index from the memory rows, re-derive claim index keys and
+    rebuild the storage engine's indexes; report what changed."""
+    entries_before, terms_before = _entries(uow), _terms(uow)
+    searching.rebuild(uow)
+    entries_after, terms_after = _entries(uow), _terms(uow)
+    claim_keys = _count(uow.rekey_claims())
+    copies = orphans = 0
+    if isinstance(uow, SupportsVectors):
+        copies, orphans = (_count(n) for n in uow.repair_vector_copies())
+    storage = _count(uow.rebuild_storage_indexes())
+    return IndexRebuildReport(
+        entries_before.total(),
+        entries_after.total(),
+        (entries_after - entries_before).total(),
+        (entries_before - entries_after).total(),
+        terms_before.total(),
+        terms_after.total(),
+        (terms_after - terms_before).total(),
+        (terms_before - terms_after).total(),
+        claim_keys,
+        storage,
+        copies,
+        orphans,
+    )
+
+
+def backup_target(path: object) -> str:
+    """The absolute path of a file to create: a str or PathLike naming nothing yet, in an
+    existing directory."""
+    if isinstance(path, os.PathLike):
+        try:
+            path = os.fspath(path)
+        except TypeError:
+            raise ValidationError("path", "must be a str or os.PathLike") from None
+    if not isinstance(path, str) or not path or "\x00" in path or path == ":memory:":
+        raise ValidationError("path", "must be a str or os.PathLike")
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValidationError("path", "must be valid UTF-8") from None
+    target = os.path.abspath(path)
+    if os.path.lexists(target):
+        raise ValidationError("path", "must not exist")
+    if not os.path.isdir(os.path.dirname(target)):
+        raise ValidationError("path", "must be in an existing directory")
+    return target

@@ -1,0 +1,113 @@
+"""Per-scope statistics and subject erasure read a scope through an index of the scope
+wherever the schema has one.
+
+White-box test of the SQLite adapter: it records the SQL that ``stats(scope)`` and
+``erase_subject`` execute and asks SQLite for the plans. Only the tables that have no
+index leading with the scope (receipts, bodies, extraction records, tombstones and
+search entries) may be read whole.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from trueheart_core import (
+    ClaimDraft,
+    MemoryDraft,
+    RawEventDraft,
+    RetentionPolicy,
+    Scope,
+    SourceRef,
+    SQLiteRepository,
+    TrueHeart,
+    TrustLevel,
+)
+
+NOW = datetime(2026, 8, 13, 12, tzinfo=UTC)
+SCOPE = Scope("tenant", "owner", "subject")
+OTHER = Scope("tenant", "owner", "other")
+RETENTION = RetentionPolicy(timedelta(days=1), timedelta(days=2), timedelta(days=4))
+WITHOUT_SCOPE_INDEX = {"raw_events", "raw_bodies", "extractions", "tombstones", "search_docs"}
+_SCAN = re.compile(r"^SCAN (?:TABLE )?(\w+)")
+_ALIAS = re.compile(r"\bFROM\s+(\w+)\s+(\w+)\b", re.I)
+
+
+def _event(event_id: str, scope: Scope) -> RawEventDraft:
+    source = SourceRef("src", "chat", NOW, TrustLevel.CONFIRMED)
+    return RawEventDraft(event_id, scope, source, f"body of {event_id}", RETENTION)
+
+
+@pytest.fixture
+def traced(tmp_path: Path) -> Iterator[tuple[TrueHeart, list[str]]]:
+    repository = SQLiteRepository(tmp_path / "store.db")
+    service = TrueHeart(repository, clock=lambda: NOW)
+    for scope in (SCOPE, OTHER):
+        for index in range(20):
+            service.ingest_event(_event(f"e{index}", scope))
+            service.materialize_once(
+                MemoryDraft(
+                    f"m{index}",
+                    scope,
+                    f"words {index}",
+                    (f"e{index}",),
+                    "fact",
+                    TrustLevel.OBSERVED,
+                    NOW,
+                )
+            )
+        service.materialize_claim(
+            ClaimDraft("c1", scope, "user:a", "likes", "tea", ("e1",), TrustLevel.OBSERVED, NOW)
+        )
+    statements: list[str] = []
+    repository._conn.set_trace_callback(statements.append)  # type: ignore[union-attr]
+    try:
+        yield service, statements
+    finally:
+        repository.close()
+
+
+def _scanned_tables(path: Path, statements: list[str]) -> set[str]:
+    raw = sqlite3.connect(path)
+    scanned = set()
+    try:
+        for statement in statements:
+            if statement.split(None, 1)[0].upper() not in ("SELECT", "DELETE", "WITH"):
+                continue
+            aliases = {alias: table for table, alias in _ALIAS.findall(statement)}
+            for row in raw.execute(f"EXPLAIN QUERY PLAN {statement}"):
+                match = _SCAN.match(str(row[3]))
+                if match is not None:
+                    scanned.add(aliases.get(match.group(1), match.group(1)))
+    finally:
+        raw.close()
+    return scanned
+
+
+OPERATIONS: dict[str, Callable[[TrueHeart], object]] = {
+    "stats of a scope": lambda s: s.stats(SCOPE),
+    "dry run": lambda s: s.erase_subject(SCOPE, occurred_at=NOW, dry_run=True),
+    "erasure": lambda s: s.erase_subject(SCOPE, occurred_at=NOW),
+}
+
+
+@pytest.mark.parametrize("operation", sorted(OPERATIONS))
+def test_scope_reads_use_the_scope_indexes(
+    operation: str, traced: tuple[TrueHeart, list[str]], tmp_path: Path
+) -> None:
+    service, statements = traced
+    OPERATIONS[operation](service)
+    scanned = _scanned_tables(tmp_path / "store.db", statements)
+    assert scanned <= WITHOUT_SCOPE_INDEX, scanned - WITHOUT_SCOPE_INDEX
+    assert "raw_events" in scanned  # the check sees the scans it allows
+
+
+def test_a_scan_of_an_indexed_table_is_detected(tmp_path: Path) -> None:
+    SQLiteRepository(tmp_path / "store.db").close()
+    statement = "SELECT COUNT(*) FROM memories m WHERE m.content = 'x'"
+    assert _scanned_tables(tmp_path / "store.db", [statement]) == {"memories"}

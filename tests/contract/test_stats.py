@@ -1,0 +1,177 @@
+"""Store statistics: row counts of the whole store or of one scope, and file sizes."""
+
+from __future__ import annotations
+
+import sqlite3
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from contract_builders import (
+    NOW,
+    OTHER_SCOPE,
+    SCOPE,
+    claim,
+    command,
+    event,
+    file_db_or_skip,
+    memory,
+)
+
+from trueheart_core import (
+    CanonicalClaimExtractor,
+    GovernanceAction,
+    Scope,
+    StoreStats,
+    TrueHeart,
+    ValidationError,
+)
+
+
+def _populate(service: TrueHeart) -> None:
+    service.ingest_events(
+        [
+            event("evt-1"),
+            event("evt-2", raw_ttl=timedelta(days=1)),
+            event("evt-3"),
+            event("evt-1", scope=OTHER_SCOPE),
+        ]
+    )
+    service.ingest_extracted(
+        event("evt-x", content="Canonical claim: subject=user:a; predicate=likes; value=tea."),
+        CanonicalClaimExtractor(),
+    )
+    service.materialize_once(memory("mem-1", ("evt-1",), content="alpha beta"))
+    service.materialize_once(memory("mem-2", ("evt-2",), content="beta gamma", kind="plan"))
+    service.materialize_once(memory("mem-3", ("evt-3",), content="gamma delta"))
+    service.materialize_once(memory("mem-4", ("evt-3",), content="delta epsilon", kind="plan"))
+    service.materialize_claim(claim("claim-1", ("evt-1",)))
+    service.materialize_once(memory("mem-1", ("evt-1",), scope=OTHER_SCOPE, content="alpha"))
+    service.govern(command(GovernanceAction.SEAL, "mem-3"))
+    service.govern(command(GovernanceAction.FORGET, "mem-4"))
+    service.expire_raw_content(as_of=NOW + timedelta(days=1))
+
+
+def test_scope_statistics(service: TrueHeart) -> None:
+    _populate(service)
+    stats = service.stats(SCOPE)
+    assert stats.scope == SCOPE
+    assert (stats.events, stats.events_with_body, stats.events_without_body) == (4, 3, 1)
+    assert (stats.memories, stats.active_memories, stats.sealed_memories) == (5, 4, 1)
+    assert stats.memories_by_kind == (("claim", 2), ("fact", 2), ("plan", 1))
+    assert (stats.claims, stats.extraction_records, stats.tombstones) == (2, 1, 1)
+    # 4 ingests, 5 materialisations (the extracted claim included), seal, forget, expire
+    assert stats.audit_records == 4 + 6 + 1 + 1 + 1
+    assert stats.search_entries == 4
+    # "alpha beta", "beta gamma", "user:a likes tea", "user:ada prefers_theme dark"
+    terms = ("alpha", "beta", "gamma", "user", "a", "likes", "tea", "ada", "prefers", "theme")
+    assert stats.search_terms == len((*terms, "dark"))
+    assert stats.search_postings == 2 + 2 + 4 + 5
+
+
+def test_store_statistics_add_up_the_scopes(service: TrueHeart) -> None:
+    _populate(service)
+    whole = service.stats()
+    mine, other = service.stats(SCOPE), service.stats(OTHER_SCOPE)
+    assert whole.scope is None
+    for name in (
+        "events",
+        "events_with_body",
+        "memories",
+        "active_memories",
+        "sealed_memories",
+        "claims",
+        "extraction_records",
+        "tombstones",
+        "audit_records",
+        "search_entries",
+        "search_terms",
+        "search_postings",
+        "vectors",
+    ):
+        assert getattr(whole, name) == getattr(mine, name) + getattr(other, name), name
+    assert whole.memories_by_kind == (("claim", 2), ("fact", 3), ("plan", 1))
+
+
+def test_statistics_match_the_file(service: TrueHeart, tmp_path: Path) -> None:
+    path = file_db_or_skip(tmp_path)
+    _populate(service)
+    stats = service.stats()
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        counts = {
+            table: conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
+            for table in (
+                "raw_events",
+                "raw_bodies",
+                "memories",
+                "claims",
+                "extractions",
+                "tombstones",
+                "audit",
+                "search_docs",
+                "search_terms",
+                "search_postings",
+                "vectors",
+            )
+        }
+    finally:
+        conn.close()
+    assert (stats.events, stats.events_with_body, stats.memories) == (
+        counts["raw_events"],
+        counts["raw_bodies"],
+        counts["memories"],
+    )
+    assert (stats.claims, stats.extraction_records, stats.tombstones, stats.audit_records) == (
+        counts["claims"],
+        counts["extractions"],
+        counts["tombstones"],
+        counts["audit"],
+    )
+    assert (stats.search_entries, stats.search_terms, stats.search_postings) == (
+        counts["search_docs"],
+        counts["search_terms"],
+        counts["search_postings"],
+    )
+    assert stats.vectors == counts["vectors"]
+    assert stats.database_bytes == path.stat().st_size
+    wal = Path(f"{path}-wal")
+    assert stats.wal_bytes == (wal.stat().st_size if wal.exists() else 0)
+
+
+def test_file_sizes_are_none_only_without_a_file(service: TrueHeart, tmp_path: Path) -> None:
+    stats = service.stats()
+    if (tmp_path / "store.db").exists():
+        assert isinstance(stats.database_bytes, int) and stats.database_bytes > 0
+        assert isinstance(stats.wal_bytes, int)
+    else:
+        assert stats.database_bytes is None and stats.wal_bytes is None
+
+
+def test_an_empty_or_unknown_scope_counts_nothing(service: TrueHeart) -> None:
+    _populate(service)
+    stats = service.stats(Scope("tenant", "owner", "nobody"))
+    assert stats.events == stats.memories == stats.audit_records == stats.search_terms == 0
+    assert stats.memories_by_kind == ()
+
+
+def test_statistics_change_nothing(service: TrueHeart) -> None:
+    _populate(service)
+    audit = service.audit(SCOPE, limit=100)
+    assert service.stats() == service.stats()
+    assert service.audit(SCOPE, limit=100) == audit
+
+
+@pytest.mark.parametrize("scope", [("tenant", "owner", "subject"), "tenant/owner/subject", 1])
+def test_scope_must_be_a_scope(service: TrueHeart, scope: object) -> None:
+    with pytest.raises(ValidationError, match=r"^scope: must be a Scope$"):
+        service.stats(scope)  # type: ignore[arg-type]
+
+
+def test_statistics_validate_their_fields() -> None:
+    base = StoreStats(None, 1, 1, 0, 0, 0, (), 0, 0, 0, 0, 0, 0, 0, 0, None, None)
+    assert base.events_without_body == 0
+    with pytest.raises(ValidationError, match=r"^events: must be a non-negative int$"):
+        StoreStats(None, -1, 0, 0, 0, 0, (), 0, 0, 0, 0, 0, 0, 0, 0, None, None)
+    with pytest.raises(ValidationError, match=r"^memories_by_kind: must be sorted by kind$"):
+        StoreStats(None, 0, 0, 2, 2, 0, (("b", 1), ("a", 1)), 0, 0, 0, 0, 0, 0, 0, 0, 1, 0)

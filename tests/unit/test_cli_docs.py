@@ -1,0 +1,65 @@
+"""The examples of docs/cli.md are real: every ``console`` block is run again, in the
+order of the document, in an empty directory, and its output and exit status compared.
+
+Only the sizes of files (which depend on SQLite's page allocation) are compared as
+numbers of any value.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "cli.md"
+SRC = Path(__file__).resolve().parents[2] / "src"
+CAPTURED_IN = "/tmp/clidocs"
+_BLOCK = re.compile(r"```console\n(.*?)```", re.DOTALL)
+_SIZES = re.compile(r'^(\s*"?(?:database_bytes|wal_bytes|pages|bytes)"?:?\s+)\d+(,?)$')
+
+
+def _examples() -> list[tuple[list[str], list[str], int]]:
+    examples = []
+    for block in _BLOCK.findall(DOC.read_text(encoding="utf-8")):
+        command, *lines = block.rstrip("\n").split("\n")
+        assert command.startswith("$ trueheart "), command
+        status = re.fullmatch(r"\[exit (\d+)\]", lines[-1])
+        assert status is not None, lines[-1]
+        examples.append((shlex.split(command[len("$ trueheart ") :]), lines[:-1], int(status[1])))
+    return examples
+
+
+def _normalised(lines: list[str], directory: str) -> list[str]:
+    return [_SIZES.sub(r"\1<n>\2", line.replace(directory, "<dir>")) for line in lines]
+
+
+def test_the_documented_examples_run_as_shown(tmp_path: Path) -> None:
+    env = {key: value for key, value in os.environ.items() if not key.startswith("PYTHON")}
+    env.update(PYTHONPATH=str(SRC), COLUMNS="80")
+    examples = _examples()
+    assert len(examples) == 21
+    for args, expected, status in examples:
+        if args == ["verify", "copy.db"]:
+            # the documented change behind the library's back
+            conn = sqlite3.connect(tmp_path / "copy.db")
+            with conn:
+                conn.execute("UPDATE raw_events SET source_id = 'forged'")
+            conn.close()
+        done = subprocess.run(
+            [sys.executable, "-m", "trueheart_core.cli", *args],
+            cwd=tmp_path,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert done.returncode == status, (args, done.stdout)
+        got = _normalised(done.stdout.rstrip("\n").split("\n"), str(tmp_path))
+        want = _normalised(expected, CAPTURED_IN)
+        assert got == want, args
