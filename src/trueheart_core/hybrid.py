@@ -24,7 +24,12 @@ from trueheart_core.retrieval.model import MemoryCapsule, SearchQuery, SemanticT
 from trueheart_core.semantic import fusion
 from trueheart_core.semantic.embedders import Embedder
 from trueheart_core.semantic.rerank import RerankCandidate, Reranker, checked_scores
-from trueheart_core.semantic.vectors import checked_vector, query_form, similarities
+from trueheart_core.semantic.vectors import (
+    checked_vector,
+    component_similarities,
+    query_form,
+    similarities,
+)
 
 __all__ = ["SemanticSearch", "embed_query", "reranker_settings", "search"]
 
@@ -78,7 +83,8 @@ def search(
     hits = []
     if space_id is None:
         diagnostics.append(NOT_REGISTERED)
-    else:
+    values, sparse = query_form(vector)
+    if space_id is not None:
         hits = store.scan_vectors(
             key,
             space_id,
@@ -87,23 +93,27 @@ def search(
             None if query.min_trust is None else int(query.min_trust),
             [status.value for status in query.claim_statuses],
             settings.scan_cap + 1,
+            None if sparse is None else [i for i, _ in sparse],
+            settings.space.dimensions,
         )
     capped = len(hits) > settings.scan_cap
     if capped:
         hits = hits[: settings.scan_cap]
         diagnostics.append(CAPPED)
-    scores = similarities(query_form(vector), [hit[1] for hit in hits])
+    blobs = [hit[1] for hit in hits]
+    if sparse is None:
+        scores = similarities((values, None), blobs)
+    else:
+        scores = component_similarities([w for _, w in sparse], blobs)
     if any(map(math.isnan, scores)):
         loading.corrupt(_INDEX_CORRUPT)
     facts: dict[str, searching.Facts] = {}
     semantic: list[fusion.Scored] = []
     minimum = settings.minimum_score
     # Only the matches are checked and kept: the rest of the scan was only compared.
-    for (memory_id, _, created_at, clear_until, recall_until), score in zip(
-        hits, scores, strict=True
-    ):
-        if score < minimum:
-            continue
+    for index in [i for i, score in enumerate(scores) if score >= minimum]:
+        memory_id, _, created_at, clear_until, recall_until = hits[index]
+        score = scores[index]
         times = (created_at, clear_until, recall_until)
         if not isinstance(memory_id, str) or not all(type(t) is int for t in times):
             loading.corrupt(_INDEX_CORRUPT)

@@ -104,12 +104,19 @@ class SupportsVectors(Protocol):
         min_trust: int | None,
         claim_statuses: Sequence[str],
         limit: int,
+        components: Sequence[int] | None = None,
+        dimensions: int = 0,
     ) -> list[VectorHit]:
         """Vectors of ``space_id`` whose memories are searchable in ``scope`` at
         ``as_of`` (active, ``created_at <= as_of < recall_until``), of the given kinds
         (empty: all) and minimum trust, and, for claims, with a status at ``as_of`` in
         ``claim_statuses`` (as ``search_candidates`` filters them). Newest first
-        (``created_at`` descending, then the latest written first), at most ``limit``."""
+        (``created_at`` descending, then the latest written first), at most ``limit``.
+
+        With ``components`` (0-based positions below ``dimensions``), each hit's vector
+        holds only those float32 components, concatenated in that order, or is empty
+        when the stored vector is not ``4 * dimensions`` bytes long: a sparse query
+        reads a few bytes of each vector instead of all of them."""
         ...
 
     def lexical_matches(

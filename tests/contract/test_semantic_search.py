@@ -23,6 +23,7 @@ from semantic_builders import ConceptEmbedder, ScriptedReranker
 from trueheart_core import (
     ClaimStatus,
     GovernanceAction,
+    HashingEmbedder,
     MemoryCapsule,
     ProviderError,
     RerankResult,
@@ -33,6 +34,7 @@ from trueheart_core import (
     ValidationError,
 )
 from trueheart_core.retrieval.model import SignalSource
+from trueheart_core.semantic.vectors import checked_vector, pack, unpack
 
 LATER = NOW + timedelta(days=1)
 
@@ -302,3 +304,42 @@ def test_a_failing_reranker_is_a_provider_error(repository: SQLiteRepository) ->
     materialize_all(service, CORPUS)
     with pytest.raises(ProviderError, match=msg("provider error: the reranker failed")):
         find(service, "concise")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "alpha",
+        "alpha beta gamma",
+        "delta epsilon zeta eta theta",
+        " ".join(f"word{i}" for i in range(40)),  # most components set: the full dot product
+    ],
+)
+def test_semantic_scores_are_the_cosine_of_the_stored_vectors(
+    repository: SQLiteRepository, text: str
+) -> None:
+    embedder = HashingEmbedder(64)
+    service = hybrid(repository, embedder=embedder, minimum_semantic_score=-1.0)
+    words = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta"]
+    contents = {
+        f"mem-{i:02d}": " ".join(words[(i * k) % 8] for k in range(1, 4)) + f" word{i}"
+        for i in range(30)
+    }
+    materialize_all(service, contents)
+    stored = {
+        mid: unpack(pack(checked_vector("e", embedder.embed_query(c), 64, True)))
+        for mid, c in contents.items()
+    }
+    query = unpack(pack(checked_vector("e", embedder.embed_query(text), 64, True)))
+    capsule = find(service, text, budget_tokens=10_000, limit=100)
+    assert capsule.semantic is not None and capsule.semantic.scanned == 30
+    seen = 0
+    for entry in capsule.trace:
+        for signal in entry.signals:
+            if signal.source is SignalSource.SEMANTIC:
+                expected = math.fsum(
+                    q * d for q, d in zip(query, stored[entry.memory_id], strict=True)
+                )
+                assert signal.score == expected
+                seen += 1
+    assert seen == 30

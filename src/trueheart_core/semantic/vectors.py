@@ -16,7 +16,15 @@ from collections.abc import Sequence
 
 from trueheart_core.errors import ValidationError
 
-__all__ = ["NORM_TOLERANCE", "checked_vector", "pack", "query_form", "similarities", "unpack"]
+__all__ = [
+    "NORM_TOLERANCE",
+    "checked_vector",
+    "component_similarities",
+    "pack",
+    "query_form",
+    "similarities",
+    "unpack",
+]
 
 NORM_TOLERANCE = 1e-3
 """How far from 1 the length of a vector may be when its embedder says it is normalised."""
@@ -33,6 +41,13 @@ def checked_vector(field: str, value: object, dimensions: int, normalized: bool)
         raise ValidationError(field, "must return sequences of floats")
     if len(value) != dimensions:
         raise ValidationError(field, "returned a vector of the wrong length")
+    if (
+        type(value) is list
+        and not set(map(type, value)) - {float}
+        and all(map(math.isfinite, value))
+    ):
+        # The common answer, a list of finite floats, is checked at C speed.
+        return _unit(field, value, normalized)
     floats: list[float] = []
     for x in value:
         if isinstance(x, bool) or not isinstance(x, int | float):
@@ -44,6 +59,11 @@ def checked_vector(field: str, value: object, dimensions: int, normalized: bool)
         if not math.isfinite(number):
             raise ValidationError(field, "returned a non-finite component")
         floats.append(number)
+    return _unit(field, floats, normalized)
+
+
+def _unit(field: str, floats: list[float], normalized: bool) -> list[float]:
+    """Finite ``floats`` scaled to unit length (all zeros stay zeros)."""
     # Scaling by the largest component first keeps the squares of very small or very
     # large (finite) components from underflowing or overflowing.
     scale = max((abs(x) for x in floats), default=0.0)
@@ -98,7 +118,7 @@ def similarities(
     dims = len(values)
     size = 4 * dims
     fsum = math.fsum
-    if not all(type(blob) is bytes and len(blob) == size for blob in blobs):
+    if set(map(type, blobs)) - {bytes} or set(map(len, blobs)) - {size}:
         return [
             similarities(query, [blob])[0]
             if type(blob) is bytes and len(blob) == size
@@ -120,3 +140,27 @@ def similarities(
         fsum(map(mul, values, stored[start : start + dims]))
         for start in range(0, len(stored), dims)
     ]
+
+
+def component_similarities(weights: Sequence[float], parts: Sequence[bytes]) -> list[float]:
+    """Cosine similarities from the query's non-zero ``weights`` and, for each stored
+    vector, its float32 components at the same positions (concatenated, as
+    ``SupportsVectors.scan_vectors`` returns them): the same sums as
+    :func:`similarities` of a sparse query. A part of the wrong size scores ``nan``."""
+    size = 4 * len(weights)
+    if set(map(type, parts)) - {bytes} or set(map(len, parts)) - {size}:
+        return [
+            component_similarities(weights, [part])[0]
+            if type(part) is bytes and len(part) == size
+            else math.nan
+            for part in parts
+        ]
+    if not parts:
+        return []
+    if not weights:
+        return [0.0] * len(parts)
+    joined = unpack(b"".join(parts))
+    count = len(weights)
+    columns = [[x * weight for x in joined[i::count]] for i, weight in enumerate(weights)]
+    fsum = math.fsum
+    return [fsum(products) for products in zip(*columns, strict=True)]

@@ -140,6 +140,8 @@ class VectorStatements:
         min_trust: int | None,
         claim_statuses: Sequence[str],
         limit: int,
+        components: Sequence[int] | None = None,
+        dimensions: int = 0,
         claim_kind: str = "claim",
     ) -> list[VectorHit]:
         sid = self._scope_id(scope)
@@ -148,15 +150,22 @@ class VectorStatements:
         filters, extra = eligibility_filters(
             as_of, kinds, min_trust, claim_statuses, claim_kind, d="v"
         )
+        selected: list[Any] = []
+        vector = "v.vector"
+        if components is not None:
+            parts = " || ".join("substr(v.vector, ?, 4)" for _ in components) or "x''"
+            # || makes text of its operands; the cast gives the same bytes back as a blob.
+            vector = f"CASE WHEN length(v.vector) = ? THEN CAST({parts} AS BLOB) ELSE x'' END"
+            selected = [4 * dimensions, *(4 * i + 1 for i in components)]
         # One index range: the scope's active vectors of the space, newest first from
         # as_of; every other filter reads the vector's own row.
         return self._conn.execute(
-            "SELECT v.memory_id, v.vector, v.created_at, v.clear_until, v.recall_until "
+            f"SELECT v.memory_id, {vector}, v.created_at, v.clear_until, v.recall_until "
             "FROM vectors v INDEXED BY vectors_scan "
             "WHERE v.scope_id = ? AND v.space_id = ? AND v.active = 1 AND v.created_at <= ? "
             f"AND v.recall_until > ?{filters} "
             "ORDER BY v.created_at DESC, v.vid DESC LIMIT ?",
-            [sid, space_id, as_of, as_of, *extra, limit],
+            [*selected, sid, space_id, as_of, as_of, *extra, limit],
         ).fetchall()
 
     def lexical_matches(
