@@ -514,6 +514,10 @@ class UnitOfWork(Protocol):
         holds, every artifact name present. A scope's rows are counted through an index
         of the scope wherever the schema has one."""
 
+    def held_scopes(self, tenant_id: str | None, owner_id: str | None) -> list[ScopeKey]:
+        """The scopes (of one tenant and owner, when given) that hold at least one raw
+        event or memory, sorted."""
+
     def count_memories(self, scope: ScopeKey | None) -> list[tuple[object, object, int]]:
         """``(status, kind, count)`` for each status and kind of the scope's (or the
         store's) memories, read from an index that holds both."""

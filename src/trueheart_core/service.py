@@ -34,9 +34,11 @@ from trueheart_core.claims import (
     ClaimQuery,
     ClaimRecord,
     ClaimSet,
+    ClaimView,
     ExtractionRecord,
     ExtractionResult,
     IngestResult,
+    is_known,
 )
 from trueheart_core.domain import (
     AuditRecord,
@@ -365,6 +367,27 @@ class TrueHeart:
             tuple(m.memory_id for m in stored_memories) + tuple(c.claim_id for c in claims),
         )
         return ExtractionResult(receipt, claims, stored, stored_memories)
+
+    def get_claims(
+        self, scope: Scope, claim_ids: Sequence[str], *, as_of: datetime
+    ) -> tuple[ClaimView, ...]:
+        """The claims with these IDs in the exact scope, each with its status at
+        ``as_of`` (as known at ``as_of``), in the order asked; IDs that name no claim of
+        the scope, or a claim not known at ``as_of`` (not yet created, sealed, or past its
+        recall deadline), are left out."""
+        if not isinstance(scope, Scope):
+            raise ValidationError("scope", "must be a Scope")
+        ids = _drafts("claim_ids", claim_ids, str)
+        for claim_id in ids:
+            v.text("claim_ids", claim_id)
+        when = v.utc("as_of", as_of)
+        with self._repository.unit_of_work("read", write=False) as uow:
+            views = claiming.views_for(uow, scope, ids, when)
+        return tuple(
+            views[claim_id]
+            for claim_id in dict.fromkeys(ids)
+            if claim_id in views and is_known(views[claim_id].claim, when)
+        )
 
     def get_extraction(self, scope: Scope, event_id: str) -> ExtractionRecord:
         """The extraction record of an event of the exact scope, with the governance
@@ -730,6 +753,25 @@ class TrueHeart:
         with repository.unit_of_work("stats", write=False) as uow:
             sizes = repository.file_sizes() if isinstance(repository, SupportsFileSizes) else None
             return maintenance.stats(uow, scope, sizes)
+
+    def scopes(
+        self, *, tenant_id: str | None = None, owner_id: str | None = None
+    ) -> tuple[Scope, ...]:
+        """The scopes that hold at least one raw event or memory (of one tenant, and one
+        owner, when given), sorted. Cost grows with the number of scopes."""
+        if tenant_id is not None:
+            v.text("tenant_id", tenant_id)
+        if owner_id is not None:
+            v.text("owner_id", owner_id)
+        with self._repository.unit_of_work("stats", write=False) as uow:
+            keys = uow.held_scopes(tenant_id, owner_id)
+        result = []
+        for key in keys:
+            try:
+                result.append(records.scope_of(key))
+            except RowInvalid:
+                loading.corrupt("invalid scope")
+        return tuple(result)
 
     def rebuild_indexes(self) -> IndexRebuildReport:
         """Rebuild every derived index from the canonical rows, in one transaction: the

@@ -84,6 +84,22 @@ class OperationStatements:
             counts[artifact] = int(count)
         return counts
 
+    def held_scopes(self, tenant_id: str | None, owner_id: str | None) -> list[ScopeKey]:
+        where, params = "", []
+        for column, value in (("tenant_id", tenant_id), ("owner_id", owner_id)):
+            if value is not None:
+                where += f" AND s.{column} = ?"
+                params.append(value)
+        rows = self._conn.execute(
+            "SELECT s.tenant_id, s.owner_id, s.subject_id FROM scopes s "
+            "WHERE (EXISTS (SELECT 1 FROM memories m INDEXED BY memories_by_id "
+            "WHERE m.scope_id = s.scope_id) OR EXISTS (SELECT 1 FROM raw_events e "
+            f"WHERE e.scope_id = s.scope_id)){where} "
+            "ORDER BY s.tenant_id, s.owner_id, s.subject_id",
+            params,
+        ).fetchall()
+        return [(r[0], r[1], r[2]) for r in rows]
+
     def count_memories(self, scope: ScopeKey | None) -> list[tuple[object, object, int]]:
         where, params = "", []
         if scope is not None:

@@ -1,0 +1,622 @@
+"""``EviCortex``: the evicortex 0.3 API over the governed TrueHeart engine.
+
+Every call maps onto one or more engine calls (see ``docs/evicortex.md``); this module
+converts arguments and results and translates errors, and holds no policy of its own.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime, timedelta
+from os import PathLike
+from pathlib import Path
+from typing import Any
+
+from evicortex._mapping import (
+    call,
+    claim_id,
+    engine_errors,
+    moment,
+    record_id,
+    scope_of,
+)
+from evicortex._model import (
+    CapsuleItem,
+    ClaimInput,
+    ClaimRecord,
+    EmbeddingUpsertResult,
+    MemoryCapsule,
+    MemoryRecord,
+    OmittedCandidate,
+    SemanticIndexStatus,
+    StoreStats,
+)
+from evicortex.errors import PurgedError, StorageClosedError, ValidationError
+from trueheart_core import (
+    CapsuleDecision,
+    ClaimDraft,
+    ClaimExtractor,
+    ClaimView,
+    Embedder,
+    EntityType,
+    ExtractionRecord,
+    GovernanceAction,
+    GovernanceCommand,
+    IntegrityReport,
+    MemoryDraft,
+    RawEventDraft,
+    RawEventReceipt,
+    Reranker,
+    RetentionPolicy,
+    Scope,
+    SearchQuery,
+    SourceRef,
+    SQLiteRepository,
+    TrueHeart,
+    TrustLevel,
+)
+from trueheart_core import MemoryRecord as EngineMemory
+from trueheart_core.errors import EntityDeleted, EntityNotFound, ScopeMismatch
+
+__all__ = ["EviCortex"]
+
+EVIDENCE_RETENTION = timedelta(days=365 * 1000)
+"""Evidence neither fades nor expires: its body and memory are kept until purged."""
+SOURCE_TYPE = "evicortex"
+PURGE_REASON = "purge requested"
+CLAIM_KIND = "claim"
+_MISSING = (EntityNotFound, ScopeMismatch, EntityDeleted, PurgedError)
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+class EviCortex:
+    """An evidence store with the evicortex API. Create it with :meth:`open`."""
+
+    def __init__(self, engine: TrueHeart, clock: _Clock, extractor: ClaimExtractor | None) -> None:
+        self._engine: TrueHeart | None = engine
+        self._clock = clock
+        self._extractor = extractor
+
+    # --- opening and closing -----------------------------------------------------------
+
+    @classmethod
+    def open(
+        cls,
+        path: str | PathLike[str] = ":memory:",
+        *,
+        embedder: Embedder | None = None,
+        extractor: ClaimExtractor | None = None,
+        auto_index: bool = True,
+        semantic_scan_cap: int = 1024,
+        minimum_semantic_score: float = 0.05,
+        reranker: Reranker | None = None,
+        rerank_limit: int = 16,
+        reranker_weight: float = 1.25,
+    ) -> EviCortex:
+        """Open (or create) a store at ``path`` (``":memory:"``, a string path or a
+        ``pathlib.Path``). The embedder's and reranker's identities are snapshotted
+        now; a store projected by another embedder is refused (``EmbedderMismatch``)."""
+        if not isinstance(path, str | Path | PathLike):
+            raise ValidationError("path", "must be a str or pathlib.Path")
+        if extractor is not None and not isinstance(extractor, ClaimExtractor):
+            raise ValidationError("extractor", "must be a ClaimExtractor")
+        clock = _Clock()
+        with engine_errors():
+            repository = SQLiteRepository(path)
+            try:
+                engine = TrueHeart(
+                    repository,
+                    clock=clock,
+                    embedder=embedder,
+                    auto_index=auto_index,
+                    semantic_scan_cap=semantic_scan_cap,
+                    minimum_semantic_score=minimum_semantic_score,
+                    reranker=reranker,
+                    rerank_limit=rerank_limit,
+                    reranker_weight=reranker_weight,
+                )
+            except BaseException:
+                repository.close()
+                raise
+        return cls(engine, clock, extractor)
+
+    def close(self) -> None:
+        """Close the store (idempotent). Later calls raise ``StorageClosedError``."""
+        engine, self._engine = self._engine, None
+        if engine is not None:
+            engine.close()
+
+    def __enter__(self) -> EviCortex:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    @property
+    def engine(self) -> TrueHeart:
+        """The TrueHeart service underneath (the governed API of the same store)."""
+        if self._engine is None:
+            raise StorageClosedError()
+        return self._engine
+
+    # --- writing evidence ----------------------------------------------------------------
+
+    def remember(
+        self,
+        *,
+        namespace: str,
+        content: str,
+        kind: str = "episode",
+        source: str = "",
+        occurred_at: datetime | str | None = None,
+        recorded_at: datetime | str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        idempotency_key: str | None = None,
+        claims: Iterable[ClaimInput] = (),
+    ) -> MemoryRecord:
+        """Store evidence and its explicit claims atomically (one engine transaction).
+
+        An identical replay under the same ``idempotency_key`` returns the stored record;
+        any difference raises ``IdempotencyConflictError``; a purged record's key raises
+        ``PurgedError``.
+        """
+        engine = self.engine
+        scope = scope_of(namespace)
+        inputs = _claim_inputs(claims)
+        plan = self._plan(
+            engine,
+            scope,
+            namespace,
+            content,
+            kind,
+            source,
+            occurred_at,
+            recorded_at,
+            metadata,
+            idempotency_key,
+        )
+        drafts = [
+            _claim_draft(scope, namespace, plan.memory.memory_id, plan.event, index, claim)
+            for index, claim in enumerate(inputs)
+        ]
+        event = _with_claim_ids(plan.event, [d.claim_id for d in drafts])
+        with engine_errors(plan.memory.memory_id), self._clock.at(plan.recorded_at):
+            engine.ingest_derived(event, memories=[plan.memory], claims=drafts)
+        return self._record(engine, scope, plan.memory.memory_id)
+
+    def remember_extracted(
+        self,
+        *,
+        namespace: str,
+        content: str,
+        kind: str = "episode",
+        source: str = "",
+        occurred_at: datetime | str | None = None,
+        recorded_at: datetime | str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        idempotency_key: str | None = None,
+        claim_ids_by_source: Mapping[str, str] | None = None,
+        extractor: ClaimExtractor | None = None,
+    ) -> MemoryRecord:
+        """Store evidence with the claims an extractor reads from it. Extraction and the
+        check of every provenance span run before the transaction: invalid extractor
+        output stores nothing. ``extractor`` overrides the one given to :meth:`open`."""
+        engine = self.engine
+        scope = scope_of(namespace)
+        chosen = extractor if extractor is not None else self._extractor
+        if chosen is None:
+            raise ValidationError("extractor", "must be given here or to open()")
+        plan = self._plan(
+            engine,
+            scope,
+            namespace,
+            content,
+            kind,
+            source,
+            occurred_at,
+            recorded_at,
+            metadata,
+            idempotency_key,
+        )
+        with engine_errors(plan.memory.memory_id), self._clock.at(plan.recorded_at):
+            engine.ingest_extracted(
+                plan.event,
+                chosen,
+                claim_ids_by_source=claim_ids_by_source,
+                memories=[plan.memory],
+            )
+        return self._record(engine, scope, plan.memory.memory_id)
+
+    def get_extraction(self, namespace: str, memory_id: str) -> ExtractionRecord:
+        """The body-free extraction record of a record; ``KeyError`` if there is none."""
+        engine = self.engine
+        scope = scope_of(namespace)
+        try:
+            return call(lambda: engine.get_extraction(scope, memory_id))
+        except (*_MISSING, ValidationError):
+            raise KeyError(memory_id) from None
+
+    # --- reading -----------------------------------------------------------------------
+
+    def recall(
+        self,
+        *,
+        namespace: str,
+        query: str,
+        budget_tokens: int = 512,
+        as_of: datetime | str | None = None,
+        limit: int = 20,
+    ) -> MemoryCapsule:
+        """The evidence and claims of the namespace most relevant to ``query``, packed
+        whole into ``budget_tokens`` (a hard limit under UTF-8 bytes / 3); ``limit``
+        bounds the items and never raises the budget. ``as_of`` (default: now) is valid
+        time: evidence that occurred later, and claims not valid then, are left out."""
+        engine = self.engine
+        scope = scope_of(namespace)
+        when = _now() if as_of is None else moment("as_of", as_of)
+        with engine_errors():
+            capsule = engine.search(SearchQuery(scope, query, when, budget_tokens, limit))
+        items = []
+        for item in capsule.items:
+            view = item.claim
+            claim = None if view is None else _claim_record(namespace, view)
+            items.append(
+                CapsuleItem(
+                    item.memory.memory_id,
+                    item.memory.kind,
+                    item.memory.content,
+                    item.score,
+                    item.rank,
+                    item.tokens,
+                    item.memory.memory_id if claim is None else claim.memory_id,
+                    claim,
+                    next(
+                        (e.signals for e in capsule.trace if e.memory_id == item.memory.memory_id),
+                        (),
+                    ),
+                )
+            )
+        omitted = tuple(
+            OmittedCandidate(e.memory_id, e.rank, e.tokens, e.decision.value)
+            for e in capsule.trace
+            if e.decision is not CapsuleDecision.INCLUDED
+        )
+        return MemoryCapsule(
+            namespace,
+            query,
+            capsule.as_of,
+            tuple(items),
+            capsule.budget_tokens,
+            capsule.used_tokens,
+            capsule.limit,
+            capsule.estimator,
+            capsule.matched,
+            omitted,
+            () if capsule.semantic is None else capsule.semantic.diagnostics,
+            capsule.semantic,
+        )
+
+    def expand(self, *, namespace: str, memory_id: str) -> MemoryRecord:
+        """The exact record; ``KeyError`` for a missing ID and for another namespace's ID
+        alike (nothing is revealed about other namespaces), and for a purged one."""
+        engine = self.engine
+        scope = scope_of(namespace)
+        if not isinstance(memory_id, str):
+            raise KeyError(memory_id)
+        return self._record(engine, scope, memory_id)
+
+    # --- semantic projection -----------------------------------------------------------
+
+    def index_semantic(self, record: MemoryRecord) -> EmbeddingUpsertResult:
+        """Project a record and its claims (those without a current vector)."""
+        engine = self.engine
+        if not isinstance(record, MemoryRecord):
+            raise ValidationError("record", "must be a MemoryRecord")
+        scope = scope_of(record.namespace)
+        ids = (record.id, *(claim.id for claim in record.claims))
+        embedded = call(lambda: engine.index_semantic(scope, ids), record.id)
+        return EmbeddingUpsertResult(record.id, embedded, len(ids) - embedded)
+
+    def semantic_status(self, namespace: str) -> SemanticIndexStatus:
+        """Missing and stale vectors of the namespace's evidence and claims."""
+        engine = self.engine
+        scope = scope_of(namespace)
+        status = call(lambda: engine.semantic_status(scope))
+        return _status(namespace, status)
+
+    def sync_semantic(self, namespace: str, batch_size: int = 64) -> SemanticIndexStatus:
+        """Project every missing or stale vector of the namespace, ``batch_size`` per
+        embedder call; returns the status afterwards."""
+        engine = self.engine
+        scope = scope_of(namespace)
+        status = call(lambda: engine.sync_semantic(scope, batch_size))
+        return _status(namespace, status)
+
+    # --- integrity, repair, diagnostics, purge -------------------------------------------
+
+    def verify_integrity(self, namespace: str | None = None) -> IntegrityReport:
+        """Check every stored row and derived index (of one namespace, or all)."""
+        engine = self.engine
+        scope = None if namespace is None else scope_of(namespace)
+        return call(lambda: engine.verify_integrity(scope))
+
+    def rebuild_indexes(self) -> None:
+        """Rebuild the derived indexes from the stored rows; keeps vectors and never
+        calls a provider."""
+        engine = self.engine
+        call(engine.rebuild_indexes)
+
+    def stats(self, namespace: str | None = None) -> StoreStats:
+        """Counts of evidence records, claims, namespaces and vectors (of one namespace,
+        or of the whole store), with the engine's full statistics."""
+        engine = self.engine
+        scope = None if namespace is None else scope_of(namespace)
+        found = call(lambda: engine.stats(scope))
+        claims = dict(found.memories_by_kind).get(CLAIM_KIND, 0)
+        if scope is None:
+            held = call(lambda: engine.scopes(tenant_id="evicortex", owner_id="namespace"))
+            namespaces = len(held)
+        else:
+            namespaces = 1 if found.memories or found.events else 0
+        return StoreStats(found.memories - claims, found.claims, namespaces, found.vectors, found)
+
+    def purge_memory(self, *, namespace: str, memory_id: str) -> bool:
+        """Delete one record, its claims and every derived row, with tombstones (it can
+        never be written again) and audit, erasing the bytes from the database file.
+        Returns whether a record was removed."""
+        engine = self.engine
+        scope = scope_of(namespace)
+        if not isinstance(memory_id, str) or not memory_id.strip():
+            return False
+        command = GovernanceCommand(
+            scope, GovernanceAction.DELETE, EntityType.RAW_EVENT, memory_id, _now(), PURGE_REASON
+        )
+        try:
+            call(lambda: engine.govern(command))
+        except _MISSING:
+            return False
+        except ValidationError:
+            return False
+        return True
+
+    # --- helpers ---------------------------------------------------------------------
+
+    def _plan(
+        self,
+        engine: TrueHeart,
+        scope: Scope,
+        namespace: str,
+        content: object,
+        kind: object,
+        source: object,
+        occurred_at: object,
+        recorded_at: object,
+        metadata: object,
+        idempotency_key: object,
+    ) -> _Plan:
+        if not isinstance(content, str) or not content:
+            raise ValidationError("content", "must be a non-empty string")
+        if not isinstance(kind, str) or not kind.strip():
+            raise ValidationError("kind", "must be a non-blank string")
+        if kind == CLAIM_KIND:
+            raise ValidationError("kind", "is reserved for claims")
+        if not isinstance(source, str):
+            raise ValidationError("source", "must be a string")
+        if metadata is None:
+            metadata = {}
+        if not isinstance(metadata, Mapping):
+            raise ValidationError("metadata", "must be a JSON object")
+        if idempotency_key is not None and (
+            not isinstance(idempotency_key, str) or not idempotency_key.strip()
+        ):
+            raise ValidationError("idempotency_key", "must be a non-blank string or None")
+        occurred = None if occurred_at is None else moment("occurred_at", occurred_at)
+        recorded = None if recorded_at is None else moment("recorded_at", recorded_at)
+        rid = record_id(namespace, idempotency_key)
+        if idempotency_key is not None:
+            # A replay takes the times it leaves out from the stored request, so that an
+            # identical request is recognised whenever it is repeated.
+            stored = self._stored_receipt(engine, scope, rid)
+            if stored is not None:
+                occurred = stored.source.occurred_at if occurred is None else occurred
+                recorded = stored.ingested_at if recorded is None else recorded
+        now = _now()
+        occurred = now if occurred is None else occurred
+        recorded = now if recorded is None else recorded
+        source_metadata = {"source": source, "idempotency_key": idempotency_key}
+        with engine_errors(rid):
+            event = RawEventDraft(
+                rid,
+                scope,
+                SourceRef(
+                    source or SOURCE_TYPE,
+                    SOURCE_TYPE,
+                    occurred,
+                    TrustLevel.OBSERVED,
+                    source_metadata,
+                ),
+                content,
+                RetentionPolicy(EVIDENCE_RETENTION, EVIDENCE_RETENTION, EVIDENCE_RETENTION),
+                metadata,
+            )
+            memory = MemoryDraft(
+                rid, scope, content, (rid,), kind, TrustLevel.OBSERVED, occurred, metadata
+            )
+        return _Plan(event, memory, recorded)
+
+    @staticmethod
+    def _stored_receipt(engine: TrueHeart, scope: Scope, rid: str) -> RawEventReceipt | None:
+        try:
+            return call(lambda: engine.get_receipt(scope, rid), rid)
+        except (EntityNotFound, ScopeMismatch):
+            return None
+
+    def _record(self, engine: TrueHeart, scope: Scope, rid: str) -> MemoryRecord:
+        namespace = scope.subject_id
+        try:
+            with engine_errors():
+                receipt = engine.get_receipt(scope, rid)
+                memory = engine.get_memory(scope, rid)
+        except (*_MISSING, ValidationError):
+            raise KeyError(rid) from None
+        if memory.kind == CLAIM_KIND:
+            raise KeyError(rid)
+        views = call(
+            lambda: engine.get_claims(scope, _claim_ids(engine, scope, receipt), as_of=_now())
+        )
+        return _memory_record(namespace, receipt, memory, views)
+
+
+class _Clock:
+    """The engine's clock: now, or the ``recorded_at`` of the write in progress."""
+
+    def __init__(self) -> None:
+        self._local = threading.local()
+
+    def __call__(self) -> datetime:
+        fixed: datetime | None = getattr(self._local, "fixed", None)
+        return _now() if fixed is None else fixed
+
+    def at(self, moment_: datetime) -> _Fixed:
+        return _Fixed(self._local, moment_)
+
+
+class _Fixed:
+    def __init__(self, local: threading.local, moment_: datetime) -> None:
+        self._local = local
+        self._moment = moment_
+
+    def __enter__(self) -> None:
+        self._local.fixed = self._moment
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._local.fixed = None
+
+
+class _Plan:
+    __slots__ = ("event", "memory", "recorded_at")
+
+    def __init__(self, event: RawEventDraft, memory: MemoryDraft, recorded_at: datetime) -> None:
+        self.event = event
+        self.memory = memory
+        self.recorded_at = recorded_at
+
+
+def _claim_inputs(claims: object) -> list[ClaimInput]:
+    if isinstance(claims, str | bytes) or not isinstance(claims, Iterable):
+        raise ValidationError("claims", "must be an iterable of ClaimInput")
+    found = list(claims)
+    if not all(isinstance(claim, ClaimInput) for claim in found):
+        raise ValidationError("claims", "must be an iterable of ClaimInput")
+    return found
+
+
+def _claim_draft(
+    scope: Scope, namespace: str, rid: str, event: RawEventDraft, index: int, claim: ClaimInput
+) -> ClaimDraft:
+    assert not isinstance(claim.valid_from, str) and not isinstance(claim.valid_to, str)
+    with engine_errors(rid):
+        return ClaimDraft(
+            claim_id(namespace, rid, index),
+            scope,
+            claim.subject,
+            claim.predicate,
+            claim.value,
+            (rid,),
+            TrustLevel.OBSERVED,
+            event.source.occurred_at,
+            claim.valid_from,
+            claim.valid_to,
+            claim.confidence,
+            claim.authority,
+            claim.supersedes,
+        )
+
+
+def _with_claim_ids(event: RawEventDraft, ids: list[str]) -> RawEventDraft:
+    if not ids:
+        return event
+    source = event.source
+    metadata = {**source.metadata, "claim_ids": ids}
+    with engine_errors(event.event_id):
+        return RawEventDraft(
+            event.event_id,
+            event.scope,
+            SourceRef(
+                source.source_id, source.source_type, source.occurred_at, source.trust, metadata
+            ),
+            event.content,
+            event.retention,
+            event.metadata,
+        )
+
+
+def _claim_ids(engine: TrueHeart, scope: Scope, receipt: RawEventReceipt) -> list[str]:
+    """The claims of a record: those given with it (listed in its source metadata), or
+    those an extractor read from it (listed in its extraction record)."""
+    listed = receipt.source.metadata.get("claim_ids")
+    if isinstance(listed, tuple | list):
+        return [str(x) for x in listed]
+    try:
+        return list(call(lambda: engine.get_extraction(scope, receipt.event_id)).claim_ids)
+    except (*_MISSING, ValidationError):
+        return []
+
+
+def _claim_record(namespace: str, view: ClaimView) -> ClaimRecord:
+    claim = view.claim
+    sources = claim.memory.source_event_ids
+    return ClaimRecord(
+        claim.claim_id,
+        namespace,
+        sources[0] if sources else "",
+        claim.subject,
+        claim.predicate,
+        claim.value,
+        claim.valid_from,
+        claim.valid_to,
+        claim.confidence,
+        claim.authority,
+        claim.supersedes,
+        view.status.value,
+        view.superseded_by,
+    )
+
+
+def _memory_record(
+    namespace: str,
+    receipt: RawEventReceipt,
+    memory: EngineMemory,
+    views: tuple[ClaimView, ...],
+) -> MemoryRecord:
+    source_metadata = receipt.source.metadata
+    source = source_metadata.get("source")
+    key = source_metadata.get("idempotency_key")
+    return MemoryRecord(
+        memory.memory_id,
+        namespace,
+        memory.content,
+        memory.kind,
+        source if isinstance(source, str) else "",
+        receipt.source.occurred_at,
+        receipt.ingested_at,
+        memory.metadata,
+        key if isinstance(key, str) else None,
+        receipt.content_hash,
+        tuple(_claim_record(namespace, view) for view in views),
+    )
+
+
+def _status(namespace: str, status: Any) -> SemanticIndexStatus:
+    return SemanticIndexStatus(
+        namespace,
+        status.registered,
+        status.missing_memory_ids,
+        status.stale_memory_ids,
+        status.missing_claim_ids,
+        status.stale_claim_ids,
+    )
