@@ -7,7 +7,8 @@ converts arguments and results and translates errors, and holds no policy of its
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from os import PathLike
 from pathlib import Path
@@ -184,7 +185,11 @@ class EviCortex:
             for index, claim in enumerate(inputs)
         ]
         event = _with_claim_ids(plan.event, [d.claim_id for d in drafts])
-        with engine_errors(plan.memory.memory_id), self._clock.at(plan.recorded_at):
+        with (
+            _supersession(),
+            engine_errors(plan.memory.memory_id),
+            self._clock.at(plan.recorded_at),
+        ):
             engine.ingest_derived(event, memories=[plan.memory], claims=drafts)
         return self._record(engine, scope, plan.memory.memory_id)
 
@@ -222,7 +227,11 @@ class EviCortex:
             metadata,
             idempotency_key,
         )
-        with engine_errors(plan.memory.memory_id), self._clock.at(plan.recorded_at):
+        with (
+            _supersession(),
+            engine_errors(plan.memory.memory_id),
+            self._clock.at(plan.recorded_at),
+        ):
             engine.ingest_extracted(
                 plan.event,
                 chosen,
@@ -469,6 +478,16 @@ class EviCortex:
             lambda: engine.get_claims(scope, _claim_ids(engine, scope, receipt), as_of=_now())
         )
         return _memory_record(namespace, receipt, memory, views)
+
+
+@contextmanager
+def _supersession() -> Iterator[None]:
+    """A write's only reference to other rows is the claim it supersedes: a missing one,
+    or one of another namespace, is a bad argument (and says nothing about which)."""
+    try:
+        yield
+    except (EntityNotFound, ScopeMismatch):
+        raise ValidationError("supersedes", "must name a claim of the same namespace") from None
 
 
 class _Clock:

@@ -97,3 +97,11 @@ def test_readme_semantic_example_runs(
     exec(compile(block.group(1), "README.md", "exec"), {"__name__": "readme_semantic"})
     assert capsys.readouterr().out == "True True 0\nhashing-v1:th-lex-1\n"
     assert (tmp_path / "vectors.db").exists()
+
+
+def test_readme_evicortex_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    text = README.read_text(encoding="utf-8")
+    block = re.search(r"## evicortex API\n\n(?:[^\n]+\n)+\n```python\n(.*?)```", text, re.DOTALL)
+    assert block is not None
+    exec(compile(block.group(1), "README.md", "exec"), {"__name__": "readme_evicortex"})
+    assert capsys.readouterr().out == "['episode', 'claim'] current\nTrue\n"
