@@ -44,7 +44,15 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from harness import BASE, Clock, floor_connection, machine, percentile, run_interleaved
+from harness import (
+    BASE,
+    Clock,
+    floor_connection,
+    machine,
+    percentile,
+    report_targets,
+    run_interleaved,
+)
 
 from trueheart_core import (
     EntityType,
@@ -761,13 +769,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "limit": RECALL_FLOOR_LIMIT,
         }
     )
-    print("\ntargets (information, not assertions)")
-    for t in targets:
-        t["met"] = t["value"] <= t["limit"]
-        print(f"  {'PASS' if t['met'] else 'MISS'}  {t['target']}: {t['value']:.2f}x")
-    elapsed = time.perf_counter() - started
-    load_at_end = os.getloadavg()[0]
-    print(f"\ntotal run time {elapsed:.0f} s; 1-minute load average at the end {load_at_end:.2f}")
+    elapsed, load_at_end = report_targets(targets, started)
 
     if args.json is not None:
         payload = {

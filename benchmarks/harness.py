@@ -9,6 +9,7 @@ import math
 import os
 import platform
 import sqlite3
+import time
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -97,3 +98,18 @@ def run_interleaved(cases: Sequence[Sampled], slice_size: int) -> None:
                 case.run(share, record=True)
     finally:
         gc.enable()
+
+
+def report_targets(targets: list[dict[str, Any]], started: float) -> tuple[float, float]:
+    """Print each target (information, not an assertion), marking it ``met``, then the
+    run time and the load average; returns ``(elapsed seconds, load at the end)``."""
+    print("\ntargets (information, not assertions)")
+    for t in targets:
+        t["met"] = t["value"] <= t["limit"]
+        print(f"  {'PASS' if t['met'] else 'MISS'}  {t['target']}: {t['value']:.2f}x")
+    if not targets:
+        print("  none measured (the targets need other sizes)")
+    elapsed = time.perf_counter() - started
+    load_at_end = os.getloadavg()[0]
+    print(f"\ntotal run time {elapsed:.0f} s; 1-minute load average at the end {load_at_end:.2f}")
+    return elapsed, load_at_end

@@ -36,6 +36,9 @@ search and every floor is sampled in rotation, in slices of 20 consecutive calls
 cases walking the same sequence of queries, so that a drift of the machine affects both
 sides of a ratio alike.
 
+Hybrid (semantic) search and the semantic sync are measured by ``semantic_bench.py``, on
+the same stores and queries.
+
 Every measured capsule is checked (at most ``limit`` items, ``used_tokens`` equal to the
 items' costs and within the budget), most queries must return at least one item, and
 Japanese queries must find exactly the Japanese memories that contain them; a failed check
@@ -63,7 +66,15 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from harness import BASE, Clock, floor_connection, machine, percentile, run_interleaved
+from harness import (
+    BASE,
+    Clock,
+    floor_connection,
+    machine,
+    percentile,
+    report_targets,
+    run_interleaved,
+)
 
 from trueheart_core import (
     MemoryCapsule,
@@ -502,16 +513,25 @@ def floor_call(conn: sqlite3.Connection, match: str) -> Callable[[], object]:
     return lambda: conn.execute(sql, (match,)).fetchall()
 
 
-def search_query(text: str) -> SearchQuery:
-    return SearchQuery(MEASURED, text, AS_OF, budget_tokens=BUDGET_TOKENS, limit=LIMIT)
+def search_query(text: str, *, semantic: bool = True) -> SearchQuery:
+    """The measured query; ``semantic=False`` asks a service with an embedder for the
+    lexical ranking alone (a service without one is lexical either way)."""
+    return SearchQuery(
+        MEASURED, text, AS_OF, budget_tokens=BUDGET_TOKENS, limit=LIMIT, semantic=semantic
+    )
 
 
 def check_matches(
-    store: str, th: TrueHeart, conn: sqlite3.Connection, queries: Sequence[list[str]]
+    store: str,
+    th: TrueHeart,
+    conn: sqlite3.Connection,
+    queries: Sequence[list[str]],
+    *,
+    semantic: bool = True,
 ) -> None:
     """Before measuring: every query matches as many memories as the floor has rows."""
     for words in queries:
-        capsule = th.search(search_query(" ".join(words)))
+        capsule = th.search(search_query(" ".join(words), semantic=semantic))
         sql = "SELECT count(*) FROM f WHERE f MATCH ?"
         (rows,) = conn.execute(sql, (fts_match(words),)).fetchone()
         if capsule.matched != rows:
@@ -521,11 +541,13 @@ def check_matches(
             )
 
 
-def check_japanese(store: str, th: TrueHeart, texts: Sequence[str]) -> None:
+def check_japanese(
+    store: str, th: TrueHeart, texts: Sequence[str], *, semantic: bool = True
+) -> None:
     """Japanese queries find exactly the Japanese memories containing the word."""
     for word in JAPANESE_CHECKS:
         expected = sum(word in text for text in texts)
-        capsule = th.search(search_query(word))
+        capsule = th.search(search_query(word, semantic=semantic))
         if capsule.matched != expected or (expected and not capsule.items):
             raise CheckFailed(
                 f"search ({store}) for {word!r} matched {capsule.matched} memories with "
@@ -756,15 +778,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "limit": GROWTH_LIMIT,
             }
         )
-    print("\ntargets (information, not assertions)")
-    for t in targets:
-        t["met"] = t["value"] <= t["limit"]
-        print(f"  {'PASS' if t['met'] else 'MISS'}  {t['target']}: {t['value']:.2f}x")
-    if not targets:
-        print(f"  none measured (they need sizes {FLOOR_TARGET_SIZE:,}, {low:,} and {high:,})")
-    elapsed = time.perf_counter() - started
-    load_at_end = os.getloadavg()[0]
-    print(f"\ntotal run time {elapsed:.0f} s; 1-minute load average at the end {load_at_end:.2f}")
+    elapsed, load_at_end = report_targets(targets, started)
 
     if args.json is not None:
         payload = {
