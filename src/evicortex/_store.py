@@ -33,7 +33,12 @@ from evicortex._model import (
     SemanticIndexStatus,
     StoreStats,
 )
-from evicortex.errors import PurgedError, StorageClosedError, ValidationError
+from evicortex.errors import (
+    IdempotencyConflictError,
+    PurgedError,
+    StorageClosedError,
+    ValidationError,
+)
 from trueheart_core import (
     CapsuleDecision,
     ClaimDraft,
@@ -431,6 +436,8 @@ class EviCortex:
             # identical request is recognised whenever it is repeated.
             stored = self._stored_receipt(engine, scope, rid)
             if stored is not None:
+                if recorded is not None and recorded != stored.ingested_at:
+                    raise IdempotencyConflictError(rid)
                 occurred = stored.source.occurred_at if occurred is None else occurred
                 recorded = stored.ingested_at if recorded is None else recorded
         now = _now()
