@@ -110,16 +110,19 @@ def search(
     facts: dict[str, searching.Facts] = {}
     semantic: list[fusion.Scored] = []
     minimum = settings.minimum_score
-    # Only the matches are checked and kept: the rest of the scan was only compared.
-    for index in [i for i, score in enumerate(scores) if score >= minimum]:
-        memory_id, _, created_at, clear_until, recall_until = hits[index]
-        score = scores[index]
+    # Only the matches are described and checked: the rest of the scan was only compared.
+    score_of = {hits[i][0]: score for i, score in enumerate(scores) if score >= minimum}
+    for handle, memory_id, created_at, clear_until, recall_until in store.vector_facts(
+        key, list(score_of)
+    ):
         times = (created_at, clear_until, recall_until)
         if not isinstance(memory_id, str) or not all(type(t) is int for t in times):
             loading.corrupt(_INDEX_CORRUPT)
         clarity = policy.clarity_us(as_of, clear_until, recall_until)
-        semantic.append(fusion.Scored(memory_id, score, clarity, created_at))
+        semantic.append(fusion.Scored(memory_id, score_of.pop(handle), clarity, created_at))
         facts[memory_id] = searching.Facts(*times)
+    if score_of:
+        loading.corrupt(_INDEX_CORRUPT)
     semantic = fusion.ranked(semantic)
     lexical_window = lexical.candidates[:window]
     for c in lexical_window:

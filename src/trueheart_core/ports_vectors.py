@@ -19,7 +19,14 @@ from typing import Protocol, runtime_checkable
 
 from trueheart_core.ports import ScopeKey
 
-__all__ = ["SpaceRow", "SupportsVectors", "VectorHit", "VectorRow", "VectorState"]
+__all__ = [
+    "SpaceRow",
+    "SupportsVectors",
+    "VectorFacts",
+    "VectorHit",
+    "VectorRow",
+    "VectorState",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,10 +54,13 @@ class VectorRow:
     digest: str
 
 
-VectorHit = tuple[str, bytes, int, int, int]
-"""A vector read by the semantic scan: ``(memory_id, vector, created_at, clear_until,
-recall_until)``, the filter columns of its memory. A plain tuple: a scan reads up to
-its cap of them, and that is the cost of a hybrid search."""
+VectorHit = tuple[int, bytes]
+"""A vector read by the semantic scan: ``(handle, vector)``. The handle names the
+vector row within the unit of work (see ``SupportsVectors.vector_facts``). A plain tuple:
+a scan reads up to its cap of them, and that is the cost of a hybrid search."""
+
+VectorFacts = tuple[int, str, int, int, int]
+"""``(handle, memory_id, created_at, clear_until, recall_until)`` of a scanned vector."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +127,11 @@ class SupportsVectors(Protocol):
         holds only those float32 components, concatenated in that order, or is empty
         when the stored vector is not ``4 * dimensions`` bytes long: a sparse query
         reads a few bytes of each vector instead of all of them."""
+        ...
+
+    def vector_facts(self, scope: ScopeKey, handles: Sequence[int]) -> list[VectorFacts]:
+        """The memory ID and filter columns of the scanned vectors with these handles
+        (only matches need them), in any order."""
         ...
 
     def lexical_matches(

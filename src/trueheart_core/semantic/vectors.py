@@ -161,6 +161,7 @@ def component_similarities(weights: Sequence[float], parts: Sequence[bytes]) -> 
         return [0.0] * len(parts)
     joined = unpack(b"".join(parts))
     count = len(weights)
-    columns = [[x * weight for x in joined[i::count]] for i, weight in enumerate(weights)]
-    fsum = math.fsum
-    return [fsum(products) for products in zip(*columns, strict=True)]
+    if count == 1:
+        return list(map(weights[0].__mul__, joined))
+    columns = [list(map(weight.__mul__, joined[i::count])) for i, weight in enumerate(weights)]
+    return list(map(math.fsum, zip(*columns, strict=True)))

@@ -11,7 +11,7 @@ from typing import Any
 from trueheart_core.adapters.sqlite.search import eligibility_filters
 from trueheart_core.errors import RepositoryCorruption
 from trueheart_core.ports import ScopeKey
-from trueheart_core.ports_vectors import SpaceRow, VectorHit, VectorRow, VectorState
+from trueheart_core.ports_vectors import SpaceRow, VectorFacts, VectorHit, VectorRow, VectorState
 
 _CHUNK = 500
 _FETCH = 500
@@ -160,13 +160,30 @@ class VectorStatements:
         # One index range: the scope's active vectors of the space, newest first from
         # as_of; every other filter reads the vector's own row.
         return self._conn.execute(
-            f"SELECT v.memory_id, {vector}, v.created_at, v.clear_until, v.recall_until "
-            "FROM vectors v INDEXED BY vectors_scan "
+            f"SELECT v.vid, {vector} FROM vectors v INDEXED BY vectors_scan "
             "WHERE v.scope_id = ? AND v.space_id = ? AND v.active = 1 AND v.created_at <= ? "
             f"AND v.recall_until > ?{filters} "
             "ORDER BY v.created_at DESC, v.vid DESC LIMIT ?",
             [*selected, sid, space_id, as_of, as_of, *extra, limit],
         ).fetchall()
+
+    def vector_facts(self, scope: ScopeKey, handles: Sequence[int]) -> list[VectorFacts]:
+        sid = self._scope_id(scope)
+        if sid is None or not handles:
+            return []
+        found: list[VectorFacts] = []
+        # Row-ID look-ups; the unary + keeps the planner off the scope's scan index.
+        for start in range(0, len(handles), _CHUNK):
+            chunk = list(handles[start : start + _CHUNK])
+            marks = ",".join("?" * len(chunk))
+            found.extend(
+                self._conn.execute(
+                    "SELECT vid, memory_id, created_at, clear_until, recall_until FROM vectors "
+                    f"WHERE vid IN ({marks}) AND +scope_id = ?",
+                    [*chunk, sid],
+                ).fetchall()
+            )
+        return found
 
     def lexical_matches(
         self, scope: ScopeKey, terms: Sequence[int], memory_ids: Sequence[str]
