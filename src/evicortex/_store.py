@@ -195,8 +195,9 @@ class EviCortex:
             engine_errors(plan.memory.memory_id),
             self._clock.at(plan.recorded_at),
         ):
-            engine.ingest_derived(event, memories=[plan.memory], claims=drafts)
-        return self._record(engine, scope, plan.memory.memory_id)
+            stored = engine.ingest_derived(event, memories=[plan.memory], claims=drafts)
+        ids = [claim.claim_id for claim in stored.claims]
+        return _built(engine, scope, stored.receipt, stored.memories[0], ids)
 
     def remember_extracted(
         self,
@@ -237,13 +238,14 @@ class EviCortex:
             engine_errors(plan.memory.memory_id),
             self._clock.at(plan.recorded_at),
         ):
-            engine.ingest_extracted(
+            result = engine.ingest_extracted(
                 plan.event,
                 chosen,
                 claim_ids_by_source=claim_ids_by_source,
                 memories=[plan.memory],
             )
-        return self._record(engine, scope, plan.memory.memory_id)
+        ids = list(result.extraction.claim_ids)
+        return _built(engine, scope, result.receipt, result.memories[0], ids)
 
     def get_extraction(self, namespace: str, memory_id: str) -> ExtractionRecord:
         """The body-free extraction record of a record; ``KeyError`` if there is none."""
@@ -274,6 +276,7 @@ class EviCortex:
         when = _now() if as_of is None else moment("as_of", as_of)
         with engine_errors():
             capsule = engine.search(SearchQuery(scope, query, when, budget_tokens, limit))
+        signals = {entry.memory_id: entry.signals for entry in capsule.trace}
         items = []
         for item in capsule.items:
             view = item.claim
@@ -288,10 +291,7 @@ class EviCortex:
                     item.tokens,
                     item.memory.memory_id if claim is None else claim.memory_id,
                     claim,
-                    next(
-                        (e.signals for e in capsule.trace if e.memory_id == item.memory.memory_id),
-                        (),
-                    ),
+                    signals[item.memory.memory_id],
                 )
             )
         omitted = tuple(
@@ -472,7 +472,6 @@ class EviCortex:
             return None
 
     def _record(self, engine: TrueHeart, scope: Scope, rid: str) -> MemoryRecord:
-        namespace = scope.subject_id
         try:
             with engine_errors():
                 receipt = engine.get_receipt(scope, rid)
@@ -481,10 +480,7 @@ class EviCortex:
             raise KeyError(rid) from None
         if memory.kind == CLAIM_KIND:
             raise KeyError(rid)
-        views = call(
-            lambda: engine.get_claims(scope, _claim_ids(engine, scope, receipt), as_of=_now())
-        )
-        return _memory_record(namespace, receipt, memory, views)
+        return _built(engine, scope, receipt, memory, _claim_ids(engine, scope, receipt))
 
 
 @contextmanager
@@ -591,6 +587,18 @@ def _claim_ids(engine: TrueHeart, scope: Scope, receipt: RawEventReceipt) -> lis
         return list(call(lambda: engine.get_extraction(scope, receipt.event_id)).claim_ids)
     except (*_MISSING, ValidationError):
         return []
+
+
+def _built(
+    engine: TrueHeart,
+    scope: Scope,
+    receipt: RawEventReceipt,
+    memory: EngineMemory,
+    claim_ids: list[str],
+) -> MemoryRecord:
+    """The record of an event and its memory, with its claims' status now."""
+    views = call(lambda: engine.get_claims(scope, claim_ids, as_of=_now()))
+    return _memory_record(scope.subject_id, receipt, memory, views)
 
 
 def _claim_record(namespace: str, view: ClaimView) -> ClaimRecord:
