@@ -469,6 +469,17 @@ class Case:
         return self.hits / self.measured if self.measured else 0.0
 
 
+def check_hit_shares(cases: Sequence[Case]) -> None:
+    """Stop the program unless every case returned items for most of its calls."""
+    for case in cases:
+        if case.hit_share() < MIN_HIT_SHARE:
+            raise CheckFailed(
+                f"{case.operation} ({case.store}) returned items for only "
+                f"{case.hit_share():.0%} of its calls (at least {MIN_HIT_SHARE:.0%} expected): "
+                "the queries do not exercise the search"
+            )
+
+
 def p50_us(case: Case) -> float:
     return float(statistics.median(case.samples)) / 1000
 
@@ -697,13 +708,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             for conn in connections:
                 conn.close()
 
-    for case in cases:
-        if case.hit_share() < MIN_HIT_SHARE:
-            raise CheckFailed(
-                f"{case.operation} ({case.store}) returned items for only "
-                f"{case.hit_share():.0%} of its calls (at least {MIN_HIT_SHARE:.0%} expected): "
-                "the queries do not exercise the search"
-            )
+    check_hit_shares(cases)
 
     by_key = {(case.operation, case.store): case for case in cases}
     results: list[dict[str, Any]] = []

@@ -74,6 +74,7 @@ from search_bench import (
     build_alone,
     build_floor,
     capsule_check,
+    check_hit_shares,
     check_japanese,
     check_matches,
     copy_store,
@@ -95,7 +96,6 @@ DEFAULT_SIZES = (1_000, 10_000)
 DIMENSIONS = 256
 SYNC_BATCH = 64
 SCAN_CAP = 1_024  # the service's default semantic_scan_cap, checked against every trace
-MIN_HIT_SHARE = 0.8  # share of measured calls that must return at least one item
 
 # Target, printed as information only (ratio of medians in the same run).
 RATIO_SIZE = 10_000
@@ -420,12 +420,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             for conn in connections:
                 conn.close()
 
-    for case in cases:
-        if case.hit_share() < MIN_HIT_SHARE:
-            raise CheckFailed(
-                f"{case.operation} ({case.store}) returned items for only "
-                f"{case.hit_share():.0%} of its calls (at least {MIN_HIT_SHARE:.0%} expected)"
-            )
+    check_hit_shares(cases)
     status = report(args, info, sizes, plan, queries, build_seconds, syncs, cases, scans, started)
     for label, stats in profiles:
         print(f"\ncProfile of {label}")
