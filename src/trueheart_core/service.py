@@ -425,14 +425,12 @@ class TrueHeart:
         vector = None if semantic is None else hybrid.embed_query(semantic, query.text)
         for _ in range(2):
             with self._repository.unit_of_work("search", write=False) as uow:
-                if not searching.index_is_current(uow):
-                    pass
-                elif semantic is not None and vector is not None:
+                if searching.index_is_current(uow):
+                    if semantic is None or vector is None:
+                        return searching.search(uow, query, self._estimator, claiming.views_for)
                     return hybrid.search(
                         uow, query, self._estimator, claiming.views_for, semantic, vector
                     )
-                else:
-                    return searching.search(uow, query, self._estimator, claiming.views_for)
             with self._repository.unit_of_work("index", write=True) as uow:
                 searching.ensure_index(uow)
                 uow.commit()
