@@ -34,6 +34,10 @@ from trueheart_core import (
     Reranker,
     RerankResult,
 )
+from trueheart_core._version import package_version
+
+__version__ = package_version()
+"""The installed distribution's version: the same as ``trueheart_core.__version__``."""
 
 __all__ = [
     "CanonicalClaimExtractor",
@@ -61,4 +65,5 @@ __all__ = [
     "SemanticIndexStatus",
     "SemanticProjectionError",
     "StoreStats",
+    "__version__",
 ]
