@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -28,20 +29,28 @@ def test_readme_marks_one_install_and_run_command_and_one_test_command() -> None
     assert "<!-- ci:install-and-run -->" in head and "<!-- ci:test -->" in head
 
 
-def test_readme_tour_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_readme_tour_runs_twice_and_leaves_nothing_behind(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     text = README.read_text(encoding="utf-8")
     tour = re.search(r"## A short tour\n\n```python\n(.*?)```", text, re.DOTALL)
     assert tour is not None
-    cwd = os.getcwd()
-    os.chdir(tmp_path)
-    try:
-        exec(compile(tour.group(1), "README.md", "exec"), {"__name__": "readme_tour"})
-    finally:
-        os.chdir(cwd)
-    out = capsys.readouterr().out
-    assert "1.0 Prefers concise answers." in out
-    assert "('delete', 'evt-1')" in out and "('materialize', 'mem-1')" in out
-    assert (tmp_path / "memory.db").exists()
+    code = compile(tour.group(1), "README.md", "exec")
+    cwd = tmp_path / "cwd"
+    scratch = tmp_path / "tmp"  # where the tour's temporary directory is made
+    cwd.mkdir()
+    scratch.mkdir()
+    monkeypatch.chdir(cwd)
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    once = ["1.0 Prefers concise answers."]
+    for run in range(2):  # the same IDs again: a fresh store each time
+        exec(code, {"__name__": "readme_tour"})
+        out = capsys.readouterr().out.splitlines()
+        assert out[:1] == once, run
+        assert "('delete', 'evt-1')" in out[1] and "('materialize', 'mem-1')" in out[1]
+        assert len(out) == 2
+        assert list(cwd.iterdir()) == [], run
+        assert list(scratch.iterdir()) == [], run
 
 
 def test_readme_search_example_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
