@@ -12,6 +12,7 @@ from evicortex._mapping import optional_moment
 from evicortex.errors import ValidationError
 from trueheart_core import RankSignal, SemanticTrace
 from trueheart_core import StoreStats as EngineStats
+from trueheart_core._repr import body_free_repr
 
 __all__ = [
     "CapsuleItem",
@@ -32,7 +33,7 @@ def _text(field: str, value: object) -> str:
     return value
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class ClaimInput:
     """A claim to store with a ``remember`` call.
 
@@ -50,6 +51,8 @@ class ClaimInput:
     confidence: float = 1.0
     authority: str = "application"
     supersedes: str | None = None
+
+    __repr__ = body_free_repr("subject", "predicate", "value")
 
     def __post_init__(self) -> None:
         _text("subject", self.subject)
@@ -75,7 +78,7 @@ class ClaimInput:
             _text("supersedes", self.supersedes)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class ClaimRecord:
     """A stored claim, with its status now (``current``, ``superseded``,
     ``not_yet_valid`` or ``ended``) and the claims that supersede it. ``memory_id`` is
@@ -95,8 +98,10 @@ class ClaimRecord:
     status: str
     superseded_by: tuple[str, ...] = ()
 
+    __repr__ = body_free_repr("subject", "predicate", "value")
 
-@dataclass(frozen=True, slots=True)
+
+@dataclass(frozen=True, slots=True, repr=False)
 class MemoryRecord:
     """A stored piece of evidence: its exact content and provenance, and its claims."""
 
@@ -112,8 +117,10 @@ class MemoryRecord:
     content_hash: str
     claims: tuple[ClaimRecord, ...] = ()
 
+    __repr__ = body_free_repr("content")
 
-@dataclass(frozen=True, slots=True)
+
+@dataclass(frozen=True, slots=True, repr=False)
 class CapsuleItem:
     """One whole memory in a capsule: evidence (``claim`` is ``None``; ``memory_id`` is
     its own ID) or a claim (``memory_id`` is its evidence). ``score`` orders the items;
@@ -130,6 +137,8 @@ class CapsuleItem:
     claim: ClaimRecord | None = None
     signals: tuple[RankSignal, ...] = ()
 
+    __repr__ = body_free_repr("content")
+
 
 @dataclass(frozen=True, slots=True)
 class OmittedCandidate:
@@ -142,7 +151,7 @@ class OmittedCandidate:
     reason: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class MemoryCapsule:
     """The answer to ``recall``: whole memories, best first, within ``budget_tokens``.
 
@@ -165,6 +174,8 @@ class MemoryCapsule:
     omitted: tuple[OmittedCandidate, ...]
     diagnostics: tuple[str, ...]
     semantic: SemanticTrace | None
+
+    __repr__ = body_free_repr("query")
 
     @property
     def omitted_by_score(self) -> int:

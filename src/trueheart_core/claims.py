@@ -32,6 +32,7 @@ from enum import StrEnum
 from typing import Any
 
 from trueheart_core import validation as v
+from trueheart_core._repr import body_free_repr
 from trueheart_core.domain import (
     MemoryRecord,
     MemoryStatus,
@@ -93,7 +94,7 @@ class ClaimStatus(StrEnum):
     ENDED = "ended"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class ClaimDraft(_Reducible):
     """A host-derived claim, stored exactly once under ``claim_id`` (a memory ID)."""
 
@@ -111,6 +112,8 @@ class ClaimDraft(_Reducible):
     authority: str = DEFAULT_AUTHORITY
     supersedes: str | None = None
     metadata: Mapping[str, Any] = field(default_factory=dict)
+
+    __repr__ = body_free_repr("subject", "predicate", "value")
 
     def __post_init__(self) -> None:
         v.text("claim_id", self.claim_id)
@@ -144,7 +147,7 @@ class ClaimDraft(_Reducible):
         return claim_text(self.subject, self.predicate, self.value)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class ClaimRecord(_Reducible):
     """A stored claim: its structured fields and the governed memory that carries it
     (ID, scope, lineage, trust, deadlines, status, metadata)."""
@@ -159,6 +162,8 @@ class ClaimRecord(_Reducible):
     authority: str
     supersedes: str | None
     memory: MemoryRecord
+
+    __repr__ = body_free_repr("subject", "predicate", "value")
 
     def __post_init__(self) -> None:
         v.text("claim_id", self.claim_id)
@@ -215,7 +220,7 @@ class ClaimConflict(_Reducible):
             raise ValidationError("claim_ids", "must name at least two claims")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class ClaimQuery(_Reducible):
     """Which claims of one exact scope to read, at valid time ``as_of`` and transaction
     time ``known_at`` (``None``: the same instant as ``as_of``), optionally for one
@@ -227,6 +232,8 @@ class ClaimQuery(_Reducible):
     subject: str | None = None
     predicate: str | None = None
     statuses: tuple[ClaimStatus, ...] = ()
+
+    __repr__ = body_free_repr("subject", "predicate")
 
     def __post_init__(self) -> None:
         if not isinstance(self.scope, Scope):

@@ -3,7 +3,8 @@
 Every DTO validates its fields in ``__post_init__`` in declaration order (the first invalid
 field wins) and writes normalised values back. Metadata is deep-frozen. DTOs survive
 ``pickle``, ``copy.deepcopy`` and ``dataclasses.replace``: they reduce to their constructor
-arguments, with frozen metadata thawed into plain JSON containers.
+arguments, with frozen metadata thawed into plain JSON containers. Their ``repr`` is
+body-free: bodies print as their length and metadata as its number of keys.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from enum import IntEnum, StrEnum
 from typing import Any
 
 from trueheart_core import validation as v
+from trueheart_core._repr import body_free_repr
 from trueheart_core.errors import ValidationError
 
 __all__ = [
@@ -142,7 +144,7 @@ class RetentionPolicy(_Reducible):
             raise ValidationError("recall_for", "must be at least clear_for")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class SourceRef(_Reducible):
     """Provenance of a raw event: where it came from, when, and how far it is trusted."""
 
@@ -152,6 +154,8 @@ class SourceRef(_Reducible):
     trust: TrustLevel
     metadata: Mapping[str, Any] = field(default_factory=dict)
 
+    __repr__ = body_free_repr()
+
     def __post_init__(self) -> None:
         v.text("source_id", self.source_id)
         v.text("source_type", self.source_type)
@@ -160,7 +164,7 @@ class SourceRef(_Reducible):
         _set(self, "metadata", v.metadata(self.metadata))
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class RawEventDraft(_Reducible):
     """A source event to ingest: scope, provenance, body and retention."""
 
@@ -170,6 +174,8 @@ class RawEventDraft(_Reducible):
     content: str
     retention: RetentionPolicy
     metadata: Mapping[str, Any] = field(default_factory=dict)
+
+    __repr__ = body_free_repr("content")
 
     def __post_init__(self) -> None:
         v.text("event_id", self.event_id)
@@ -182,7 +188,7 @@ class RawEventDraft(_Reducible):
         _set(self, "metadata", v.metadata(self.metadata))
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class RawEventReceipt(_Reducible):
     """The body-free record of an ingested event."""
 
@@ -196,6 +202,8 @@ class RawEventReceipt(_Reducible):
     recall_for: timedelta
     content_available: bool
     metadata: Mapping[str, Any]
+
+    __repr__ = body_free_repr()
 
     def __post_init__(self) -> None:
         v.text("event_id", self.event_id)
@@ -223,7 +231,7 @@ def _source_ids(value: object) -> tuple[str, ...]:
     return value
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class MemoryDraft(_Reducible):
     """A host-derived memory with the IDs of the events it was derived from."""
 
@@ -236,6 +244,8 @@ class MemoryDraft(_Reducible):
     created_at: datetime
     metadata: Mapping[str, Any] = field(default_factory=dict)
 
+    __repr__ = body_free_repr("content")
+
     def __post_init__(self) -> None:
         v.text("memory_id", self.memory_id)
         _scope(self.scope)
@@ -247,7 +257,7 @@ class MemoryDraft(_Reducible):
         _set(self, "metadata", v.metadata(self.metadata))
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class MemoryRecord(_Reducible):
     """A stored memory with its lineage fingerprint, deadlines and status."""
 
@@ -263,6 +273,8 @@ class MemoryRecord(_Reducible):
     recall_until: datetime
     status: MemoryStatus
     metadata: Mapping[str, Any]
+
+    __repr__ = body_free_repr("content")
 
     def __post_init__(self) -> None:
         v.text("memory_id", self.memory_id)
@@ -365,7 +377,7 @@ class GovernanceResult(_Reducible):
         _set(self, "removed", tuple(a for a in ArtifactClass if a in self.removed))
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class AuditRecord(_Reducible):
     """A body-free lifecycle record. ``occurred_at`` is caller-claimed time."""
 
@@ -377,6 +389,8 @@ class AuditRecord(_Reducible):
     occurred_at: datetime
     reason: str
     metadata: Mapping[str, Any]
+
+    __repr__ = body_free_repr()
 
     def __post_init__(self) -> None:
         v.text("audit_id", self.audit_id)

@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Protocol, runtime_checkable
 
 from trueheart_core import validation as v
+from trueheart_core._repr import body_free_repr
 from trueheart_core.domain import _Reducible
 from trueheart_core.errors import ValidationError
 
@@ -86,7 +87,7 @@ class ExtractionDiagnostic(_Reducible):
             raise ValidationError("end", "must be at least start")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class ExtractedClaim(_Reducible):
     """A claim proposed by an extractor: ``subject`` ``predicate`` ``value``, with its span.
 
@@ -105,6 +106,8 @@ class ExtractedClaim(_Reducible):
     confidence: float = 1.0
     authority: str = "application"
     supersedes_source: str | None = None
+
+    __repr__ = body_free_repr("subject", "predicate", "value", "supersedes_source")
 
     def __post_init__(self) -> None:
         v.text("subject", self.subject)

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+from trueheart_core._repr import body_free_repr
 from trueheart_core.errors import ValidationError
 from trueheart_core.retrieval.model import CapsuleDecision, CapsuleTraceEntry, RankSignal
 
@@ -54,7 +55,7 @@ class Utf8BytesEstimator:
         return -(-size // 3)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class Ranked:
     """A candidate in its final rank: its ID, content (to price it), score and clarity,
     and in a hybrid search what each ranking contributed."""
@@ -64,6 +65,8 @@ class Ranked:
     score: float
     clarity: float
     signals: tuple[RankSignal, ...] = ()
+
+    __repr__ = body_free_repr("content")
 
 
 def cost(estimator: TokenEstimator, text: str) -> int:

@@ -13,6 +13,7 @@ from datetime import datetime
 from enum import StrEnum
 
 from trueheart_core import validation as v
+from trueheart_core._repr import body_free_repr
 from trueheart_core.claims import ClaimStatus, ClaimView
 from trueheart_core.domain import MemoryRecord, MemoryStatus, Scope, TrustLevel, _Reducible
 from trueheart_core.errors import ValidationError
@@ -51,7 +52,7 @@ def _finite(field: str, value: object) -> float:
     return value
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class SearchQuery(_Reducible):
     """A relevance search of one exact scope at ``as_of``, packed into a token budget.
 
@@ -73,6 +74,8 @@ class SearchQuery(_Reducible):
     min_trust: TrustLevel | None = None
     claim_statuses: tuple[ClaimStatus, ...] = (ClaimStatus.CURRENT, ClaimStatus.NOT_YET_VALID)
     semantic: bool = True
+
+    __repr__ = body_free_repr("text")
 
     def __post_init__(self) -> None:
         if not isinstance(self.scope, Scope):

@@ -13,12 +13,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+from trueheart_core._repr import body_free_repr
 from trueheart_core.errors import ValidationError
 
 __all__ = ["RerankCandidate", "RerankResult", "Reranker", "checked_scores"]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class RerankCandidate:
     """A candidate offered to a reranker: the memory's ID, kind and content, and its
     ranks so far (1 is best; ``None`` where that ranking did not find it)."""
@@ -29,6 +30,8 @@ class RerankCandidate:
     lexical_rank: int | None
     semantic_rank: int | None
     fused_rank: int
+
+    __repr__ = body_free_repr("content")
 
 
 @dataclass(frozen=True, slots=True)
