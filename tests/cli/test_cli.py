@@ -65,6 +65,7 @@ def run(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
         [sys.executable, "-m", "trueheart_core.cli", *args],
         cwd=cwd,
         env=env,
+        stdin=subprocess.DEVNULL,  # not a terminal: forget and erase-subject do not ask
         capture_output=True,
         text=True,
         timeout=120,
@@ -149,7 +150,7 @@ def test_demo_walks_through_the_lifecycle(tmp_path: Path) -> None:
     assert "verified: yes" in done.stdout and "8. verify: ok" in done.stdout
     assert (tmp_path / "demo.db").is_file()
     again = run(tmp_path, "demo", "demo.db")
-    failed(again, 1, "path: must not exist")
+    failed(again, 1, "demo.db: must not exist (demo creates a new store)")
 
 
 def test_demo_json(tmp_path: Path) -> None:
@@ -221,14 +222,15 @@ def test_verify_reports_a_tampered_row_with_status_4(store: Path) -> None:
     }
     # a read of the tampered row fails closed: corruption, status 4
     shown = run(store.parent, "show", str(store), "--scope", "acme/agent/user-1", "mem-2")
-    failed(shown, 4, "repository corruption: invalid memory record")
+    failed(shown, 4, f"{store}: repository corruption: invalid memory record")
 
 
 def test_a_damaged_file_is_corruption(tmp_path: Path) -> None:
     path = tmp_path / "bad.db"
     path.write_bytes(b"SQLite format 3\x00" + b"\x00" * 200)
-    failed(run(tmp_path, "stats", str(path)), 4, "repository corruption: invalid schema catalog")
-    failed(run(tmp_path, "verify", str(path)), 4, "repository corruption: invalid schema catalog")
+    message = f"{path}: repository corruption: invalid schema catalog"
+    failed(run(tmp_path, "stats", str(path)), 4, message)
+    failed(run(tmp_path, "verify", str(path)), 4, message)
 
 
 def test_audit(store: Path) -> None:
@@ -316,7 +318,7 @@ def test_not_found_is_status_3(store: Path, args: tuple[str, ...], message: str)
 def test_a_missing_database_is_status_3_and_is_not_created(tmp_path: Path) -> None:
     for command in (["stats"], ["verify"], ["rebuild"], ["erase-subject", "--scope", "a/b/c"]):
         done = run(tmp_path, command[0], "missing.db", *command[1:])
-        failed(done, 3, "database not found: missing.db")
+        failed(done, 3, "missing.db: database not found")
     assert list(tmp_path.iterdir()) == []
 
 
@@ -361,7 +363,7 @@ def test_a_held_write_lock_is_status_5(store: Path) -> None:
         )
     finally:
         holder.close()
-    failed(done, 5, "repository busy: governance transaction failed")
+    failed(done, 5, f"{store}: repository busy: governance transaction failed")
 
 
 # --- writing commands --------------------------------------------------------------------
@@ -423,7 +425,8 @@ def test_backup(store: Path, tmp_path: Path) -> None:
     doc = ok_json(store.parent, "backup", str(store), str(target))
     assert doc == {"path": str(target), "pages": doc["pages"], "bytes": target.stat().st_size}
     assert ok_json(tmp_path, "verify", str(target))["ok"] is True
-    failed(run(tmp_path, "backup", str(store), str(target)), 1, "path: must not exist")
+    again = run(tmp_path, "backup", str(store), str(target))
+    failed(again, 1, f"{target}: must not exist (backup writes a new file)")
 
 
 def test_help_and_the_package_import(tmp_path: Path) -> None:

@@ -41,7 +41,7 @@ def test_the_documented_examples_run_as_shown(tmp_path: Path) -> None:
     env = {key: value for key, value in os.environ.items() if not key.startswith("PYTHON")}
     env.update(PYTHONPATH=str(SRC), COLUMNS="80")
     examples = _examples()
-    assert len(examples) == 21
+    assert len(examples) == 25
     for args, expected, status in examples:
         if args == ["verify", "copy.db"]:
             # the documented change behind the library's back
@@ -53,6 +53,7 @@ def test_the_documented_examples_run_as_shown(tmp_path: Path) -> None:
             [sys.executable, "-m", "trueheart_core.cli", *args],
             cwd=tmp_path,
             env=env,
+            stdin=subprocess.DEVNULL,  # not a terminal: forget and erase-subject do not ask
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,

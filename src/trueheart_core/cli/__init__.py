@@ -3,23 +3,27 @@
 A thin layer over :class:`trueheart_core.TrueHeart`: every subcommand takes the
 database path as its first argument, prints aligned text (or one JSON document with
 ``--json``) on stdout, and exits with 0 on success, 2 on a usage error, 3 when the
-database or an entity is not found (or was deleted), 4 on corruption (or problems
-found by ``verify``, or an erasure that did not verify), 5 when the store is busy or
-read-only, and 1 on any other library error, printed as ``trueheart: <message>`` on
-stderr without a traceback. See docs/cli.md.
+database, an entity or (for ``erase-subject``) the scope is not found (or was deleted),
+4 on corruption (or problems found by ``verify``, or an erasure that did not verify), 5
+when the store is busy or read-only, 130 when interrupted (Ctrl-C), 141 when stdout was
+closed by its reader (a broken pipe), and 1 on any other error, printed as
+``trueheart: <message>`` on stderr without a traceback (and, with ``--json``, also as
+one JSON object on stdout). See docs/cli.md.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import signal
 import sys
-from collections.abc import Callable, Sequence
-from datetime import datetime
-from typing import TextIO
+import threading
+from collections.abc import Sequence
+from typing import Any
 
-from trueheart_core.cli import commands, demo
-from trueheart_core.cli.scopes import ScopeSyntaxError, parse_scope
-from trueheart_core.domain import Scope
+from trueheart_core.cli import render
+from trueheart_core.cli.failures import CommandFailure
+from trueheart_core.cli.parser import UsageError, build_parser
 from trueheart_core.errors import (
     EntityDeleted,
     EntityNotFound,
@@ -30,7 +34,7 @@ from trueheart_core.errors import (
     TrueHeartError,
 )
 
-__all__ = ["EXIT_CODES", "main"]
+__all__ = ["EXIT_CODES", "build_parser", "main"]
 
 EXIT_CODES = {
     "ok": 0,
@@ -39,145 +43,142 @@ EXIT_CODES = {
     "not_found": 3,
     "corruption": 4,
     "busy_or_read_only": 5,
+    "interrupted": 130,  # 128 + SIGINT, as a shell reports a command Ctrl-C stopped
+    "broken_pipe": 141,  # 128 + SIGPIPE, as a shell reports `yes | head -1`
 }
 
-Command = Callable[[argparse.Namespace, TextIO], int]
+_ABOUT_THE_FILE = (RepositoryCorruption, RepositoryBusy, RepositoryReadOnly)
 
 
-def _scope(text: str) -> Scope:
+def _status(error: TrueHeartError) -> int:
+    if isinstance(error, EntityNotFound | ScopeMismatch | EntityDeleted):
+        return EXIT_CODES["not_found"]
+    if isinstance(error, RepositoryCorruption):
+        return EXIT_CODES["corruption"]
+    if isinstance(error, RepositoryBusy | RepositoryReadOnly):
+        return EXIT_CODES["busy_or_read_only"]
+    return EXIT_CODES["error"]
+
+
+def _wants_json(argv: Sequence[str]) -> bool:
+    """Whether ``--json`` (or an abbreviation argparse accepts) is among the options."""
+    for token in argv:
+        if token == "--":
+            return False
+        if len(token) >= 3 and "--json".startswith(token):
+            return True
+    return False
+
+
+def _silence(stream: Any, fd: int) -> None:
+    """Point ``fd`` at the null device, so that the interpreter's flush of ``stream`` at
+    exit has nowhere to fail; ``stream``'s pending output is dropped."""
     try:
-        return parse_scope(text)
-    except ScopeSyntaxError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
-
-
-def _instant(text: str) -> datetime:
+        if stream is None or stream.fileno() != fd:
+            return
+        null = os.open(os.devnull, os.O_WRONLY)
+    except (OSError, ValueError):  # not a real file (a test's buffer), or closed
+        return
     try:
-        value = datetime.fromisoformat(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError("must be an ISO 8601 time") from None
-    if value.tzinfo is None or value.utcoffset() is None:
-        raise argparse.ArgumentTypeError("must have a UTC offset, such as Z or +02:00")
-    return value
+        os.dup2(null, fd)
+    finally:
+        os.close(null)
 
 
-def _limit(text: str) -> int:
+def _broken_pipe() -> int:
+    _silence(sys.stdout, 1)
     try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError("must be a whole number") from None
-    if not 1 <= value <= 100:
-        raise argparse.ArgumentTypeError("must be from 1 through 100")
-    return value
+        sys.stderr.flush()
+    except OSError:
+        _silence(sys.stderr, 2)
+    return EXIT_CODES["broken_pipe"]
 
 
-def _positive(text: str) -> int:
+def _fail(name: str, message: str, status: int, as_json: bool) -> int:
+    """Report a failure: one line on stderr and, with ``--json``, one JSON object on
+    stdout. Returns ``status``."""
     try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError("must be a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError("must be at least 1")
-    return value
-
-
-def _seconds(text: str) -> float:
+        sys.stdout.flush()  # what a command printed before it failed comes first
+    except BrokenPipeError:
+        _silence(sys.stdout, 1)
+        as_json = False
     try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError("must be a number of seconds") from None
-    if not 0 <= value <= 3600:
-        raise argparse.ArgumentTypeError("must be from 0 through 3600 seconds")
-    return value
-
-
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of every subcommand."""
-    parser = argparse.ArgumentParser(
-        prog="trueheart",
-        description="Operate a TrueHeart Core store: statistics, verification, reads, "
-        "governance, erasure, index rebuilds and backups.",
-        epilog="Scopes are written tenant/owner/subject; inside a part, write '/' as %%2F "
-        "and '%%' as %%25.",
-    )
-    subs = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("db", metavar="DB", help="path of the database file")
-    common.add_argument("--json", action="store_true", help="print one JSON document")
-    common.add_argument(
-        "--busy-timeout",
-        type=_seconds,
-        default=5.0,
-        metavar="SECONDS",
-        help="how long to wait for another writer (default 5)",
-    )
-
-    def sub(name: str, run: Command, text: str, *, scope: str = "") -> argparse.ArgumentParser:
-        p = subs.add_parser(name, parents=[common], help=text, description=text)
-        p.set_defaults(run=run)
-        if scope:
-            p.add_argument(
-                "--scope",
-                type=_scope,
-                required=scope == "required",
-                metavar="T/O/S",
-                help="exact scope tenant/owner/subject"
-                + ("" if scope == "required" else " (default: the whole store)"),
-            )
-        return p
-
-    sub("stats", commands.stats, "row counts and file sizes", scope="optional")
-    sub("verify", commands.verify, "check every row and derived index", scope="optional")
-    p = sub("audit", commands.audit, "newest audit records of a scope", scope="required")
-    p.add_argument("--limit", type=_limit, default=20, help="1 to 100 (default 20)")
-    p = sub("recall", commands.recall, "recall the memories of a scope", scope="required")
-    p.add_argument("--as-of", type=_instant, help="ISO 8601 time (default: now)")
-    p.add_argument("--limit", type=_limit, default=20, help="1 to 100 (default 20)")
-    p.add_argument("--kind", action="append", default=[], help="only this kind (repeatable)")
-    p = sub("search", commands.search, "search the memories of a scope", scope="required")
-    p.add_argument("text", metavar="TEXT", help="what to search for")
-    p.add_argument("--as-of", type=_instant, help="ISO 8601 time (default: now)")
-    p.add_argument("--limit", type=_limit, default=20, help="1 to 100 (default 20)")
-    p.add_argument("--budget", type=_positive, default=512, help="token budget (default 512)")
-    p.add_argument("--kind", action="append", default=[], help="only this kind (repeatable)")
-    p = sub("show", commands.show, "one memory, or one event receipt", scope="required")
-    p.add_argument("id", metavar="ID", help="memory ID (event ID with --event)")
-    p.add_argument("--event", action="store_true", help="show an event receipt")
-    p = sub("forget", commands.forget, "forget one memory", scope="required")
-    p.add_argument("memory_id", metavar="MEMORY_ID")
-    p.add_argument("--at", type=_instant, help="when it is forgotten (default: now)")
-    p.add_argument("--reason", default="command line request", help="not stored")
-    p = sub("erase-subject", commands.erase_subject, "erase a whole scope", scope="required")
-    p.add_argument("--at", type=_instant, help="when it is erased (default: now)")
-    p.add_argument("--dry-run", action="store_true", help="report only, change nothing")
-    sub("rebuild", commands.rebuild, "rebuild every derived index")
-    p = sub("backup", commands.backup, "copy the store to a new file")
-    p.add_argument("target", metavar="TARGET", help="path of the copy (must not exist)")
-    p = subs.add_parser("demo", help="create a demo store and walk through its lifecycle")
-    p.add_argument("path", metavar="PATH", help="path of the new store (must not exist)")
-    p.add_argument("--json", action="store_true", help="print one JSON document")
-    p.set_defaults(run=demo.run)
-    return parser
-
-
-def _fail(message: str, status: int) -> int:
-    sys.stderr.write(f"trueheart: {message}\n")
+        sys.stderr.write(f"trueheart: {message}\n")
+        sys.stderr.flush()
+        if as_json:
+            doc = {"error": name, "message": message, "exit_status": status}
+            render.document(sys.stdout, doc)
+            sys.stdout.flush()
+    except BrokenPipeError:
+        _broken_pipe()
     return status
+
+
+def _usage(error: UsageError, as_json: bool) -> int:
+    status = EXIT_CODES["usage"]
+    try:
+        error.parser.print_usage(sys.stderr)
+        sys.stderr.write(f"{error.parser.prog}: error: {error.message}\n")
+        sys.stderr.flush()
+        if as_json:
+            doc = {"error": "usage", "message": error.message, "exit_status": status}
+            render.document(sys.stdout, doc)
+            sys.stdout.flush()
+    except BrokenPipeError:
+        _broken_pipe()
+    return status
+
+
+def _ignore_interrupts() -> None:
+    """After a first Ctrl-C, a second one must not interrupt the report or the exit."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _database(args: argparse.Namespace | None) -> str | None:
+    if args is None:
+        return None
+    path = getattr(args, "db", None) or getattr(args, "path", None)
+    return path if isinstance(path, str) else None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; returns the exit status (see the module docstring)."""
-    args = build_parser().parse_args(argv)
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    as_json = _wants_json(arguments)
+    args: argparse.Namespace | None = None
     try:
+        try:
+            args = build_parser().parse_args(arguments)
+        except UsageError as error:
+            return _usage(error, as_json)
+        except SystemExit as done:  # --help and --version
+            sys.stdout.flush()
+            return 0 if done.code is None else int(done.code)
         status: int = args.run(args, sys.stdout)
-    except commands.DatabaseMissing as missing:
-        return _fail(f"database not found: {missing.args[0]}", EXIT_CODES["not_found"])
-    except (EntityNotFound, ScopeMismatch, EntityDeleted) as error:
-        return _fail(str(error), EXIT_CODES["not_found"])
-    except RepositoryCorruption as error:
-        return _fail(str(error), EXIT_CODES["corruption"])
-    except (RepositoryBusy, RepositoryReadOnly) as error:
-        return _fail(str(error), EXIT_CODES["busy_or_read_only"])
+        sys.stdout.flush()
+        return status
+    except BrokenPipeError:
+        return _broken_pipe()
+    except KeyboardInterrupt:
+        _ignore_interrupts()
+        return _fail("interrupted", "interrupted", EXIT_CODES["interrupted"], as_json)
+    except CommandFailure as failure:
+        return _fail(type(failure).__name__, str(failure), failure.status, as_json)
     except TrueHeartError as error:
-        return _fail(str(error), EXIT_CODES["error"])
-    return status
+        path = _database(args)
+        message = str(error)
+        if isinstance(error, _ABOUT_THE_FILE) and path is not None:
+            message = f"{path}: {message}"
+        return _fail(type(error).__name__, message, _status(error), as_json)
+    except OSError as error:
+        # The operating system's fixed text (such as "Permission denied"), and the
+        # path it concerns when it names one.
+        where = error.filename if isinstance(error.filename, str) else _database(args)
+        text = error.strerror or type(error).__name__
+        message = text if where is None else f"{where}: {text}"
+        return _fail(type(error).__name__, message, EXIT_CODES["error"], as_json)
+    except Exception as error:  # a bug: its message could hold anything, so not shown
+        name = type(error).__name__
+        message = f"internal error ({name}); please report it"
+        return _fail(name, message, EXIT_CODES["error"], as_json)

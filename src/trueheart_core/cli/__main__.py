@@ -1,5 +1,11 @@
 """``python -m trueheart_core.cli``: the ``trueheart`` command."""
 
-from trueheart_core.cli import main
+import sys
+
+try:
+    from trueheart_core.cli import main
+except KeyboardInterrupt:  # Ctrl-C while the package is still being imported
+    sys.stderr.write("trueheart: interrupted\n")
+    raise SystemExit(130) from None
 
 raise SystemExit(main())

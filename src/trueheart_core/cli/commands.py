@@ -1,7 +1,8 @@
 """The subcommands: each opens the store, makes one or two library calls and prints.
 
 Read-only commands open the store read-only and never create a file; every command but
-``demo`` refuses a path where no database exists.
+``demo`` refuses a path where no database exists. ``forget`` and ``erase-subject`` ask
+for confirmation when stdin is a terminal, unless ``--yes`` is given.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -17,28 +19,70 @@ from typing import TextIO
 
 from trueheart_core.adapters.sqlite import SQLiteRepository
 from trueheart_core.cli import render
+from trueheart_core.cli.failures import (
+    DatabaseMissing,
+    NotConfirmed,
+    TargetExists,
+    TargetRefused,
+    UnknownScope,
+)
 from trueheart_core.cli.scopes import format_scope
 from trueheart_core.domain import (
     EntityType,
     GovernanceAction,
     GovernanceCommand,
     RecallQuery,
+    Scope,
 )
+from trueheart_core.errors import ValidationError
 from trueheart_core.retrieval.model import SearchQuery
 from trueheart_core.service import TrueHeart
 
+__all__ = ["DatabaseMissing", "confirmed", "opened", "progress"]
+
 OK = 0
 CORRUPT = 4
-
-
-class DatabaseMissing(Exception):
-    """No database file at the given path (exit status 3)."""
 
 
 def progress(message: str) -> None:
     """One progress line on stderr, before a long operation."""
     sys.stderr.write(f"trueheart: {message}\n")
     sys.stderr.flush()
+
+
+def _hint(args: argparse.Namespace, as_of: datetime, out: TextIO, what: str) -> None:
+    """One line on stderr when a read shows nothing (text output only), after what
+    ``out`` holds so far."""
+    out.flush()
+    progress(
+        f"hint: {what} in {format_scope(args.scope)} as of {render.when(as_of)}; "
+        f"try another --as-of, or list the scopes with 'trueheart scopes {shlex.quote(args.db)}'"
+    )
+
+
+def _on_terminal() -> bool:
+    stdin = sys.stdin
+    try:
+        return stdin is not None and stdin.isatty()
+    except ValueError:  # closed
+        return False
+
+
+def confirmed(args: argparse.Namespace, question: str, answer: str | None = None) -> None:
+    """Ask ``question`` on stderr when stdin is a terminal and ``--yes`` was not given,
+    and raise :class:`NotConfirmed` unless the reply is ``answer`` (or, when ``answer``
+    is ``None``, y or yes). Off a terminal, or with ``--yes``, proceeds without asking."""
+    if args.yes or not _on_terminal():
+        return
+    sys.stderr.write(f"trueheart: {question} ")
+    sys.stderr.flush()
+    try:
+        reply = sys.stdin.readline().strip()  # "" at the end of input: declined
+    except OSError:  # the terminal went away
+        reply = ""
+    accepted = reply.lower() in ("y", "yes") if answer is None else reply == answer
+    if not accepted:
+        raise NotConfirmed
 
 
 @contextmanager
@@ -49,6 +93,13 @@ def opened(args: argparse.Namespace, *, write: bool) -> Iterator[TrueHeart]:
     repository = SQLiteRepository(args.db, busy_timeout=args.busy_timeout, read_only=not write)
     with TrueHeart(repository) as service:
         yield service
+
+
+def _known(service: TrueHeart, scope: Scope) -> bool:
+    """Whether the store holds anything in ``scope`` or has audited it (an erased scope
+    keeps its audit records)."""
+    held = service.scopes(tenant_id=scope.tenant_id, owner_id=scope.owner_id)
+    return scope in held or bool(service.audit(scope, limit=1))
 
 
 def _now(value: datetime | None) -> datetime:
@@ -159,6 +210,8 @@ def recall(args: argparse.Namespace, out: TextIO) -> int:
         ],
         clip="content",
     )
+    if not items:
+        _hint(args, as_of, out, "nothing to recall")
     return OK
 
 
@@ -200,6 +253,8 @@ def search(args: argparse.Namespace, out: TextIO) -> int:
         f"{capsule.matched} matched, {len(capsule.items)} returned, "
         f"{capsule.used_tokens} of {capsule.budget_tokens} tokens\n"
     )
+    if capsule.matched == 0:
+        _hint(args, as_of, out, "no memory matches")
     return OK
 
 
@@ -237,6 +292,9 @@ def forget(args: argparse.Namespace, out: TextIO) -> int:
         args.reason,
     )
     with opened(args, write=True) as service:
+        if not args.yes and _on_terminal():
+            service.get_memory(args.scope, args.memory_id)  # refused before asking
+            confirmed(args, f"forget {args.memory_id} in {format_scope(args.scope)}? [y/N]")
         result = service.govern(command)
     doc = {
         "action": "forget",
@@ -255,6 +313,16 @@ def forget(args: argparse.Namespace, out: TextIO) -> int:
 def erase_subject(args: argparse.Namespace, out: TextIO) -> int:
     at = _now(args.at)
     with opened(args, write=not args.dry_run) as service:
+        if not _known(service, args.scope):
+            raise UnknownScope(args.scope, args.db)
+        if not args.dry_run:
+            subject = args.scope.subject_id
+            confirmed(
+                args,
+                f"erase everything held in {format_scope(args.scope)}? "
+                f"type the subject ID ({subject}) to confirm:",
+                subject,
+            )
         verb = "planning the erasure of" if args.dry_run else "erasing"
         progress(f"{verb} {format_scope(args.scope)} in {args.db}")
         receipt = service.erase_subject(args.scope, occurred_at=at, dry_run=args.dry_run)
@@ -299,10 +367,28 @@ def rebuild(args: argparse.Namespace, out: TextIO) -> int:
     return OK
 
 
+def scopes(args: argparse.Namespace, out: TextIO) -> int:
+    with opened(args, write=False) as service:
+        found = service.scopes(tenant_id=args.tenant, owner_id=args.owner)
+    if args.json:
+        render.document(out, {"scopes": [format_scope(scope) for scope in found]})
+    else:
+        out.writelines(f"{format_scope(scope)}\n" for scope in found)
+    return OK
+
+
 def backup(args: argparse.Namespace, out: TextIO) -> int:
+    if os.path.lexists(args.target):
+        raise TargetExists(args.target, "backup writes a new file")
     with opened(args, write=False) as service:
         progress(f"backing up {args.db} to {args.target}")
-        report = service.backup(args.target)
+        try:
+            report = service.backup(args.target)
+        except ValidationError as error:
+            field, _, rule = str(error).partition(": ")
+            if field != "path":
+                raise
+            raise TargetRefused(args.target, rule) from None
     doc = render.backup(report)
     if args.json:
         render.document(out, doc)

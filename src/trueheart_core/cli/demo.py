@@ -1,8 +1,9 @@
 """``trueheart demo PATH``: a small synthetic store, walked through its lifecycle.
 
 Ingest, materialise, search, seal, forget, erase a subject, verify; each step printed.
-Times are fixed (a clock at 2026-01-15 09:00 UTC), so the output is the same on every
-run except for the path.
+Every step happens at one instant, the demo's clock: the current time (to the second),
+so that the store's memories are visible to a ``recall`` or ``search`` made just after,
+or ``--at TIME``, with which the output is the same on every run except for the path.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any, TextIO
 
 from trueheart_core.adapters.sqlite import SQLiteRepository
 from trueheart_core.cli import render
+from trueheart_core.cli.failures import TargetExists
 from trueheart_core.cli.scopes import format_scope
 from trueheart_core.domain import (
     EntityType,
@@ -26,11 +28,9 @@ from trueheart_core.domain import (
     SourceRef,
     TrustLevel,
 )
-from trueheart_core.errors import ValidationError
 from trueheart_core.retrieval.model import SearchQuery
 from trueheart_core.service import TrueHeart
 
-NOW = datetime(2026, 1, 15, 9, 0, tzinfo=UTC)
 ALICE = Scope("demo", "agent", "alice")
 BOB = Scope("demo", "agent", "bob")
 RETENTION = RetentionPolicy(timedelta(days=7), timedelta(days=30), timedelta(days=90))
@@ -48,19 +48,25 @@ MEMORIES = (
 )
 
 
-def _event(scope: Scope, event_id: str, content: str) -> RawEventDraft:
-    source = SourceRef("demo-chat", "chat", NOW, TrustLevel.OBSERVED)
+def _event(scope: Scope, event_id: str, content: str, now: datetime) -> RawEventDraft:
+    source = SourceRef("demo-chat", "chat", now, TrustLevel.OBSERVED)
     return RawEventDraft(event_id, scope, source, content, RETENTION)
 
 
-def _govern(action: GovernanceAction, memory_id: str) -> GovernanceCommand:
-    return GovernanceCommand(ALICE, action, EntityType.MEMORY, memory_id, NOW, "demo")
+def _govern(action: GovernanceAction, memory_id: str, now: datetime) -> GovernanceCommand:
+    return GovernanceCommand(ALICE, action, EntityType.MEMORY, memory_id, now, "demo")
+
+
+def clock(at: datetime | None) -> datetime:
+    """The demo's instant: ``at``, or the current time in UTC to the second."""
+    return datetime.now(UTC).replace(microsecond=0) if at is None else at
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
     path = os.path.abspath(args.path)
     if os.path.lexists(path):
-        raise ValidationError("path", "must not exist")
+        raise TargetExists(args.path, "demo creates a new store")
+    now = clock(args.at)
     steps: list[dict[str, Any]] = []
 
     def step(name: str, text: str, **fields: Any) -> None:
@@ -68,25 +74,25 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         if not args.json:
             out.write(f"{len(steps)}. {name}: {text}\n")
 
-    with TrueHeart(SQLiteRepository(path), clock=lambda: NOW) as service:
+    with TrueHeart(SQLiteRepository(path), clock=lambda: now) as service:
         step("create", f"new store at {path}", path=path)
-        service.ingest_events([_event(scope, eid, text) for scope, eid, text in EVENTS])
+        service.ingest_events([_event(scope, eid, text, now) for scope, eid, text in EVENTS])
         step("ingest", "3 events for demo/agent/alice, 1 for demo/agent/bob", events=len(EVENTS))
         for scope, memory_id, source, content, kind in MEMORIES:
             service.materialize_once(
-                MemoryDraft(memory_id, scope, content, (source,), kind, TrustLevel.OBSERVED, NOW)
+                MemoryDraft(memory_id, scope, content, (source,), kind, TrustLevel.OBSERVED, now)
             )
         step("materialize", "3 memories for alice, 1 for bob", memories=len(MEMORIES))
-        found = service.search(SearchQuery(ALICE, "green tea", NOW))
+        found = service.search(SearchQuery(ALICE, "green tea", now))
         ids = [item.memory.memory_id for item in found.items]
         step("search", f"alice, 'green tea': {', '.join(ids)}", matched=found.matched, ids=ids)
-        service.govern(_govern(GovernanceAction.SEAL, "mem-2"))
+        service.govern(_govern(GovernanceAction.SEAL, "mem-2", now))
         step("seal", "mem-2 is kept but no longer recalled or searched", memory_id="mem-2")
         removed = [
-            a.value for a in service.govern(_govern(GovernanceAction.FORGET, "mem-3")).removed
+            a.value for a in service.govern(_govern(GovernanceAction.FORGET, "mem-3", now)).removed
         ]
         step("forget", f"mem-3; removed: {', '.join(removed)}", memory_id="mem-3", removed=removed)
-        receipt = service.erase_subject(ALICE, occurred_at=NOW)
+        receipt = service.erase_subject(ALICE, occurred_at=now)
         erased = render.counts(receipt.erased) or {}
         summary = ", ".join(f"{n} {name}" for name, n in erased.items() if n)
         step(

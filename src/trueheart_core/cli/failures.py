@@ -1,0 +1,77 @@
+"""Failures the command line detects itself, before or around the library's calls.
+
+Each has a fixed, body-free message and an exit status; under ``--json`` its class name
+is the ``error`` of the error object. Paths and IDs in the messages are the user's own
+arguments.
+"""
+
+from __future__ import annotations
+
+import shlex
+
+from trueheart_core.cli.scopes import format_scope
+from trueheart_core.domain import Scope
+
+__all__ = [
+    "CommandFailure",
+    "DatabaseMissing",
+    "NotConfirmed",
+    "TargetExists",
+    "TargetRefused",
+    "UnknownScope",
+]
+
+
+class CommandFailure(Exception):
+    """Base class: ``str(failure)`` is the message, ``status`` the exit status."""
+
+    status = 1
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+
+
+class DatabaseMissing(CommandFailure):
+    """No database file at the given path (exit status 3)."""
+
+    status = 3
+
+    def __init__(self, path: str) -> None:
+        super().__init__(f"{path}: database not found")
+        self.path = path
+
+
+class TargetExists(CommandFailure):
+    """The new file a command would create already exists (exit status 1)."""
+
+    def __init__(self, path: str, why: str) -> None:
+        super().__init__(f"{path}: must not exist ({why})")
+        self.path = path
+
+
+class TargetRefused(CommandFailure):
+    """The library refused the path of a new file for another reason, such as a missing
+    directory (exit status 1); ``rule`` is its fixed text."""
+
+    def __init__(self, path: str, rule: str) -> None:
+        super().__init__(f"{path}: {rule}")
+        self.path = path
+
+
+class UnknownScope(CommandFailure):
+    """A scope of which the store holds nothing and has no audit record (exit status 3)."""
+
+    status = 3
+
+    def __init__(self, scope: Scope, db: str) -> None:
+        super().__init__(
+            f"unknown scope: {format_scope(scope)} (the store has no record of it; "
+            f"'trueheart scopes {shlex.quote(db)}' lists the scopes)"
+        )
+
+
+class NotConfirmed(CommandFailure):
+    """The confirmation prompt was declined (exit status 1)."""
+
+    def __init__(self) -> None:
+        super().__init__("not confirmed")

@@ -1,0 +1,178 @@
+"""The command line's arguments: the parser of every subcommand and the argument types.
+
+A usage error does not exit from inside argparse: :class:`Parser` raises
+:class:`UsageError`, and :func:`trueheart_core.cli.main` reports it (with the usage on
+stderr, and also as a JSON object on stdout under ``--json``) and returns status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from datetime import datetime
+from typing import NoReturn, TextIO
+
+import trueheart_core
+from trueheart_core.cli import commands, demo
+from trueheart_core.cli.scopes import ScopeSyntaxError, parse_scope
+from trueheart_core.domain import Scope
+
+__all__ = ["Parser", "UsageError", "build_parser"]
+
+Command = Callable[[argparse.Namespace, TextIO], int]
+
+# Not %-formatted by argparse (an epilog is only when it holds "%(prog)"), so written
+# as displayed.
+SCOPE_SYNTAX = (
+    "Scopes are written tenant/owner/subject; inside a part, write '/' as %2F and '%' as %25."
+)
+
+
+class UsageError(Exception):
+    """A command line argparse refused; ``parser`` is the (sub)command's parser."""
+
+    def __init__(self, parser: argparse.ArgumentParser, message: str) -> None:
+        super().__init__(message)
+        self.parser = parser
+        self.message = message
+
+
+class Parser(argparse.ArgumentParser):
+    """An :class:`argparse.ArgumentParser` that raises :class:`UsageError` instead of
+    printing and exiting; subcommand parsers are of this class too."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(self, message)
+
+
+def _scope(text: str) -> Scope:
+    try:
+        return parse_scope(text)
+    except ScopeSyntaxError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def _instant(text: str) -> datetime:
+    try:
+        value = datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("must be an ISO 8601 time") from None
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise argparse.ArgumentTypeError("must have a UTC offset, such as Z or +02:00")
+    return value
+
+
+def _limit(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("must be a whole number") from None
+    if not 1 <= value <= 100:
+        raise argparse.ArgumentTypeError("must be from 1 through 100")
+    return value
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("must be a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("must be a number of seconds") from None
+    if not 0 <= value <= 3600:
+        raise argparse.ArgumentTypeError("must be from 0 through 3600 seconds")
+    return value
+
+
+def build_parser() -> Parser:
+    """The argument parser of every subcommand."""
+    parser = Parser(
+        prog="trueheart",
+        description="Operate a TrueHeart Core store: statistics, verification, reads, "
+        "governance, erasure, index rebuilds and backups.",
+        epilog=SCOPE_SYNTAX,
+    )
+    parser.add_argument(
+        "--version", action="version", version=f"trueheart {trueheart_core.__version__}"
+    )
+    subs = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    common = Parser(add_help=False)
+    common.add_argument("db", metavar="DB", help="path of the database file")
+    common.add_argument("--json", action="store_true", help="print one JSON document")
+    common.add_argument(
+        "--busy-timeout",
+        type=_seconds,
+        default=5.0,
+        metavar="SECONDS",
+        help="how long to wait for another writer (default 5)",
+    )
+    confirm = Parser(add_help=False)
+    confirm.add_argument(
+        "-y", "--yes", action="store_true", help="do not ask for confirmation on a terminal"
+    )
+
+    def sub(
+        name: str, run: Command, text: str, *, scope: str = "", asks: bool = False
+    ) -> argparse.ArgumentParser:
+        parents = [common, confirm] if asks else [common]
+        epilog = SCOPE_SYNTAX if scope else None
+        p = subs.add_parser(name, parents=parents, help=text, description=text, epilog=epilog)
+        p.set_defaults(run=run)
+        if scope:
+            p.add_argument(
+                "--scope",
+                type=_scope,
+                required=scope == "required",
+                metavar="T/O/S",
+                help="exact scope tenant/owner/subject"
+                + ("" if scope == "required" else " (default: the whole store)"),
+            )
+        return p
+
+    sub("stats", commands.stats, "row counts and file sizes", scope="optional")
+    sub("verify", commands.verify, "check every row and derived index", scope="optional")
+    p = sub("scopes", commands.scopes, "the scopes that hold events or memories")
+    p.add_argument("--tenant", metavar="TENANT", help="only this tenant ID (not escaped)")
+    p.add_argument("--owner", metavar="OWNER", help="only this owner ID (not escaped)")
+    p = sub("audit", commands.audit, "newest audit records of a scope", scope="required")
+    p.add_argument("--limit", type=_limit, default=20, help="1 to 100 (default 20)")
+    p = sub("recall", commands.recall, "recall the memories of a scope", scope="required")
+    p.add_argument("--as-of", type=_instant, help="ISO 8601 time (default: now)")
+    p.add_argument("--limit", type=_limit, default=20, help="1 to 100 (default 20)")
+    p.add_argument("--kind", action="append", default=[], help="only this kind (repeatable)")
+    p = sub("search", commands.search, "search the memories of a scope", scope="required")
+    p.add_argument("text", metavar="TEXT", help="what to search for")
+    p.add_argument("--as-of", type=_instant, help="ISO 8601 time (default: now)")
+    p.add_argument("--limit", type=_limit, default=20, help="1 to 100 (default 20)")
+    p.add_argument("--budget", type=_positive, default=512, help="token budget (default 512)")
+    p.add_argument("--kind", action="append", default=[], help="only this kind (repeatable)")
+    p = sub("show", commands.show, "one memory, or one event receipt", scope="required")
+    p.add_argument("id", metavar="ID", help="memory ID (event ID with --event)")
+    p.add_argument("--event", action="store_true", help="show an event receipt")
+    p = sub("forget", commands.forget, "forget one memory", scope="required", asks=True)
+    p.add_argument("memory_id", metavar="MEMORY_ID")
+    p.add_argument("--at", type=_instant, metavar="TIME", help="when (default: now)")
+    p.add_argument("--reason", default="command line request", help="not stored")
+    p = sub(
+        "erase-subject", commands.erase_subject, "erase a whole scope", scope="required", asks=True
+    )
+    p.add_argument("--at", type=_instant, metavar="TIME", help="when (default: now)")
+    p.add_argument("--dry-run", action="store_true", help="report only, change nothing")
+    sub("rebuild", commands.rebuild, "rebuild every derived index")
+    p = sub("backup", commands.backup, "copy the store to a new file")
+    p.add_argument("target", metavar="TARGET", help="path of the copy (must not exist)")
+    text = "create a demo store and walk through its lifecycle"
+    p = subs.add_parser("demo", help=text, description=text)
+    p.add_argument("path", metavar="PATH", help="path of the new store (must not exist)")
+    p.add_argument("--json", action="store_true", help="print one JSON document")
+    p.add_argument("--at", type=_instant, metavar="TIME", help="the demo's clock (default: now)")
+    p.set_defaults(run=demo.run)
+    return parser
