@@ -1,0 +1,439 @@
+"""The ``trueheart`` command run in-process through ``trueheart_core.cli.main(argv)``:
+``--version``, the help text, errors as JSON objects, messages that name the path,
+``demo`` dated now, hints after empty reads, ``scopes``, ``erase-subject`` on an unknown
+scope, and the confirmation prompts (stdin made to look like a terminal)."""
+
+from __future__ import annotations
+
+import io
+import json
+import signal
+import sqlite3
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import trueheart_core
+from trueheart_core import (
+    MemoryDraft,
+    RawEventDraft,
+    RetentionPolicy,
+    Scope,
+    SourceRef,
+    SQLiteRepository,
+    TrueHeart,
+    TrustLevel,
+)
+from trueheart_core.cli import commands, main
+
+NOW = datetime(2026, 8, 13, 12, 0, tzinfo=UTC)
+SCOPE = Scope("acme", "agent", "user-1")
+ODD = Scope("acme", "a/b", "50%")
+RETENTION = RetentionPolicy(timedelta(days=7), timedelta(days=30), timedelta(days=90))
+SUBCOMMANDS = (
+    "stats",
+    "verify",
+    "scopes",
+    "audit",
+    "recall",
+    "search",
+    "show",
+    "forget",
+    "erase-subject",
+    "rebuild",
+    "backup",
+    "demo",
+)
+
+
+def _event(event_id: str, scope: Scope, content: str) -> RawEventDraft:
+    source = SourceRef("chat", "chat", NOW, TrustLevel.OBSERVED)
+    return RawEventDraft(event_id, scope, source, content, RETENTION)
+
+
+def _memory(memory_id: str, scope: Scope, source: str, content: str) -> MemoryDraft:
+    return MemoryDraft(memory_id, scope, content, (source,), "fact", TrustLevel.OBSERVED, NOW)
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Path:
+    path = tmp_path / "store.db"
+    with TrueHeart(SQLiteRepository(path), clock=lambda: NOW) as service:
+        service.ingest_events(
+            [_event("evt-1", SCOPE, "I drink green tea."), _event("evt-1", ODD, "odd body")]
+        )
+        service.materialize_once(_memory("mem-1", SCOPE, "evt-1", "Drinks green tea."))
+        service.materialize_once(_memory("mem-1", ODD, "evt-1", "odd memory"))
+    return path
+
+
+def _dump(path: Path) -> list[tuple[str, list[tuple[Any, ...]]]]:
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+        return [
+            (table, sorted(conn.execute(f"SELECT * FROM {table}").fetchall(), key=repr))
+            for table in sorted(tables)
+        ]
+    finally:
+        conn.close()
+
+
+def call(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    status = main(list(args))
+    captured = capsys.readouterr()
+    return status, captured.out, captured.err
+
+
+# --- version and help --------------------------------------------------------------------
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    assert call(capsys, "--version") == (0, f"trueheart {trueheart_core.__version__}\n", "")
+
+
+def test_the_help_shows_the_escapes_as_they_are_typed(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, _ = call(capsys, "--help")
+    assert status == 0
+    assert "'/' as %2F and '%' as %25" in " ".join(out.split())
+    assert "--version" in out
+    for name in SUBCOMMANDS:
+        status, text, _ = call(capsys, name, "--help")
+        assert status == 0, name
+        assert "%%" not in text, name
+        if "--scope" in text:
+            assert "%2F" in text, name
+    assert "%%" not in out
+
+
+# --- errors under --json -----------------------------------------------------------------
+
+
+def test_a_library_error_as_json(store: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, err = call(
+        capsys, "show", str(store), "--scope", "acme/agent/user-1", "nope", "--json"
+    )
+    assert status == 3
+    assert err == "trueheart: entity not found: nope\n"
+    assert json.loads(out) == {
+        "error": "EntityNotFound",
+        "message": "entity not found: nope",
+        "exit_status": 3,
+    }
+    # without --json, nothing on stdout
+    assert call(capsys, "show", str(store), "--scope", "acme/agent/user-1", "nope")[1] == ""
+
+
+@pytest.mark.parametrize("flag", ["--json", "--js"])
+def test_a_usage_error_as_json(store: Path, capsys: pytest.CaptureFixture[str], flag: str) -> None:
+    status, out, err = call(capsys, "stats", str(store), "--scope", "acme/agent", flag)
+    message = "argument --scope: must be tenant/owner/subject (write a '/' in a part as %2F)"
+    assert status == 2
+    assert json.loads(out) == {"error": "usage", "message": message, "exit_status": 2}
+    assert err.startswith("usage: trueheart stats")
+    assert err.endswith(f"trueheart stats: error: {message}\n")
+
+
+def test_usage_errors_without_json_print_only_the_usage(
+    store: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for args in (("nonsense",), ("stats", str(store), "--scope", "a/b"), ("stats",)):
+        status, out, err = call(capsys, *args)
+        assert (status, out) == (2, ""), args
+        assert "usage: trueheart" in err and "Traceback" not in err
+    # after "--", "--json" is an argument (here the path), not the option
+    missing = (3, "", "trueheart: --json: database not found\n")
+    assert call(capsys, "stats", "--", "--json") == missing
+
+
+def test_the_json_error_of_a_missing_database(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = str(tmp_path / "missing.db")
+    status, out, err = call(capsys, "verify", missing, "--json")
+    assert (status, err) == (3, f"trueheart: {missing}: database not found\n")
+    assert json.loads(out) == {
+        "error": "DatabaseMissing",
+        "message": f"{missing}: database not found",
+        "exit_status": 3,
+    }
+    assert list(tmp_path.iterdir()) == []
+
+
+# --- messages that name the path ---------------------------------------------------------
+
+
+def test_corruption_names_the_path(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "bad.db"
+    path.write_bytes(b"SQLite format 3\x00" + b"\x00" * 200)
+    status, out, err = call(capsys, "stats", str(path), "--json")
+    message = f"{path}: repository corruption: invalid schema catalog"
+    assert (status, err) == (4, f"trueheart: {message}\n")
+    assert json.loads(out)["error"] == "RepositoryCorruption"
+    assert json.loads(out)["message"] == message
+
+
+def test_a_busy_store_names_the_path(store: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    holder = sqlite3.connect(store, isolation_level=None)
+    try:
+        holder.execute("BEGIN IMMEDIATE")
+        status, _, err = call(capsys, "rebuild", str(store), "--busy-timeout", "0", "--json")
+    finally:
+        holder.close()
+    assert status == 5
+    assert err.splitlines()[-1].startswith(f"trueheart: {store}: repository busy: ")
+
+
+def test_a_demo_target_that_exists(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    target = tmp_path / "taken.db"
+    target.write_bytes(b"not a store")
+    status, out, err = call(capsys, "demo", str(target))
+    assert (status, out) == (1, "")
+    assert err == f"trueheart: {target}: must not exist (demo creates a new store)\n"
+    assert target.read_bytes() == b"not a store"
+
+
+def test_a_backup_target_names_its_path(store: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    target = store.parent / "no-such-directory" / "copy.db"
+    status, _, err = call(capsys, "backup", str(store), str(target))
+    assert status == 1
+    assert err.splitlines()[-1] == f"trueheart: {target}: must be in an existing directory"
+    assert not target.parent.exists()
+
+
+# --- demo, hints and scopes --------------------------------------------------------------
+
+
+def test_the_demo_store_recalls_its_memory_now(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = str(tmp_path / "demo.db")
+    before = datetime.now(UTC).replace(microsecond=0)
+    assert call(capsys, "demo", path)[0] == 0
+    after = datetime.now(UTC)
+    status, out, err = call(capsys, "recall", path, "--scope", "demo/agent/bob", "--json")
+    assert (status, err) == (0, "")
+    items = json.loads(out)["items"]
+    assert [item["memory_id"] for item in items] == ["mem-1"]
+    created = datetime.fromisoformat(items[0]["created_at"])
+    assert before <= created <= after
+    text = call(capsys, "recall", path, "--scope", "demo/agent/bob")
+    assert text[1].splitlines()[1].split()[:3] == ["1.00", "mem-1", "preference"]
+    assert text[2] == ""
+
+
+def test_the_demo_clock_can_be_set(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = str(tmp_path / "demo.db")
+    assert call(capsys, "demo", path, "--at", "2026-01-15T09:00:00Z")[0] == 0
+    doc = json.loads(call(capsys, "show", path, "--scope", "demo/agent/bob", "mem-1", "--json")[1])
+    assert doc["created_at"] == "2026-01-15T09:00:00Z"
+
+
+def test_empty_reads_print_a_hint_in_text_only(
+    store: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    early = ("--scope", "acme/agent/user-1", "--as-of", "2026-08-12T00:00:00Z")
+    hint = (
+        "trueheart: hint: {} in acme/agent/user-1 as of 2026-08-12T00:00:00Z; try another "
+        f"--as-of, or list the scopes with 'trueheart scopes {store}'\n"
+    )
+    status, out, err = call(capsys, "recall", str(store), *early)
+    assert (status, out.split()) == (
+        0,
+        ["CLARITY", "MEMORY", "ID", "KIND", "CREATED", "AT", "CONTENT"],
+    )
+    assert err == hint.format("nothing to recall")
+    status, out, err = call(capsys, "search", str(store), *early, "green tea")
+    assert (status, err) == (0, hint.format("no memory matches"))
+    assert out.splitlines()[-1] == "0 matched, 0 returned, 0 of 512 tokens"
+    assert call(capsys, "recall", str(store), *early, "--json")[2] == ""
+    # something visible: no hint
+    visible = ("--scope", "acme/agent/user-1", "--as-of", "2026-08-13T12:00:00Z")
+    assert call(capsys, "recall", str(store), *visible)[2] == ""
+    assert call(capsys, "search", str(store), *visible, "tea")[2] == ""
+
+
+def test_scopes(store: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert call(capsys, "scopes", str(store)) == (0, "acme/a%2Fb/50%25\nacme/agent/user-1\n", "")
+    assert call(capsys, "scopes", str(store), "--owner", "a/b")[1] == "acme/a%2Fb/50%25\n"
+    assert call(capsys, "scopes", str(store), "--tenant", "other")[1] == ""
+    doc = json.loads(call(capsys, "scopes", str(store), "--json", "--tenant", "acme")[1])
+    assert doc == {"scopes": ["acme/a%2Fb/50%25", "acme/agent/user-1"]}
+
+
+# --- erase-subject on an unknown scope ---------------------------------------------------
+
+
+@pytest.mark.parametrize("extra", [(), ("--dry-run",), ("--yes",)])
+def test_erase_subject_refuses_an_unknown_scope(
+    store: Path, capsys: pytest.CaptureFixture[str], extra: tuple[str, ...]
+) -> None:
+    before = _dump(store)
+    status, out, err = call(
+        capsys, "erase-subject", str(store), "--scope", "acme/agent/user-2", *extra
+    )
+    assert (status, out) == (3, "")
+    assert err == (
+        "trueheart: unknown scope: acme/agent/user-2 (the store has no record of it; "
+        f"'trueheart scopes {store}' lists the scopes)\n"
+    )
+    assert _dump(store) == before
+    with TrueHeart(SQLiteRepository(store, read_only=True)) as service:
+        assert [r.action for r in service.audit(SCOPE)] == ["materialize", "ingest"]
+
+
+def test_an_erased_scope_can_be_erased_again(
+    store: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ("erase-subject", str(store), "--scope", "acme/agent/user-1", "--json")
+    assert call(capsys, *args)[0] == 0
+    assert call(capsys, "scopes", str(store))[1] == "acme/a%2Fb/50%25\n"
+    status, out, _ = call(capsys, *args)
+    assert status == 0 and json.loads(out)["verified"] is True
+    unknown = call(capsys, "erase-subject", str(store), "--scope", "acme/agent/x", "--json")
+    assert unknown[0] == 3 and json.loads(unknown[1])["error"] == "UnknownScope"
+
+
+# --- confirmation (stdin made to look like a terminal) -----------------------------------
+
+
+class FakeTerminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+Answer = Callable[[str], FakeTerminal]
+
+
+@pytest.fixture
+def terminal(monkeypatch: pytest.MonkeyPatch) -> Answer:
+    """Make stdin a terminal holding the given answer."""
+
+    def answering(text: str) -> FakeTerminal:
+        fake = FakeTerminal(text)
+        monkeypatch.setattr("sys.stdin", fake)
+        return fake
+
+    return answering
+
+
+@pytest.mark.parametrize(
+    ("answer", "confirmed"),
+    [("y\n", True), ("yes\n", True), ("\n", False), ("", False), ("n\n", False)],
+)
+def test_forget_asks_on_a_terminal(
+    store: Path, capsys: pytest.CaptureFixture[str], terminal: Answer, answer: str, confirmed: bool
+) -> None:
+    terminal(answer)
+    before = _dump(store)
+    status, out, err = call(capsys, "forget", str(store), "--scope", "acme/agent/user-1", "mem-1")
+    prompt = "trueheart: forget mem-1 in acme/agent/user-1? [y/N] "
+    if confirmed:
+        assert (status, err) == (0, prompt)
+        assert out.startswith("forgot mem-1;")
+    else:
+        assert (status, out, err) == (1, "", prompt + "trueheart: not confirmed\n")
+        assert _dump(store) == before
+
+
+def test_forget_on_a_terminal_refuses_a_missing_memory_before_asking(
+    store: Path, capsys: pytest.CaptureFixture[str], terminal: Answer
+) -> None:
+    terminal("y\n")
+    status, _, err = call(capsys, "forget", str(store), "--scope", "acme/agent/user-1", "nope")
+    assert (status, err) == (3, "trueheart: entity not found: nope\n")
+
+
+@pytest.mark.parametrize(("answer", "confirmed"), [("user-1\n", True), ("y\n", False), ("", False)])
+def test_erase_subject_asks_for_the_subject_id_on_a_terminal(
+    store: Path, capsys: pytest.CaptureFixture[str], terminal: Answer, answer: str, confirmed: bool
+) -> None:
+    terminal(answer)
+    before = _dump(store)
+    status, out, err = call(capsys, "erase-subject", str(store), "--scope", "acme/agent/user-1")
+    prompt = (
+        "trueheart: erase everything held in acme/agent/user-1? "
+        "type the subject ID (user-1) to confirm: "
+    )
+    assert err.startswith(prompt)
+    if confirmed:
+        assert status == 0 and out.rstrip().endswith("verified: yes")
+    else:
+        assert (status, out, err) == (1, "", prompt + "trueheart: not confirmed\n")
+        assert _dump(store) == before
+
+
+def test_yes_and_dry_run_do_not_ask(
+    store: Path, capsys: pytest.CaptureFixture[str], terminal: Answer
+) -> None:
+    terminal("")  # an answer would be read as "no"
+    args = ("erase-subject", str(store), "--scope", "acme/agent/user-1")
+    status, _, err = call(capsys, *args, "--dry-run")
+    assert (status, err) == (
+        0,
+        "trueheart: planning the erasure of acme/agent/user-1 in " + f"{store}\n",
+    )
+    status, _, err = call(capsys, *args, "-y")
+    assert (status, err) == (0, f"trueheart: erasing acme/agent/user-1 in {store}\n")
+
+
+def test_off_a_terminal_nothing_asks(
+    store: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("sys.stdin", io.StringIO("no\n"))
+    status, out, err = call(capsys, "forget", str(store), "--scope", "acme/agent/user-1", "mem-1")
+    assert (status, err) == (0, "")
+    assert out.startswith("forgot mem-1;")
+
+
+# --- interrupts, broken pipes and bugs, simulated -----------------------------------------
+
+
+@pytest.fixture
+def sigint_restored() -> Iterator[None]:
+    handler = signal.getsignal(signal.SIGINT)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, handler)
+
+
+def _raising(error: BaseException) -> Any:
+    def run(*_: object) -> int:
+        raise error
+
+    return run
+
+
+@pytest.mark.usefixtures("sigint_restored")
+def test_an_interrupt_is_status_130(
+    store: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(commands, "stats", _raising(KeyboardInterrupt()))
+    assert call(capsys, "stats", str(store)) == (130, "", "trueheart: interrupted\n")
+    status, out, err = call(capsys, "stats", str(store), "--json")
+    assert (status, err) == (130, "trueheart: interrupted\n")
+    assert json.loads(out) == {"error": "interrupted", "message": "interrupted", "exit_status": 130}
+    assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN  # a second Ctrl-C is ignored
+
+
+def test_a_broken_pipe_is_status_141_and_quiet(
+    store: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(commands, "audit", _raising(BrokenPipeError()))
+    args = ("audit", str(store), "--scope", "acme/agent/user-1", "--json")
+    assert call(capsys, *args) == (141, "", "")
+
+
+def test_an_unexpected_exception_shows_only_its_class(
+    store: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(commands, "stats", _raising(KeyError("Drinks green tea.")))
+    status, out, err = call(capsys, "stats", str(store), "--json")
+    assert status == 1
+    assert err == "trueheart: internal error (KeyError); please report it\n"
+    assert json.loads(out)["error"] == "KeyError"
+    assert "green tea" not in out + err
