@@ -1,0 +1,276 @@
+"""The ``trueheart`` command as a child process, where the operating system is involved:
+a reader that closes the pipe early, Ctrl-C (SIGINT) during a long command and at a
+prompt, and the confirmation prompts of ``forget`` and ``erase-subject`` on a real
+terminal (a pseudo-terminal from :mod:`pty`)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import select
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from trueheart_core import (
+    MemoryDraft,
+    RawEventDraft,
+    RetentionPolicy,
+    Scope,
+    SourceRef,
+    SQLiteRepository,
+    TrueHeart,
+    TrustLevel,
+)
+
+pty = pytest.importorskip("pty")
+fcntl = pytest.importorskip("fcntl")
+
+SRC = Path(__file__).resolve().parents[2] / "src"
+NOW = datetime(2026, 8, 13, 12, 0, tzinfo=UTC)
+SCOPE = Scope("acme", "agent", "user-1")
+RETENTION = RetentionPolicy(timedelta(days=7), timedelta(days=30), timedelta(days=90))
+BIG = 20_000  # events: enough for verify to run for a while after its progress line
+
+
+def _env() -> dict[str, str]:
+    env = {key: value for key, value in os.environ.items() if not key.startswith("PYTHON")}
+    env["PYTHONPATH"] = str(SRC)
+    return env
+
+
+def _command(*args: str) -> list[str]:
+    return [sys.executable, "-m", "trueheart_core.cli", *args]
+
+
+def _event(event_id: str, content: str) -> RawEventDraft:
+    source = SourceRef("chat", "chat", NOW, TrustLevel.OBSERVED)
+    return RawEventDraft(event_id, SCOPE, source, content, RETENTION)
+
+
+def _dump(path: Path) -> list[tuple[str, list[tuple[Any, ...]]]]:
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+        return [
+            (table, sorted(conn.execute(f"SELECT * FROM {table}").fetchall(), key=repr))
+            for table in sorted(tables)
+        ]
+    finally:
+        conn.close()
+
+
+@pytest.fixture(scope="module")
+def big_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One scope with many events (and so many audit records); only read."""
+    path = tmp_path_factory.mktemp("big") / "big.db"
+    with TrueHeart(SQLiteRepository(path), clock=lambda: NOW) as service:
+        service.ingest_events([_event(f"evt-{i}", f"event number {i}") for i in range(BIG)])
+    return path
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Path:
+    path = tmp_path / "store.db"
+    with TrueHeart(SQLiteRepository(path), clock=lambda: NOW) as service:
+        service.ingest_events([_event("evt-1", "I drink green tea.")])
+        service.materialize_once(
+            MemoryDraft(
+                "mem-1", SCOPE, "Drinks green tea.", ("evt-1",), "fact", TrustLevel.OBSERVED, NOW
+            )
+        )
+    return path
+
+
+# --- a closed pipe -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("extra", [(), ("--json",)], ids=["text", "json"])
+def test_a_reader_that_closes_after_one_line(big_store: Path, extra: tuple[str, ...]) -> None:
+    args = ("audit", str(big_store), "--scope", "acme/agent/user-1", "--limit", "100", *extra)
+    whole = subprocess.run(
+        _command(*args), env=_env(), capture_output=True, check=True, stdin=subprocess.DEVNULL
+    ).stdout
+    read_end, write_end = os.pipe()
+    try:
+        # A small pipe, so that the command cannot have written everything before the
+        # reader goes away.
+        fcntl.fcntl(write_end, fcntl.F_SETPIPE_SZ, 4096)
+        capacity = fcntl.fcntl(write_end, fcntl.F_GETPIPE_SZ)
+        child = subprocess.Popen(
+            _command(*args),
+            env=_env(),
+            stdin=subprocess.DEVNULL,
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+        )
+    finally:
+        os.close(write_end)
+    line = b""
+    while not line.endswith(b"\n"):
+        byte = os.read(read_end, 1)
+        assert byte, "the command wrote no line"
+        line += byte
+    os.close(read_end)
+    _, err = child.communicate(timeout=120)
+    assert len(whole) > capacity + len(line)  # the premise: the rest could not fit
+    assert line == whole.splitlines(keepends=True)[0]
+    assert child.returncode == 141
+    assert b"Traceback" not in err and b"Exception ignored" not in err
+    assert err == b""
+
+
+# --- Ctrl-C ------------------------------------------------------------------------------
+
+
+def test_sigint_during_verify_exits_130_without_a_traceback(big_store: Path) -> None:
+    child = subprocess.Popen(
+        _command("verify", str(big_store)),
+        env=_env(),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        # The progress line comes just before the verification starts.
+        assert child.stderr is not None
+        assert child.stderr.readline() == f"trueheart: verifying {big_store}\n"
+        deadline = time.monotonic() + 10
+        while child.poll() is None and time.monotonic() < deadline:
+            child.send_signal(signal.SIGINT)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                child.wait(timeout=0.5)
+        out, err = child.communicate(timeout=60)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    assert child.returncode == 130
+    assert err == "trueheart: interrupted\n"
+    assert out == ""
+
+
+# --- prompts on a terminal ---------------------------------------------------------------
+
+
+class Terminal:
+    """A command whose stdin is a pseudo-terminal; stdout and stderr are pipes."""
+
+    def __init__(self, cwd: Path, *args: str) -> None:
+        self.master, slave = pty.openpty()
+        try:
+            self.child = subprocess.Popen(
+                _command(*args),
+                cwd=cwd,
+                env=_env(),
+                stdin=slave,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+            )
+        finally:
+            os.close(slave)
+        self.err = b""
+
+    def wait_for(self, ending: bytes) -> str:
+        """stderr up to (and with) ``ending``, waiting at most 60 seconds."""
+        assert self.child.stderr is not None
+        fd = self.child.stderr.fileno()
+        deadline = time.monotonic() + 60
+        while not self.err.endswith(ending):
+            ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
+            assert ready, f"no prompt; stderr so far: {self.err!r}"
+            byte = os.read(fd, 1)
+            assert byte, f"no prompt; stderr: {self.err!r}"
+            self.err += byte
+        return self.err.decode()
+
+    def type(self, text: str) -> None:
+        os.write(self.master, text.encode() + b"\n")
+
+    def finish(self) -> tuple[int, str, str]:
+        try:
+            out, err = self.child.communicate(timeout=60)
+        finally:
+            os.close(self.master)
+            if self.child.poll() is None:
+                self.child.kill()
+                self.child.wait()
+        return self.child.returncode, out.decode(), (self.err + err).decode()
+
+
+ERASE_PROMPT = (
+    "trueheart: erase everything held in acme/agent/user-1? "
+    "type the subject ID (user-1) to confirm: "
+)
+FORGET_PROMPT = "trueheart: forget mem-1 in acme/agent/user-1? [y/N] "
+
+
+@pytest.mark.parametrize("answer", ["", "no", "User-1", "user-1 please"])
+def test_erase_subject_declined_on_a_terminal_changes_nothing(store: Path, answer: str) -> None:
+    before = _dump(store)
+    terminal = Terminal(store.parent, "erase-subject", str(store), "--scope", "acme/agent/user-1")
+    assert terminal.wait_for(b"to confirm: ") == ERASE_PROMPT
+    terminal.type(answer)
+    status, out, err = terminal.finish()
+    assert (status, out) == (1, "")
+    assert err == ERASE_PROMPT + "trueheart: not confirmed\n"
+    assert _dump(store) == before
+
+
+def test_erase_subject_confirmed_on_a_terminal(store: Path) -> None:
+    terminal = Terminal(
+        store.parent, "erase-subject", str(store), "--scope", "acme/agent/user-1", "--json"
+    )
+    assert terminal.wait_for(b"to confirm: ") == ERASE_PROMPT
+    terminal.type("user-1")
+    status, out, err = terminal.finish()
+    assert status == 0, err
+    assert '"verified": true' in out
+    assert err == ERASE_PROMPT + f"trueheart: erasing acme/agent/user-1 in {store}\n"
+    with TrueHeart(SQLiteRepository(store, read_only=True)) as service:
+        assert service.stats(SCOPE).memories == 0
+
+
+def test_forget_on_a_terminal_declined_then_confirmed(store: Path) -> None:
+    args = ("forget", str(store), "--scope", "acme/agent/user-1", "mem-1")
+    before = _dump(store)
+    terminal = Terminal(store.parent, *args)
+    assert terminal.wait_for(b"[y/N] ") == FORGET_PROMPT
+    terminal.type("n")
+    assert terminal.finish() == (1, "", FORGET_PROMPT + "trueheart: not confirmed\n")
+    assert _dump(store) == before
+    terminal = Terminal(store.parent, *args)
+    assert terminal.wait_for(b"[y/N] ") == FORGET_PROMPT
+    terminal.type("Y")
+    status, out, err = terminal.finish()
+    assert (status, err) == (0, FORGET_PROMPT)
+    assert out.startswith("forgot mem-1; removed: memory")
+
+
+def test_yes_on_a_terminal_does_not_ask(store: Path) -> None:
+    terminal = Terminal(
+        store.parent, "erase-subject", str(store), "--scope", "acme/agent/user-1", "--yes"
+    )
+    status, out, err = terminal.finish()
+    assert status == 0
+    assert err == f"trueheart: erasing acme/agent/user-1 in {store}\n"
+    assert out.rstrip().endswith("verified: yes")
+
+
+def test_sigint_at_the_prompt_exits_130_and_changes_nothing(store: Path) -> None:
+    before = _dump(store)
+    terminal = Terminal(store.parent, "erase-subject", str(store), "--scope", "acme/agent/user-1")
+    terminal.wait_for(b"to confirm: ")
+    terminal.child.send_signal(signal.SIGINT)
+    status, out, err = terminal.finish()
+    assert (status, out) == (130, "")
+    assert err == ERASE_PROMPT + "trueheart: interrupted\n"
+    assert _dump(store) == before
