@@ -28,6 +28,7 @@ from evicortex.errors import (
 from trueheart_core import Scope
 from trueheart_core.errors import EntityDeleted, IdempotencyConflict
 from trueheart_core.errors import ValidationError as EngineValidationError
+from trueheart_core.validation import utf8_size
 
 __all__ = [
     "NAMESPACE_OWNER",
@@ -55,10 +56,8 @@ def scope_of(namespace: object) -> Scope:
         raise ValidationError("namespace", "must be a non-blank string")
     if len(namespace) > MAX_NAMESPACE_CHARS:
         raise ValidationError("namespace", f"must be at most {MAX_NAMESPACE_CHARS} characters")
-    try:
-        namespace.encode("utf-8")
-    except UnicodeEncodeError:
-        raise ValidationError("namespace", "must be valid UTF-8") from None
+    if utf8_size(namespace) is None:
+        raise ValidationError("namespace", "must be valid UTF-8")
     return Scope(NAMESPACE_TENANT, NAMESPACE_OWNER, namespace)
 
 

@@ -63,7 +63,7 @@ from trueheart_core import (
     TrustLevel,
 )
 from trueheart_core import MemoryRecord as EngineMemory
-from trueheart_core.errors import EntityDeleted, EntityNotFound, ScopeMismatch
+from trueheart_core.errors import EntityDeleted, EntityNotFound, ScopeMismatch, body_free_errors
 
 __all__ = ["EviCortex"]
 
@@ -79,6 +79,7 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
+@body_free_errors
 class EviCortex:
     """An evidence store with the evicortex API. Create it with :meth:`open`."""
 

@@ -71,7 +71,7 @@ def plan(uow: UnitOfWork, scope: Scope, *, count: bool) -> ErasurePlan:
         event_ids,
         tuple((m, fingerprints[m]) for m in memory_ids),
         claim_ids,
-        artifact_counts(uow.count_rows(key)) if count else ArtifactCounts(),
+        artifact_counts(uow.count_rows(key, from_tables=True)) if count else ArtifactCounts(),
     )
 
 
@@ -103,5 +103,6 @@ def erase(
 
 
 def remaining(uow: UnitOfWork, scope: Scope) -> ArtifactCounts:
-    """What the exact scope still holds, per class."""
-    return artifact_counts(uow.count_rows(scope_key(scope)))
+    """What the exact scope still holds, per class, read from the tables themselves (not
+    from indexes that a damaged store may have lost)."""
+    return artifact_counts(uow.count_rows(scope_key(scope), from_tables=True))

@@ -9,6 +9,11 @@ of :class:`SemanticProjectionError`.
 
 from __future__ import annotations
 
+import functools
+import inspect
+from collections.abc import Callable
+from typing import Any, TypeVar
+
 __all__ = [
     "EmbedderMismatch",
     "EntityDeleted",
@@ -18,6 +23,7 @@ __all__ = [
     "ProviderError",
     "RepositoryBusy",
     "RepositoryCorruption",
+    "RepositoryFull",
     "RepositoryReadOnly",
     "ScopeMismatch",
     "SemanticProjectionError",
@@ -25,6 +31,8 @@ __all__ = [
     "TrustEscalation",
     "ValidationError",
 ]
+
+_C = TypeVar("_C", bound=type)
 
 
 class TrueHeartError(Exception):
@@ -105,10 +113,26 @@ class RepositoryCorruption(TrueHeartError):
 
 
 class RepositoryReadOnly(TrueHeartError):
-    """A write was attempted on a repository that can only be read."""
+    """A write was attempted on a repository that can only be read: opened with
+    ``read_only=True``, or a file, directory or medium the process may not write."""
 
     def __init__(self, diagnostic: str) -> None:
         super().__init__(f"repository read-only: {diagnostic}")
+
+
+class RepositoryFull(TrueHeartError):
+    """The disk (or the database's size limit) has no room for the write.
+
+    The transaction was rolled back: nothing already acknowledged is lost, and the call
+    can be retried once space is freed. The diagnostic ``erasure committed; scrub needs
+    free disk space`` is the one exception: the erasing change *was* committed (the rows
+    are gone from every query) but the rewrite that removes their bytes from the
+    database file and its WAL could not run. Free disk space, then make any call on the
+    same repository (or ``close()`` it): the scrub is retried first.
+    """
+
+    def __init__(self, diagnostic: str) -> None:
+        super().__init__(f"repository full: {diagnostic}")
 
 
 class EmbedderMismatch(TrueHeartError):
@@ -141,3 +165,43 @@ class SemanticProjectionError(TrueHeartError):
         super().__init__(f"semantic projection failed: {diagnostic}: {memory_id}")
         self.memory_id = memory_id
         self.evidence_committed = evidence_committed
+
+
+def _body_free(error: TrueHeartError) -> None:
+    """Drop the exception chain of an error leaving a public call: an earlier exception
+    (a driver error, a decoding error, a malformed row) can quote a body. Only the
+    host's own model exception, the documented ``__cause__`` of ``ProviderError`` and
+    ``SemanticProjectionError``, is kept."""
+    error.__context__ = None
+    error.__suppress_context__ = True
+    if not isinstance(error, ProviderError | SemanticProjectionError):
+        error.__cause__ = None
+
+
+def _guard(method: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(method)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(*args, **kwargs)
+        except TrueHeartError as error:
+            _body_free(error)
+            raise
+
+    return call
+
+
+def body_free_errors(cls: _C) -> _C:
+    """Class decorator of the public faces: every ``TrueHeartError`` that leaves one of
+    the class's public methods (and its constructor) carries no exception chain but the
+    documented provider cause. Signatures are unchanged (``inspect.signature`` follows
+    the wrapped method)."""
+    for name, attr in list(vars(cls).items()):
+        if name.startswith("_") and name != "__init__":
+            continue
+        if isinstance(attr, classmethod):
+            setattr(cls, name, classmethod(_guard(attr.__func__)))
+        elif isinstance(attr, staticmethod):
+            setattr(cls, name, staticmethod(_guard(attr.__func__)))
+        elif inspect.isfunction(attr):
+            setattr(cls, name, _guard(attr))
+    return cls

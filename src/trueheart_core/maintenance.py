@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from itertools import islice
 
 from trueheart_core import loading, searching
+from trueheart_core import validation as v
 from trueheart_core.domain import MemoryStatus, Scope
 from trueheart_core.errors import ValidationError
 from trueheart_core.operations_model import IndexRebuildReport, StoreStats
@@ -133,10 +134,8 @@ def backup_target(path: object) -> str:
             raise ValidationError("path", "must be a str or os.PathLike") from None
     if not isinstance(path, str) or not path or "\x00" in path or path == ":memory:":
         raise ValidationError("path", "must be a str or os.PathLike")
-    try:
-        path.encode("utf-8")
-    except UnicodeEncodeError:
-        raise ValidationError("path", "must be valid UTF-8") from None
+    if v.utf8_size(path) is None:
+        raise ValidationError("path", "must be valid UTF-8")
     target = os.path.abspath(path)
     if os.path.lexists(target):
         raise ValidationError("path", "must not exist")

@@ -509,10 +509,12 @@ class UnitOfWork(Protocol):
     # memory, claim, lineage_edge, extraction_record, search_entry, search_term,
     # search_posting, search_statistics, tombstone, audit.
 
-    def count_rows(self, scope: ScopeKey | None) -> dict[str, int]:
+    def count_rows(self, scope: ScopeKey | None, *, from_tables: bool = False) -> dict[str, int]:
         """How many stored rows of each artifact the exact scope (or the whole store)
         holds, every artifact name present. A scope's rows are counted through an index
-        of the scope wherever the schema has one."""
+        of the scope wherever the schema has one; ``from_tables=True`` (for erasure
+        receipts) reads the tables themselves instead, so that rows a damaged index has
+        lost are still counted."""
 
     def held_scopes(self, tenant_id: str | None, owner_id: str | None) -> list[ScopeKey]:
         """The scopes (of one tenant and owner, when given) that hold at least one raw
@@ -545,7 +547,11 @@ class UnitOfWork(Protocol):
         edges, claim rows, search entries, postings, terms and statistics (and any later
         scoped artifact). A few statements per table, whatever the number of rows.
         Returns the rows removed per artifact (the names of :meth:`count_rows` that it
-        removes)."""
+        removes). Before returning it checks, reading the tables themselves and not
+        their indexes, that none of the scope's removable rows is left, and raises
+        ``RepositoryCorruption`` (the caller rolls back) if one is: a damaged index must
+        not turn an erasure into a silent no-op. The scope is found even when its index
+        entry is lost."""
 
     def stale_claim_keys(self, scope: ScopeKey | None) -> list[tuple[ScopeKey, str]]:
         """``(scope, claim_id)`` of every claim row whose index keys differ from the keys

@@ -62,6 +62,7 @@ from trueheart_core.errors import (
     SemanticProjectionError,
     TrueHeartError,
     ValidationError,
+    body_free_errors,
 )
 from trueheart_core.extraction.model import ClaimExtractor
 from trueheart_core.operations_model import (
@@ -98,6 +99,7 @@ def _utc_now() -> datetime:
     return datetime.now(UTC)
 
 
+@body_free_errors
 class TrueHeart:
     """Governed long-term memory over a repository.
 
@@ -640,11 +642,17 @@ class TrueHeart:
         expired = 0
         with self._repository.unit_of_work("expire", write=True, erasing=True) as uow:
             # Chunks keep memory bounded however many bodies are due; one transaction.
+            seen: set[tuple[ScopeKey, str]] = set()
             while rows := uow.expirable_events(as_of_us, _EXPIRY_CHUNK):
                 for row in rows:
                     receipt = loading.receipt(row, None, "invalid raw event record")
                     if not receipt.content_available or receipt.raw_expires_at > when:
                         loading.corrupt("invalid raw event record")
+                    # Every pass must make progress: a receipt offered again after its
+                    # expiry is a damaged index, not more work.
+                    if (row.scope, row.event_id) in seen:
+                        loading.corrupt("invalid raw event record")
+                    seen.add((row.scope, row.event_id))
                     uow.expire_event(records.with_event_status(row, records.EVENT_EXPIRED))
                     writing.audit(
                         uow, receipt.scope, "expire", EntityType.RAW_EVENT, receipt.event_id, when

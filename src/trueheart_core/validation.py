@@ -28,17 +28,24 @@ EMPTY_METADATA: Mapping[str, Any] = MappingProxyType({})
 _E = TypeVar("_E", bound=Enum)
 
 
+def utf8_size(value: str) -> int | None:
+    """The UTF-8 size of ``value``, or ``None`` when it cannot be encoded (lone
+    surrogates). The check returns instead of raising inside the handler, so that the
+    ``ValidationError`` a caller raises keeps no ``__context__`` holding the text."""
+    try:
+        return len(value.encode("utf-8"))
+    except UnicodeEncodeError:
+        return None
+
+
 def text(field: str, value: object) -> str:
     """A non-blank ID-like string of at most 128 code points that encodes as UTF-8."""
     if not isinstance(value, str) or not value.strip():
         raise ValidationError(field, "must be a non-blank string")
     if len(value) > MAX_TEXT_CHARS:
         raise ValidationError(field, f"must be at most {MAX_TEXT_CHARS} characters")
-    if not value.isascii():
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            raise ValidationError(field, "must be valid UTF-8") from None
+    if not value.isascii() and utf8_size(value) is None:
+        raise ValidationError(field, "must be valid UTF-8")
     return value
 
 
@@ -64,10 +71,9 @@ def content(field: str, value: object) -> str:
         raise ValidationError(field, "must be non-empty UTF-8 text")
     if len(value) * 4 <= MAX_CONTENT_BYTES and value.isascii():
         return value
-    try:
-        size = len(value.encode("utf-8"))
-    except UnicodeEncodeError:
-        raise ValidationError(field, "must be valid UTF-8") from None
+    size = utf8_size(value)
+    if size is None:
+        raise ValidationError(field, "must be valid UTF-8")
     if size > MAX_CONTENT_BYTES:
         raise ValidationError(field, "must be at most 256 KiB UTF-8")
     return value
@@ -79,11 +85,8 @@ def claim_value(value: object) -> str:
         raise ValidationError("value", "must be a non-blank string")
     if len(value) > MAX_CLAIM_VALUE_CHARS:
         raise ValidationError("value", f"must be at most {MAX_CLAIM_VALUE_CHARS} characters")
-    if not value.isascii():
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            raise ValidationError("value", "must be valid UTF-8") from None
+    if not value.isascii() and utf8_size(value) is None:
+        raise ValidationError("value", "must be valid UTF-8")
     return value
 
 
@@ -192,18 +195,27 @@ def metadata(value: object) -> Mapping[str, Any]:
         raise ValidationError("metadata", "must be a JSON object")
     if not value and isinstance(value, MappingProxyType | dict):
         return EMPTY_METADATA
-    try:
-        frozen = _freeze_mapping(value, 1)
-        encoded = canonical_json(frozen).encode("utf-8")
-    except ValidationError:
-        raise
-    except UnicodeEncodeError:
-        raise ValidationError("metadata", "must be valid UTF-8") from None
-    except (OverflowError, RecursionError, ValueError):
-        raise ValidationError("metadata", "must contain bounded JSON values") from None
-    if len(encoded) > MAX_METADATA_BYTES:
+    frozen, size = _frozen_metadata(value)
+    if size is None:
+        raise ValidationError("metadata", "must be valid UTF-8")
+    if size > MAX_METADATA_BYTES:
         raise ValidationError("metadata", "must serialize to at most 16 KiB")
     return frozen
+
+
+def _frozen_metadata(value: Mapping[Any, Any]) -> tuple[Mapping[str, Any], int | None]:
+    """Frozen metadata and the UTF-8 size of its canonical JSON (``None`` when it cannot
+    be encoded). Failures are raised after their handler ends, so the error keeps no
+    context that holds the metadata."""
+    rule = None
+    try:
+        frozen = _freeze_mapping(value, 1)
+        encoded = canonical_json(frozen)
+    except (OverflowError, RecursionError, ValueError):
+        rule = "must contain bounded JSON values"
+    if rule is not None:
+        raise ValidationError("metadata", rule)
+    return frozen, utf8_size(encoded)
 
 
 def thaw(value: object) -> object:

@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from trueheart_core import (
-    RepositoryCorruption,
     SQLiteRepository,
     TrueHeartError,
     ValidationError,
@@ -51,9 +50,21 @@ def test_bad_path_arguments(path: object, message: str) -> None:
     assert str(caught.value) == message
 
 
-def test_missing_directory_is_a_validation_error(tmp_path: Path) -> None:
-    with pytest.raises(ValidationError, match=r"^path: must be in an existing directory$"):
-        SQLiteRepository(tmp_path / "absent" / "store.db")
+def test_missing_parent_directories_are_created_private_to_their_owner(tmp_path: Path) -> None:
+    # As TrueHeart Core 0.1.2 did: a host that opens data/memory.db works on a new machine.
+    path = tmp_path / "absent" / "deeper" / "store.db"
+    SQLiteRepository(path).close()
+    assert path.is_file()
+    for directory in (tmp_path / "absent", tmp_path / "absent" / "deeper"):
+        assert stat.S_IMODE(directory.stat().st_mode) == 0o700
+
+
+def test_a_parent_that_is_a_file_is_a_validation_error(tmp_path: Path) -> None:
+    (tmp_path / "file").write_bytes(b"not a directory")
+    with pytest.raises(ValidationError, match=r"^path: must be in a directory$"):
+        SQLiteRepository(tmp_path / "file" / "store.db")
+    with pytest.raises(ValidationError, match=r"^path: must be in a directory$"):
+        SQLiteRepository(tmp_path / "file" / "more" / "store.db")
 
 
 @pytest.mark.parametrize(
@@ -76,6 +87,6 @@ def test_bad_options(tmp_path: Path, name: str, value: object, message: str) -> 
 def test_a_directory_where_nothing_can_be_created_gives_a_library_error() -> None:
     with pytest.raises(TrueHeartError) as caught:
         SQLiteRepository("/proc/trueheart-cannot-create.db")
-    assert type(caught.value) is RepositoryCorruption
-    assert str(caught.value) == "repository corruption: schema initialization failed"
+    assert type(caught.value) is ValidationError
+    assert str(caught.value) == "path: a store cannot be created there"
     assert caught.value.__cause__ is None

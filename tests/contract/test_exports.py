@@ -93,6 +93,8 @@ NEW_IN_0_5 = [
 ]
 
 
+NEW_IN_0_6 = ["RepositoryFull"]
+
 NEW_IN_OPERATIONS = [
     "ArtifactClass",
     "ArtifactCounts",
@@ -115,7 +117,7 @@ def test_all_is_plain_sorted_with_version_last() -> None:
 
 
 def test_all_is_exactly_the_documented_surface() -> None:
-    names = NAMES_0_1_2[:-1] + NEW_IN_0_2 + NEW_IN_0_3 + NEW_IN_0_5 + NEW_IN_OPERATIONS
+    names = NAMES_0_1_2[:-1] + NEW_IN_0_2 + NEW_IN_0_3 + NEW_IN_0_5 + NEW_IN_0_6 + NEW_IN_OPERATIONS
     expected = [*sorted(names), "__version__"]
     assert list(trueheart_core.__all__) == expected
 
@@ -125,7 +127,9 @@ def test_sqlite_repository_sorts_before_scope() -> None:
     assert names.index("SQLiteRepository") < names.index("Scope")
 
 
-@pytest.mark.parametrize("name", NAMES_0_1_2 + NEW_IN_0_2 + NEW_IN_0_3 + NEW_IN_OPERATIONS)
+@pytest.mark.parametrize(
+    "name", NAMES_0_1_2 + NEW_IN_0_2 + NEW_IN_0_3 + NEW_IN_0_6 + NEW_IN_OPERATIONS
+)
 def test_every_exported_name_resolves(name: str) -> None:
     assert getattr(trueheart_core, name) is not None
 

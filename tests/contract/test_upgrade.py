@@ -35,7 +35,7 @@ from trueheart_core import (
     SQLiteRepository,
     TrueHeart,
 )
-from trueheart_core.adapters.sqlite.schema import EXPECTED_OBJECTS, MIGRATIONS, SCHEMA_VERSION
+from trueheart_core.adapters.sqlite.schema import MIGRATIONS, SCHEMA_VERSION, object_names
 from trueheart_core.retrieval.tokenize import TOKENIZER_ID
 
 Catalog = set[tuple[str, str, str, str]]
@@ -114,7 +114,7 @@ def _build_v2(path: Path) -> tuple[dict[str, MemoryCapsule], tuple[RecallItem, .
 
 def _downgrade(path: Path) -> None:
     """Turn a current file into exactly the file version 1 would have written."""
-    added = EXPECTED_OBJECTS[SCHEMA_VERSION] - EXPECTED_OBJECTS[1]
+    added = object_names(SCHEMA_VERSION) - object_names(1)
     conn = sqlite3.connect(path, isolation_level=None)
     try:
         conn.execute("BEGIN")
@@ -176,7 +176,7 @@ def test_a_writable_open_upgrades_in_place(db_path: Path, tmp_path: Path) -> Non
         with _open(tmp_path / "fresh.db"):
             _, fresh_catalog, fresh_tokenizer = _inspect(tmp_path / "fresh.db")
         assert catalog == fresh_catalog
-        assert {(kind, name) for kind, name, _, _ in catalog} == EXPECTED_OBJECTS[SCHEMA_VERSION]
+        assert {(kind, name) for kind, name, _, _ in catalog} == object_names(SCHEMA_VERSION)
         assert (tokenizer, fresh_tokenizer) == ("", "")
         # An index not built yet is not a problem: it is built on first use.
         assert service.verify_integrity().ok

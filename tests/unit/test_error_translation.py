@@ -13,6 +13,8 @@ from trueheart_core import (
     RecallQuery,
     RepositoryBusy,
     RepositoryCorruption,
+    RepositoryFull,
+    RepositoryReadOnly,
     RetentionPolicy,
     Scope,
     SourceRef,
@@ -43,17 +45,75 @@ def _error(cls: type[sqlite3.Error], code: int | None) -> sqlite3.Error:
     return error
 
 
+_KINDS: dict[int, tuple[type[TrueHeartError], str]] = {
+    3: (RepositoryReadOnly, "read-only"),  # PERM
+    5: (RepositoryBusy, "busy"),  # BUSY
+    6: (RepositoryBusy, "busy"),  # LOCKED
+    8: (RepositoryReadOnly, "read-only"),  # READONLY
+    13: (RepositoryFull, "full"),  # FULL
+    15: (RepositoryBusy, "busy"),  # PROTOCOL
+}
+
+
 @pytest.mark.parametrize("cls", DRIVER_ERRORS)
-@pytest.mark.parametrize("code", [None, *range(29), 100, 101, 261, 262, 517, 518, 2067])
-def test_every_driver_error_maps_to_busy_or_corruption(
+@pytest.mark.parametrize(
+    "code", [None, *range(29), 100, 101, 261, 262, 264, 517, 518, 776, 1032, 2067, 4874]
+)
+def test_every_driver_error_maps_to_exactly_one_library_error(
     cls: type[sqlite3.Error], code: int | None
 ) -> None:
     result = translated(_error(cls, code), "memory recall failed")
-    busy = code is not None and code & 0xFF in (5, 6, 15)  # BUSY, LOCKED, PROTOCOL
-    assert type(result) is (RepositoryBusy if busy else RepositoryCorruption)
-    kind = "busy" if busy else "corruption"
+    expected, kind = (
+        (RepositoryCorruption, "corruption")
+        if code is None
+        else _KINDS.get(code & 0xFF, (RepositoryCorruption, "corruption"))
+    )
+    assert type(result) is expected
     assert str(result) == f"repository {kind}: memory recall failed"
     assert "secret" not in str(result)
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        UnicodeDecodeError("utf-8", b"secret body \xff", 12, 13, "invalid start byte"),
+        UnicodeEncodeError("utf-8", "secret body \udc80", 12, 13, "surrogates not allowed"),
+        TypeError("unsupported operand: 'secret body'"),
+        ValueError("invalid literal for int(): 'secret body'"),
+        OverflowError("secret body"),
+        ZeroDivisionError("secret body"),
+        KeyError("secret body"),
+        IndexError("secret body"),
+    ],
+    ids=type,
+)
+def test_malformed_values_are_corruption_and_their_context_holds_no_body(
+    error: Exception,
+) -> None:
+    with pytest.raises(TrueHeartError) as caught, translate("memory search failed"):
+        try:
+            raise RuntimeError("secret body of an earlier failure")
+        except RuntimeError:
+            raise error  # noqa: B904
+    assert type(caught.value) is RepositoryCorruption
+    assert str(caught.value) == "repository corruption: memory search failed"
+    assert caught.value.__cause__ is None
+    assert caught.value.__suppress_context__ is True
+    _assert_chain_body_free(caught.value)
+
+
+def _assert_chain_body_free(error: BaseException) -> None:
+    seen = error
+    depth = 0
+    while seen is not None and depth < 10:
+        assert "secret" not in str(seen)
+        assert "secret" not in repr(seen)
+        assert all("secret" not in repr(arg) for arg in seen.args)
+        if isinstance(seen, UnicodeError):
+            assert b"secret" not in bytes(str(getattr(seen, "object", "")), "utf-8")
+        assert seen.__traceback__ is None or seen is error
+        seen = seen.__cause__ or seen.__context__  # type: ignore[assignment]
+        depth += 1
 
 
 @pytest.mark.parametrize("cls", DRIVER_ERRORS)
@@ -63,6 +123,7 @@ def test_translate_raises_without_chaining(cls: type[sqlite3.Error]) -> None:
     assert caught.value.__cause__ is None
     assert caught.value.__suppress_context__ is True
     assert str(caught.value) == "repository corruption: audit read failed"
+    _assert_chain_body_free(caught.value)
 
 
 def test_library_errors_pass_through_unchanged() -> None:

@@ -41,6 +41,7 @@ from typing import Any, Literal
 
 from trueheart_core.errors import ProviderError, ValidationError
 from trueheart_core.semantic.embedders import MAX_DIMENSIONS
+from trueheart_core.validation import utf8_size
 
 __all__ = ["TransformersEmbedder", "local_transformers_artifact_sha256"]
 
@@ -155,10 +156,8 @@ def _bounded_int(field: str, value: object, low: int, high: int) -> int:
 def _string(field: str, value: object) -> str:
     if not isinstance(value, str):
         raise ValidationError(field, "must be a string")
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        raise ValidationError(field, "must be valid UTF-8") from None
+    if utf8_size(value) is None:
+        raise ValidationError(field, "must be valid UTF-8")
     return value
 
 

@@ -84,11 +84,8 @@ class SearchQuery(_Reducible):
             raise ValidationError("text", "must be a non-blank string")
         if len(self.text) > MAX_QUERY_CHARS:
             raise ValidationError("text", f"must be at most {MAX_QUERY_CHARS} characters")
-        if not self.text.isascii():
-            try:
-                self.text.encode("utf-8")
-            except UnicodeEncodeError:
-                raise ValidationError("text", "must be valid UTF-8") from None
+        if not self.text.isascii() and v.utf8_size(self.text) is None:
+            raise ValidationError("text", "must be valid UTF-8")
         _set(self, "as_of", v.utc("as_of", self.as_of))
         _count("budget_tokens", self.budget_tokens, 1, MAX_BUDGET_TOKENS)
         v.limit(self.limit)

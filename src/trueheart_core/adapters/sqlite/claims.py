@@ -28,7 +28,7 @@ class ClaimStatements:
 
     _conn: sqlite3.Connection
 
-    def _scope_id(self, scope: ScopeKey) -> int | None:
+    def _scope_id(self, scope: ScopeKey, *, thorough: bool = False) -> int | None:
         raise NotImplementedError
 
     def _ensure_scope(self, scope: ScopeKey) -> int:

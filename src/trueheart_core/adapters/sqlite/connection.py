@@ -6,8 +6,10 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import sqlite3
+import stat
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,12 +19,17 @@ from trueheart_core.adapters.sqlite import schema
 from trueheart_core.errors import (
     RepositoryBusy,
     RepositoryCorruption,
+    RepositoryFull,
+    RepositoryReadOnly,
     TrueHeartError,
     ValidationError,
 )
 
+SQLITE_PERM = 3
 SQLITE_BUSY = 5
 SQLITE_LOCKED = 6
+SQLITE_READONLY = 8
+SQLITE_FULL = 13
 # In WAL mode a connection that cannot get a stable snapshot of the shared-memory index
 # after many attempts (other connections checkpoint and reset the log under it) gives
 # up with SQLITE_PROTOCOL: contention, not damage, and nothing was done.
@@ -32,29 +39,80 @@ _HEADER_MAGIC = b"SQLite format 3\x00"
 _HEADER_SIZE = 100
 
 
+_MALFORMED = (UnicodeError, TypeError, ValueError, ArithmeticError, LookupError)
+"""What the driver raises, or code reading a malformed row raises, besides
+``sqlite3.Error``: invalid UTF-8 in SQLite's own messages, values of the wrong type."""
+
+MAX_PATH_BYTES = 504
+"""The longest absolute database path SQLite opens: its 512-byte limit less the length of
+the ``-journal`` suffix it must be able to add."""
+_TEMPORARY_SUFFIX_BYTES = 23
+"""What :func:`create_file` adds to a new store's name: ``"." + 16 hex + ".init"`` and one
+leading dot."""
+
+
 @contextlib.contextmanager
 def translate(diagnostic: str) -> Iterator[None]:
     """Turn any driver error raised in the block into a library error, without chaining.
 
-    Lock contention (``SQLITE_BUSY``, ``SQLITE_LOCKED``, and ``SQLITE_PROTOCOL``, which
-    WAL mode returns when other connections keep resetting the log) becomes
-    ``RepositoryBusy``; every other driver error becomes ``RepositoryCorruption``. Only
-    the fixed diagnostic is kept: SQLite's own message never reaches the caller.
+    The one place where driver errors become library errors (see :func:`translated`).
+    Only the fixed diagnostic is kept: SQLite's own message never reaches the caller,
+    and the driver's exception, left as the ``__context__`` Python always records, is
+    stripped of its arguments, traceback and chain first, so no body survives in it.
     """
     try:
         yield
     except TrueHeartError:
         raise
     except sqlite3.Error as error:
-        raise translated(error, diagnostic) from None
+        failure = translated(error, diagnostic)
+        forget(error)
+        raise failure from None
+    except _MALFORMED as error:
+        forget(error)
+        raise RepositoryCorruption(diagnostic) from None
 
 
-def translated(error: sqlite3.Error, diagnostic: str) -> TrueHeartError:
-    """The library error for a driver error (total over every ``sqlite3.Error``)."""
-    code = getattr(error, "sqlite_errorcode", None)
-    if isinstance(code, int) and (code & 0xFF) in _CONTENTION:
+def translated(error: BaseException, diagnostic: str) -> TrueHeartError:
+    """The library error for a driver error; total over every exception.
+
+    Lock contention (``SQLITE_BUSY``, ``SQLITE_LOCKED``, and ``SQLITE_PROTOCOL``, which
+    WAL mode returns when other connections keep resetting the log) is
+    ``RepositoryBusy``; a full disk or database (``SQLITE_FULL``) is ``RepositoryFull``;
+    a file or medium that refuses writes (``SQLITE_READONLY``, ``SQLITE_PERM``) is
+    ``RepositoryReadOnly``; every other error, and anything that is not a driver error
+    (a malformed row), is ``RepositoryCorruption``.
+    """
+    code = getattr(error, "sqlite_errorcode", None) if isinstance(error, sqlite3.Error) else None
+    primary = code & 0xFF if isinstance(code, int) else None
+    if primary in _CONTENTION:
         return RepositoryBusy(diagnostic)
+    if primary == SQLITE_FULL:
+        return RepositoryFull(diagnostic)
+    if primary in (SQLITE_READONLY, SQLITE_PERM):
+        return RepositoryReadOnly(diagnostic)
     return RepositoryCorruption(diagnostic)
+
+
+def forget(error: BaseException) -> None:
+    """Strip what an exception may quote of a body: arguments, traceback and chain (and
+    the text a Unicode error carries), so that keeping it as a context holds no body."""
+    error.args = ()
+    error.__traceback__ = None
+    error.__context__ = None
+    error.__cause__ = None
+    if isinstance(error, UnicodeDecodeError):
+        error.object, error.start, error.end = b"", 0, 0
+    elif isinstance(error, UnicodeEncodeError | UnicodeTranslateError):
+        error.object, error.start, error.end = "", 0, 0
+
+
+def changed(cursor: sqlite3.Cursor, rows: int) -> None:
+    """Check that a statement changed exactly ``rows`` rows. A different count means an
+    index and its table disagree (a damaged store): ``RepositoryCorruption``, which rolls
+    the whole unit of work back, instead of a call that reports what it did not do."""
+    if cursor.rowcount != rows:
+        raise RepositoryCorruption("stored rows and their indexes disagree")
 
 
 def normalise_path(path: object) -> str:
@@ -65,30 +123,111 @@ def normalise_path(path: object) -> str:
         raise ValidationError("path", "must be a str or os.PathLike")
     if "\x00" in path:
         raise ValidationError("path", "must be a str or os.PathLike")
-    try:
-        path.encode("utf-8")
-    except UnicodeEncodeError:
-        raise ValidationError("path", "must be valid UTF-8") from None
+    if not _encodes(path):
+        raise ValidationError("path", "must be valid UTF-8")
     return path
+
+
+def _encodes(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def check_target(path: str) -> bool:
+    """Whether a database file exists at the absolute ``path``; ``ValidationError`` for a
+    path SQLite cannot open (too long, a dangling symbolic link, a directory, or a FIFO,
+    device or socket at the path or at its WAL or shared-memory path).
+
+    Only ``stat`` is used, so a FIFO is never opened and nothing blocks.
+    """
+    if len(os.fsencode(path)) > MAX_PATH_BYTES:
+        raise ValidationError("path", f"must be at most {MAX_PATH_BYTES} bytes long")
+    exists = _regular(path)
+    if not exists and os.path.islink(path):
+        raise ValidationError("path", "is a dangling symbolic link")
+    for side in ("-wal", "-shm"):
+        _regular(path + side)
+    if not exists and len(os.fsencode(path)) > MAX_PATH_BYTES - _TEMPORARY_SUFFIX_BYTES:
+        raise ValidationError(
+            "path",
+            f"must be at most {MAX_PATH_BYTES - _TEMPORARY_SUFFIX_BYTES} bytes long "
+            "for a new store",
+        )
+    return exists
+
+
+def _regular(path: str) -> bool:
+    """Whether a regular file is at ``path`` (``False`` when nothing is)."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return False
+    except NotADirectoryError:
+        raise ValidationError("path", "must be in a directory") from None
+    except OSError:
+        raise ValidationError("path", "cannot be inspected by this process") from None
+    if stat.S_ISDIR(mode):
+        raise ValidationError("path", "must not be a directory")
+    if not stat.S_ISREG(mode):
+        raise ValidationError("path", "must be a regular file, not a FIFO, device or socket")
+    return True
+
+
+def make_directories(path: str) -> None:
+    """Create the missing parent directories of the absolute ``path`` (as TrueHeart Core
+    0.1.2 did), each readable and writable by its owner only."""
+    missing = []
+    directory = os.path.dirname(path)
+    while not os.path.lexists(directory):
+        missing.append(directory)
+        directory = os.path.dirname(directory)
+    if not os.path.isdir(directory):
+        raise ValidationError("path", "must be in a directory")
+    for directory in reversed(missing):
+        try:
+            os.mkdir(directory, 0o700)
+        except FileExistsError:
+            continue  # made by another process meanwhile
+        except OSError:
+            raise ValidationError("path", "its directory cannot be created") from None
+
+
+def writable(path: str) -> bool:
+    """Whether this process may write the file at ``path`` and create files beside it
+    (the WAL and shared-memory files): a read-only file, directory or medium is not."""
+    directory = os.path.dirname(path)
+    return os.access(path, os.W_OK) and os.access(directory, os.W_OK | os.X_OK)
 
 
 def inspect_file(path: str) -> None:
     """Refuse, by reading the header only, any file that is not a database of ours.
 
     Runs before SQLite touches the file, so a foreign, damaged or newer file is never
-    modified (not even switched to WAL) and no side files are created next to it.
+    modified (not even switched to WAL) and no side files are created next to it. The
+    file is opened without blocking and must still be a regular file once open.
     """
     try:
-        with open(path, "rb") as handle:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError:
+        raise ValidationError("path", "cannot be read by this process") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ValidationError("path", "must be a regular file, not a FIFO, device or socket")
+        with os.fdopen(fd, "rb", closefd=False) as handle:
             header = handle.read(_HEADER_SIZE)
         # A checkpoint (here after a crash, or live in another process) writes page 1
         # before the pages that extend the file, and empties the WAL only when done: a
         # main file shorter than its header is damage only when the WAL is empty, and
         # the size is read last so that a finished checkpoint is seen whole.
         wal_in_use = _has_wal(path)
-        size = os.path.getsize(path)
+        size = os.fstat(fd).st_size
     except OSError:
-        raise RepositoryCorruption("schema initialization failed") from None
+        raise RepositoryCorruption("unreadable database file") from None
+    finally:
+        os.close(fd)
     if len(header) < _HEADER_SIZE or not header.startswith(_HEADER_MAGIC):
         raise RepositoryCorruption("invalid schema catalog")
     page_size = int.from_bytes(header[16:18], "big")
@@ -113,10 +252,22 @@ def _has_wal(path: str) -> bool:
         return False
 
 
-def connect(target: str, *, busy_timeout: float, read_only: bool) -> sqlite3.Connection:
-    """A connection in autocommit mode (transactions are explicit) shared across threads."""
+def has_side_files(path: str) -> bool:
+    """Whether a WAL or shared-memory file lies beside the database at ``path``."""
+    return os.path.exists(f"{path}-wal") or os.path.exists(f"{path}-shm")
+
+
+def connect(
+    target: str, *, busy_timeout: float, read_only: bool, immutable: bool = False
+) -> sqlite3.Connection:
+    """A connection in autocommit mode (transactions are explicit) shared across threads.
+
+    ``immutable`` (read-only only) reads the file without locks or side files: for a
+    store in a directory nobody may create its WAL in, where no writer can exist.
+    """
     if read_only:
-        uri = f"file:{quote(os.path.abspath(target))}?mode=ro"
+        mode = "ro&immutable=1" if immutable else "ro"
+        uri = f"file:{quote(os.path.abspath(target))}?mode={mode}"
         conn = sqlite3.connect(
             uri, uri=True, timeout=busy_timeout, isolation_level=None, check_same_thread=False
         )
@@ -159,8 +310,7 @@ def inspect_catalog(path: str) -> int:
     # A store in use (or left by a crash) has a WAL that may hold pages the main file
     # lacks: read it like any reader. Otherwise read the main file as immutable, which
     # creates no -wal or -shm file next to a file that may be refused.
-    in_use = os.path.exists(f"{path}-wal") or os.path.exists(f"{path}-shm")
-    mode = "ro" if in_use else "ro&immutable=1"
+    mode = "ro" if has_side_files(path) else "ro&immutable=1"
     uri = f"file:{quote(os.path.abspath(path))}?mode={mode}"
     with translate("schema initialization failed"):
         conn = sqlite3.connect(uri, uri=True, isolation_level=None)
@@ -180,7 +330,8 @@ def create_file(path: str, *, busy_timeout: float) -> None:
     permissions.
     """
     directory = os.path.dirname(os.path.abspath(path))
-    temporary = os.path.join(directory, f".{os.path.basename(path)}.{uuid.uuid4().hex}.init")
+    name = f".{os.path.basename(path)}.{uuid.uuid4().hex[:16]}.init"
+    temporary = os.path.join(directory, name)
     try:
         os.close(os.open(temporary, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
         with translate("schema initialization failed"):
@@ -194,11 +345,19 @@ def create_file(path: str, *, busy_timeout: float) -> None:
                 conn.close()
         with contextlib.suppress(FileExistsError):
             os.link(temporary, path)
-    except OSError:
-        raise RepositoryCorruption("schema initialization failed") from None
+    except OSError as error:
+        raise _creation_error(error) from None
     finally:
         with contextlib.suppress(OSError):
             os.unlink(temporary)
+
+
+def _creation_error(error: OSError) -> TrueHeartError:
+    if error.errno == errno.ENOSPC:
+        return RepositoryFull("no room to create the store")
+    if error.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return RepositoryReadOnly("the store's directory is read-only")
+    return ValidationError("path", "a store cannot be created there")
 
 
 def checkpoint_truncate(conn: sqlite3.Connection) -> bool:
@@ -213,12 +372,15 @@ def rewrite(conn: sqlite3.Connection) -> bool:
     Deleting many rows makes SQLite merge b-tree pages, and a page it rebuilds keeps, in
     its unused area, stale copies of cells that were on it; ``secure_delete`` zeroes
     only the deleted cells. Fresh pages hold only live cells. False when another
-    connection holds the write lock beyond the busy timeout, or the rewrite cannot be
-    done now (no room for the copy, an I/O error): it is retried later. A damaged
-    database raises.
+    connection holds the write lock beyond the busy timeout (it is retried later);
+    ``RepositoryFull`` when the disk has no room for the copy; any other failure is
+    translated by the caller.
     """
     try:
         conn.execute("VACUUM")
-    except sqlite3.OperationalError:
-        return False
+    except sqlite3.OperationalError as error:
+        failure = translated(error, "rewrite failed")
+        if isinstance(failure, RepositoryBusy):
+            return False
+        raise
     return True

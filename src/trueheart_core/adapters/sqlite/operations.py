@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from trueheart_core.adapters.sqlite.claims import text_key
+from trueheart_core.errors import RepositoryCorruption
 from trueheart_core.ports import ScopeKey
 
 _CHUNK = 500
@@ -63,10 +64,15 @@ class OperationStatements:
     _conn: sqlite3.Connection
     rewrite_requested: bool
 
-    def _scope_id(self, scope: ScopeKey) -> int | None:
+    def _scope_id(self, scope: ScopeKey, *, thorough: bool = False) -> int | None:
         raise NotImplementedError
 
-    def count_rows(self, scope: ScopeKey | None) -> dict[str, int]:
+    def count_rows(self, scope: ScopeKey | None, *, from_tables: bool = False) -> dict[str, int]:
+        if scope is not None and from_tables:
+            sid = self._scope_id(scope, thorough=True)
+            if sid is None:
+                return dict.fromkeys([a for a, _, _ in (*SCOPED_ROWS, *_KEPT_ROWS)], 0)
+            return self._table_counts(sid, self._scope_terms(sid))
         sid = None if scope is None else self._scope_id(scope)
         counts: dict[str, int] = {}
         for artifact, table, condition in (*SCOPED_ROWS, *_KEPT_ROWS):
@@ -165,35 +171,77 @@ class OperationStatements:
         return found
 
     def _ids(self, sql: str, scope: ScopeKey) -> list[Any]:
-        sid = self._scope_id(scope)
+        # Erasure plans with these: read from the tables, so that no row a damaged index
+        # lost escapes its tombstone.
+        sid = self._scope_id(scope, thorough=True)
         if sid is None:
             return []
         return [tuple(r) if len(r) > 1 else r[0] for r in self._conn.execute(sql, (sid,))]
 
     def scope_event_ids(self, scope: ScopeKey) -> list[str]:
-        return self._ids("SELECT event_id FROM raw_events WHERE scope_id = ?", scope)
+        return self._ids("SELECT event_id FROM raw_events NOT INDEXED WHERE scope_id = ?", scope)
 
     def scope_memory_fingerprints(self, scope: ScopeKey) -> list[tuple[str, object]]:
         return self._ids(
-            "SELECT memory_id, dependency_fingerprint FROM memories WHERE scope_id = ?", scope
+            "SELECT memory_id, dependency_fingerprint FROM memories NOT INDEXED WHERE scope_id = ?",
+            scope,
         )
 
     def scope_claim_ids(self, scope: ScopeKey) -> list[str]:
-        return self._ids(
-            "SELECT claim_id FROM claims INDEXED BY claims_by_subject WHERE scope_id = ?", scope
-        )
+        return self._ids("SELECT claim_id FROM claims NOT INDEXED WHERE scope_id = ?", scope)
+
+    def _scope_terms(self, sid: int) -> list[int]:
+        """The scope's term IDs, read from the table (not its scope index)."""
+        return [
+            r[0]
+            for r in self._conn.execute(
+                "SELECT term_id FROM search_terms NOT INDEXED WHERE scope_id = ?", (sid,)
+            )
+        ]
+
+    def _table_counts(self, sid: int, terms: Sequence[int]) -> dict[str, int]:
+        """Every count of :meth:`count_rows` for the scope, read from the tables: each
+        table scanned for the scope's ID, and postings looked up by the primary key of
+        their table for the given terms (postings have no scope column)."""
+        counts: dict[str, int] = {}
+        for artifact, table, _ in (*SCOPED_ROWS, *_KEPT_ROWS):
+            if artifact == "search_posting":
+                rows = self._in_chunks(
+                    "SELECT COUNT(*) FROM search_postings WHERE term_id IN ({marks})", [], terms
+                )
+                counts[artifact] = sum(int(r[0]) for r in rows)
+                continue
+            name = table.split()[0]
+            alias = table.split()[1] if " " in table else name
+            where = f"{alias}.scope_id = ?"
+            if artifact == "raw_event_with_body":
+                where += (
+                    " AND EXISTS (SELECT 1 FROM raw_bodies b NOT INDEXED "
+                    f"WHERE b.event_id = {alias}.event_id AND b.scope_id = {alias}.scope_id)"
+                )
+            (count,) = self._conn.execute(
+                f"SELECT COUNT(*) FROM {table} NOT INDEXED WHERE {where}", (sid,)
+            ).fetchone()
+            counts[artifact] = int(count)
+        return counts
 
     def erase_scope(self, scope: ScopeKey) -> dict[str, int]:
-        sid = self._scope_id(scope)
+        sid = self._scope_id(scope, thorough=True)
         removed: dict[str, int] = {}
+        if sid is None:
+            return {artifact: 0 for artifact, _, _ in SCOPED_ROWS}
+        terms = self._scope_terms(sid)
         for artifact, table, condition in SCOPED_ROWS:
-            count = 0
-            if sid is not None:
-                cursor = self._conn.execute(
-                    f"DELETE FROM {table} WHERE {condition}", [sid] * condition.count("?")
-                )
-                count = cursor.rowcount
-            removed[artifact] = removed.get(artifact, 0) + count
+            cursor = self._conn.execute(
+                f"DELETE FROM {table} WHERE {condition}", [sid] * condition.count("?")
+            )
+            removed[artifact] = removed.get(artifact, 0) + cursor.rowcount
+        left = self._table_counts(sid, terms)
+        if any(left[artifact] for artifact, _, _ in SCOPED_ROWS):
+            raise RepositoryCorruption(
+                "erasure incomplete: a damaged index hides rows of the scope "
+                "(rebuild the indexes, then erase again)"
+            )
         # Removing many rows merges b-tree pages, which can leave stale copies of cells
         # in the pages SQLite rebuilds: the repository rewrites the file after commit.
         self.rewrite_requested = any(removed.values())

@@ -21,8 +21,11 @@ from trueheart_core.adapters.sqlite.unit_of_work import SQLiteUnitOfWork
 from trueheart_core.errors import (
     RepositoryBusy,
     RepositoryCorruption,
+    RepositoryFull,
     RepositoryReadOnly,
+    TrueHeartError,
     ValidationError,
+    body_free_errors,
 )
 from trueheart_core.ports import Operation, ScopeKey
 
@@ -44,8 +47,14 @@ DIAGNOSTICS: dict[Operation, str] = {
 }
 
 _UPGRADE_NEEDS_WRITE = "schema upgrade needs a writable store"
+_SCRUB_NEEDS_SPACE = (
+    "erasure committed, but scrubbing its bytes from the files needs free disk space: "
+    "free space, then make any call or close the repository"
+)
+_EARLIER_SCRUB_NEEDS_SPACE = "an earlier erasure's scrub needs free disk space; nothing was done"
 
 
+@body_free_errors
 class SQLiteRepository:
     """The SQLite adapter: a file path (created on first use) or ``":memory:"``.
 
@@ -83,27 +92,35 @@ class SQLiteRepository:
         self._conn = self._open(target, float(busy_timeout), read_only)
 
     def _open(self, target: str, busy_timeout: float, read_only: bool) -> sqlite3.Connection:
+        immutable = False
         if self._file_backed:
-            if os.path.isdir(target):
-                raise ValidationError("path", "must not be a directory")
-            exists = os.path.exists(target)
+            target = os.path.abspath(target)
+            exists = conn_mod.check_target(target)
             if not exists and read_only:
                 raise ValidationError("path", "must name an existing database file")
             if not exists:
-                if not os.path.isdir(os.path.dirname(os.path.abspath(target))):
-                    raise ValidationError("path", "must be in an existing directory")
+                conn_mod.make_directories(target)
                 conn_mod.create_file(target, busy_timeout=busy_timeout)
             conn_mod.inspect_file(target)
             version = conn_mod.inspect_catalog(target)
-            read_only = read_only or not os.access(target, os.W_OK)
+            read_only = read_only or not conn_mod.writable(target)
             if read_only and version < schema.SCHEMA_VERSION:
                 # Refused before SQLite opens it, so nothing is created next to the file.
                 raise RepositoryReadOnly(_UPGRADE_NEEDS_WRITE)
+            # Where nobody may create the WAL (a read-only directory or medium), no
+            # writer can exist: a file without side files is read as it stands.
+            immutable = (
+                read_only
+                and not conn_mod.writable(target)
+                and not (conn_mod.has_side_files(target))
+            )
         elif read_only:
             raise ValidationError("read_only", "requires a database file")
         self._read_only = read_only
         with conn_mod.translate(DIAGNOSTICS["open"]):
-            conn = conn_mod.connect(target, busy_timeout=busy_timeout, read_only=read_only)
+            conn = conn_mod.connect(
+                target, busy_timeout=busy_timeout, read_only=read_only, immutable=immutable
+            )
             try:
                 conn_mod.configure(conn, file_backed=self._file_backed, read_only=read_only)
                 if self._file_backed:
@@ -153,19 +170,11 @@ class SQLiteRepository:
                 raise ValidationError("repository", "is closed")
             if write and self._read_only:
                 raise RepositoryReadOnly(diagnostic)
-            scrub_first = self._erasure_pending or (erasing and self._file_backed)
-            if scrub_first:
-                # An erasing change can only be scrubbed from the WAL when no other
-                # connection pins an older snapshot. Checking first turns a pinned reader
-                # into RepositoryBusy before any work is done, like write contention.
-                with conn_mod.translate(diagnostic):
-                    scrubbed = self._scrub(conn)
-                self._erasure_pending = self._erasure_pending and not scrubbed
-                if erasing and not scrubbed:
-                    raise RepositoryBusy(diagnostic)
+            if self._erasure_pending or (erasing and self._file_backed):
+                self._scrub_first(conn, diagnostic, erasing=erasing)
             with conn_mod.translate(diagnostic):
                 conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
-                uow = SQLiteUnitOfWork(conn, self._scope_ids)
+                uow = SQLiteUnitOfWork(conn, self._scope_ids, erasing=erasing)
                 try:
                     (version,) = conn.execute("PRAGMA user_version").fetchone()
                     schema.check_version(version)
@@ -176,12 +185,33 @@ class SQLiteRepository:
                             conn.execute("ROLLBACK")
                 if uow.committed and erasing and self._file_backed:
                     self._rewrite_pending = self._rewrite_pending or uow.rewrite_requested
-                    self._erasure_pending = not self._scrub(conn)
+                    self._erasure_pending = True
+                    try:
+                        self._erasure_pending = not self._scrub(conn)
+                    except RepositoryFull:
+                        raise RepositoryFull(_SCRUB_NEEDS_SPACE) from None
                     if self._erasure_pending:
                         # A reader began between the check and the commit and outlived
                         # the busy timeout. The change is committed; only the scrub of
                         # the WAL waits for it. Every later call retries it first.
                         raise RepositoryBusy("erasure checkpoint incomplete")
+
+    def _scrub_first(self, conn: sqlite3.Connection, diagnostic: str, *, erasing: bool) -> None:
+        """Finish an earlier erasure's scrub before this unit, and before an erasing unit
+        make sure no other connection pins an older snapshot: an erasing change can only
+        be scrubbed from the WAL when none does, so a pinned reader becomes
+        ``RepositoryBusy`` before any work is done, like write contention. A scrub that
+        needs disk space holds up only erasing units: reads go on meanwhile."""
+        try:
+            with conn_mod.translate(diagnostic):
+                scrubbed = self._scrub(conn)
+        except RepositoryFull:
+            if erasing:
+                raise RepositoryFull(_EARLIER_SCRUB_NEEDS_SPACE) from None
+            return
+        self._erasure_pending = self._erasure_pending and not scrubbed
+        if erasing and not scrubbed:
+            raise RepositoryBusy(diagnostic)
 
     def _scrub(self, conn: sqlite3.Connection) -> bool:
         """Make removed bytes leave the files: rewrite the database first when a bulk
@@ -224,7 +254,7 @@ class SQLiteRepository:
         with self._lock:
             conn, self._conn = self._conn, None
             if conn is not None:
-                with contextlib.suppress(sqlite3.Error):
+                with contextlib.suppress(sqlite3.Error, TrueHeartError):
                     if self._erasure_pending:
                         self._scrub(conn)
                     conn.close()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import sqlite3
 from collections.abc import Mapping, Sequence
 
@@ -169,57 +170,44 @@ _V4: Sequence[str] = (
 MIGRATIONS: Mapping[int, Sequence[str]] = {1: _V1, 2: _V2, 3: _V3, 4: _V4}
 """Statements that take a database from version ``n - 1`` to version ``n``."""
 
-_V1_OBJECTS: frozenset[tuple[str, str]] = frozenset(
-    {
-        ("table", "scopes"),
-        ("table", "raw_events"),
-        ("table", "raw_bodies"),
-        ("table", "memories"),
-        ("table", "lineage"),
-        ("table", "tombstones"),
-        ("table", "audit"),
-        ("index", "raw_events_expiry"),
-        ("index", "memories_recall_clear"),
-        ("index", "memories_recall_fade"),
-        ("index", "lineage_by_event"),
-        ("index", "tombstones_by_id"),
-        ("index", "tombstones_by_fingerprint"),
-        ("index", "audit_recent"),
-    }
-)
+Definition = tuple[str, str, str, str | None]
+"""A schema object as ``sqlite_master`` stores it: ``(type, name, table, sql)``."""
 
-_V2_OBJECTS: frozenset[tuple[str, str]] = _V1_OBJECTS | {
-    ("index", "memories_by_id"),
-    ("index", "memories_by_status"),
-    ("table", "search_meta"),
-    ("table", "search_docs"),
-    ("table", "search_stats"),
-    ("table", "search_terms"),
-    ("table", "search_postings"),
-    ("index", "search_terms_lookup"),
-    ("index", "search_postings_by_doc"),
-}
+# SQLite keeps its own bookkeeping tables under these names (``ANALYZE`` statistics, the
+# AUTOINCREMENT counters): they hold no data of ours and are not compared.
+_BOOKKEEPING = ("sqlite_stat", "sqlite_sequence")
 
-_V3_OBJECTS: frozenset[tuple[str, str]] = _V2_OBJECTS | {
-    ("table", "claims"),
-    ("index", "claims_by_subject"),
-    ("index", "claims_by_supersedes"),
-    ("table", "extractions"),
-}
 
-EXPECTED_OBJECTS: Mapping[int, frozenset[tuple[str, str]]] = {
-    1: _V1_OBJECTS,
-    2: _V2_OBJECTS,
-    3: _V3_OBJECTS,
-    4: _V3_OBJECTS
-    | {
-        ("table", "semantic_spaces"),
-        ("table", "vectors"),
-        ("index", "vectors_by_doc"),
-        ("index", "vectors_scan"),
-    },
-}
-"""The schema objects of each version: exactly these, nothing foreign."""
+@functools.cache
+def definitions(version: int) -> frozenset[Definition]:
+    """Every schema object of ``version`` exactly as SQLite stores it, read from a
+    throwaway in-memory database built by the same migrations (so the text is SQLite's
+    own rendering, whatever its version). Computed once per process and version."""
+    conn = sqlite3.connect(":memory:")
+    try:
+        for step in range(1, version + 1):
+            for statement in MIGRATIONS[step]:
+                conn.execute(statement)
+        return frozenset(_stored(conn))
+    finally:
+        conn.close()
+
+
+def object_names(version: int) -> frozenset[tuple[str, str]]:
+    """``(type, name)`` of the objects of ``version`` that the schema creates by name."""
+    return frozenset(
+        (kind, name) for kind, name, _, _ in definitions(version) if not name.startswith("sqlite_")
+    )
+
+
+def _stored(conn: sqlite3.Connection) -> list[Definition]:
+    return [
+        (kind, name, table, sql)
+        for kind, name, table, sql in conn.execute(
+            "SELECT type, name, tbl_name, sql FROM sqlite_master"
+        )
+        if not name.startswith(_BOOKKEEPING)
+    ]
 
 
 def migrate(conn: sqlite3.Connection, from_version: int) -> None:
@@ -247,21 +235,29 @@ def check_version(version: object) -> None:
 
 
 def check_catalog(conn: sqlite3.Connection) -> int:
-    """Our application ID, a known version, every object of that version present and
-    nothing foreign. Returns the version (older ones are upgraded by :func:`migrate`)."""
+    """Our application ID, a known version, and a catalog that is exactly the one that
+    version's migrations build: every table, index and trigger present with the very
+    definition this code expects (a changed byte of a stored definition is damage, not a
+    variant), nothing foreign, and each b-tree rooted on a page of its own inside the
+    file. Returns the version (older ones are upgraded by :func:`migrate`)."""
     (application_id,) = conn.execute("PRAGMA application_id").fetchone()
     if application_id != APPLICATION_ID:
         raise RepositoryCorruption("invalid schema catalog")
     (found,) = conn.execute("PRAGMA user_version").fetchone()
     version = check_known_version(found)
-    expected = EXPECTED_OBJECTS[version]
-    present = {
-        (kind, name)
-        for kind, name in conn.execute("SELECT type, name FROM sqlite_master")
-        if not name.startswith("sqlite_")
-    }
-    if not present >= expected:
-        raise RepositoryCorruption("incomplete schema")
-    if present - expected:
+    expected = definitions(version)
+    present = set(_stored(conn))
+    if present != expected:
+        names = {(kind, name) for kind, name, _, _ in present}
+        if not names >= {(kind, name) for kind, name, _, _ in expected}:
+            raise RepositoryCorruption("incomplete schema")
+        raise RepositoryCorruption("invalid schema catalog")
+    (pages,) = conn.execute("PRAGMA page_count").fetchone()
+    roots = [
+        root for (root,) in conn.execute("SELECT rootpage FROM sqlite_master WHERE rootpage != 0")
+    ]
+    if len(set(roots)) != len(roots) or not all(
+        type(root) is int and 2 <= root <= pages for root in roots
+    ):
         raise RepositoryCorruption("invalid schema catalog")
     return version

@@ -78,7 +78,7 @@ class SearchStatements:
 
     _conn: sqlite3.Connection
 
-    def _scope_id(self, scope: ScopeKey) -> int | None:
+    def _scope_id(self, scope: ScopeKey, *, thorough: bool = False) -> int | None:
         raise NotImplementedError
 
     def _ensure_scope(self, scope: ScopeKey) -> int:

@@ -11,9 +11,11 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from trueheart_core.adapters.sqlite.claims import ClaimStatements
+from trueheart_core.adapters.sqlite.connection import changed
 from trueheart_core.adapters.sqlite.operations import OperationStatements
 from trueheart_core.adapters.sqlite.search import SearchStatements, hex_set
 from trueheart_core.adapters.sqlite.vectors import VectorStatements
+from trueheart_core.errors import RepositoryCorruption
 from trueheart_core.ports import (
     AuditRow,
     BodyRow,
@@ -79,9 +81,15 @@ def _key(r: Sequence[Any]) -> ScopeKey:
 class SQLiteUnitOfWork(SearchStatements, ClaimStatements, VectorStatements, OperationStatements):
     """One SQLite transaction: primitive reads and writes (see ``ports.UnitOfWork``)."""
 
-    def __init__(self, conn: sqlite3.Connection, scope_ids: dict[ScopeKey, int]) -> None:
+    def __init__(
+        self, conn: sqlite3.Connection, scope_ids: dict[ScopeKey, int], *, erasing: bool = False
+    ) -> None:
         self._conn = conn
         self._known = scope_ids
+        # An erasing unit finds scopes thoroughly (see ``_scope_id``), so that neither the
+        # rows it removes nor the tombstones and audit row it writes miss a scope whose
+        # index entry was lost.
+        self._thorough = erasing
         self._new: dict[ScopeKey, int] = {}
         self.committed = False
         # Set by a bulk erasure: the repository rewrites the file after the commit.
@@ -94,7 +102,11 @@ class SQLiteUnitOfWork(SearchStatements, ClaimStatements, VectorStatements, Oper
 
     # --- scopes ---------------------------------------------------------------------------
 
-    def _scope_id(self, scope: ScopeKey) -> int | None:
+    def _scope_id(self, scope: ScopeKey, *, thorough: bool = False) -> int | None:
+        """The scope's row ID, found by its unique index and checked against the row the
+        index names (a damaged index must not lead one scope's call into another's
+        rows). ``thorough`` also reads the table itself when the index has no entry, for
+        erasure, which must not take a lost index entry for an empty scope."""
         found = self._known.get(scope) or self._new.get(scope)
         if found is not None:
             return found
@@ -102,11 +114,23 @@ class SQLiteUnitOfWork(SearchStatements, ClaimStatements, VectorStatements, Oper
             "SELECT scope_id FROM scopes WHERE tenant_id = ? AND owner_id = ? AND subject_id = ?",
             scope,
         ).fetchone()
+        if row is None and (thorough or self._thorough):
+            row = self._conn.execute(
+                "SELECT scope_id FROM scopes NOT INDEXED "
+                "WHERE tenant_id = ? AND owner_id = ? AND subject_id = ?",
+                scope,
+            ).fetchone()
         if row is None:
             return None
+        sid = row[0]
+        stored = self._conn.execute(
+            "SELECT tenant_id, owner_id, subject_id FROM scopes WHERE scope_id = ?", (sid,)
+        ).fetchone()
+        if type(sid) is not int or stored is None or tuple(stored) != tuple(scope):
+            raise RepositoryCorruption("invalid scope record")
         # Committed scope rows never change, so their IDs can be remembered at once.
-        self._known[scope] = int(row[0])
-        return int(row[0])
+        self._known[scope] = sid
+        return sid
 
     def _ensure_scope(self, scope: ScopeKey) -> int:
         found = self._scope_id(scope)
@@ -124,7 +148,7 @@ class SQLiteUnitOfWork(SearchStatements, ClaimStatements, VectorStatements, Oper
         where = ""
         params: list[Any] = []
         if scope is not None:
-            sid = self._scope_id(scope)
+            sid = self._scope_id(scope, thorough=True)
             if sid is None:
                 return
             where = " AND x.scope_id = ?"
@@ -211,12 +235,18 @@ class SQLiteUnitOfWork(SearchStatements, ClaimStatements, VectorStatements, Oper
 
     def expire_event(self, row: EventRow) -> None:
         sid = self._scope_id(row.scope)
-        self._conn.execute(
-            "DELETE FROM raw_bodies WHERE event_id = ? AND scope_id = ?", (row.event_id, sid)
+        changed(
+            self._conn.execute(
+                "DELETE FROM raw_bodies WHERE event_id = ? AND scope_id = ?", (row.event_id, sid)
+            ),
+            1,
         )
-        self._conn.execute(
-            "UPDATE raw_events SET status = ?, digest = ? WHERE event_id = ? AND scope_id = ?",
-            (row.status, row.digest, row.event_id, sid),
+        changed(
+            self._conn.execute(
+                "UPDATE raw_events SET status = ?, digest = ? WHERE event_id = ? AND scope_id = ?",
+                (row.status, row.digest, row.event_id, sid),
+            ),
+            1,
         )
 
     def delete_event(self, scope: ScopeKey, event_id: str) -> None:
@@ -225,8 +255,11 @@ class SQLiteUnitOfWork(SearchStatements, ClaimStatements, VectorStatements, Oper
         self._conn.execute(
             "DELETE FROM raw_bodies WHERE event_id = ? AND scope_id = ?", (event_id, sid)
         )
-        self._conn.execute(
-            "DELETE FROM raw_events WHERE event_id = ? AND scope_id = ?", (event_id, sid)
+        changed(
+            self._conn.execute(
+                "DELETE FROM raw_events WHERE event_id = ? AND scope_id = ?", (event_id, sid)
+            ),
+            1,
         )
 
     def iter_events(self, scope: ScopeKey | None) -> Iterator[EventRow]:
@@ -345,9 +378,12 @@ class SQLiteUnitOfWork(SearchStatements, ClaimStatements, VectorStatements, Oper
 
     def update_memory(self, row: MemoryRow) -> None:
         sid = self._scope_id(row.scope)
-        self._conn.execute(
-            "UPDATE memories SET status = ?, digest = ? WHERE memory_id = ? AND scope_id = ?",
-            (row.status, row.digest, row.memory_id, sid),
+        changed(
+            self._conn.execute(
+                "UPDATE memories SET status = ?, digest = ? WHERE memory_id = ? AND scope_id = ?",
+                (row.status, row.digest, row.memory_id, sid),
+            ),
+            1,
         )
         rid = None if sid is None else self._memory_rid(sid, row.memory_id)
         if rid is not None:
@@ -363,8 +399,11 @@ class SQLiteUnitOfWork(SearchStatements, ClaimStatements, VectorStatements, Oper
         self._conn.execute(
             "DELETE FROM lineage WHERE scope_id = ? AND memory_id = ?", (sid, memory_id)
         )
-        self._conn.execute(
-            "DELETE FROM memories WHERE memory_id = ? AND scope_id = ?", (memory_id, sid)
+        changed(
+            self._conn.execute(
+                "DELETE FROM memories WHERE memory_id = ? AND scope_id = ?", (memory_id, sid)
+            ),
+            1,
         )
 
     @staticmethod
