@@ -379,8 +379,12 @@ def rewrite(conn: sqlite3.Connection) -> bool:
     try:
         conn.execute("VACUUM")
     except sqlite3.OperationalError as error:
-        failure = translated(error, "rewrite failed")
+        failure = translated(error, "rewrite needs free disk space")
         if isinstance(failure, RepositoryBusy):
             return False
-        raise
-    return True
+        if not isinstance(failure, RepositoryFull):
+            raise
+        forget(error)
+    else:
+        return True
+    raise failure

@@ -187,7 +187,8 @@ class SQLiteRepository:
                     self._rewrite_pending = self._rewrite_pending or uow.rewrite_requested
                     self._erasure_pending = True
                     try:
-                        self._erasure_pending = not self._scrub(conn)
+                        with conn_mod.translate(diagnostic):
+                            self._erasure_pending = not self._scrub(conn)
                     except RepositoryFull:
                         raise RepositoryFull(_SCRUB_NEEDS_SPACE) from None
                     if self._erasure_pending:

@@ -1,0 +1,340 @@
+"""Healthy stores on odd storage get their own errors: read-only files, directories and
+media serve reads; a full disk is ``RepositoryFull``; paths SQLite cannot open are a
+``ValidationError`` at once (a FIFO never blocks); errors keep no body in their chains.
+
+Tests that need an unprivileged user run in a forked child that drops to ``nobody``
+(CI runs as root, for whom file permissions stop nothing). Tests that need a small or
+read-only file system mount a tmpfs, and skip when this machine does not allow it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from storage_faults import NOBODY, NOW, OTHER, RETENTION, SCOPE, body, in_child, populate
+
+from trueheart_core import (
+    RawEventDraft,
+    RecallQuery,
+    RepositoryFull,
+    RepositoryReadOnly,
+    SearchQuery,
+    SourceRef,
+    SQLiteRepository,
+    TrueHeart,
+    TrueHeartError,
+    TrustLevel,
+    ValidationError,
+)
+
+
+def _reads(path: Path) -> tuple[int, int, bool, int]:
+    """Every kind of read, then every kind of write must be refused as read-only."""
+    with TrueHeart(SQLiteRepository(path), clock=lambda: NOW) as service:
+        recalled = len(service.recall(RecallQuery(SCOPE, NOW)))
+        found = service.search(SearchQuery(SCOPE, "hiking lake", NOW)).matched
+        report = service.verify_integrity()
+        audit = len(service.audit(SCOPE))
+        service.stats(SCOPE)
+        source = SourceRef("chat", "chat", NOW, TrustLevel.OBSERVED)
+        writes = (
+            lambda: service.ingest_event(RawEventDraft("new", SCOPE, source, "x", RETENTION)),
+            lambda: service.erase_subject(SCOPE, occurred_at=NOW),
+            lambda: service.expire_raw_content(as_of=NOW + timedelta(hours=2)),
+            lambda: service.rebuild_indexes(),
+        )
+        for write in writes:
+            with pytest.raises(RepositoryReadOnly):
+                write()
+    return recalled, found, report.ok, audit
+
+
+@pytest.fixture
+def shared_dir() -> Iterator[Path]:
+    """A directory outside the root-only pytest base, so that ``nobody`` can reach it."""
+    directory = Path(tempfile.mkdtemp(prefix="trueheart-shared-"))
+    directory.chmod(0o755)
+    try:
+        yield directory
+    finally:
+        directory.chmod(0o755)
+        shutil.rmtree(directory)
+
+
+@pytest.mark.parametrize("what", ["directory", "file"])
+def test_a_store_this_user_cannot_write_serves_reads(shared_dir: Path, what: str) -> None:
+    path = shared_dir / "store.db"
+    populate(path)
+    with TrueHeart(SQLiteRepository(path), clock=lambda: NOW) as service:
+        expected = (
+            len(service.recall(RecallQuery(SCOPE, NOW))),
+            service.search(SearchQuery(SCOPE, "hiking lake", NOW)).matched,
+            True,
+            len(service.audit(SCOPE)),
+        )
+    assert not Path(f"{path}-wal").exists()
+    path.chmod(0o644 if what == "directory" else 0o444)
+    if what == "directory":
+        shared_dir.chmod(0o555)
+    else:
+        path.parent.chmod(0o777)
+    before = path.read_bytes()
+    kind, value = in_child(lambda: _reads(path), uid=NOBODY)
+    assert (kind, value) == ("ok", expected)
+    assert path.read_bytes() == before
+    assert sorted(os.listdir(shared_dir)) == ["store.db"]
+
+
+def test_an_explicit_read_only_open_of_a_missing_file_in_a_read_only_directory(
+    shared_dir: Path,
+) -> None:
+    shared_dir.chmod(0o555)
+
+    def open_missing() -> object:
+        return SQLiteRepository(shared_dir / "absent.db")
+
+    kind, value = in_child(open_missing, uid=NOBODY)
+    assert kind == "error"
+    assert value[0] == "RepositoryReadOnly"  # type: ignore[index]
+    assert os.listdir(shared_dir) == []
+
+
+@contextlib.contextmanager
+def _tmpfs(size: str) -> Iterator[Path]:
+    directory = Path(tempfile.mkdtemp(prefix="trueheart-tmpfs-"))
+    try:
+        done = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", f"size={size},mode=0755", "tmpfs", str(directory)],
+            capture_output=True,
+            check=False,
+        )
+        if done.returncode != 0:
+            pytest.skip("this machine does not allow mounting a tmpfs")
+        try:
+            yield directory
+        finally:
+            subprocess.run(["umount", "-l", str(directory)], check=False)
+    finally:
+        directory.rmdir()
+
+
+def test_a_store_on_a_read_only_medium_serves_reads() -> None:
+    with _tmpfs("8m") as mount:
+        path = mount / "store.db"
+        populate(path)
+        with TrueHeart(SQLiteRepository(path), clock=lambda: NOW) as service:
+            recalled = len(service.recall(RecallQuery(SCOPE, NOW)))
+        remounted = subprocess.run(
+            ["mount", "-o", "remount,ro", str(mount)], capture_output=True, check=False
+        )
+        if remounted.returncode != 0:
+            pytest.skip("this machine does not allow remounting read-only")
+        assert _reads(path)[0] == recalled
+
+
+def _fill(mount: Path) -> Path:
+    """Fill the file system to the last byte; returns the filler file."""
+    filler = mount / "filler"
+    fd = os.open(filler, os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        with contextlib.suppress(OSError):
+            while True:
+                os.write(fd, b"\0" * 65536)
+        with contextlib.suppress(OSError):
+            while True:
+                os.write(fd, b"\0" * 512)
+    finally:
+        os.close(fd)
+    return filler
+
+
+def _free(filler: Path, amount: int) -> None:
+    os.truncate(filler, max(0, filler.stat().st_size - amount))
+
+
+def _event(index: int, scope: object = SCOPE, size: int = 1) -> RawEventDraft:
+    source = SourceRef("chat", "chat", NOW, TrustLevel.OBSERVED)
+    text = body("event", index, scope) * size  # type: ignore[arg-type]
+    return RawEventDraft(f"e{index}", scope, source, text, RETENTION)  # type: ignore[arg-type]
+
+
+def test_a_full_disk_is_repository_full_and_loses_nothing() -> None:
+    with _tmpfs("2m") as mount:
+        path = mount / "store.db"
+        with TrueHeart(SQLiteRepository(path), clock=lambda: NOW) as service:
+            for index in range(20):
+                service.ingest_event(_event(index, size=20))
+            filler = _fill(mount)
+            failures = []
+            for index in range(20, 60):
+                try:
+                    service.ingest_event(_event(index, size=20))
+                except TrueHeartError as error:
+                    failures.append(error)
+                    break
+            assert failures, "the disk never filled"
+            (error,) = failures
+            assert type(error) is RepositoryFull
+            assert str(error).startswith("repository full: ")
+            assert error.__context__ is None and error.__cause__ is None
+            acknowledged = index
+            assert service.get_receipt(SCOPE, "e0").content_available
+            filler.unlink()
+            service.ingest_event(_event(acknowledged, size=20))
+        with TrueHeart(SQLiteRepository(path), clock=lambda: NOW) as service:
+            for number in range(acknowledged + 1):
+                assert service.get_receipt(SCOPE, f"e{number}").content_available
+            assert service.verify_integrity().ok
+
+
+def test_an_erasure_whose_scrub_has_no_room_says_so_and_finishes_later() -> None:
+    with _tmpfs("16m") as mount:
+        path = mount / "store.db"
+        service = TrueHeart(SQLiteRepository(path), clock=lambda: NOW)
+        for index in range(5):
+            service.ingest_event(_event(index))
+        # The rest of the store belongs to another scope: a rewrite of the file needs
+        # far more room than the erasure's own change.
+        for index in range(5, 400):
+            service.ingest_event(_event(index, OTHER, size=20))
+        service.close()
+        service = TrueHeart(SQLiteRepository(path), clock=lambda: NOW)
+        filler = _fill(mount)
+        committed = None
+        for _ in range(128):
+            _free(filler, 16384)
+            try:
+                service.erase_subject(SCOPE, occurred_at=NOW)
+            except RepositoryFull as error:
+                if "erasure committed" in str(error):
+                    committed = error
+                    break
+                continue
+            pytest.fail("the erasure's scrub found room: the disk was not full enough")
+        assert committed is not None, "the erasure never committed"
+        assert str(committed) == (
+            "repository full: erasure committed, but scrubbing its bytes from the files "
+            "needs free disk space: free space, then make any call or close the repository"
+        )
+        # Committed: nothing of the scope is visible; reads go on; erasing calls wait.
+        assert service.scopes() == (OTHER,)
+        with pytest.raises(RepositoryFull, match="earlier erasure's scrub"):
+            service.erase_subject(OTHER, occurred_at=NOW, dry_run=False)
+        assert len(service.scopes()) == 1
+        filler.unlink()
+        service.stats()  # the next call scrubs first
+        service.close()
+        secret = body("event", 0, SCOPE).encode()
+        data = b"".join(p.read_bytes() for p in (path, Path(f"{path}-wal")) if p.exists())
+        assert secret not in data
+
+
+# --- paths SQLite cannot open -------------------------------------------------------------
+
+
+def test_a_fifo_at_the_path_is_refused_without_blocking(tmp_path: Path) -> None:
+    path = tmp_path / "store.db"
+    os.mkfifo(path)
+    kind, value = in_child(lambda: SQLiteRepository(path), seconds=10)
+    assert kind == "error", (kind, value)
+    assert value[1] == "path: must be a regular file, not a FIFO, device or socket"  # type: ignore[index]
+
+
+def test_a_fifo_at_the_wal_path_is_refused_without_blocking(tmp_path: Path) -> None:
+    path = tmp_path / "store.db"
+    SQLiteRepository(path).close()
+    os.mkfifo(f"{path}-wal")
+    kind, value = in_child(lambda: SQLiteRepository(path), seconds=10)
+    assert kind == "error", (kind, value)
+    assert value[1] == "path: must be a regular file, not a FIFO, device or socket"  # type: ignore[index]
+
+
+def test_a_device_is_refused() -> None:
+    with pytest.raises(ValidationError, match=r"^path: must be a regular file"):
+        SQLiteRepository("/dev/null")
+
+
+def test_a_dangling_symbolic_link_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "store.db").symlink_to(tmp_path / "nowhere.db")
+    with pytest.raises(ValidationError, match=r"^path: is a dangling symbolic link$"):
+        SQLiteRepository(tmp_path / "store.db")
+    assert not (tmp_path / "nowhere.db").exists()
+
+
+def test_a_symbolic_link_to_a_store_opens_it(tmp_path: Path) -> None:
+    SQLiteRepository(tmp_path / "real.db").close()
+    (tmp_path / "link.db").symlink_to(tmp_path / "real.db")
+    SQLiteRepository(tmp_path / "link.db").close()
+
+
+def test_paths_over_the_length_sqlite_accepts(tmp_path: Path) -> None:
+    deep = tmp_path
+    while len(str(deep)) < 420:
+        deep = deep / ("d" * 60)
+    deep.mkdir(parents=True)
+    too_long = deep / ("s" * (505 - len(str(deep)) - 1))
+    assert len(str(too_long)) == 505
+    with pytest.raises(ValidationError, match=r"^path: must be at most 504 bytes long$"):
+        SQLiteRepository(too_long)
+    new_too_long = deep / ("s" * (482 - len(str(deep)) - 1))
+    with pytest.raises(ValidationError, match=r"at most 481 bytes long for a new store$"):
+        SQLiteRepository(new_too_long)
+    longest_new = deep / ("s" * (481 - len(str(deep)) - 1))
+    SQLiteRepository(longest_new).close()
+    # An existing store at the limit opens: SQLite accepts 504 bytes.
+    at_limit = deep / ("s" * (504 - len(str(deep)) - 1))
+    os.link(longest_new, at_limit)
+    SQLiteRepository(at_limit).close()
+
+
+# --- bodies in exception chains -----------------------------------------------------------
+
+
+def _chain(error: BaseException) -> list[BaseException]:
+    found = []
+    seen: BaseException | None = error
+    while seen is not None and len(found) < 10:
+        found.append(seen)
+        seen = seen.__cause__ or seen.__context__
+    return found
+
+
+def test_a_validation_error_for_bad_utf8_keeps_no_body() -> None:
+    source = SourceRef("chat", "chat", NOW, TrustLevel.OBSERVED)
+    with pytest.raises(ValidationError) as caught:
+        RawEventDraft("e", SCOPE, source, "SECRET body \udc80", RETENTION)
+    assert _chain(caught.value) == [caught.value]
+    with pytest.raises(ValidationError) as caught:
+        RawEventDraft("e", SCOPE, source, "x", RETENTION, metadata={"k": "SECRET \udc80"})
+    assert _chain(caught.value) == [caught.value]
+
+
+def test_corruption_from_a_malformed_row_keeps_no_body(tmp_path: Path) -> None:
+    import sqlite3
+
+    path = tmp_path / "store.db"
+    populate(path)
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute('UPDATE memories SET metadata = \'{"k": "SECRET unfinished\'')
+    conn.execute("UPDATE raw_events SET trust = 'SECRET trust'")
+    conn.close()
+    with TrueHeart(SQLiteRepository(path), clock=lambda: NOW) as service:
+        for call in (
+            lambda: service.recall(RecallQuery(SCOPE, NOW)),
+            lambda: service.get_memory(SCOPE, "m0"),
+            lambda: service.get_receipt(SCOPE, "e0"),
+            lambda: service.search(SearchQuery(SCOPE, "hiking", NOW)),
+        ):
+            with pytest.raises(TrueHeartError) as caught:
+                call()
+            for error in _chain(caught.value):
+                assert "SECRET" not in repr(error) and "SECRET" not in str(error)
+            assert caught.value.__context__ is None
