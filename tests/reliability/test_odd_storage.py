@@ -49,7 +49,7 @@ def _reads(path: Path) -> tuple[int, int, bool, int]:
             lambda: service.ingest_event(RawEventDraft("new", SCOPE, source, "x", RETENTION)),
             lambda: service.erase_subject(SCOPE, occurred_at=NOW),
             lambda: service.expire_raw_content(as_of=NOW + timedelta(hours=2)),
-            lambda: service.rebuild_indexes(),
+            service.rebuild_indexes,
         )
         for write in writes:
             with pytest.raises(RepositoryReadOnly):
