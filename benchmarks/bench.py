@@ -586,6 +586,35 @@ def fading_cases(th: TrueHeart, plan: Plan) -> list[Case]:
     return cases
 
 
+def floor_open_case(path: Path, plan: Plan) -> Case:
+    """The least comparable work of an open: a plain connection that reads the header
+    pragmas and the whole catalog (what any check of the schema must read)."""
+    opened: list[sqlite3.Connection] = []
+
+    def prepare(i: int) -> Callable[[], object]:
+        while opened:
+            opened.pop().close()
+
+        def call() -> object:
+            conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+            opened.append(conn)
+            conn.execute("PRAGMA application_id").fetchone()
+            conn.execute("PRAGMA user_version").fetchone()
+            return conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_master").fetchall()
+
+        return call
+
+    return Case(
+        "floor: connect, read catalog",
+        f"{OPEN_ROWS:,} events",
+        None,
+        prepare,
+        anything,
+        plan.open_repeat,
+        plan.warmup,
+    )
+
+
 def open_case(path: Path, plan: Plan) -> Case:
     opened: list[SQLiteRepository] = []
 
@@ -603,7 +632,7 @@ def open_case(path: Path, plan: Plan) -> Case:
     return Case(
         "SQLiteRepository open",
         f"{OPEN_ROWS:,} events",
-        None,
+        "open",
         prepare,
         anything,
         plan.open_repeat,
@@ -633,6 +662,7 @@ FLOOR_NAMES = {
     "insert": "committed insert",
     "top20": "top-20 select",
     "top100": "top-100 select",
+    "open": "connect, read catalog",
 }
 
 
@@ -700,8 +730,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         finally:
             th.close()
             floor_conn.close()
+        floor_open = floor_open_case(work / "open.db", plan)
         opening = open_case(work / "open.db", plan)
-        run_interleaved([opening], 1)
+        run_interleaved([floor_open, opening], 1)
+        floor_open.prepare(-1)  # closes the last connection opened
         opening.prepare(-1)  # closes the last repository opened
 
     by_name = {(c.operation, c.size): c for c in [*reads, *fading, *writes, *erases, opening]}
@@ -709,6 +741,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "insert": summarise(writes[0]).median_us,
         "top20": summarise(reads[0]).median_us,
         "top100": summarise(reads[1]).median_us,
+        "open": summarise(floor_open).median_us,
     }
     ordered: list[Result] = [summarise(writes[0]), summarise(reads[0]), summarise(reads[1])]
     for case in writes[1:]:
@@ -721,6 +754,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             ordered.append(summarise(case, EXPIRE_SET, "expire_raw_content, per body"))
     ordered.extend(summarise(case) for case in reads[2:])
     ordered.extend(summarise(case) for case in fading)
+    ordered.append(summarise(floor_open))
     ordered.append(summarise(opening))
     results = [with_ratio(r, floors) for r in ordered]
     print()

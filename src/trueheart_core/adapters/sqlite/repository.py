@@ -174,7 +174,7 @@ class SQLiteRepository:
                 self._scrub_first(conn, diagnostic, erasing=erasing)
             with conn_mod.translate(diagnostic):
                 conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
-                uow = SQLiteUnitOfWork(conn, self._scope_ids, erasing=erasing)
+                uow = SQLiteUnitOfWork(conn, self._scope_ids)
                 try:
                     (version,) = conn.execute("PRAGMA user_version").fetchone()
                     schema.check_version(version)

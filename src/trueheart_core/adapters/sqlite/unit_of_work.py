@@ -81,15 +81,9 @@ def _key(r: Sequence[Any]) -> ScopeKey:
 class SQLiteUnitOfWork(SearchStatements, ClaimStatements, VectorStatements, OperationStatements):
     """One SQLite transaction: primitive reads and writes (see ``ports.UnitOfWork``)."""
 
-    def __init__(
-        self, conn: sqlite3.Connection, scope_ids: dict[ScopeKey, int], *, erasing: bool = False
-    ) -> None:
+    def __init__(self, conn: sqlite3.Connection, scope_ids: dict[ScopeKey, int]) -> None:
         self._conn = conn
         self._known = scope_ids
-        # An erasing unit finds scopes thoroughly (see ``_scope_id``), so that neither the
-        # rows it removes nor the tombstones and audit row it writes miss a scope whose
-        # index entry was lost.
-        self._thorough = erasing
         self._new: dict[ScopeKey, int] = {}
         self.committed = False
         # Set by a bulk erasure: the repository rewrites the file after the commit.
@@ -106,7 +100,10 @@ class SQLiteUnitOfWork(SearchStatements, ClaimStatements, VectorStatements, Oper
         """The scope's row ID, found by its unique index and checked against the row the
         index names (a damaged index must not lead one scope's call into another's
         rows). ``thorough`` also reads the table itself when the index has no entry, for
-        erasure, which must not take a lost index entry for an empty scope."""
+        subject erasure, which must not take a lost index entry for an empty scope (it
+        looks the scope up first, so the tombstones and audit row it then writes use the
+        ID found). Elsewhere a missing scope only ends in ``EntityNotFound`` or an empty
+        answer, and the lookup stays one index probe."""
         found = self._known.get(scope) or self._new.get(scope)
         if found is not None:
             return found
@@ -114,7 +111,7 @@ class SQLiteUnitOfWork(SearchStatements, ClaimStatements, VectorStatements, Oper
             "SELECT scope_id FROM scopes WHERE tenant_id = ? AND owner_id = ? AND subject_id = ?",
             scope,
         ).fetchone()
-        if row is None and (thorough or self._thorough):
+        if row is None and thorough:
             row = self._conn.execute(
                 "SELECT scope_id FROM scopes NOT INDEXED "
                 "WHERE tenant_id = ? AND owner_id = ? AND subject_id = ?",
