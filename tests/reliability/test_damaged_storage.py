@@ -223,12 +223,19 @@ def test_a_lost_scope_index_entry_is_reported_by_verification(
     assert checked > 0
 
 
-def test_expiry_over_a_lost_receipt_index_entry_stops_with_corruption(
-    pristine: Path, tmp_path: Path
+@pytest.mark.parametrize(
+    ("index", "needle", "replacement"),
+    [
+        ("sqlite_autoindex_raw_events_1", b"e0", b"x0"),
+        ("sqlite_autoindex_scopes_1", SCOPE.subject_id.encode(), b"user-4X"),
+    ],
+)
+def test_expiry_over_a_lost_index_entry_stops_with_corruption(
+    pristine: Path, tmp_path: Path, index: str, needle: bytes, replacement: bytes
 ) -> None:
     path = _copy(pristine, tmp_path)
-    page, size = root_page(path, "sqlite_autoindex_raw_events_1")
-    edit_page(path, page, size, b"e0", b"x0")
+    page, size = root_page(path, index)
+    edit_page(path, page, size, needle, replacement)
     before = path.read_bytes()
 
     def expire() -> int:
@@ -459,3 +466,45 @@ def test_malformed_stored_values_give_library_errors(
     kind, outcome = in_child(run_all, seconds=240)
     assert kind != "hang"
     assert kind == "ok", outcome
+
+
+# --- invalid UTF-8 in the stored definitions ---------------------------------------------
+
+
+def _invalid_utf8_definition(pristine: Path, tmp_path: Path) -> Path:
+    """A store whose stored definition of ``raw_bodies`` has a byte that is not UTF-8:
+    SQLite's own error message about the schema then holds invalid UTF-8 too."""
+    path = _copy(pristine, tmp_path)
+    data = bytearray(path.read_bytes())
+    offset = data.find(b"CREATE TABLE raw_bodies")
+    assert offset > 0
+    data[offset + len("CREATE TABLE raw_")] = 0xFF
+    path.write_bytes(bytes(data))
+    return path
+
+
+def test_invalid_utf8_in_a_definition_is_corruption_on_both_faces_and_the_command_line(
+    pristine: Path, tmp_path: Path
+) -> None:
+    import subprocess
+    import sys
+
+    from evicortex import EviCortex
+
+    path = _invalid_utf8_definition(pristine, tmp_path)
+    with pytest.raises(RepositoryCorruption) as caught:
+        SQLiteRepository(path)
+    assert caught.value.__context__ is None
+    with pytest.raises(RepositoryCorruption):
+        EviCortex.open(path)
+    done = subprocess.run(
+        [sys.executable, "-m", "trueheart_core.cli", "stats", str(path)],
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        check=False,
+        timeout=60,
+    )
+    assert done.returncode == 4, done.stderr
+    assert "Traceback" not in done.stderr
+    assert "repository corruption" in done.stderr
