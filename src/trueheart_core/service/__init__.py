@@ -1,0 +1,1 @@
+"""The service layer: every public operation over one unit of work of the port. No SQL."""
