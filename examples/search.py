@@ -26,7 +26,7 @@ from trueheart_core import (
     TrueHeart,
     TrustLevel,
 )
-from trueheart_core.retrieval.tokenize import tokenize
+from trueheart_core.domain.search.tokenize import tokenize
 
 NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 SCOPE = Scope("synthetic-tenant", "travel-assistant", "synthetic-traveller")

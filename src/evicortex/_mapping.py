@@ -26,9 +26,9 @@ from evicortex.errors import (
     ValidationError,
 )
 from trueheart_core import Scope
+from trueheart_core.domain.validation import utf8_size
 from trueheart_core.errors import EntityDeleted, IdempotencyConflict
 from trueheart_core.errors import ValidationError as EngineValidationError
-from trueheart_core.validation import utf8_size
 
 __all__ = [
     "NAMESPACE_OWNER",

@@ -12,7 +12,7 @@ from evicortex._mapping import optional_moment
 from evicortex.errors import ValidationError
 from trueheart_core import RankSignal, SemanticTrace
 from trueheart_core import StoreStats as EngineStats
-from trueheart_core._repr import body_free_repr
+from trueheart_core.domain.reprs import body_free_repr
 
 __all__ = [
     "CapsuleItem",

@@ -8,7 +8,7 @@ no model calls, no network.
 
 from trueheart_core._version import package_version
 from trueheart_core.adapters.sqlite import SQLiteRepository
-from trueheart_core.claims import (
+from trueheart_core.domain.claims import (
     ClaimConflict,
     ClaimDraft,
     ClaimQuery,
@@ -20,7 +20,15 @@ from trueheart_core.claims import (
     ExtractionResult,
     IngestResult,
 )
-from trueheart_core.domain import (
+from trueheart_core.domain.extraction import (
+    CanonicalClaimExtractor,
+    ClaimExtraction,
+    ClaimExtractor,
+    ClaimProvenance,
+    ExtractedClaim,
+    ExtractionDiagnostic,
+)
+from trueheart_core.domain.model import (
     ArtifactClass,
     AuditRecord,
     EntityType,
@@ -41,6 +49,33 @@ from trueheart_core.domain import (
     SourceRef,
     TrustLevel,
 )
+from trueheart_core.domain.operations import (
+    ArtifactCounts,
+    BackupReport,
+    ErasureReceipt,
+    IndexRebuildReport,
+    StoreStats,
+)
+from trueheart_core.domain.search.capsule import TokenEstimator, Utf8BytesEstimator
+from trueheart_core.domain.search.model import (
+    CapsuleDecision,
+    CapsuleItem,
+    CapsuleTraceEntry,
+    MemoryCapsule,
+    MemoryPage,
+    RankSignal,
+    SearchQuery,
+    SemanticTrace,
+    SignalSource,
+)
+from trueheart_core.domain.semantic import (
+    Embedder,
+    HashingEmbedder,
+    RerankCandidate,
+    Reranker,
+    RerankResult,
+)
+from trueheart_core.domain.semantic.model import SemanticStatus
 from trueheart_core.errors import (
     EmbedderMismatch,
     EntityDeleted,
@@ -58,42 +93,7 @@ from trueheart_core.errors import (
     TrustEscalation,
     ValidationError,
 )
-from trueheart_core.extraction import (
-    CanonicalClaimExtractor,
-    ClaimExtraction,
-    ClaimExtractor,
-    ClaimProvenance,
-    ExtractedClaim,
-    ExtractionDiagnostic,
-)
-from trueheart_core.operations_model import (
-    ArtifactCounts,
-    BackupReport,
-    ErasureReceipt,
-    IndexRebuildReport,
-    StoreStats,
-)
-from trueheart_core.retrieval.capsule import TokenEstimator, Utf8BytesEstimator
-from trueheart_core.retrieval.model import (
-    CapsuleDecision,
-    CapsuleItem,
-    CapsuleTraceEntry,
-    MemoryCapsule,
-    MemoryPage,
-    RankSignal,
-    SearchQuery,
-    SemanticTrace,
-    SignalSource,
-)
-from trueheart_core.semantic import (
-    Embedder,
-    HashingEmbedder,
-    RerankCandidate,
-    Reranker,
-    RerankResult,
-)
-from trueheart_core.semantic.model import SemanticStatus
-from trueheart_core.service import TrueHeart
+from trueheart_core.service.trueheart import TrueHeart
 
 __version__ = package_version()
 

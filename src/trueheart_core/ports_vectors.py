@@ -43,7 +43,7 @@ class SpaceRow:
 @dataclass(frozen=True, slots=True)
 class VectorRow:
     """One memory's vector as stored: its space, the SHA-256 of the content it was
-    computed from, the packed vector (see :mod:`trueheart_core.semantic.vectors`) and
+    computed from, the packed vector (see :mod:`trueheart_core.domain.semantic.vectors`) and
     the row digest."""
 
     scope: ScopeKey

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from contract_builders import store_bytes
 
-from trueheart_core.retrieval.tokenize import term_key
+from trueheart_core.domain.search.tokenize import term_key
 
 __all__ = ["key_bytes", "leftovers", "locate", "page_size", "present", "store_bytes"]
 

@@ -28,7 +28,7 @@ from contract_builders import (
 )
 
 from trueheart_core import EntityType, GovernanceAction, SearchQuery, SQLiteRepository, TrueHeart
-from trueheart_core.retrieval.tokenize import term_key
+from trueheart_core.domain.search.tokenize import term_key
 
 SECRET = "zqxjvortex"
 # Enough distinct terms that the memory's postings span several index pages.

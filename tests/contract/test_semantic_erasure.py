@@ -44,8 +44,8 @@ from trueheart_core import (
     SQLiteRepository,
     TrueHeart,
 )
-from trueheart_core.retrieval.model import SignalSource
-from trueheart_core.semantic.vectors import checked_vector, pack
+from trueheart_core.domain.search.model import SignalSource
+from trueheart_core.domain.semantic.vectors import checked_vector, pack
 
 DIMS = 64
 CHUNK = 16

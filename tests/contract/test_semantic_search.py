@@ -33,8 +33,8 @@ from trueheart_core import (
     TrustLevel,
     ValidationError,
 )
-from trueheart_core.retrieval.model import SignalSource
-from trueheart_core.semantic.vectors import checked_vector, pack, unpack
+from trueheart_core.domain.search.model import SignalSource
+from trueheart_core.domain.semantic.vectors import checked_vector, pack, unpack
 
 LATER = NOW + timedelta(days=1)
 

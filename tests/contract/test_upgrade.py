@@ -36,7 +36,7 @@ from trueheart_core import (
     TrueHeart,
 )
 from trueheart_core.adapters.sqlite.schema import MIGRATIONS, SCHEMA_VERSION, object_names
-from trueheart_core.retrieval.tokenize import TOKENIZER_ID
+from trueheart_core.domain.search.tokenize import TOKENIZER_ID
 
 Catalog = set[tuple[str, str, str, str]]
 

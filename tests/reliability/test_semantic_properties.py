@@ -41,7 +41,7 @@ from trueheart_core import (
     TrueHeart,
     TrustLevel,
 )
-from trueheart_core.retrieval.tokenize import tokenize
+from trueheart_core.domain.search.tokenize import tokenize
 
 BASE = datetime(2026, 8, 13, 12, 0, tzinfo=UTC)
 SCOPE = Scope("tenant", "owner", "subject")

@@ -53,7 +53,7 @@ from trueheart_core import (
     TrustLevel,
     ValidationError,
 )
-from trueheart_core.retrieval.tokenize import tokenize
+from trueheart_core.domain.search.tokenize import tokenize
 
 BASE = datetime(2026, 8, 13, 12, 0, tzinfo=UTC)
 MIN_UTC = datetime(1, 1, 1, tzinfo=UTC)

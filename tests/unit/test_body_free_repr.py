@@ -50,8 +50,8 @@ from trueheart_core import (
     TrueHeart,
     TrustLevel,
 )
-from trueheart_core._repr import body_free_repr
-from trueheart_core.retrieval.capsule import Ranked
+from trueheart_core.domain.reprs import body_free_repr
+from trueheart_core.domain.search.capsule import Ranked
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 SCOPE = Scope("tenant-1", "owner-1", "subject-1")

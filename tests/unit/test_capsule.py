@@ -36,7 +36,7 @@ from trueheart_core import (
     Utf8BytesEstimator,
     ValidationError,
 )
-from trueheart_core.retrieval.capsule import Ranked, cost, pack
+from trueheart_core.domain.search.capsule import Ranked, cost, pack
 
 NOW = datetime(2026, 8, 13, 12, 0, tzinfo=UTC)
 SCOPE = Scope("tenant", "owner", "subject")

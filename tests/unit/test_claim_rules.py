@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta, timezone
 import pytest
 
 from trueheart_core import MemoryRecord, MemoryStatus, Scope, TrustLevel, ValidationError
-from trueheart_core.claims import (
+from trueheart_core.domain.claims import (
     ClaimConflict,
     ClaimDraft,
     ClaimQuery,

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from trueheart_core import ValidationError
-from trueheart_core.extraction import (
+from trueheart_core.domain.extraction import (
     CANONICAL_CLAIM_MALFORMED,
     MAX_EXTRACTED_CLAIMS,
     CanonicalClaimExtractor,

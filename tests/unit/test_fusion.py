@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trueheart_core.retrieval.model import RankSignal, SignalSource
-from trueheart_core.semantic import fusion
-from trueheart_core.semantic.fusion import Fused, Scored, contribution, fuse, rerank
+from trueheart_core.domain.search.model import RankSignal, SignalSource
+from trueheart_core.domain.semantic import fusion
+from trueheart_core.domain.semantic.fusion import Fused, Scored, contribution, fuse, rerank
 
 LEX = SignalSource.LEXICAL
 SEM = SignalSource.SEMANTIC

@@ -10,9 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from trueheart_core import Embedder, HashingEmbedder
+from trueheart_core.domain.search.tokenize import TOKENIZER_ID
+from trueheart_core.domain.semantic.embedders import MAX_DIMENSIONS
 from trueheart_core.errors import ValidationError
-from trueheart_core.retrieval.tokenize import TOKENIZER_ID
-from trueheart_core.semantic.embedders import MAX_DIMENSIONS
 
 BOUNDS = "^dimensions: must be from 1 through 16384$"
 

@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trueheart_core import Scope, TrustEscalation, TrustLevel, ValidationError, policy
+from trueheart_core import Scope, TrustEscalation, TrustLevel, ValidationError
+from trueheart_core.domain import policy
 
 US_MIN = -62135596800 * 10**6  # 0001-01-01T00:00Z in microseconds since the epoch
 US_MAX = 253402300799999999  # 9999-12-31T23:59:59.999999Z

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trueheart_core.retrieval import ranking
+from trueheart_core.domain.search import ranking
 
 
 def test_bm25_parameters_are_the_documented_ones() -> None:

@@ -9,8 +9,8 @@ from collections.abc import Sequence
 import pytest
 
 from trueheart_core import RerankCandidate, Reranker, RerankResult
+from trueheart_core.domain.semantic.rerank import checked_scores
 from trueheart_core.errors import ValidationError
-from trueheart_core.semantic.rerank import checked_scores
 
 CANDIDATES = (
     RerankCandidate("mem-a", "fact", "first content", 1, None, 1),

@@ -13,8 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trueheart_core.errors import ValidationError
-from trueheart_core.semantic.vectors import (
+from trueheart_core.domain.semantic.vectors import (
     NORM_TOLERANCE,
     checked_vector,
     pack,
@@ -22,6 +21,7 @@ from trueheart_core.semantic.vectors import (
     similarities,
     unpack,
 )
+from trueheart_core.errors import ValidationError
 
 FIELD = "some_field"
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trueheart_core.retrieval.tokenize import (
+from trueheart_core.domain.search.tokenize import (
     MAX_TERM_CHARS,
     TOKENIZER_ID,
     term_counts,

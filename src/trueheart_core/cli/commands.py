@@ -27,16 +27,16 @@ from trueheart_core.cli.failures import (
     UnknownScope,
 )
 from trueheart_core.cli.scopes import format_scope
-from trueheart_core.domain import (
+from trueheart_core.domain.model import (
     EntityType,
     GovernanceAction,
     GovernanceCommand,
     RecallQuery,
     Scope,
 )
+from trueheart_core.domain.search.model import SearchQuery
 from trueheart_core.errors import ValidationError
-from trueheart_core.retrieval.model import SearchQuery
-from trueheart_core.service import TrueHeart
+from trueheart_core.service.trueheart import TrueHeart
 
 __all__ = ["DatabaseMissing", "confirmed", "opened", "progress"]
 

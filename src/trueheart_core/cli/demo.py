@@ -17,7 +17,7 @@ from trueheart_core.adapters.sqlite import SQLiteRepository
 from trueheart_core.cli import render
 from trueheart_core.cli.failures import TargetExists
 from trueheart_core.cli.scopes import format_scope
-from trueheart_core.domain import (
+from trueheart_core.domain.model import (
     EntityType,
     GovernanceAction,
     GovernanceCommand,
@@ -28,8 +28,8 @@ from trueheart_core.domain import (
     SourceRef,
     TrustLevel,
 )
-from trueheart_core.retrieval.model import SearchQuery
-from trueheart_core.service import TrueHeart
+from trueheart_core.domain.search.model import SearchQuery
+from trueheart_core.service.trueheart import TrueHeart
 
 ALICE = Scope("demo", "agent", "alice")
 BOB = Scope("demo", "agent", "bob")

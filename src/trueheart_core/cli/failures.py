@@ -10,7 +10,7 @@ from __future__ import annotations
 import shlex
 
 from trueheart_core.cli.scopes import format_scope
-from trueheart_core.domain import Scope
+from trueheart_core.domain.model import Scope
 
 __all__ = [
     "CommandFailure",

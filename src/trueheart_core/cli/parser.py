@@ -15,7 +15,7 @@ from typing import NoReturn, TextIO
 import trueheart_core
 from trueheart_core.cli import commands, demo
 from trueheart_core.cli.scopes import ScopeSyntaxError, parse_scope
-from trueheart_core.domain import Scope
+from trueheart_core.domain.model import Scope
 
 __all__ = ["Parser", "UsageError", "build_parser"]
 

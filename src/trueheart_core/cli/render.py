@@ -9,14 +9,14 @@ from datetime import datetime, timedelta
 from typing import Any, TextIO
 
 from trueheart_core.cli.scopes import format_scope
-from trueheart_core.domain import (
+from trueheart_core.domain.model import (
     AuditRecord,
     IntegrityReport,
     MemoryRecord,
     RawEventReceipt,
     Scope,
 )
-from trueheart_core.operations_model import (
+from trueheart_core.domain.operations import (
     ArtifactCounts,
     BackupReport,
     ErasureReceipt,

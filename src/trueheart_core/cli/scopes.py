@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from trueheart_core.domain import Scope
+from trueheart_core.domain.model import Scope
 from trueheart_core.errors import ValidationError
 
 __all__ = ["format_scope", "parse_scope"]

@@ -31,9 +31,9 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from trueheart_core import validation as v
-from trueheart_core._repr import body_free_repr
-from trueheart_core.domain import (
+from trueheart_core.domain import validation as v
+from trueheart_core.domain.extraction.model import ClaimProvenance, ExtractionDiagnostic
+from trueheart_core.domain.model import (
     MemoryRecord,
     MemoryStatus,
     RawEventReceipt,
@@ -41,8 +41,8 @@ from trueheart_core.domain import (
     TrustLevel,
     _Reducible,
 )
+from trueheart_core.domain.reprs import body_free_repr
 from trueheart_core.errors import ValidationError
-from trueheart_core.extraction.model import ClaimProvenance, ExtractionDiagnostic
 
 __all__ = [
     "MAX_VALUE_CHARS",

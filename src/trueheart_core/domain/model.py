@@ -15,8 +15,8 @@ from datetime import datetime, timedelta
 from enum import IntEnum, StrEnum
 from typing import Any
 
-from trueheart_core import validation as v
-from trueheart_core._repr import body_free_repr
+from trueheart_core.domain import validation as v
+from trueheart_core.domain.reprs import body_free_repr
 from trueheart_core.errors import ValidationError
 
 __all__ = [

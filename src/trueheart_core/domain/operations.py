@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from datetime import datetime
 
-from trueheart_core import validation as v
-from trueheart_core.domain import ArtifactClass, Scope, _Reducible
+from trueheart_core.domain import validation as v
+from trueheart_core.domain.model import ArtifactClass, Scope, _Reducible
 from trueheart_core.errors import ValidationError
 
 __all__ = [

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
-from trueheart_core.domain import (
+from trueheart_core.domain.model import (
     EntityType,
     MemoryDraft,
     MemoryRecord,
@@ -17,8 +17,8 @@ from trueheart_core.domain import (
     Scope,
     TrustLevel,
 )
+from trueheart_core.domain.validation import canonical_json
 from trueheart_core.errors import TrustEscalation, ValidationError
-from trueheart_core.validation import canonical_json
 
 CLARITY_ROUNDING_SHIFT = 54
 """A fade ratio ``x/y`` with ``x = y - d`` rounds to exactly 1.0 iff ``d <= y >> 54``."""

@@ -1,6 +1,6 @@
 """A dense embedder over a local Hugging Face ``transformers`` encoder.
 
-:class:`TransformersEmbedder` implements the :class:`~trueheart_core.semantic.Embedder`
+:class:`TransformersEmbedder` implements the :class:`~trueheart_core.domain.semantic.Embedder`
 protocol with a transformer encoder (BERT-like) and its tokenizer: it tokenises each text
 (with an optional query or document prefix), runs the encoder on the CPU (or the device
 given) in evaluation mode without gradients, pools the last hidden state (``"cls"``: the
@@ -39,9 +39,9 @@ import stat
 from collections.abc import Sequence
 from typing import Any, Literal
 
+from trueheart_core.domain.semantic.embedders import MAX_DIMENSIONS
+from trueheart_core.domain.validation import utf8_size
 from trueheart_core.errors import ProviderError, ValidationError
-from trueheart_core.semantic.embedders import MAX_DIMENSIONS
-from trueheart_core.validation import utf8_size
 
 __all__ = ["TransformersEmbedder", "local_transformers_artifact_sha256"]
 
@@ -166,7 +166,7 @@ def _framed(*parts: bytes) -> bytes:
 
 
 class TransformersEmbedder:
-    """An :class:`~trueheart_core.semantic.Embedder` over a local transformer encoder.
+    """An :class:`~trueheart_core.domain.semantic.Embedder` over a local transformer encoder.
 
     ``model`` is a local directory or a hub name pinned by ``revision`` (a 40-character
     lowercase hex commit). ``identity`` is

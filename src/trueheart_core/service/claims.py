@@ -12,9 +12,8 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 
-from trueheart_core import loading, records, writing
-from trueheart_core import validation as v
-from trueheart_core.claims import (
+from trueheart_core.domain import validation as v
+from trueheart_core.domain.claims import (
     CLAIM_KIND,
     ClaimDraft,
     ClaimQuery,
@@ -27,18 +26,19 @@ from trueheart_core.claims import (
     status_at,
     view_order,
 )
-from trueheart_core.domain import EntityType, MemoryDraft, MemoryStatus, RawEventDraft, Scope
+from trueheart_core.domain.extraction.model import ClaimExtraction, ClaimExtractor
+from trueheart_core.domain.extraction.spans import check_extraction
+from trueheart_core.domain.model import EntityType, MemoryDraft, MemoryStatus, RawEventDraft, Scope
+from trueheart_core.domain.validation import canonical_json
 from trueheart_core.errors import (
     IdempotencyConflict,
     ProviderError,
     TrueHeartError,
     ValidationError,
 )
-from trueheart_core.extraction.model import ClaimExtraction, ClaimExtractor
-from trueheart_core.extraction.spans import check_extraction
 from trueheart_core.ports import ClaimRow, UnitOfWork
-from trueheart_core.records import RowInvalid, scope_key
-from trueheart_core.validation import canonical_json
+from trueheart_core.service import loading, records, writing
+from trueheart_core.service.records import RowInvalid, scope_key
 
 _INVALID_CLAIM = "invalid claim record"
 

@@ -14,11 +14,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
-from trueheart_core import loading, policy, records, writing
-from trueheart_core.domain import ArtifactClass, EntityType, Scope
-from trueheart_core.operations_model import ArtifactCounts
+from trueheart_core.domain import policy
+from trueheart_core.domain.model import ArtifactClass, EntityType, Scope
+from trueheart_core.domain.operations import ArtifactCounts
 from trueheart_core.ports import UnitOfWork
-from trueheart_core.records import scope_key
+from trueheart_core.service import loading, records, writing
+from trueheart_core.service.records import scope_key
 
 ERASE_ACTION = "erase_subject"
 

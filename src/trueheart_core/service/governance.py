@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import timedelta
 
-from trueheart_core import loading, policy, records, searching
-from trueheart_core.domain import (
+from trueheart_core.domain import policy
+from trueheart_core.domain.model import (
     ArtifactClass,
     EntityType,
     GovernanceAction,
@@ -23,7 +23,9 @@ from trueheart_core.domain import (
 )
 from trueheart_core.errors import InvalidTransition
 from trueheart_core.ports import EdgeRow, ScopeKey, UnitOfWork
-from trueheart_core.records import RowInvalid, scope_key
+from trueheart_core.service import loading, records
+from trueheart_core.service import search as searching
+from trueheart_core.service.records import RowInvalid, scope_key
 
 Removed = set[ArtifactClass]
 

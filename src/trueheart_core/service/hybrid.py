@@ -1,5 +1,5 @@
 """Hybrid search: the lexical ranking fused with an exact, capped semantic scan and an
-optional reranker (see :mod:`trueheart_core.semantic.fusion` for the fusion rule).
+optional reranker (see :mod:`trueheart_core.domain.semantic.fusion` for the fusion rule).
 
 Service-layer functions over one reading unit of work. The query's vector is computed
 by the service before the transaction opens; the reranker, which needs the candidates'
@@ -12,24 +12,26 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from trueheart_core import loading, policy, records, searching
-from trueheart_core import validation as v
-from trueheart_core.errors import ProviderError, TrueHeartError, ValidationError
-from trueheart_core.ports import MemoryRow, UnitOfWork
-from trueheart_core.projecting import Space, check_unchanged, current_space_id, vectors_of
-from trueheart_core.records import scope_key
-from trueheart_core.retrieval import ranking
-from trueheart_core.retrieval.capsule import Ranked, TokenEstimator
-from trueheart_core.retrieval.model import MemoryCapsule, SearchQuery, SemanticTrace
-from trueheart_core.semantic import fusion
-from trueheart_core.semantic.embedders import Embedder
-from trueheart_core.semantic.rerank import RerankCandidate, Reranker, checked_scores
-from trueheart_core.semantic.vectors import (
+from trueheart_core.domain import policy
+from trueheart_core.domain import validation as v
+from trueheart_core.domain.search import ranking
+from trueheart_core.domain.search.capsule import Ranked, TokenEstimator
+from trueheart_core.domain.search.model import MemoryCapsule, SearchQuery, SemanticTrace
+from trueheart_core.domain.semantic import fusion
+from trueheart_core.domain.semantic.embedders import Embedder
+from trueheart_core.domain.semantic.rerank import RerankCandidate, Reranker, checked_scores
+from trueheart_core.domain.semantic.vectors import (
     checked_vector,
     component_similarities,
     query_form,
     similarities,
 )
+from trueheart_core.errors import ProviderError, TrueHeartError, ValidationError
+from trueheart_core.ports import MemoryRow, UnitOfWork
+from trueheart_core.service import loading, records
+from trueheart_core.service import search as searching
+from trueheart_core.service.records import scope_key
+from trueheart_core.service.semantic import Space, check_unchanged, current_space_id, vectors_of
 
 __all__ = ["SemanticSearch", "embed_query", "reranker_settings", "search"]
 

@@ -13,9 +13,16 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import islice
 from typing import TypeVar
 
-from trueheart_core import policy, projecting, records, searching
-from trueheart_core.claims import CLAIM_KIND
-from trueheart_core.domain import EntityType, IntegrityProblem, IntegrityReport, MemoryStatus, Scope
+from trueheart_core.domain import policy
+from trueheart_core.domain.claims import CLAIM_KIND
+from trueheart_core.domain.model import (
+    EntityType,
+    IntegrityProblem,
+    IntegrityReport,
+    MemoryStatus,
+    Scope,
+)
+from trueheart_core.domain.search.tokenize import TOKENIZER_ID
 from trueheart_core.errors import TrustEscalation
 from trueheart_core.ports import (
     AuditRow,
@@ -30,8 +37,10 @@ from trueheart_core.ports import (
     TombstoneRow,
     UnitOfWork,
 )
-from trueheart_core.records import RowInvalid
-from trueheart_core.retrieval.tokenize import TOKENIZER_ID
+from trueheart_core.service import records
+from trueheart_core.service import search as searching
+from trueheart_core.service import semantic as projecting
+from trueheart_core.service.records import RowInvalid
 
 _CHUNK = 500
 _T = TypeVar("_T")

@@ -11,11 +11,11 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import NoReturn
 
-from trueheart_core import records
-from trueheart_core.domain import EntityType, MemoryRecord, RawEventReceipt, Scope
+from trueheart_core.domain.model import EntityType, MemoryRecord, RawEventReceipt, Scope
 from trueheart_core.errors import EntityDeleted, EntityNotFound, RepositoryCorruption, ScopeMismatch
 from trueheart_core.ports import EdgeRow, EventRow, MemoryRow, ScopeKey, TombstoneRow, UnitOfWork
-from trueheart_core.records import RowInvalid
+from trueheart_core.service import records
+from trueheart_core.service.records import RowInvalid
 
 
 def corrupt(diagnostic: str) -> NoReturn:

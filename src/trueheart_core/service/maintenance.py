@@ -13,14 +13,15 @@ from collections import Counter
 from collections.abc import Iterator
 from itertools import islice
 
-from trueheart_core import loading, searching
-from trueheart_core import validation as v
-from trueheart_core.domain import MemoryStatus, Scope
+from trueheart_core.domain import validation as v
+from trueheart_core.domain.model import MemoryStatus, Scope
+from trueheart_core.domain.operations import IndexRebuildReport, StoreStats
 from trueheart_core.errors import ValidationError
-from trueheart_core.operations_model import IndexRebuildReport, StoreStats
 from trueheart_core.ports import ScopeKey, SearchDocRow, UnitOfWork
 from trueheart_core.ports_vectors import SupportsVectors
-from trueheart_core.records import scope_key
+from trueheart_core.service import loading
+from trueheart_core.service import search as searching
+from trueheart_core.service.records import scope_key
 
 _CHUNK = 500
 

@@ -12,12 +12,19 @@ import binascii
 import hashlib
 import json
 
-from trueheart_core import loading, validation
-from trueheart_core.domain import EntityType, MemoryRecord, MemoryStatus, RawEventReceipt, Scope
+from trueheart_core.domain import validation
+from trueheart_core.domain.model import (
+    EntityType,
+    MemoryRecord,
+    MemoryStatus,
+    RawEventReceipt,
+    Scope,
+)
+from trueheart_core.domain.search.model import MemoryPage
 from trueheart_core.errors import ValidationError
 from trueheart_core.ports import UnitOfWork
-from trueheart_core.records import scope_key
-from trueheart_core.retrieval.model import MemoryPage
+from trueheart_core.service import loading
+from trueheart_core.service.records import scope_key
 
 _CURSOR_VERSION = "m1"
 

@@ -16,8 +16,9 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from trueheart_core.claims import ClaimRecord, ExtractionRecord, claim_text
-from trueheart_core.domain import (
+from trueheart_core.domain.claims import ClaimRecord, ExtractionRecord, claim_text
+from trueheart_core.domain.extraction.model import ClaimProvenance, ExtractionDiagnostic
+from trueheart_core.domain.model import (
     AuditRecord,
     EntityType,
     MemoryRecord,
@@ -27,9 +28,10 @@ from trueheart_core.domain import (
     SourceRef,
     TrustLevel,
 )
+from trueheart_core.domain.policy import sha256_hex
+from trueheart_core.domain.validation import EMPTY_METADATA, canonical_json
+from trueheart_core.domain.validation import metadata as freeze_metadata
 from trueheart_core.errors import ValidationError
-from trueheart_core.extraction.model import ClaimProvenance, ExtractionDiagnostic
-from trueheart_core.policy import sha256_hex
 from trueheart_core.ports import (
     AuditRow,
     BodyRow,
@@ -42,8 +44,6 @@ from trueheart_core.ports import (
     TombstoneRow,
 )
 from trueheart_core.ports_vectors import VectorRow
-from trueheart_core.validation import EMPTY_METADATA, canonical_json
-from trueheart_core.validation import metadata as freeze_metadata
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 ONE_US = timedelta(microseconds=1)

@@ -15,9 +15,19 @@ from dataclasses import dataclass
 from datetime import datetime
 from itertools import islice
 
-from trueheart_core import loading, policy, records
-from trueheart_core.claims import ClaimView
-from trueheart_core.domain import MemoryRecord, MemoryStatus, Scope
+from trueheart_core.domain import policy
+from trueheart_core.domain.claims import ClaimView
+from trueheart_core.domain.model import MemoryRecord, MemoryStatus, Scope
+from trueheart_core.domain.search import ranking
+from trueheart_core.domain.search.capsule import Ranked, TokenEstimator, pack
+from trueheart_core.domain.search.model import (
+    CapsuleDecision,
+    CapsuleItem,
+    MemoryCapsule,
+    SearchQuery,
+    SemanticTrace,
+)
+from trueheart_core.domain.search.tokenize import TOKENIZER_ID, term_counts, term_key, tokenize
 from trueheart_core.ports import (
     MemoryRow,
     ScopeKey,
@@ -25,17 +35,8 @@ from trueheart_core.ports import (
     SearchDocRow,
     UnitOfWork,
 )
-from trueheart_core.records import RowInvalid, scope_key
-from trueheart_core.retrieval import ranking
-from trueheart_core.retrieval.capsule import Ranked, TokenEstimator, pack
-from trueheart_core.retrieval.model import (
-    CapsuleDecision,
-    CapsuleItem,
-    MemoryCapsule,
-    SearchQuery,
-    SemanticTrace,
-)
-from trueheart_core.retrieval.tokenize import TOKENIZER_ID, term_counts, term_key, tokenize
+from trueheart_core.service import loading, records
+from trueheart_core.service.records import RowInvalid, scope_key
 
 _CHUNK = 500
 _INDEX_CORRUPT = "invalid search index"

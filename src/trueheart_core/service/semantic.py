@@ -12,10 +12,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from trueheart_core import loading, policy, records
-from trueheart_core import validation as v
-from trueheart_core.claims import CLAIM_KIND
-from trueheart_core.domain import MemoryRecord, MemoryStatus, Scope
+from trueheart_core.domain import policy
+from trueheart_core.domain import validation as v
+from trueheart_core.domain.claims import CLAIM_KIND
+from trueheart_core.domain.model import MemoryRecord, MemoryStatus, Scope
+from trueheart_core.domain.semantic.embedders import MAX_DIMENSIONS, Embedder
+from trueheart_core.domain.semantic.model import SemanticStatus
+from trueheart_core.domain.semantic.vectors import checked_vector, pack
 from trueheart_core.errors import (
     EmbedderMismatch,
     SemanticProjectionError,
@@ -24,10 +27,8 @@ from trueheart_core.errors import (
 )
 from trueheart_core.ports import UnitOfWork
 from trueheart_core.ports_vectors import SpaceRow, SupportsVectors, VectorRow
-from trueheart_core.records import scope_key
-from trueheart_core.semantic.embedders import MAX_DIMENSIONS, Embedder
-from trueheart_core.semantic.model import SemanticStatus
-from trueheart_core.semantic.vectors import checked_vector, pack
+from trueheart_core.service import loading, records
+from trueheart_core.service.records import scope_key
 
 __all__ = [
     "Space",

@@ -13,23 +13,9 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TypeVar
 
-from trueheart_core import (
-    claiming,
-    erasure,
-    governance,
-    hybrid,
-    integrity,
-    loading,
-    maintenance,
-    policy,
-    projecting,
-    reading,
-    records,
-    searching,
-    writing,
-)
-from trueheart_core import validation as v
-from trueheart_core.claims import (
+from trueheart_core.domain import policy
+from trueheart_core.domain import validation as v
+from trueheart_core.domain.claims import (
     ClaimDraft,
     ClaimQuery,
     ClaimRecord,
@@ -40,7 +26,8 @@ from trueheart_core.claims import (
     IngestResult,
     is_known,
 )
-from trueheart_core.domain import (
+from trueheart_core.domain.extraction.model import ClaimExtractor
+from trueheart_core.domain.model import (
     AuditRecord,
     EntityType,
     GovernanceAction,
@@ -56,6 +43,17 @@ from trueheart_core.domain import (
     RecallQuery,
     Scope,
 )
+from trueheart_core.domain.operations import (
+    BackupReport,
+    ErasureReceipt,
+    IndexRebuildReport,
+    StoreStats,
+)
+from trueheart_core.domain.search.capsule import TokenEstimator, Utf8BytesEstimator
+from trueheart_core.domain.search.model import MemoryCapsule, MemoryPage, SearchQuery, status_filter
+from trueheart_core.domain.semantic.embedders import Embedder
+from trueheart_core.domain.semantic.model import SemanticStatus
+from trueheart_core.domain.semantic.rerank import Reranker
 from trueheart_core.errors import (
     RepositoryCorruption,
     RepositoryReadOnly,
@@ -63,13 +61,6 @@ from trueheart_core.errors import (
     TrueHeartError,
     ValidationError,
     body_free_errors,
-)
-from trueheart_core.extraction.model import ClaimExtractor
-from trueheart_core.operations_model import (
-    BackupReport,
-    ErasureReceipt,
-    IndexRebuildReport,
-    StoreStats,
 )
 from trueheart_core.ports import (
     MemoryRow,
@@ -79,12 +70,21 @@ from trueheart_core.ports import (
     SupportsFileSizes,
     UnitOfWork,
 )
-from trueheart_core.records import RowInvalid, scope_key
-from trueheart_core.retrieval.capsule import TokenEstimator, Utf8BytesEstimator
-from trueheart_core.retrieval.model import MemoryCapsule, MemoryPage, SearchQuery, status_filter
-from trueheart_core.semantic.embedders import Embedder
-from trueheart_core.semantic.model import SemanticStatus
-from trueheart_core.semantic.rerank import Reranker
+from trueheart_core.service import claims as claiming
+from trueheart_core.service import (
+    erasure,
+    governance,
+    hybrid,
+    integrity,
+    loading,
+    maintenance,
+    reading,
+    records,
+    writing,
+)
+from trueheart_core.service import search as searching
+from trueheart_core.service import semantic as projecting
+from trueheart_core.service.records import RowInvalid, scope_key
 
 __all__ = ["TrueHeart"]
 
@@ -288,7 +288,7 @@ class TrueHeart:
     def claims(self, query: ClaimQuery) -> ClaimSet:
         """What we believed at ``query.known_at`` about ``query.as_of``: the known claims
         of the exact scope (optionally one subject and predicate) with their status, and
-        the conflicts among the current ones. See :mod:`trueheart_core.claims`."""
+        the conflicts among the current ones. See :mod:`trueheart_core.domain.claims`."""
         if not isinstance(query, ClaimQuery):
             raise ValidationError("query", "must be a ClaimQuery")
         with self._repository.unit_of_work("read", write=False) as uow:

@@ -9,8 +9,8 @@ from __future__ import annotations
 import uuid
 from datetime import datetime
 
-from trueheart_core import loading, policy, records, searching
-from trueheart_core.domain import (
+from trueheart_core.domain import policy
+from trueheart_core.domain.model import (
     EntityType,
     MemoryDraft,
     MemoryRecord,
@@ -21,7 +21,9 @@ from trueheart_core.domain import (
 )
 from trueheart_core.errors import EntityDeleted, IdempotencyConflict
 from trueheart_core.ports import MemoryRow, UnitOfWork
-from trueheart_core.records import RowInvalid, scope_key
+from trueheart_core.service import loading, records
+from trueheart_core.service import search as searching
+from trueheart_core.service.records import RowInvalid, scope_key
 
 
 def new_audit_id() -> str:

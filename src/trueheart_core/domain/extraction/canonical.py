@@ -25,13 +25,13 @@ import re
 from datetime import datetime
 from decimal import Decimal
 
-from trueheart_core.errors import ValidationError
-from trueheart_core.extraction.model import (
+from trueheart_core.domain.extraction.model import (
     ClaimExtraction,
     ClaimProvenance,
     ExtractedClaim,
     ExtractionDiagnostic,
 )
+from trueheart_core.errors import ValidationError
 
 __all__ = ["CANONICAL_CLAIM_MALFORMED", "CanonicalClaimExtractor"]
 

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol, runtime_checkable
 
-from trueheart_core import validation as v
-from trueheart_core._repr import body_free_repr
-from trueheart_core.domain import _Reducible
+from trueheart_core.domain import validation as v
+from trueheart_core.domain.model import _Reducible
+from trueheart_core.domain.reprs import body_free_repr
 from trueheart_core.errors import ValidationError
 
 __all__ = [
@@ -152,7 +152,7 @@ class ClaimExtractor(Protocol):
 
     Extraction is the one step that interprets a body, so it is pluggable: a host can
     use the built-in canonical grammar, a rule set of its own or a model. Whatever it
-    returns is checked (:func:`~trueheart_core.extraction.check_extraction`) before
+    returns is checked (:func:`~trueheart_core.domain.extraction.check_extraction`) before
     anything is stored, so a faulty extractor is refused rather than trusted.
     """
 

@@ -7,8 +7,8 @@ says. Messages are fixed and never include the body.
 
 from __future__ import annotations
 
+from trueheart_core.domain.extraction.model import MAX_EXTRACTED_CLAIMS, ClaimExtraction
 from trueheart_core.errors import ValidationError
-from trueheart_core.extraction.model import MAX_EXTRACTED_CLAIMS, ClaimExtraction
 
 __all__ = ["check_extraction"]
 

@@ -13,9 +13,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from trueheart_core._repr import body_free_repr
+from trueheart_core.domain.reprs import body_free_repr
+from trueheart_core.domain.search.model import CapsuleDecision, CapsuleTraceEntry, RankSignal
 from trueheart_core.errors import ValidationError
-from trueheart_core.retrieval.model import CapsuleDecision, CapsuleTraceEntry, RankSignal
 
 __all__ = ["TokenEstimator", "Utf8BytesEstimator", "pack"]
 

@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 
-from trueheart_core import validation as v
-from trueheart_core._repr import body_free_repr
-from trueheart_core.claims import ClaimStatus, ClaimView
-from trueheart_core.domain import MemoryRecord, MemoryStatus, Scope, TrustLevel, _Reducible
+from trueheart_core.domain import validation as v
+from trueheart_core.domain.claims import ClaimStatus, ClaimView
+from trueheart_core.domain.model import MemoryRecord, MemoryStatus, Scope, TrustLevel, _Reducible
+from trueheart_core.domain.reprs import body_free_repr
 from trueheart_core.errors import ValidationError
 
 __all__ = [

@@ -13,8 +13,8 @@ import math
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
+from trueheart_core.domain.search.tokenize import TOKENIZER_ID, tokenize
 from trueheart_core.errors import ValidationError
-from trueheart_core.retrieval.tokenize import TOKENIZER_ID, tokenize
 
 __all__ = ["MAX_DIMENSIONS", "Embedder", "HashingEmbedder"]
 

@@ -18,8 +18,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from trueheart_core.retrieval.model import RankSignal, SignalSource
-from trueheart_core.retrieval.ranking import order_key
+from trueheart_core.domain.search.model import RankSignal, SignalSource
+from trueheart_core.domain.search.ranking import order_key
 
 __all__ = [
     "FUSION",

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from trueheart_core import validation as v
-from trueheart_core.domain import Scope, _Reducible
+from trueheart_core.domain import validation as v
+from trueheart_core.domain.model import Scope, _Reducible
 from trueheart_core.errors import ValidationError
 
 __all__ = ["SemanticStatus"]

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from trueheart_core._repr import body_free_repr
+from trueheart_core.domain.reprs import body_free_repr
 from trueheart_core.errors import ValidationError
 
 __all__ = ["RerankCandidate", "RerankResult", "Reranker", "checked_scores"]
