@@ -96,9 +96,10 @@ class RepositoryBusy(TrueHeartError):
     Raised before any work is done, so retrying is safe, with one exception: the
     diagnostic ``erasure checkpoint incomplete`` means an erasing change (forget, delete,
     expiry) *was* committed but its removed bytes could not yet be scrubbed from the WAL,
-    because another connection began a read transaction during the call and held it
-    beyond the busy timeout. Every later call on the same repository retries the scrub
-    first, and so does ``close()``.
+    because another connection held a read transaction beyond the busy timeout: one that
+    began during the call, or before it while the WAL was empty (the check before the
+    work only sees readers of the WAL's frames). Every later call on the same repository
+    retries the scrub first, and so does ``close()``.
     """
 
     def __init__(self, diagnostic: str) -> None:
@@ -124,11 +125,12 @@ class RepositoryFull(TrueHeartError):
     """The disk (or the database's size limit) has no room for the write.
 
     The transaction was rolled back: nothing already acknowledged is lost, and the call
-    can be retried once space is freed. The diagnostic ``erasure committed; scrub needs
-    free disk space`` is the one exception: the erasing change *was* committed (the rows
-    are gone from every query) but the rewrite that removes their bytes from the
-    database file and its WAL could not run. Free disk space, then make any call on the
-    same repository (or ``close()`` it): the scrub is retried first.
+    can be retried once space is freed. The diagnostic that begins ``erasure committed``
+    is the one exception: the erasing change *was* committed (the rows are gone from
+    every query) but the rewrite that removes their bytes from the database file and its
+    WAL could not run. Free disk space, then make any call on the same repository (or
+    ``close()`` it): the scrub is retried first, and until it has run another erasing
+    call raises ``an earlier erasure's scrub needs free disk space``.
     """
 
     def __init__(self, diagnostic: str) -> None:

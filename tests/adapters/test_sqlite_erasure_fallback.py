@@ -94,3 +94,74 @@ def test_a_reader_arriving_at_commit_delays_the_scrub_until_the_next_call(
     assert SECRET.encode() not in _bytes(path)
     assert Path(f"{path}-wal").stat().st_size == 0
     repository.close()
+
+
+def test_a_reader_that_began_before_an_erasing_call(tmp_path: Path) -> None:
+    """Before the work, the check sees a reader whose snapshot holds frames of the WAL;
+    a reader of an empty WAL is found only after the commit (as the docs say)."""
+    import sqlite3
+
+    from trueheart_core import (
+        EntityDeleted,
+        EntityType,
+        GovernanceAction,
+        GovernanceCommand,
+        MemoryDraft,
+        RawEventDraft,
+        RepositoryBusy,
+        RetentionPolicy,
+        Scope,
+        SourceRef,
+        SQLiteRepository,
+        TrueHeart,
+        TrustLevel,
+    )
+
+    now = datetime(2026, 8, 13, 12, tzinfo=UTC)
+    scope = Scope("t", "o", "s")
+    path = tmp_path / "store.db"
+    retention = RetentionPolicy(timedelta(days=1), timedelta(days=2), timedelta(days=3))
+    source = SourceRef("c", "chat", now, TrustLevel.OBSERVED)
+    with TrueHeart(SQLiteRepository(path), clock=lambda: now) as service:
+        for index in range(3):
+            service.ingest_event(RawEventDraft(f"e{index}", scope, source, "body", retention))
+            service.materialize_once(
+                MemoryDraft(
+                    f"m{index}", scope, "a note", (f"e{index}",), "n", TrustLevel.OBSERVED, now
+                )
+            )
+    service = TrueHeart(SQLiteRepository(path, busy_timeout=0.2), clock=lambda: now)
+
+    def forget(memory_id: str) -> object:
+        return service.govern(
+            GovernanceCommand(
+                scope, GovernanceAction.FORGET, EntityType.MEMORY, memory_id, now, "r"
+            )
+        )
+
+    reader = sqlite3.connect(path, isolation_level=None)
+    try:
+        # The WAL holds frames: the reader pins them and the call does nothing.
+        service.ingest_event(RawEventDraft("e-new", scope, source, "body", retention))
+        assert Path(f"{path}-wal").stat().st_size > 0
+        reader.execute("BEGIN")
+        reader.execute("SELECT COUNT(*) FROM memories").fetchone()
+        with pytest.raises(RepositoryBusy, match=r"governance transaction failed$"):
+            forget("m1")
+        reader.execute("COMMIT")
+        assert service.get_memory(scope, "m1").memory_id == "m1"
+        # Scrubbed by a call without readers: the WAL is empty, and a reader of the file
+        # alone holds nothing up before the work; the change commits, the scrub waits.
+        forget("m0")
+        assert Path(f"{path}-wal").stat().st_size == 0
+        reader.execute("BEGIN")
+        reader.execute("SELECT COUNT(*) FROM memories").fetchone()
+        with pytest.raises(RepositoryBusy, match=r"erasure checkpoint incomplete$"):
+            forget("m2")
+        reader.execute("COMMIT")
+        with pytest.raises(EntityDeleted):
+            service.get_memory(scope, "m2")  # committed; this call scrubbed first
+        assert Path(f"{path}-wal").stat().st_size == 0
+    finally:
+        reader.close()
+        service.close()

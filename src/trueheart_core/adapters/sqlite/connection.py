@@ -346,17 +346,22 @@ def create_file(path: str, *, busy_timeout: float) -> None:
         with contextlib.suppress(FileExistsError):
             os.link(temporary, path)
     except OSError as error:
-        raise _creation_error(error) from None
+        raise _creation_error(error, directory) from None
     finally:
         with contextlib.suppress(OSError):
             os.unlink(temporary)
 
 
-def _creation_error(error: OSError) -> TrueHeartError:
+def _creation_error(error: OSError, directory: str) -> TrueHeartError:
     if error.errno == errno.ENOSPC:
         return RepositoryFull("no room to create the store")
-    if error.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+    if error.errno == errno.EROFS or (
+        error.errno in (errno.EACCES, errno.EPERM) and not os.access(directory, os.W_OK)
+    ):
         return RepositoryReadOnly("the store's directory is read-only")
+    if error.errno in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP):
+        # A new store is built beside its path and hard-linked into place.
+        return ValidationError("path", "must be on a file system that supports hard links")
     return ValidationError("path", "a store cannot be created there")
 
 

@@ -214,13 +214,16 @@ class OperationStatements:
             name = table.split()[0]
             alias = table.split()[1] if " " in table else name
             where = f"{alias}.scope_id = ?"
+            params = [sid]
             if artifact == "raw_event_with_body":
+                # One pass over each table: the bodies' IDs are gathered once.
                 where += (
-                    " AND EXISTS (SELECT 1 FROM raw_bodies b NOT INDEXED "
-                    f"WHERE b.event_id = {alias}.event_id AND b.scope_id = {alias}.scope_id)"
+                    f" AND {alias}.event_id IN "
+                    "(SELECT event_id FROM raw_bodies NOT INDEXED WHERE scope_id = ?)"
                 )
+                params.append(sid)
             (count,) = self._conn.execute(
-                f"SELECT COUNT(*) FROM {table} NOT INDEXED WHERE {where}", (sid,)
+                f"SELECT COUNT(*) FROM {table} NOT INDEXED WHERE {where}", params
             ).fetchone()
             counts[artifact] = int(count)
         return counts

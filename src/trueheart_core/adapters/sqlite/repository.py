@@ -199,16 +199,21 @@ class SQLiteRepository:
 
     def _scrub_first(self, conn: sqlite3.Connection, diagnostic: str, *, erasing: bool) -> None:
         """Finish an earlier erasure's scrub before this unit, and before an erasing unit
-        make sure no other connection pins an older snapshot: an erasing change can only
-        be scrubbed from the WAL when none does, so a pinned reader becomes
-        ``RepositoryBusy`` before any work is done, like write contention. A scrub that
+        make sure no other connection pins an older snapshot of the WAL's frames: an
+        erasing change can only be scrubbed from the WAL when none does, so such a reader
+        becomes ``RepositoryBusy`` before any work is done, like write contention (a
+        reader of an empty WAL holds no checkpoint up and is only found after the
+        commit). A scrub that
         needs disk space holds up only erasing units: reads go on meanwhile."""
         try:
             with conn_mod.translate(diagnostic):
                 scrubbed = self._scrub(conn)
         except RepositoryFull:
             if erasing:
-                raise RepositoryFull(_EARLIER_SCRUB_NEEDS_SPACE) from None
+                pending = self._erasure_pending
+                raise RepositoryFull(
+                    _EARLIER_SCRUB_NEEDS_SPACE if pending else diagnostic
+                ) from None
             return
         self._erasure_pending = self._erasure_pending and not scrubbed
         if erasing and not scrubbed:
