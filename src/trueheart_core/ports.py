@@ -20,9 +20,10 @@ Every method may raise :class:`~trueheart_core.errors.RepositoryBusy`,
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Literal, Protocol, runtime_checkable
 
 ScopeKey = tuple[str, str, str]
@@ -565,8 +566,35 @@ class UnitOfWork(Protocol):
         """Rebuild every index of the storage engine from its table; returns how many."""
 
 
+class Capability(StrEnum):
+    """An ability a backend may or may not have. A repository declares its own in
+    :attr:`Repository.capabilities`; the service and the conformance suite ask for a
+    capability by name, never by the adapter's type."""
+
+    PERSISTENT = "persistent"
+    """The store outlives its repository object: another repository opened on the same
+    target sees everything committed."""
+    SHARED_ACROSS_PROCESSES = "shared_across_processes"
+    """Several processes may open the same store at once."""
+    READ_ONLY_OPEN = "read_only_open"
+    """The store can be opened for reading only (``read_only=True``)."""
+    BACKUP = "backup"
+    """An online, consistent copy into a new store (:class:`SupportsBackup`)."""
+    STORAGE_SIZES = "storage_sizes"
+    """The size of the stored data can be reported (:class:`SupportsFileSizes`)."""
+    VECTORS = "vectors"
+    """Units of work store and scan semantic vectors (:class:`SupportsVectors`)."""
+    FORENSICS = "forensics"
+    """The backend can search the bytes of its own storage (:class:`SupportsForensics`):
+    after an erasing call returns, none of the removed bodies is found there."""
+
+
 class Repository(Protocol):
     """A store that hands out units of work. Safe to share between threads."""
+
+    @property
+    def capabilities(self) -> frozenset[Capability]:
+        """What this repository can do beyond the unit of work (see :class:`Capability`)."""
 
     def unit_of_work(
         self, operation: Operation, *, write: bool, erasing: bool = False
@@ -598,6 +626,16 @@ class SupportsBackup(Protocol):
         ``target`` (refused with ``ValidationError`` if it, or a journal or WAL of it,
         exists; nothing is overwritten). Returns ``(pages, bytes)`` of the copy. A copy
         that fails part-way is removed."""
+
+
+@runtime_checkable
+class SupportsForensics(Protocol):
+    """A repository that can search the bytes of its own storage, as a forensic examiner
+    of it would: the evidence of the erasure guarantee in a backend's own terms."""
+
+    def residue(self, needles: Collection[bytes]) -> frozenset[bytes]:
+        """The needles that occur anywhere in the storage this repository keeps (for a
+        file store: the database file, its WAL and journal). Reads only."""
 
 
 @runtime_checkable

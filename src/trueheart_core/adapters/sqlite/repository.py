@@ -12,7 +12,7 @@ import contextlib
 import os
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 
 from trueheart_core.adapters.sqlite import backup as backup_mod
 from trueheart_core.adapters.sqlite import connection as conn_mod
@@ -27,7 +27,7 @@ from trueheart_core.errors import (
     ValidationError,
     body_free_errors,
 )
-from trueheart_core.ports import Operation, ScopeKey
+from trueheart_core.ports import Capability, Operation, ScopeKey
 
 DIAGNOSTICS: dict[Operation, str] = {
     "open": "schema initialization failed",
@@ -152,6 +152,42 @@ class SQLiteRepository:
             with contextlib.suppress(sqlite3.Error):
                 conn.execute("ROLLBACK")
             raise
+
+    @property
+    def capabilities(self) -> frozenset[Capability]:
+        """A file store is persistent, shared across processes, opens read-only, has
+        file sizes and forensic byte search; every store has backup and vectors."""
+        common = {Capability.BACKUP, Capability.VECTORS}
+        if not self._file_backed:
+            return frozenset(common)
+        return frozenset(
+            common
+            | {
+                Capability.PERSISTENT,
+                Capability.SHARED_ACROSS_PROCESSES,
+                Capability.READ_ONLY_OPEN,
+                Capability.STORAGE_SIZES,
+                Capability.FORENSICS,
+            }
+        )
+
+    def residue(self, needles: Collection[bytes]) -> frozenset[bytes]:
+        """The needles found in the database file, its WAL or its rollback journal (see
+        ``ports.SupportsForensics``); empty for ``:memory:``, which has no file."""
+        if self._path is None:
+            return frozenset()
+        with self._lock:
+            found: set[bytes] = set()
+            for suffix in ("", "-wal", "-journal"):
+                try:
+                    with open(f"{self._path}{suffix}", "rb") as handle:
+                        data = handle.read()
+                except FileNotFoundError:
+                    continue
+                except OSError:
+                    raise RepositoryCorruption("unreadable database file") from None
+                found.update(needle for needle in needles if needle in data)
+            return frozenset(found)
 
     @property
     def read_only(self) -> bool:
