@@ -74,8 +74,8 @@ def load(uow: UnitOfWork, scope: Scope, rows: Sequence[ClaimRow]) -> list[ClaimR
     """Verified claims for these rows, each with its verified memory."""
     key = scope_key(scope)
     ids = [row.claim_id for row in rows]
-    memories = {m.memory_id: m for m in uow.get_memories(key, ids)}
-    edges = loading.edges_by_memory(uow.get_edges(key, ids))
+    memories = {m.memory_id: m for m in uow.memories.get_many(key, ids)}
+    edges = loading.edges_by_memory(uow.memories.edges(key, ids))
     loaded = []
     for row in rows:
         memory_row = memories.get(row.claim_id)
@@ -94,8 +94,8 @@ def materialize(uow: UnitOfWork, draft: ClaimDraft) -> ClaimRecord:
     trust ceiling, deadlines), then the claim's own: an identical replay returns the
     stored claim, and ``supersedes`` must name a claim of the same scope."""
     key = scope_key(draft.scope)
-    existing = uow.get_claims(key, (draft.claim_id,))
-    existed = uow.get_memory(key, draft.claim_id) is not None
+    existing = uow.claims.get(key, (draft.claim_id,))
+    existed = uow.memories.get(key, draft.claim_id) is not None
     memory = writing.materialize(uow, memory_draft(draft))
     if existing:
         (stored,) = load(uow, draft.scope, existing)
@@ -105,8 +105,8 @@ def materialize(uow: UnitOfWork, draft: ClaimDraft) -> ClaimRecord:
     if existed:
         # A memory that is not a claim already holds this ID.
         raise IdempotencyConflict(draft.claim_id)
-    if draft.supersedes is not None and not uow.get_claims(key, (draft.supersedes,)):
-        if uow.get_memory(key, draft.supersedes) is not None:
+    if draft.supersedes is not None and not uow.claims.get(key, (draft.supersedes,)):
+        if uow.memories.get(key, draft.supersedes) is not None:
             raise ValidationError("supersedes", "must name a claim")
         loading.diagnose(uow, key, EntityType.MEMORY, draft.supersedes)
     record = ClaimRecord(
@@ -121,7 +121,7 @@ def materialize(uow: UnitOfWork, draft: ClaimDraft) -> ClaimRecord:
         draft.supersedes,
         memory,
     )
-    uow.insert_claim(records.claim_row(record))
+    uow.claims.insert(records.claim_row(record))
     return record
 
 
@@ -130,7 +130,7 @@ def answer(uow: UnitOfWork, query: ClaimQuery) -> ClaimSet:
     scope, key = query.scope, scope_key(query.scope)
     known_at = query.known_at
     assert known_at is not None
-    rows = uow.claims_about(key, query.subject, query.predicate)
+    rows = uow.claims.about(key, query.subject, query.predicate)
     if query.subject is not None and any(r.subject != query.subject for r in rows):
         loading.corrupt(_INVALID_CLAIM)
     claims = [c for c in load(uow, scope, rows) if is_known(c, known_at)]
@@ -150,7 +150,7 @@ def _views(
     """Each claim's view: its status at ``as_of`` and the claims known at ``known_at``
     that supersede it."""
     key = scope_key(scope)
-    superseders = load(uow, scope, uow.superseders_of(key, [c.claim_id for c in claims]))
+    superseders = load(uow, scope, uow.claims.superseders_of(key, [c.claim_id for c in claims]))
     by_target: defaultdict[str, list[str]] = defaultdict(list)
     for superseder in superseders:
         if superseder.supersedes is not None and _supersedes_at(superseder, known_at):
@@ -236,9 +236,9 @@ def extract(draft: RawEventDraft, extractor: object) -> tuple[str, ClaimExtracti
 def record_extraction(uow: UnitOfWork, record: ExtractionRecord) -> ExtractionRecord:
     """Store an extraction record once; a replay must be identical."""
     key = scope_key(record.scope)
-    stored = uow.get_extraction(key, record.event_id)
+    stored = uow.claims.get_extraction(key, record.event_id)
     if stored is None:
-        uow.insert_extraction(records.extraction_row(record))
+        uow.claims.insert_extraction(records.extraction_row(record))
         return record
     try:
         existing = records.extraction_from_row(stored, record.scope)
@@ -252,9 +252,9 @@ def record_extraction(uow: UnitOfWork, record: ExtractionRecord) -> ExtractionRe
 def get_extraction(uow: UnitOfWork, scope: Scope, event_id: str) -> ExtractionRecord:
     """The extraction record of an event of the exact scope."""
     key = scope_key(scope)
-    row = uow.get_extraction(key, event_id)
+    row = uow.claims.get_extraction(key, event_id)
     if row is None:
-        if uow.get_events(key, (event_id,)):
+        if uow.events.get(key, (event_id,)):
             raise ValidationError("event_id", "has no extraction record")
         loading.diagnose(uow, key, EntityType.RAW_EVENT, event_id)
     try:
@@ -268,5 +268,5 @@ def views_for(
 ) -> dict[str, ClaimView]:
     """The views, known and valid at ``as_of``, of those of these memories that are
     claims (the others are absent)."""
-    claims = load(uow, scope, uow.get_claims(scope_key(scope), memory_ids))
+    claims = load(uow, scope, uow.claims.get(scope_key(scope), memory_ids))
     return {view.claim.claim_id: view for view in _views(uow, scope, claims, as_of, as_of)}

@@ -62,17 +62,19 @@ def plan(uow: UnitOfWork, scope: Scope, *, count: bool) -> ErasurePlan:
     IDs are used as they are: erasure is not blocked by the corruption of what it
     erases."""
     key = scope_key(scope)
-    event_ids = _ids(uow.scope_event_ids(key), "invalid raw event record")
-    memories = uow.scope_memory_fingerprints(key)
+    event_ids = _ids(uow.operations.scope_event_ids(key), "invalid raw event record")
+    memories = uow.operations.scope_memory_fingerprints(key)
     memory_ids = _ids([m for m, _ in memories], "invalid memory record")
     # A memory tombstone always carries a fingerprint; a damaged one is kept as text.
     fingerprints = {m: f if isinstance(f, str) else str(f) for m, f in memories}
-    claim_ids = _ids(uow.scope_claim_ids(key), "invalid claim record")
+    claim_ids = _ids(uow.operations.scope_claim_ids(key), "invalid claim record")
     return ErasurePlan(
         event_ids,
         tuple((m, fingerprints[m]) for m in memory_ids),
         claim_ids,
-        artifact_counts(uow.count_rows(key, from_tables=True)) if count else ArtifactCounts(),
+        artifact_counts(uow.operations.count_rows(key, from_tables=True))
+        if count
+        else ArtifactCounts(),
     )
 
 
@@ -82,13 +84,13 @@ def erase(
     """Tombstone every planned event and memory, remove every row of the scope, and
     write the summary audit row; returns the rows removed per class."""
     for event_id in planned.event_ids:
-        uow.insert_tombstone(
+        uow.tombstones.insert(
             records.tombstone_row(
                 scope, EntityType.RAW_EVENT, event_id, None, occurred_at, policy.GOVERNANCE_REASON
             )
         )
     for memory_id, fingerprint in planned.memories:
-        uow.insert_tombstone(
+        uow.tombstones.insert(
             records.tombstone_row(
                 scope,
                 EntityType.MEMORY,
@@ -98,7 +100,7 @@ def erase(
                 policy.GOVERNANCE_REASON,
             )
         )
-    removed = artifact_counts(uow.erase_scope(scope_key(scope)))
+    removed = artifact_counts(uow.operations.erase_scope(scope_key(scope)))
     writing.audit(uow, scope, ERASE_ACTION, EntityType.SUBJECT, scope.subject_id, occurred_at)
     return removed
 
@@ -106,4 +108,4 @@ def erase(
 def remaining(uow: UnitOfWork, scope: Scope) -> ArtifactCounts:
     """What the exact scope still holds, per class, read from the tables themselves (not
     from indexes that a damaged store may have lost)."""
-    return artifact_counts(uow.count_rows(scope_key(scope), from_tables=True))
+    return artifact_counts(uow.operations.count_rows(scope_key(scope), from_tables=True))

@@ -63,7 +63,7 @@ def _check_lineage(
     """Lineage check: valid edges whose sources exist with unchanged snapshots, and a
     stored fingerprint equal to the one recomputed from them."""
     snapshots = _lineage_snapshots(scope, memory_id, kind, fingerprint, edges)
-    found = uow.get_events(scope_key(scope), list(snapshots))
+    found = uow.events.get(scope_key(scope), list(snapshots))
     for event_id, snapshot in snapshots.items():
         row = found.get(event_id)
         if row is None:
@@ -91,16 +91,16 @@ def _removed(
     the change."""
     if not memory_ids:
         return set()
-    counts = uow.removal_counts(key, memory_ids)
+    counts = uow.operations.removal_counts(key, memory_ids)
     return {artifact for artifact in classes if counts.get(artifact.value, 0)}
 
 
 def govern_memory(uow: UnitOfWork, command: GovernanceCommand) -> tuple[list[str], Removed]:
     scope, key, memory_id = command.scope, scope_key(command.scope), command.entity_id
-    row = uow.get_memory(key, memory_id)
+    row = uow.memories.get(key, memory_id)
     if row is None:
         loading.diagnose(uow, key, EntityType.MEMORY, memory_id)
-    edges = uow.get_edges(key, (memory_id,))
+    edges = uow.memories.edges(key, (memory_id,))
     try:
         status = MemoryStatus(row.status)
     except ValueError:
@@ -118,19 +118,21 @@ def govern_memory(uow: UnitOfWork, command: GovernanceCommand) -> tuple[list[str
         # Rebuild an outdated index first, so the change below is applied to a current one.
         searching.ensure_index(uow)
         new_status = MemoryStatus.SEALED if status is MemoryStatus.ACTIVE else MemoryStatus.ACTIVE
-        uow.update_memory(records.with_memory_status(row, new_status, [e.event_id for e in edges]))
+        uow.memories.update(
+            records.with_memory_status(row, new_status, [e.event_id for e in edges])
+        )
         removed: Removed = set()
         if new_status is MemoryStatus.ACTIVE:
-            uow.index_memory(searching.doc_row(record))
+            uow.search.index(searching.doc_row(record))
         else:
             removed = _removed(uow, key, (memory_id,), _REMOVED_BY_UNINDEX)
-            uow.unindex_memory(key, memory_id)
+            uow.search.unindex(key, memory_id)
         return [memory_id], removed
     # Forget and delete remove the row even if its body no longer verifies: erasure must
     # not be blocked by the corruption of what is being erased.
     removed = _removed(uow, key, (memory_id,), _REMOVED_BY_MEMORY_DELETE)
-    uow.delete_memory(key, memory_id)
-    uow.insert_tombstone(
+    uow.memories.delete(key, memory_id)
+    uow.tombstones.insert(
         records.tombstone_row(
             scope,
             EntityType.MEMORY,
@@ -145,15 +147,15 @@ def govern_memory(uow: UnitOfWork, command: GovernanceCommand) -> tuple[list[str
 
 def delete_event(uow: UnitOfWork, command: GovernanceCommand) -> tuple[list[str], Removed]:
     scope, key, event_id = command.scope, scope_key(command.scope), command.entity_id
-    row = uow.get_events(key, (event_id,)).get(event_id)
+    row = uow.events.get(key, (event_id,)).get(event_id)
     if row is None:
         loading.diagnose(uow, key, EntityType.RAW_EVENT, event_id)
     loading.receipt(row, scope, "invalid raw deletion state")
-    dependent_ids = sorted(set(uow.dependent_memory_ids(key, event_id)))
-    dependents = {m.memory_id: m for m in uow.get_memories(key, dependent_ids)}
+    dependent_ids = sorted(set(uow.memories.dependents(key, event_id)))
+    dependents = {m.memory_id: m for m in uow.memories.get_many(key, dependent_ids)}
     if len(dependents) != len(dependent_ids):
         loading.corrupt("invalid raw deletion state")
-    edges = loading.edges_by_memory(uow.get_edges(key, dependent_ids))
+    edges = loading.edges_by_memory(uow.memories.edges(key, dependent_ids))
     for memory_id in dependent_ids:
         memory = dependents[memory_id]
         _lineage_snapshots(
@@ -163,12 +165,12 @@ def delete_event(uow: UnitOfWork, command: GovernanceCommand) -> tuple[list[str]
     removed |= _removed(uow, key, dependent_ids, _REMOVED_BY_MEMORY_DELETE)
     if row.has_body:
         removed.add(ArtifactClass.RAW_BODY)
-    if uow.get_extraction(key, event_id) is not None:
+    if uow.claims.get_extraction(key, event_id) is not None:
         removed.add(ArtifactClass.EXTRACTION_RECORD)
     for memory_id in dependent_ids:
-        uow.delete_memory(key, memory_id)
-    uow.delete_event(key, event_id)
-    uow.insert_tombstone(
+        uow.memories.delete(key, memory_id)
+    uow.events.delete(key, event_id)
+    uow.tombstones.insert(
         records.tombstone_row(
             scope,
             EntityType.RAW_EVENT,
@@ -179,7 +181,7 @@ def delete_event(uow: UnitOfWork, command: GovernanceCommand) -> tuple[list[str]
         )
     )
     for memory_id in dependent_ids:
-        uow.insert_tombstone(
+        uow.tombstones.insert(
             records.tombstone_row(
                 scope,
                 EntityType.MEMORY,

@@ -87,7 +87,7 @@ def search(
         diagnostics.append(NOT_REGISTERED)
     values, sparse = query_form(vector)
     if space_id is not None:
-        hits = store.scan_vectors(
+        hits = store.scan(
             key,
             space_id,
             as_of,
@@ -114,7 +114,7 @@ def search(
     minimum = settings.minimum_score
     # Only the matches are described and checked: the rest of the scan was only compared.
     score_of = {hits[i][0]: score for i, score in enumerate(scores) if score >= minimum}
-    for handle, memory_id, created_at, clear_until, recall_until in store.vector_facts(
+    for handle, memory_id, created_at, clear_until, recall_until in store.facts(
         key, list(score_of)
     ):
         times = (created_at, clear_until, recall_until)
@@ -143,7 +143,7 @@ def search(
         window,
         keep=window,
     )
-    rows = {r.memory_id: r for r in uow.get_memories(key, [f.memory_id for f in fused])}
+    rows = {r.memory_id: r for r in uow.memories.get_many(key, [f.memory_id for f in fused])}
     if len(rows) != len(fused) or not all(isinstance(r.content, str) for r in rows.values()):
         loading.corrupt(_INDEX_CORRUPT)
     reranked = 0
@@ -188,7 +188,7 @@ def _rerank(
     first: a model is never shown content that fails its digest."""
     key = scope_key(query.scope)
     ids = [f.memory_id for f in shown]
-    edges = loading.edges_by_memory(uow.get_edges(key, ids))
+    edges = loading.edges_by_memory(uow.memories.edges(key, ids))
     candidates = []
     for fused_rank, f in enumerate(shown, start=1):
         memory = loading.memory(

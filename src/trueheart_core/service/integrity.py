@@ -80,16 +80,16 @@ def verify(uow: UnitOfWork, scope: Scope | None) -> IntegrityReport:
     """
     key = records.scope_key(scope) if scope is not None else None
     found = _Findings()
-    _check_events(uow.iter_events(key), found)
-    _check_bodies(uow, uow.iter_bodies(key), found)
-    index_state = uow.search_tokenizer()
+    _check_events(uow.events.iter(key), found)
+    _check_bodies(uow, uow.events.iter_bodies(key), found)
+    index_state = uow.search.tokenizer()
     index_current = index_state == TOKENIZER_ID
-    _check_memories(uow, uow.iter_memories(key), found, index_current)
-    _check_edges(uow, uow.iter_edges(key), found)
-    _check_tombstones(uow, uow.iter_tombstones(key), found)
-    _check_audit(uow.iter_audit(key), found)
-    _check_claims(uow, uow.iter_claims(key), found)
-    _check_extractions(uow, uow.iter_extractions(key), found)
+    _check_memories(uow, uow.memories.iter(key), found, index_current)
+    _check_edges(uow, uow.memories.iter_edges(key), found)
+    _check_tombstones(uow, uow.tombstones.iter(key), found)
+    _check_audit(uow.audit.iter(key), found)
+    _check_claims(uow, uow.claims.iter(key), found)
+    _check_extractions(uow, uow.claims.iter_extractions(key), found)
     found.checked += projecting.check_vectors(uow, key, found.add)
     _check_claim_keys(uow, key, found)
     if index_current:
@@ -97,7 +97,7 @@ def verify(uow: UnitOfWork, scope: Scope | None) -> IntegrityReport:
     elif index_state != "":
         # An empty identity is an index not built yet; it is built on first use.
         found.add("search_index", "", None, "index_built_by_other_rules")
-    if scope is None and not uow.storage_is_consistent():
+    if scope is None and not uow.operations.storage_is_consistent():
         found.add("storage", "", None, "storage_check_failed")
     return IntegrityReport(tuple(found.problems), found.checked)
 
@@ -114,7 +114,7 @@ def _check_events(rows: Iterator[EventRow], found: _Findings) -> None:
 def _check_bodies(uow: UnitOfWork, rows: Iterator[BodyRow], found: _Findings) -> None:
     for chunk in _chunks(rows):
         for key, bodies in _by_scope(chunk, lambda b: b.scope).items():
-            receipts = uow.get_events(key, [b.event_id for b in bodies])
+            receipts = uow.events.get(key, [b.event_id for b in bodies])
             for body in bodies:
                 found.checked += 1
                 receipt = receipts.get(body.event_id)
@@ -133,10 +133,10 @@ def _check_memories(
         for key, memories in _by_scope(chunk, lambda m: m.scope).items():
             ids = [m.memory_id for m in memories]
             edges: dict[str, list[EdgeRow]] = defaultdict(list)
-            for edge in uow.get_edges(key, ids):
+            for edge in uow.memories.edges(key, ids):
                 edges[edge.memory_id].append(edge)
-            sources = uow.get_events(key, sorted({e.event_id for es in edges.values() for e in es}))
-            docs = {d.memory_id: d for d in uow.search_docs_for(key, ids)} if index_current else {}
+            sources = uow.events.get(key, sorted({e.event_id for es in edges.values() for e in es}))
+            docs = {d.memory_id: d for d in uow.search.docs_for(key, ids)} if index_current else {}
             for memory in memories:
                 found.checked += 1
                 try:
@@ -167,19 +167,19 @@ def _check_entry(
 
 def _check_search_index(uow: UnitOfWork, key: ScopeKey | None, found: _Findings) -> None:
     """Index rows that no memory accounts for, and aggregates that disagree with rows."""
-    for doc in uow.iter_search_docs(key):
+    for doc in uow.search.iter_docs(key):
         found.checked += 1
         if doc.memory_id is None:
             found.add("search_index", "", doc.scope, "index_entry_without_memory")
-    for term in uow.iter_search_terms(key):
+    for term in uow.search.iter_terms(key):
         if term.df != term.postings:
             found.add("search_index", "", term.scope, "term_count_mismatch")
         if term.earlier_copies:
             found.add("search_index", "", term.scope, "duplicate_term")
-    for stats in uow.iter_search_stats(key):
+    for stats in uow.search.iter_stats(key):
         if (stats.docs, stats.length) != (stats.actual_docs, stats.actual_length):
             found.add("search_index", "", stats.scope, "statistics_mismatch")
-    if uow.orphan_postings(key):
+    if uow.search.orphan_postings(key):
         found.add("search_index", "", key, "posting_without_entry")
 
 
@@ -215,7 +215,9 @@ def _check_memory(
 def _check_edges(uow: UnitOfWork, rows: Iterator[EdgeRow], found: _Findings) -> None:
     for chunk in _chunks(rows):
         for key, edges in _by_scope(chunk, lambda e: e.scope).items():
-            memories = {m.memory_id for m in uow.get_memories(key, [e.memory_id for e in edges])}
+            memories = {
+                m.memory_id for m in uow.memories.get_many(key, [e.memory_id for e in edges])
+            }
             for edge in edges:
                 found.checked += 1
                 try:
@@ -232,9 +234,9 @@ def _check_tombstones(uow: UnitOfWork, rows: Iterator[TombstoneRow], found: _Fin
         try:
             entity_type = records.check_tombstone(row)
             if entity_type is EntityType.RAW_EVENT:
-                live = bool(uow.get_events(row.scope, (row.entity_id,)))
+                live = bool(uow.events.get(row.scope, (row.entity_id,)))
             else:
-                live = uow.get_memory(row.scope, row.entity_id) is not None
+                live = uow.memories.get(row.scope, row.entity_id) is not None
             if live:
                 raise RowInvalid("tombstone_has_live_row")
         except RowInvalid as error:
@@ -258,9 +260,9 @@ def _check_claims(uow: UnitOfWork, rows: Iterator[ClaimRow], found: _Findings) -
     for chunk in _chunks(rows):
         for key, claims in _by_scope(chunk, lambda c: c.scope).items():
             ids = [c.claim_id for c in claims]
-            memories = {m.memory_id: m for m in uow.get_memories(key, ids)}
+            memories = {m.memory_id: m for m in uow.memories.get_many(key, ids)}
             edges: dict[str, list[EdgeRow]] = defaultdict(list)
-            for edge in uow.get_edges(key, ids):
+            for edge in uow.memories.edges(key, ids):
                 edges[edge.memory_id].append(edge)
             for claim in claims:
                 found.checked += 1
@@ -283,7 +285,7 @@ def _check_extractions(uow: UnitOfWork, rows: Iterator[ExtractionRow], found: _F
         found.checked += 1
         try:
             records.extraction_from_row(row)
-            if not uow.get_events(row.scope, (row.event_id,)):
+            if not uow.events.get(row.scope, (row.event_id,)):
                 raise RowInvalid("extraction_without_event")
         except RowInvalid as error:
             found.add("extraction", row.event_id, row.scope, error.code)
@@ -292,5 +294,5 @@ def _check_extractions(uow: UnitOfWork, rows: Iterator[ExtractionRow], found: _F
 def _check_claim_keys(uow: UnitOfWork, key: ScopeKey | None, found: _Findings) -> None:
     """The claim index is derived from the claim rows: its subject and predicate keys
     must be those of the rows' texts, or a claims question by subject misses the row."""
-    for scope, claim_id in uow.stale_claim_keys(key):
+    for scope, claim_id in uow.claims.stale_keys(key):
         found.add("claim_index", claim_id, scope, "claim_key_mismatch")

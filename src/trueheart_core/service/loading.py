@@ -61,16 +61,16 @@ def diagnose(uow: UnitOfWork, key: ScopeKey, entity_type: EntityType, entity_id:
     Bounded look-ups only: the exact scope's tombstones, then one tombstone of the same
     type elsewhere, then one live row elsewhere. Every tombstone read is verified.
     """
-    if blocking_tombstones(uow.get_tombstones(key, entity_id), entity_type):
+    if blocking_tombstones(uow.tombstones.get(key, entity_id), entity_type):
         raise EntityDeleted(entity_id)
-    elsewhere = uow.tombstone_elsewhere(entity_id, entity_type.value, key)
+    elsewhere = uow.tombstones.elsewhere(entity_id, entity_type.value, key)
     if elsewhere is not None:
         blocking_tombstones((elsewhere,), entity_type)
         raise ScopeMismatch(entity_id)
     live_elsewhere = (
-        uow.event_id_elsewhere(entity_id, key)
+        uow.events.id_elsewhere(entity_id, key)
         if entity_type is EntityType.RAW_EVENT
-        else uow.memory_id_elsewhere(entity_id, key)
+        else uow.memories.id_elsewhere(entity_id, key)
     )
     if live_elsewhere:
         raise ScopeMismatch(entity_id)

@@ -18,7 +18,6 @@ from trueheart_core.domain.model import MemoryStatus, Scope
 from trueheart_core.domain.operations import IndexRebuildReport, StoreStats
 from trueheart_core.errors import ValidationError
 from trueheart_core.ports import ScopeKey, SearchDocRow, UnitOfWork
-from trueheart_core.ports_vectors import SupportsVectors
 from trueheart_core.service import loading
 from trueheart_core.service import search as searching
 from trueheart_core.service.records import scope_key
@@ -35,10 +34,10 @@ def _count(value: object) -> int:
 def stats(uow: UnitOfWork, scope: Scope | None, sizes: tuple[int, int] | None) -> StoreStats:
     """Row counts of the scope (or the whole store), with the storage file sizes."""
     key = None if scope is None else scope_key(scope)
-    rows = {name: _count(value) for name, value in uow.count_rows(key).items()}
+    rows = {name: _count(value) for name, value in uow.operations.count_rows(key).items()}
     by_status: Counter[str] = Counter()
     by_kind: Counter[str] = Counter()
-    for status, kind, count in uow.count_memories(key):
+    for status, kind, count in uow.operations.count_memories(key):
         if not isinstance(status, str) or not isinstance(kind, str):
             loading.corrupt("invalid memory record")
         by_status[status] += _count(count)
@@ -80,7 +79,7 @@ def _entries(uow: UnitOfWork) -> Counter[bytes]:
     key of its own so that it can only be removed."""
     found: Counter[bytes] = Counter()
     orphans = 0
-    for chunk in _chunks(uow.iter_search_docs(None)):
+    for chunk in _chunks(uow.search.iter_docs(None)):
         by_scope: dict[ScopeKey, list[str]] = {}
         for doc in chunk:
             if doc.memory_id is None:
@@ -89,13 +88,13 @@ def _entries(uow: UnitOfWork) -> Counter[bytes]:
             else:
                 by_scope.setdefault(doc.scope, []).append(doc.memory_id)
         for key, memory_ids in by_scope.items():
-            for doc in uow.search_docs_for(key, memory_ids):
+            for doc in uow.search.docs_for(key, memory_ids):
                 found[_fingerprint(doc)] += 1
     return found
 
 
 def _terms(uow: UnitOfWork) -> Counter[tuple[object, ...]]:
-    return Counter((t.scope, t.term, t.df) for t in uow.iter_search_terms(None))
+    return Counter((t.scope, t.term, t.df) for t in uow.search.iter_terms(None))
 
 
 def rebuild(uow: UnitOfWork) -> IndexRebuildReport:
@@ -104,11 +103,11 @@ def rebuild(uow: UnitOfWork) -> IndexRebuildReport:
     entries_before, terms_before = _entries(uow), _terms(uow)
     searching.rebuild(uow)
     entries_after, terms_after = _entries(uow), _terms(uow)
-    claim_keys = _count(uow.rekey_claims())
+    claim_keys = _count(uow.claims.rekey())
     copies = orphans = 0
-    if isinstance(uow, SupportsVectors):
-        copies, orphans = (_count(n) for n in uow.repair_vector_copies())
-    storage = _count(uow.rebuild_storage_indexes())
+    if uow.vectors is not None:
+        copies, orphans = (_count(n) for n in uow.vectors.repair_copies())
+    storage = _count(uow.operations.rebuild_storage_indexes())
     return IndexRebuildReport(
         entries_before.total(),
         entries_after.total(),

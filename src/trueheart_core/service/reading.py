@@ -32,16 +32,18 @@ _CURSOR_VERSION = "m1"
 def get_memory(uow: UnitOfWork, scope: Scope, memory_id: str) -> MemoryRecord:
     """The memory with this ID in the exact scope, whatever its status."""
     key = scope_key(scope)
-    row = uow.get_memory(key, memory_id)
+    row = uow.memories.get(key, memory_id)
     if row is None:
         loading.diagnose(uow, key, EntityType.MEMORY, memory_id)
-    return loading.memory(row, uow.get_edges(key, (memory_id,)), scope, "invalid memory record")
+    return loading.memory(
+        row, uow.memories.edges(key, (memory_id,)), scope, "invalid memory record"
+    )
 
 
 def get_receipt(uow: UnitOfWork, scope: Scope, event_id: str) -> RawEventReceipt:
     """The receipt of the event with this ID in the exact scope."""
     key = scope_key(scope)
-    row = uow.get_events(key, (event_id,)).get(event_id)
+    row = uow.events.get(key, (event_id,)).get(event_id)
     if row is None:
         loading.diagnose(uow, key, EntityType.RAW_EVENT, event_id)
     return loading.receipt(row, scope, "invalid raw event record")
@@ -97,10 +99,10 @@ def list_memories(
     listing = _listing_id(scope, statuses, kinds)
     after = None if cursor is None else decode_cursor(cursor, listing)
     key = scope_key(scope)
-    rows = uow.list_memories(key, [s.value for s in statuses], kinds, after, limit + 1)
+    rows = uow.memories.page(key, [s.value for s in statuses], kinds, after, limit + 1)
     more = len(rows) > limit
     rows = rows[:limit]
-    edges = loading.edges_by_memory(uow.get_edges(key, [r.memory_id for r in rows]))
+    edges = loading.edges_by_memory(uow.memories.edges(key, [r.memory_id for r in rows]))
     items = []
     for row in rows:
         memory = loading.memory(row, edges[row.memory_id], scope, "invalid memory record")

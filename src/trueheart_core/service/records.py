@@ -42,8 +42,8 @@ from trueheart_core.ports import (
     MemoryRow,
     ScopeKey,
     TombstoneRow,
+    VectorRow,
 )
-from trueheart_core.ports_vectors import VectorRow
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 ONE_US = timedelta(microseconds=1)

@@ -60,7 +60,7 @@ def doc_row(record: MemoryRecord) -> SearchDocRow:
 
 def index_is_current(uow: UnitOfWork) -> bool:
     """Whether the index was built by these tokenisation rules."""
-    return uow.search_tokenizer() == TOKENIZER_ID
+    return uow.search.tokenizer() == TOKENIZER_ID
 
 
 def ensure_index(uow: UnitOfWork) -> None:
@@ -74,23 +74,23 @@ def rebuild(uow: UnitOfWork) -> int:
     """Replace the whole index with one computed from the memory rows; returns how many
     memories it holds. Active memories whose row does not verify are left out (and
     reported by ``verify_integrity``)."""
-    uow.clear_search_index()
+    uow.search.clear()
     indexed = 0
-    for chunk in _chunks(uow.iter_memories(None)):
+    for chunk in _chunks(uow.memories.iter(None)):
         by_scope: dict[ScopeKey, list[MemoryRow]] = {}
         for row in chunk:
             if row.status == MemoryStatus.ACTIVE.value:
                 by_scope.setdefault(row.scope, []).append(row)
         for key, rows in by_scope.items():
-            edges = loading.edges_by_memory(uow.get_edges(key, [r.memory_id for r in rows]))
+            edges = loading.edges_by_memory(uow.memories.edges(key, [r.memory_id for r in rows]))
             for row in rows:
                 try:
                     record = records.memory_from_row(row, edges[row.memory_id])
                 except RowInvalid:
                     continue
-                uow.index_memory(doc_row(record))
+                uow.search.index(doc_row(record))
                 indexed += 1
-    uow.set_search_tokenizer(TOKENIZER_ID)
+    uow.search.set_tokenizer(TOKENIZER_ID)
     return indexed
 
 
@@ -140,10 +140,10 @@ def lexical(uow: UnitOfWork, query: SearchQuery, window: int) -> Lexical:
     key = scope_key(query.scope)
     as_of = records.to_us(query.as_of)
     terms = sorted({term_key(term) for term in tokenize(query.text)})
-    docs, total_length = uow.search_statistics(key)
+    docs, total_length = uow.search.statistics(key)
     if type(docs) is not int or type(total_length) is not int or docs < 0:
         loading.corrupt(_INDEX_CORRUPT)
-    frequencies = uow.term_frequencies(key, terms) if terms and docs else {}
+    frequencies = uow.search.term_frequencies(key, terms) if terms and docs else {}
     weights = []
     for term in terms:
         df = frequencies.get(term, 0)
@@ -153,7 +153,7 @@ def lexical(uow: UnitOfWork, query: SearchQuery, window: int) -> Lexical:
             weights.append((term, ranking.idf(docs, df)))
     matched, found = 0, list[SearchCandidate]()
     if weights:
-        matched, found = uow.search_candidates(
+        matched, found = uow.search.candidates(
             key,
             weights,
             ranking.BM25_K1,
@@ -194,7 +194,7 @@ def search(
     chosen = found.candidates[:window]
     rows = {
         row.memory_id: row
-        for row in uow.get_memories(scope_key(query.scope), [c.memory_id for c in chosen])
+        for row in uow.memories.get_many(scope_key(query.scope), [c.memory_id for c in chosen])
     }
     ranked = []
     for candidate in chosen:
@@ -225,7 +225,7 @@ def capsule(
     as_of = records.to_us(query.as_of)
     trace, used = pack(ranked, query.budget_tokens, query.limit, estimator)
     entries = [e for e in trace if e.decision is CapsuleDecision.INCLUDED]
-    edges = loading.edges_by_memory(uow.get_edges(key, [e.memory_id for e in entries]))
+    edges = loading.edges_by_memory(uow.memories.edges(key, [e.memory_id for e in entries]))
     memories = []
     for entry in entries:
         row = rows[entry.memory_id]

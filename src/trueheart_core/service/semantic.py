@@ -25,8 +25,7 @@ from trueheart_core.errors import (
     TrueHeartError,
     ValidationError,
 )
-from trueheart_core.ports import UnitOfWork
-from trueheart_core.ports_vectors import SpaceRow, SupportsVectors, VectorRow
+from trueheart_core.ports import SpaceRow, UnitOfWork, VectorRow, VectorStore
 from trueheart_core.service import loading, records
 from trueheart_core.service.records import scope_key
 
@@ -94,11 +93,12 @@ def check_unchanged(embedder: Embedder, space: Space) -> None:
         raise EmbedderMismatch("the embedder changed since the service opened")
 
 
-def vectors_of(uow: UnitOfWork) -> SupportsVectors:
-    """The unit of work's vector capability."""
-    if not isinstance(uow, SupportsVectors):
+def vectors_of(uow: UnitOfWork) -> VectorStore:
+    """The unit of work's vector role (a backend without vectors cannot take an
+    embedder)."""
+    if uow.vectors is None:
         raise ValidationError("embedder", "needs a repository that stores vectors")
-    return uow
+    return uow.vectors
 
 
 def needs_registration(uow: UnitOfWork, space: Space, replace: bool) -> bool:
@@ -119,22 +119,22 @@ def register(uow: UnitOfWork, space: Space, replace: bool) -> int:
     return _registered(vectors_of(uow), space, replace)
 
 
-def _registered(uow: SupportsVectors, space: Space, replace: bool) -> int:
+def _registered(store: VectorStore, space: Space, replace: bool) -> int:
     """The current space's ID, registering ``space`` if no space is current (or if
     ``replace`` allows replacing another one)."""
-    current = uow.current_space()
+    current = store.current_space()
     if space.matches(current):
         assert current is not None
         return current.space_id
     if current is not None and not replace:
         raise EmbedderMismatch("the store holds vectors of another embedder")
-    return uow.register_space(space.identity, space.dimensions, space.normalized)
+    return store.register_space(space.identity, space.dimensions, space.normalized)
 
 
-def current_space_id(uow: SupportsVectors, space: Space) -> int | None:
+def current_space_id(store: VectorStore, space: Space) -> int | None:
     """The ID of ``space`` if it is the store's current space (else searches have no
     vectors to scan); a store re-registered to another space since opening is refused."""
-    current = uow.current_space()
+    current = store.current_space()
     if current is None:
         return None
     if not space.matches(current):
@@ -174,10 +174,10 @@ def pending(
     store = vectors_of(uow)
     current = store.current_space()
     current_id = current.space_id if current is not None and space.matches(current) else None
-    rows = uow.get_memories(key, sorted(set(memory_ids)))
+    rows = uow.memories.get_many(key, sorted(set(memory_ids)))
     rows.sort(key=lambda r: str(r.memory_id))
-    edges = loading.edges_by_memory(uow.get_edges(key, [r.memory_id for r in rows]))
-    have = store.vector_keys(key, [r.memory_id for r in rows])
+    edges = loading.edges_by_memory(uow.memories.edges(key, [r.memory_id for r in rows]))
+    have = store.keys(key, [r.memory_id for r in rows])
     todo = []
     for row in rows:
         if row.status != MemoryStatus.ACTIVE.value:
@@ -218,14 +218,14 @@ def store(
     for scope in sorted({m.scope for m in todo}, key=scope_key):
         mine = [(m, b) for m, b in zip(todo, blobs, strict=True) if m.scope == scope]
         key = scope_key(scope)
-        still = {r.memory_id: r for r in uow.get_memories(key, [m.memory_id for m, _ in mine])}
+        still = {r.memory_id: r for r in uow.memories.get_many(key, [m.memory_id for m, _ in mine])}
         for memory, blob in mine:
             now = still.get(memory.memory_id)
             if now is None or now.status != MemoryStatus.ACTIVE.value:
                 continue
             if now.content != memory.content:
                 continue
-            vectors.put_vector(_row(scope, memory.memory_id, space_id, space, memory.content, blob))
+            vectors.put(_row(scope, memory.memory_id, space_id, space, memory.content, blob))
             stored += 1
     return stored
 
@@ -241,7 +241,7 @@ def status(uow: UnitOfWork, scope: Scope, space: Space | None) -> SemanticStatus
     stale: dict[bool, list[str]] = {False: [], True: []}
     total = indexed = 0
     after: str | None = None
-    while page := store.vector_states(key, after, _PAGE):
+    while page := store.states(key, after, _PAGE):
         for state in page:
             if not isinstance(state.memory_id, str) or not isinstance(state.content, str):
                 loading.corrupt("invalid memory record")
@@ -286,11 +286,12 @@ def check_vectors(
 ) -> int:
     """Verify every stored vector (of one scope, or all); report problems through
     ``add(entity_type, entity_id, scope, code)``; returns how many rows were checked."""
-    if not isinstance(uow, SupportsVectors):
+    vectors = uow.vectors
+    if vectors is None:
         return 0
-    spaces = {space.space_id: space for space in uow.iter_spaces()}
+    spaces = {space.space_id: space for space in vectors.iter_spaces()}
     checked = 0
-    for row in uow.iter_vectors(key):
+    for row in vectors.iter(key):
         checked += 1
         found = spaces.get(row.space_id)
         if not row.memory_id:
@@ -306,6 +307,6 @@ def check_vectors(
             add("vector", row.memory_id, row.scope, "digest_mismatch")
         elif len(row.vector) != 4 * found.dimensions:
             add("vector", row.memory_id, row.scope, "vector_size_invalid")
-    for scope, memory_id in uow.disagreeing_vectors(key):
+    for scope, memory_id in vectors.disagreeing(key):
         add("vector", memory_id, scope, "vector_disagrees_with_memory")
     return checked

@@ -253,10 +253,10 @@ class TrueHeart:
         as_of = records.to_us(query.as_of)
         shift = policy.CLARITY_ROUNDING_SHIFT
         with self._repository.unit_of_work("recall", write=False) as uow:
-            rows = uow.recall_clear(key, as_of, query.kinds, query.limit, shift)
+            rows = uow.memories.recall_clear(key, as_of, query.kinds, query.limit, shift)
             if len(rows) < query.limit:
                 rows += _best_fading(uow, key, as_of, query, query.limit - len(rows))
-            edges = loading.edges_by_memory(uow.get_edges(key, [r.memory_id for r in rows]))
+            edges = loading.edges_by_memory(uow.memories.edges(key, [r.memory_id for r in rows]))
             memories = [
                 loading.memory(row, edges[row.memory_id], scope, "invalid memory record")
                 for row in rows
@@ -643,7 +643,7 @@ class TrueHeart:
         with self._repository.unit_of_work("expire", write=True, erasing=True) as uow:
             # Chunks keep memory bounded however many bodies are due; one transaction.
             seen: set[tuple[ScopeKey, str]] = set()
-            while rows := uow.expirable_events(as_of_us, _EXPIRY_CHUNK):
+            while rows := uow.events.expirable(as_of_us, _EXPIRY_CHUNK):
                 for row in rows:
                     receipt = loading.receipt(row, None, "invalid raw event record")
                     if not receipt.content_available or receipt.raw_expires_at > when:
@@ -653,7 +653,7 @@ class TrueHeart:
                     if (row.scope, row.event_id) in seen:
                         loading.corrupt("invalid raw event record")
                     seen.add((row.scope, row.event_id))
-                    uow.expire_event(records.with_event_status(row, records.EVENT_EXPIRED))
+                    uow.events.expire(records.with_event_status(row, records.EVENT_EXPIRED))
                     writing.audit(
                         uow, receipt.scope, "expire", EntityType.RAW_EVENT, receipt.event_id, when
                     )
@@ -670,7 +670,7 @@ class TrueHeart:
             raise ValidationError("scope", "must be a Scope")
         v.limit(limit)
         with self._repository.unit_of_work("audit", write=False) as uow:
-            rows = uow.recent_audit(scope_key(scope), limit)
+            rows = uow.audit.recent(scope_key(scope), limit)
         result: list[AuditRecord] = []
         for row in rows:
             try:
@@ -770,7 +770,7 @@ class TrueHeart:
         if owner_id is not None:
             v.text("owner_id", owner_id)
         with self._repository.unit_of_work("stats", write=False) as uow:
-            keys = uow.held_scopes(tenant_id, owner_id)
+            keys = uow.operations.held_scopes(tenant_id, owner_id)
         result = []
         for key in keys:
             try:
@@ -813,7 +813,7 @@ def _best_fading(
 ) -> list[MemoryRow]:
     """The ``wanted`` best memories that are fading at ``as_of``, ranked exactly here
     among the candidates the repository pre-selects."""
-    candidates = uow.recall_fading(
+    candidates = uow.memories.recall_fading(
         key,
         as_of,
         query.kinds,
@@ -829,7 +829,7 @@ def _best_fading(
         score = policy.clarity_us(as_of, c.clear_until, c.recall_until)
         ranked.append((-score, -c.created_at, c.memory_id))
     chosen = [memory_id for _, _, memory_id in heapq.nsmallest(wanted, ranked)]
-    by_id = {row.memory_id: row for row in uow.get_memories(key, chosen)}
+    by_id = {row.memory_id: row for row in uow.memories.get_many(key, chosen)}
     if len(by_id) != len(chosen):
         loading.corrupt("invalid memory record")
     return [by_id[memory_id] for memory_id in chosen]

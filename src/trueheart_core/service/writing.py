@@ -48,16 +48,16 @@ def prepare_event(draft: RawEventDraft, now: datetime) -> RawEventReceipt:
 
 def ingest(uow: UnitOfWork, draft: RawEventDraft, receipt: RawEventReceipt) -> RawEventReceipt:
     key = scope_key(draft.scope)
-    if loading.blocking_tombstones(uow.get_tombstones(key, draft.event_id), EntityType.RAW_EVENT):
+    if loading.blocking_tombstones(uow.tombstones.get(key, draft.event_id), EntityType.RAW_EVENT):
         raise EntityDeleted(draft.event_id)
-    existing = uow.get_events(key, (draft.event_id,)).get(draft.event_id)
+    existing = uow.events.get(key, (draft.event_id,)).get(draft.event_id)
     if existing is not None:
         stored = loading.receipt(existing, draft.scope, "invalid raw event record")
         if not policy.receipt_matches(stored, draft, receipt.content_hash, receipt.raw_expires_at):
             raise IdempotencyConflict(draft.event_id)
         return stored
     audit(uow, draft.scope, "ingest", EntityType.RAW_EVENT, draft.event_id, receipt.ingested_at)
-    uow.insert_event(
+    uow.events.insert(
         records.event_row(receipt), records.body_row(draft.scope, draft.event_id, draft.content)
     )
     return receipt
@@ -71,7 +71,7 @@ def audit(
     entity_id: str,
     occurred_at: datetime,
 ) -> None:
-    uow.insert_audit(
+    uow.audit.insert(
         records.audit_row(
             new_audit_id(),
             scope,
@@ -87,14 +87,14 @@ def audit(
 def replayed_memory(uow: UnitOfWork, row: MemoryRow, scope: Scope) -> MemoryRecord:
     """A stored memory for replay comparison: its edges (snapshots included) must verify
     and each edge's source must still exist."""
-    edges = uow.get_edges(row.scope, (row.memory_id,))
+    edges = uow.memories.edges(row.scope, (row.memory_id,))
     record = loading.memory(row, edges, scope, "invalid memory record")  # edge digests included
     for edge in edges:
         try:
             records.edge_snapshots(edge)
         except RowInvalid:
             loading.corrupt("invalid memory record")
-    present = uow.get_events(row.scope, record.source_event_ids)
+    present = uow.events.get(row.scope, record.source_event_ids)
     if len(present) != len(record.source_event_ids):
         loading.corrupt("invalid memory record")
     return record
@@ -107,20 +107,20 @@ def materialize(uow: UnitOfWork, draft: MemoryDraft) -> MemoryRecord:
     scope = draft.scope
     fingerprint = policy.dependency_fingerprint(scope, draft.kind, draft.source_event_ids)
     key = scope_key(scope)
-    tombstones = uow.get_tombstones(key, draft.memory_id)
+    tombstones = uow.tombstones.get(key, draft.memory_id)
     if loading.blocking_tombstones(tombstones, EntityType.MEMORY):
         raise EntityDeleted(draft.memory_id)
-    existing = uow.get_memory(key, draft.memory_id)
+    existing = uow.memories.get(key, draft.memory_id)
     if existing is not None:
         stored = replayed_memory(uow, existing, scope)
         if not policy.memory_matches(stored, draft, fingerprint):
             raise IdempotencyConflict(draft.memory_id)
         return stored
     if loading.blocking_tombstones(
-        uow.tombstones_for_fingerprint(key, fingerprint), EntityType.MEMORY
+        uow.tombstones.for_fingerprint(key, fingerprint), EntityType.MEMORY
     ):
         raise EntityDeleted(draft.memory_id)
-    found = uow.get_events(key, draft.source_event_ids)
+    found = uow.events.get(key, draft.source_event_ids)
     sources: list[RawEventReceipt] = []
     for event_id in draft.source_event_ids:
         row = found.get(event_id)
@@ -152,7 +152,7 @@ def materialize(uow: UnitOfWork, draft: MemoryDraft) -> MemoryRecord:
         for s in sorted(sources, key=lambda s: s.event_id)
     ]
     searching.ensure_index(uow)
-    uow.insert_memory(records.memory_row(record), edges)
-    uow.index_memory(searching.doc_row(record))
+    uow.memories.insert(records.memory_row(record), edges)
+    uow.search.index(searching.doc_row(record))
     audit(uow, scope, "materialize", EntityType.MEMORY, draft.memory_id, draft.created_at)
     return record

@@ -1,16 +1,18 @@
-"""The SQLite statements of claims and extraction records: primitive reads and writes
-(see ``ports.UnitOfWork``), mixed into the unit of work."""
+"""The SQLite claims role (see ``ports.claims``): statements over the unit of work's
+connection, and nothing else."""
 
 from __future__ import annotations
 
 import hashlib
-import sqlite3
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from trueheart_core.adapters.sqlite.session import (
+    CHUNK,
+    Session,
+)
 from trueheart_core.ports import ClaimRow, ExtractionRow, ScopeKey
 
-_CHUNK = 500
 _CLAIM_COLUMNS = (
     "c.claim_id, c.subject, c.predicate, c.value, c.valid_from, c.valid_to, c.confidence, "
     "c.authority, c.supersedes, c.digest"
@@ -23,18 +25,18 @@ def text_key(text: str) -> int:
     return int.from_bytes(digest.digest(), "big", signed=True)
 
 
-class ClaimStatements:
-    """Claim and extraction primitives over the unit of work's connection."""
+class SQLiteClaims:
+    """The claims role over one transaction."""
 
-    _conn: sqlite3.Connection
+    def __init__(self, session: Session) -> None:
+        self._conn = session.conn
+        self._scope_id = session.scope_id
+        self._ensure_scope = session.ensure_scope
+        self._scan = session.scan
+        self._memory_rid = session.memory_rid
+        self._in_chunks = session.in_chunks
 
-    def _scope_id(self, scope: ScopeKey, *, thorough: bool = False) -> int | None:
-        raise NotImplementedError
-
-    def _ensure_scope(self, scope: ScopeKey) -> int:
-        raise NotImplementedError
-
-    def insert_claim(self, row: ClaimRow) -> None:
+    def insert(self, row: ClaimRow) -> None:
         self._conn.execute(
             "INSERT INTO claims (scope_id, claim_id, subject, predicate, value, valid_from, "
             "valid_to, confidence, authority, supersedes, digest, subject_key, predicate_key) "
@@ -56,36 +58,10 @@ class ClaimStatements:
             ),
         )
 
-    def _claims_in(
-        self, scope: ScopeKey, column: str, values: Sequence[str], index: str | None
-    ) -> list[ClaimRow]:
-        sid = self._scope_id(scope)
-        if sid is None or not values:
-            return []
-        found: list[ClaimRow] = []
-        for start in range(0, len(values), _CHUNK):
-            chunk = list(values[start : start + _CHUNK])
-            marks = ",".join("?" * len(chunk))
-            found.extend(
-                ClaimRow(scope, *r)
-                for r in self._conn.execute(
-                    f"SELECT {_CLAIM_COLUMNS} FROM claims c"
-                    f"{'' if index is None else f' INDEXED BY {index}'} "
-                    f"WHERE c.scope_id = ? AND c.{column} IN ({marks})",
-                    [sid, *chunk],
-                )
-            )
-        return found
-
-    def get_claims(self, scope: ScopeKey, claim_ids: Sequence[str]) -> list[ClaimRow]:
+    def get(self, scope: ScopeKey, claim_ids: Sequence[str]) -> list[ClaimRow]:
         return self._claims_in(scope, "claim_id", claim_ids, None)
 
-    def superseders_of(self, scope: ScopeKey, claim_ids: Sequence[str]) -> list[ClaimRow]:
-        return self._claims_in(scope, "supersedes", claim_ids, "claims_by_supersedes")
-
-    def claims_about(
-        self, scope: ScopeKey, subject: str | None, predicate: str | None
-    ) -> list[ClaimRow]:
+    def about(self, scope: ScopeKey, subject: str | None, predicate: str | None) -> list[ClaimRow]:
         sid = self._scope_id(scope)
         if sid is None:
             return []
@@ -109,18 +85,10 @@ class ClaimStatements:
             )
         ]
 
-    def _every(self, sql: str, scope: ScopeKey | None) -> Iterator[Sequence[Any]]:
-        where, params = "", []
-        if scope is not None:
-            sid = self._scope_id(scope)
-            if sid is None:
-                return
-            where, params = " WHERE x.scope_id = ?", [sid]
-        cursor = self._conn.execute(f"{sql}{where} ORDER BY x.rid", params)
-        while rows := cursor.fetchmany(_CHUNK):
-            yield from rows
+    def superseders_of(self, scope: ScopeKey, claim_ids: Sequence[str]) -> list[ClaimRow]:
+        return self._claims_in(scope, "supersedes", claim_ids, "claims_by_supersedes")
 
-    def iter_claims(self, scope: ScopeKey | None) -> Iterator[ClaimRow]:
+    def iter(self, scope: ScopeKey | None) -> Iterator[ClaimRow]:
         for r in self._every(
             "SELECT s.tenant_id, s.owner_id, s.subject_id, x.claim_id, x.subject, x.predicate, "
             "x.value, x.valid_from, x.valid_to, x.confidence, x.authority, x.supersedes, "
@@ -128,22 +96,6 @@ class ClaimStatements:
             scope,
         ):
             yield ClaimRow((r[0], r[1], r[2]), *r[3:])
-
-    def iter_extractions(self, scope: ScopeKey | None) -> Iterator[ExtractionRow]:
-        for r in self._every(
-            "SELECT s.tenant_id, s.owner_id, s.subject_id, x.event_id, x.extractor, "
-            "x.claim_ids, x.spans, x.diagnostics, x.digest "
-            "FROM extractions x JOIN scopes s ON s.scope_id = x.scope_id",
-            scope,
-        ):
-            yield ExtractionRow((r[0], r[1], r[2]), *r[3:])
-
-    def delete_claim(self, scope: ScopeKey, claim_id: str) -> None:
-        """Remove a claim's fields (part of removing its memory)."""
-        self._conn.execute(
-            "DELETE FROM claims WHERE claim_id = ? AND scope_id = ?",
-            (claim_id, self._scope_id(scope)),
-        )
 
     def insert_extraction(self, row: ExtractionRow) -> None:
         self._conn.execute(
@@ -171,9 +123,96 @@ class ClaimStatements:
         ).fetchone()
         return None if r is None else ExtractionRow(scope, *r)
 
+    def iter_extractions(self, scope: ScopeKey | None) -> Iterator[ExtractionRow]:
+        for r in self._every(
+            "SELECT s.tenant_id, s.owner_id, s.subject_id, x.event_id, x.extractor, "
+            "x.claim_ids, x.spans, x.diagnostics, x.digest "
+            "FROM extractions x JOIN scopes s ON s.scope_id = x.scope_id",
+            scope,
+        ):
+            yield ExtractionRow((r[0], r[1], r[2]), *r[3:])
+
+    def stale_keys(self, scope: ScopeKey | None) -> list[tuple[ScopeKey, str]]:
+        return [(key, claim_id) for _, key, claim_id, _, _ in self._claim_keys(scope)]
+
+    def rekey(self) -> int:
+        stale = self._claim_keys(None)
+        self._conn.executemany(
+            "UPDATE claims SET subject_key = ?, predicate_key = ? WHERE rid = ?",
+            [(sk, pk, rid) for rid, _, _, sk, pk in stale],
+        )
+        return len(stale)
+
+    def _claims_in(
+        self, scope: ScopeKey, column: str, values: Sequence[str], index: str | None
+    ) -> list[ClaimRow]:
+        sid = self._scope_id(scope)
+        if sid is None or not values:
+            return []
+        found: list[ClaimRow] = []
+        for start in range(0, len(values), CHUNK):
+            chunk = list(values[start : start + CHUNK])
+            marks = ",".join("?" * len(chunk))
+            found.extend(
+                ClaimRow(scope, *r)
+                for r in self._conn.execute(
+                    f"SELECT {_CLAIM_COLUMNS} FROM claims c"
+                    f"{'' if index is None else f' INDEXED BY {index}'} "
+                    f"WHERE c.scope_id = ? AND c.{column} IN ({marks})",
+                    [sid, *chunk],
+                )
+            )
+        return found
+
+    def _every(self, sql: str, scope: ScopeKey | None) -> Iterator[Sequence[Any]]:
+        where, params = "", []
+        if scope is not None:
+            sid = self._scope_id(scope)
+            if sid is None:
+                return
+            where, params = " WHERE x.scope_id = ?", [sid]
+        cursor = self._conn.execute(f"{sql}{where} ORDER BY x.rid", params)
+        while rows := cursor.fetchmany(CHUNK):
+            yield from rows
+
+    def delete_claim(self, scope: ScopeKey, claim_id: str) -> None:
+        """Remove a claim's fields (part of removing its memory)."""
+        self._conn.execute(
+            "DELETE FROM claims WHERE claim_id = ? AND scope_id = ?",
+            (claim_id, self._scope_id(scope)),
+        )
+
     def delete_extraction(self, scope: ScopeKey, event_id: str) -> None:
         """Remove an event's extraction record (part of deleting the event)."""
         self._conn.execute(
             "DELETE FROM extractions WHERE event_id = ? AND scope_id = ?",
             (event_id, self._scope_id(scope)),
         )
+
+    def _claim_keys(self, scope: ScopeKey | None) -> list[tuple[int, ScopeKey, str, int, int]]:
+        """``(rid, scope, claim_id, subject key, predicate key)`` of every claim row whose
+        stored keys differ from the keys of its texts (or whose texts are not text)."""
+        where, params = "", []
+        if scope is not None:
+            sid = self._scope_id(scope)
+            if sid is None:
+                return []
+            where, params = " WHERE c.scope_id = ?", [sid]
+        stale = []
+        cursor = self._conn.execute(
+            "SELECT c.rid, s.tenant_id, s.owner_id, s.subject_id, c.claim_id, c.subject, "
+            "c.predicate, c.subject_key, c.predicate_key FROM claims c "
+            f"JOIN scopes s ON s.scope_id = c.scope_id{where} ORDER BY c.rid",
+            params,
+        )
+        while rows := cursor.fetchmany(500):
+            for rid, tenant, owner, subject_id, claim_id, subject, predicate, sk, pk in rows:
+                if not isinstance(subject, str) or not isinstance(predicate, str):
+                    continue  # an invalid claim row is reported by its own check
+                try:
+                    keys = (text_key(subject), text_key(predicate))
+                except UnicodeEncodeError:
+                    continue
+                if (sk, pk) != keys:
+                    stale.append((rid, (tenant, owner, subject_id), claim_id, *keys))
+        return stale

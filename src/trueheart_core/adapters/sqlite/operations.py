@@ -1,18 +1,18 @@
-"""The SQLite statements of operating a store: row counts, whole-scope erasure, claim
-index keys and storage indexes (see ``ports.UnitOfWork``), mixed into the unit of work."""
+"""The SQLite operations role (see ``ports.operations``): statements over the unit of work's
+connection, and nothing else."""
 
 from __future__ import annotations
 
-import sqlite3
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from trueheart_core.adapters.sqlite.claims import text_key
+from trueheart_core.adapters.sqlite.session import (
+    Session,
+)
 from trueheart_core.errors import RepositoryCorruption
 from trueheart_core.ports import ScopeKey
 
-_CHUNK = 500
 _MEMORY_RIDS = "SELECT rid FROM memories WHERE scope_id = ?"
 
 SCOPED_ROWS: Sequence[tuple[str, str, str]] = (
@@ -58,14 +58,23 @@ _WHOLE_STORE: dict[str, str] = {
 }
 
 
-class OperationStatements:
-    """Count, erasure, claim-key and storage-index primitives over the connection."""
+class SQLiteOperations:
+    """The operations role over one transaction."""
 
-    _conn: sqlite3.Connection
-    rewrite_requested: bool
+    def __init__(self, session: Session) -> None:
+        self._conn = session.conn
+        self._scope_id = session.scope_id
+        self._ensure_scope = session.ensure_scope
+        self._scan = session.scan
+        self._memory_rid = session.memory_rid
+        self._in_chunks = session.in_chunks
+        # Set by a bulk erasure: the repository rewrites the file after the commit.
+        self.rewrite_requested = False
 
-    def _scope_id(self, scope: ScopeKey, *, thorough: bool = False) -> int | None:
-        raise NotImplementedError
+    def storage_is_consistent(self) -> bool:
+        # integrity_check also proves that every index matches its table; only its verdict
+        # is kept, since its messages name pages and rows.
+        return self._conn.execute("PRAGMA integrity_check(1)").fetchall() == [("ok",)]
 
     def count_rows(self, scope: ScopeKey | None, *, from_tables: bool = False) -> dict[str, int]:
         if scope is not None and from_tables:
@@ -123,15 +132,6 @@ class OperationStatements:
             )
         ]
 
-    def _in_chunks(self, sql: str, head: Sequence[Any], values: Sequence[Any]) -> list[Any]:
-        """Rows of ``sql`` (whose ``{marks}`` takes the values) for every chunk of values."""
-        rows: list[Any] = []
-        for start in range(0, len(values), _CHUNK):
-            chunk = list(values[start : start + _CHUNK])
-            marks = ",".join("?" * len(chunk))
-            rows.extend(self._conn.execute(sql.format(marks=marks), [*head, *chunk]))
-        return rows
-
     def removal_counts(self, scope: ScopeKey, memory_ids: Sequence[str]) -> dict[str, int]:
         sid = self._scope_id(scope)
         found = dict.fromkeys(
@@ -170,14 +170,6 @@ class OperationStatements:
         found["search_term"] = sum(1 for term_id, df in terms if df <= held[term_id])
         return found
 
-    def _ids(self, sql: str, scope: ScopeKey) -> list[Any]:
-        # Erasure plans with these: read from the tables, so that no row a damaged index
-        # lost escapes its tombstone.
-        sid = self._scope_id(scope, thorough=True)
-        if sid is None:
-            return []
-        return [tuple(r) if len(r) > 1 else r[0] for r in self._conn.execute(sql, (sid,))]
-
     def scope_event_ids(self, scope: ScopeKey) -> list[str]:
         return self._ids("SELECT event_id FROM raw_events NOT INDEXED WHERE scope_id = ?", scope)
 
@@ -189,6 +181,46 @@ class OperationStatements:
 
     def scope_claim_ids(self, scope: ScopeKey) -> list[str]:
         return self._ids("SELECT claim_id FROM claims NOT INDEXED WHERE scope_id = ?", scope)
+
+    def erase_scope(self, scope: ScopeKey) -> dict[str, int]:
+        sid = self._scope_id(scope, thorough=True)
+        removed: dict[str, int] = {}
+        if sid is None:
+            return {artifact: 0 for artifact, _, _ in SCOPED_ROWS}
+        terms = self._scope_terms(sid)
+        for artifact, table, condition in SCOPED_ROWS:
+            cursor = self._conn.execute(
+                f"DELETE FROM {table} WHERE {condition}", [sid] * condition.count("?")
+            )
+            removed[artifact] = removed.get(artifact, 0) + cursor.rowcount
+        left = self._table_counts(sid, terms)
+        if any(left[artifact] for artifact, _, _ in SCOPED_ROWS):
+            raise RepositoryCorruption(
+                "erasure incomplete: a damaged index hides rows of the scope "
+                "(rebuild the indexes, then erase again)"
+            )
+        # Removing many rows merges b-tree pages, which can leave stale copies of cells
+        # in the pages SQLite rebuilds: the repository rewrites the file after commit.
+        self.rewrite_requested = any(removed.values())
+        return removed
+
+    def rebuild_storage_indexes(self) -> int:
+        names = [
+            name
+            for (name,) in self._conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'index' ORDER BY name"
+            )
+        ]
+        self._conn.execute("REINDEX")
+        return len(names)
+
+    def _ids(self, sql: str, scope: ScopeKey) -> list[Any]:
+        # Erasure plans with these: read from the tables, so that no row a damaged index
+        # lost escapes its tombstone.
+        sid = self._scope_id(scope, thorough=True)
+        if sid is None:
+            return []
+        return [tuple(r) if len(r) > 1 else r[0] for r in self._conn.execute(sql, (sid,))]
 
     def _scope_terms(self, sid: int) -> list[int]:
         """The scope's term IDs, read from the table (not its scope index)."""
@@ -227,74 +259,3 @@ class OperationStatements:
             ).fetchone()
             counts[artifact] = int(count)
         return counts
-
-    def erase_scope(self, scope: ScopeKey) -> dict[str, int]:
-        sid = self._scope_id(scope, thorough=True)
-        removed: dict[str, int] = {}
-        if sid is None:
-            return {artifact: 0 for artifact, _, _ in SCOPED_ROWS}
-        terms = self._scope_terms(sid)
-        for artifact, table, condition in SCOPED_ROWS:
-            cursor = self._conn.execute(
-                f"DELETE FROM {table} WHERE {condition}", [sid] * condition.count("?")
-            )
-            removed[artifact] = removed.get(artifact, 0) + cursor.rowcount
-        left = self._table_counts(sid, terms)
-        if any(left[artifact] for artifact, _, _ in SCOPED_ROWS):
-            raise RepositoryCorruption(
-                "erasure incomplete: a damaged index hides rows of the scope "
-                "(rebuild the indexes, then erase again)"
-            )
-        # Removing many rows merges b-tree pages, which can leave stale copies of cells
-        # in the pages SQLite rebuilds: the repository rewrites the file after commit.
-        self.rewrite_requested = any(removed.values())
-        return removed
-
-    def _claim_keys(self, scope: ScopeKey | None) -> list[tuple[int, ScopeKey, str, int, int]]:
-        """``(rid, scope, claim_id, subject key, predicate key)`` of every claim row whose
-        stored keys differ from the keys of its texts (or whose texts are not text)."""
-        where, params = "", []
-        if scope is not None:
-            sid = self._scope_id(scope)
-            if sid is None:
-                return []
-            where, params = " WHERE c.scope_id = ?", [sid]
-        stale = []
-        cursor = self._conn.execute(
-            "SELECT c.rid, s.tenant_id, s.owner_id, s.subject_id, c.claim_id, c.subject, "
-            "c.predicate, c.subject_key, c.predicate_key FROM claims c "
-            f"JOIN scopes s ON s.scope_id = c.scope_id{where} ORDER BY c.rid",
-            params,
-        )
-        while rows := cursor.fetchmany(500):
-            for rid, tenant, owner, subject_id, claim_id, subject, predicate, sk, pk in rows:
-                if not isinstance(subject, str) or not isinstance(predicate, str):
-                    continue  # an invalid claim row is reported by its own check
-                try:
-                    keys = (text_key(subject), text_key(predicate))
-                except UnicodeEncodeError:
-                    continue
-                if (sk, pk) != keys:
-                    stale.append((rid, (tenant, owner, subject_id), claim_id, *keys))
-        return stale
-
-    def stale_claim_keys(self, scope: ScopeKey | None) -> list[tuple[ScopeKey, str]]:
-        return [(key, claim_id) for _, key, claim_id, _, _ in self._claim_keys(scope)]
-
-    def rekey_claims(self) -> int:
-        stale = self._claim_keys(None)
-        self._conn.executemany(
-            "UPDATE claims SET subject_key = ?, predicate_key = ? WHERE rid = ?",
-            [(sk, pk, rid) for rid, _, _, sk, pk in stale],
-        )
-        return len(stale)
-
-    def rebuild_storage_indexes(self) -> int:
-        names = [
-            name
-            for (name,) in self._conn.execute(
-                "SELECT name FROM sqlite_master WHERE type = 'index' ORDER BY name"
-            )
-        ]
-        self._conn.execute("REINDEX")
-        return len(names)

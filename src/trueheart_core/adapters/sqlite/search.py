@@ -1,16 +1,19 @@
-"""The SQLite statements of listing and search: primitive reads and writes of the search
-tables (see ``ports.UnitOfWork``), mixed into the unit of work."""
+"""The SQLite search role (see ``ports.search``): statements over the unit of work's
+connection, and nothing else."""
 
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from trueheart_core.adapters.sqlite.session import (
+    CHUNK,
+    SCOPE_COLUMNS,
+    Session,
+)
 from trueheart_core.errors import RepositoryCorruption
 from trueheart_core.ports import (
-    MemoryRow,
     ScopeKey,
     SearchCandidate,
     SearchDocRow,
@@ -18,14 +21,12 @@ from trueheart_core.ports import (
     SearchTermRow,
 )
 
-_CHUNK = 500
 _FETCH = 500
 _BUCKET = 0xFFFF  # the bits of a term key that the lookup index holds
 _MEMORY_COLUMNS = (
     "m.memory_id, m.content, m.dependency_fingerprint, m.kind, m.trust, "
     "m.created_at, m.clear_until, m.recall_until, m.status, m.metadata, m.digest"
 )
-_SCOPE_COLUMNS = "s.tenant_id, s.owner_id, s.subject_id"
 
 
 def hex_set(values: Sequence[str]) -> str:
@@ -73,110 +74,32 @@ def eligibility_filters(
     return filters, params
 
 
-class SearchStatements:
-    """Listing and search-index primitives over the unit of work's connection."""
+class SQLiteSearch:
+    """The search role over one transaction."""
 
-    _conn: sqlite3.Connection
+    def __init__(self, session: Session) -> None:
+        self._conn = session.conn
+        self._scope_id = session.scope_id
+        self._ensure_scope = session.ensure_scope
+        self._scan = session.scan
+        self._memory_rid = session.memory_rid
+        self._in_chunks = session.in_chunks
 
-    def _scope_id(self, scope: ScopeKey, *, thorough: bool = False) -> int | None:
-        raise NotImplementedError
-
-    def _ensure_scope(self, scope: ScopeKey) -> int:
-        raise NotImplementedError
-
-    def _rows(self, sql: str, params: Sequence[Any]) -> Iterator[Sequence[Any]]:
-        cursor = self._conn.execute(sql, params)
-        while rows := cursor.fetchmany(_FETCH):
-            yield from rows
-
-    def _scope_clause(self, scope: ScopeKey | None, column: str) -> tuple[str, list[Any]] | None:
-        """A ``WHERE`` fragment for one scope; ``None`` when the scope holds nothing."""
-        if scope is None:
-            return "", []
-        sid = self._scope_id(scope)
-        if sid is None:
-            return None
-        return f" AND {column} = ?", [sid]
-
-    # --- listing -----------------------------------------------------------------------
-
-    def list_memories(
-        self,
-        scope: ScopeKey,
-        statuses: Sequence[str],
-        kinds: Sequence[str],
-        after: str | None,
-        limit: int,
-    ) -> list[MemoryRow]:
-        sid = self._scope_id(scope)
-        if sid is None or not statuses:
-            return []
-        params: list[Any] = [sid]
-        if len(statuses) == 1:
-            sql = (
-                f"SELECT {_MEMORY_COLUMNS} FROM memories m INDEXED BY memories_by_status "
-                "WHERE m.scope_id = ? AND m.status = ?"
-            )
-            params.append(statuses[0])
-        else:
-            marks = ",".join("?" * len(statuses))
-            sql = (
-                f"SELECT {_MEMORY_COLUMNS} FROM memories m INDEXED BY memories_by_id "
-                f"WHERE m.scope_id = ? AND m.status IN ({marks})"
-            )
-            params.extend(statuses)
-        if after is not None:
-            sql += " AND m.memory_id > ?"
-            params.append(after)
-        if kinds:
-            sql += " AND hex(m.kind) IN (SELECT value FROM json_each(?))"
-            params.append(hex_set(kinds))
-        sql += " ORDER BY m.memory_id LIMIT ?"
-        params.append(limit)
-        return [MemoryRow(scope, *r) for r in self._conn.execute(sql, params)]
-
-    # --- index state ---------------------------------------------------------------------
-
-    def search_tokenizer(self) -> object:
+    def tokenizer(self) -> object:
         row = self._conn.execute("SELECT tokenizer FROM search_meta WHERE singleton = 1").fetchone()
         return None if row is None else row[0]
 
-    def set_search_tokenizer(self, identity: str) -> None:
+    def set_tokenizer(self, identity: str) -> None:
         self._conn.execute("DELETE FROM search_meta")
         self._conn.execute(
             "INSERT INTO search_meta (singleton, tokenizer) VALUES (1, ?)", (identity,)
         )
 
-    def clear_search_index(self) -> None:
+    def clear(self) -> None:
         for table in ("search_postings", "search_terms", "search_docs", "search_stats"):
             self._conn.execute(f"DELETE FROM {table}")
 
-    # --- index maintenance ---------------------------------------------------------------
-
-    def _memory_rid(self, sid: int | None, memory_id: str) -> int | None:
-        row = self._conn.execute(
-            "SELECT rid FROM memories WHERE memory_id = ? AND scope_id = ?", (memory_id, sid)
-        ).fetchone()
-        return None if row is None else int(row[0])
-
-    def _term_ids(self, sid: int, terms: Sequence[int]) -> dict[int, int]:
-        """The ``term_id`` of each of these term keys in the scope (absent: none yet)."""
-        found: dict[int, int] = {}
-        for start in range(0, len(terms), _CHUNK):
-            chunk = list(terms[start : start + _CHUNK])
-            marks = ",".join("?" * len(chunk))
-            wanted = sorted({t & _BUCKET for t in chunk})
-            buckets = ",".join("?" * len(wanted))
-            for term_id, term in self._conn.execute(
-                "SELECT term_id, term FROM search_terms INDEXED BY search_terms_lookup "
-                f"WHERE scope_id = ? AND bucket IN ({buckets}) AND term IN ({marks})",
-                [sid, *wanted, *chunk],
-            ):
-                # A key stored twice is corruption (verify reports it); take the first.
-                found[term] = min(term_id, found.get(term, term_id))
-        return found
-
-    def index_memory(self, doc: SearchDocRow) -> None:
+    def index(self, doc: SearchDocRow) -> None:
         sid = self._ensure_scope(doc.scope)
         rid = None if doc.memory_id is None else self._memory_rid(sid, doc.memory_id)
         if rid is None:
@@ -195,7 +118,7 @@ class SearchStatements:
                 doc.kind,
             ),
         )
-        ids = self._term_ids(sid, [term for term, _ in doc.terms])
+        ids = self.term_ids(sid, [term for term, _ in doc.terms])
         for term, _ in doc.terms:
             if term not in ids:
                 cursor = self._conn.execute(
@@ -219,7 +142,7 @@ class SearchStatements:
             (sid, doc.length),
         )
 
-    def unindex_memory(self, scope: ScopeKey, memory_id: str) -> None:
+    def unindex(self, scope: ScopeKey, memory_id: str) -> None:
         sid = self._scope_id(scope)
         rid = None if sid is None else self._memory_rid(sid, memory_id)
         if rid is None:
@@ -244,9 +167,7 @@ class SearchStatements:
             self._conn.execute("DELETE FROM search_stats WHERE scope_id = ? AND docs <= 0", (sid,))
             self._conn.execute("DELETE FROM search_docs WHERE doc = ?", (rid,))
 
-    # --- search --------------------------------------------------------------------------
-
-    def search_statistics(self, scope: ScopeKey) -> tuple[int, int]:
+    def statistics(self, scope: ScopeKey) -> tuple[int, int]:
         sid = self._scope_id(scope)
         row = None
         if sid is not None:
@@ -259,7 +180,7 @@ class SearchStatements:
         sid = self._scope_id(scope)
         if sid is None or not terms:
             return {}
-        ids = self._term_ids(sid, terms)
+        ids = self.term_ids(sid, terms)
         found: dict[int, int] = {}
         for term, term_id in ids.items():
             row = self._conn.execute(
@@ -268,7 +189,7 @@ class SearchStatements:
             found[term] = row[0]
         return found
 
-    def search_candidates(
+    def candidates(
         self,
         scope: ScopeKey,
         weights: Sequence[tuple[int, float]],
@@ -316,15 +237,13 @@ class SearchStatements:
             return 0, []
         return rows[0][5], [SearchCandidate(*r[:5]) for r in rows]
 
-    # --- index reads for verification ----------------------------------------------------
-
-    def search_docs_for(self, scope: ScopeKey, memory_ids: Sequence[str]) -> list[SearchDocRow]:
+    def docs_for(self, scope: ScopeKey, memory_ids: Sequence[str]) -> list[SearchDocRow]:
         sid = self._scope_id(scope)
         if sid is None or not memory_ids:
             return []
         docs: list[SearchDocRow] = []
-        for start in range(0, len(memory_ids), _CHUNK):
-            chunk = list(memory_ids[start : start + _CHUNK])
+        for start in range(0, len(memory_ids), CHUNK):
+            chunk = list(memory_ids[start : start + CHUNK])
             marks = ",".join("?" * len(chunk))
             for r in self._conn.execute(
                 "SELECT d.doc, m.memory_id, d.length, d.created_at, d.clear_until, "
@@ -345,13 +264,13 @@ class SearchStatements:
                 docs.append(SearchDocRow(scope, r[1], r[2], r[3], r[4], r[5], r[6], r[7], terms))
         return docs
 
-    def iter_search_docs(self, scope: ScopeKey | None) -> Iterator[SearchDocRow]:
+    def iter_docs(self, scope: ScopeKey | None) -> Iterator[SearchDocRow]:
         clause = self._scope_clause(scope, "d.scope_id")
         if clause is None:
             return
         where, params = clause
         for r in self._rows(
-            f"SELECT {_SCOPE_COLUMNS}, "
+            f"SELECT {SCOPE_COLUMNS}, "
             "CASE WHEN m.scope_id = d.scope_id THEN m.memory_id END, "
             "d.length, d.created_at, d.clear_until, d.recall_until, d.trust, d.kind "
             "FROM search_docs d JOIN scopes s ON s.scope_id = d.scope_id "
@@ -360,13 +279,13 @@ class SearchStatements:
         ):
             yield SearchDocRow((r[0], r[1], r[2]), *r[3:])
 
-    def iter_search_terms(self, scope: ScopeKey | None) -> Iterator[SearchTermRow]:
+    def iter_terms(self, scope: ScopeKey | None) -> Iterator[SearchTermRow]:
         clause = self._scope_clause(scope, "x.scope_id")
         if clause is None:
             return
         where, params = clause
         for r in self._rows(
-            f"SELECT {_SCOPE_COLUMNS}, x.term, x.df, "
+            f"SELECT {SCOPE_COLUMNS}, x.term, x.df, "
             "(SELECT COUNT(*) FROM search_postings p WHERE p.term_id = x.term_id), "
             "(SELECT COUNT(*) FROM search_terms y INDEXED BY search_terms_lookup "
             "WHERE y.scope_id = x.scope_id AND y.bucket = x.bucket AND y.term = x.term "
@@ -377,7 +296,7 @@ class SearchStatements:
         ):
             yield SearchTermRow((r[0], r[1], r[2]), *r[3:])
 
-    def iter_search_stats(self, scope: ScopeKey | None) -> Iterator[SearchStatsRow]:
+    def iter_stats(self, scope: ScopeKey | None) -> Iterator[SearchStatsRow]:
         clause = self._scope_clause(scope, "x.scope_id")
         if clause is None:
             return
@@ -388,10 +307,10 @@ class SearchStatements:
         )
         for r in self._rows(
             f"WITH a AS MATERIALIZED ({actual}) "
-            f"SELECT {_SCOPE_COLUMNS}, x.docs, x.length, IFNULL(a.n, 0), IFNULL(a.total, 0) "
+            f"SELECT {SCOPE_COLUMNS}, x.docs, x.length, IFNULL(a.n, 0), IFNULL(a.total, 0) "
             "FROM search_stats x JOIN scopes s ON s.scope_id = x.scope_id "
             f"LEFT JOIN a ON a.scope_id = x.scope_id WHERE 1 = 1{where} "
-            f"UNION ALL SELECT {_SCOPE_COLUMNS}, 0, 0, a.n, a.total FROM a "
+            f"UNION ALL SELECT {SCOPE_COLUMNS}, 0, 0, a.n, a.total FROM a "
             "JOIN scopes s ON s.scope_id = a.scope_id WHERE NOT EXISTS ("
             "SELECT 1 FROM search_stats t WHERE t.scope_id = a.scope_id)",
             [*params, *params],
@@ -413,3 +332,34 @@ class SearchStatements:
             params,
         ).fetchone()
         return int(count)
+
+    def _rows(self, sql: str, params: Sequence[Any]) -> Iterator[Sequence[Any]]:
+        cursor = self._conn.execute(sql, params)
+        while rows := cursor.fetchmany(_FETCH):
+            yield from rows
+
+    def _scope_clause(self, scope: ScopeKey | None, column: str) -> tuple[str, list[Any]] | None:
+        """A ``WHERE`` fragment for one scope; ``None`` when the scope holds nothing."""
+        if scope is None:
+            return "", []
+        sid = self._scope_id(scope)
+        if sid is None:
+            return None
+        return f" AND {column} = ?", [sid]
+
+    def term_ids(self, sid: int, terms: Sequence[int]) -> dict[int, int]:
+        """The ``term_id`` of each of these term keys in the scope (absent: none yet)."""
+        found: dict[int, int] = {}
+        for start in range(0, len(terms), CHUNK):
+            chunk = list(terms[start : start + CHUNK])
+            marks = ",".join("?" * len(chunk))
+            wanted = sorted({t & _BUCKET for t in chunk})
+            buckets = ",".join("?" * len(wanted))
+            for term_id, term in self._conn.execute(
+                "SELECT term_id, term FROM search_terms INDEXED BY search_terms_lookup "
+                f"WHERE scope_id = ? AND bucket IN ({buckets}) AND term IN ({marks})",
+                [sid, *wanted, *chunk],
+            ):
+                # A key stored twice is corruption (verify reports it); take the first.
+                found[term] = min(term_id, found.get(term, term_id))
+        return found

@@ -1,35 +1,35 @@
-"""The SQLite statements of semantic projection: primitive reads and writes of vector
-spaces and vectors (see ``ports_vectors.SupportsVectors``), mixed into the unit of work."""
+"""The SQLite vectors role (see ``ports.vectors``): statements over the unit of work's
+connection, and nothing else."""
 
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from trueheart_core.adapters.sqlite.search import eligibility_filters
+from trueheart_core.adapters.sqlite.search import SQLiteSearch, eligibility_filters
+from trueheart_core.adapters.sqlite.session import (
+    CHUNK,
+    SCOPE_COLUMNS,
+    Session,
+)
 from trueheart_core.errors import RepositoryCorruption
-from trueheart_core.ports import ScopeKey
-from trueheart_core.ports_vectors import SpaceRow, VectorFacts, VectorHit, VectorRow, VectorState
+from trueheart_core.ports import ScopeKey, SpaceRow, VectorFacts, VectorHit, VectorRow, VectorState
 
-_CHUNK = 500
 _FETCH = 500
-_SCOPE_COLUMNS = "s.tenant_id, s.owner_id, s.subject_id"
 
 
-class VectorStatements:
-    """Vector primitives over the unit of work's connection."""
+class SQLiteVectors:
+    """The vectors role over one transaction."""
 
-    _conn: sqlite3.Connection
-
-    def _scope_id(self, scope: ScopeKey, *, thorough: bool = False) -> int | None:
-        raise NotImplementedError
-
-    def _ensure_scope(self, scope: ScopeKey) -> int:
-        raise NotImplementedError
-
-    # --- spaces --------------------------------------------------------------------------
+    def __init__(self, session: Session, search: SQLiteSearch) -> None:
+        self._conn = session.conn
+        self._scope_id = session.scope_id
+        self._ensure_scope = session.ensure_scope
+        self._scan = session.scan
+        self._memory_rid = session.memory_rid
+        self._in_chunks = session.in_chunks
+        self._search = search
 
     def current_space(self) -> SpaceRow | None:
         row = self._conn.execute(
@@ -46,16 +46,7 @@ class VectorStatements:
         assert cursor.lastrowid is not None
         return cursor.lastrowid
 
-    def iter_spaces(self) -> Iterator[SpaceRow]:
-        for r in self._conn.execute(
-            "SELECT space_id, identity, dimensions, normalized FROM semantic_spaces "
-            "ORDER BY space_id"
-        ).fetchall():
-            yield SpaceRow(r[0], r[1], r[2], r[3])
-
-    # --- vectors -------------------------------------------------------------------------
-
-    def put_vector(self, row: VectorRow) -> None:
+    def put(self, row: VectorRow) -> None:
         sid = self._scope_id(row.scope)
         found = None
         if sid is not None:
@@ -86,23 +77,13 @@ class VectorStatements:
             ),
         )
 
-    def set_vector_active(self, rid: int, active: bool) -> None:
-        """Keep the copied status of a memory's vector in step with the memory."""
-        self._conn.execute("UPDATE vectors SET active = ? WHERE doc = ?", (int(active), rid))
-
-    def delete_vector_of(self, rid: int) -> None:
-        """Remove the vector of the memory with this rowid (part of deleting it)."""
-        self._conn.execute("DELETE FROM vectors WHERE doc = ?", (rid,))
-
-    def vector_keys(
-        self, scope: ScopeKey, memory_ids: Sequence[str]
-    ) -> dict[str, tuple[object, object]]:
+    def keys(self, scope: ScopeKey, memory_ids: Sequence[str]) -> dict[str, tuple[object, object]]:
         sid = self._scope_id(scope)
         if sid is None or not memory_ids:
             return {}
         found: dict[str, tuple[object, object]] = {}
-        for start in range(0, len(memory_ids), _CHUNK):
-            chunk = list(memory_ids[start : start + _CHUNK])
+        for start in range(0, len(memory_ids), CHUNK):
+            chunk = list(memory_ids[start : start + CHUNK])
             marks = ",".join("?" * len(chunk))
             for memory_id, space_id, content_hash in self._conn.execute(
                 "SELECT m.memory_id, v.space_id, v.content_hash FROM memories m "
@@ -113,7 +94,7 @@ class VectorStatements:
                 found[memory_id] = (space_id, content_hash)
         return found
 
-    def vector_states(self, scope: ScopeKey, after: str | None, limit: int) -> list[VectorState]:
+    def states(self, scope: ScopeKey, after: str | None, limit: int) -> list[VectorState]:
         sid = self._scope_id(scope)
         if sid is None:
             return []
@@ -131,7 +112,7 @@ class VectorStatements:
         params.append(limit)
         return [VectorState(*r) for r in self._conn.execute(sql, params)]
 
-    def scan_vectors(
+    def scan(
         self,
         scope: ScopeKey,
         space_id: int,
@@ -167,14 +148,14 @@ class VectorStatements:
             [*selected, sid, space_id, as_of, as_of, *extra, limit],
         ).fetchall()
 
-    def vector_facts(self, scope: ScopeKey, handles: Sequence[int]) -> list[VectorFacts]:
+    def facts(self, scope: ScopeKey, handles: Sequence[int]) -> list[VectorFacts]:
         sid = self._scope_id(scope)
         if sid is None or not handles:
             return []
         found: list[VectorFacts] = []
         # Row-ID look-ups; the unary + keeps the planner off the scope's scan index.
-        for start in range(0, len(handles), _CHUNK):
-            chunk = list(handles[start : start + _CHUNK])
+        for start in range(0, len(handles), CHUNK):
+            chunk = list(handles[start : start + CHUNK])
             marks = ",".join("?" * len(chunk))
             found.extend(
                 self._conn.execute(
@@ -191,12 +172,12 @@ class VectorStatements:
         sid = self._scope_id(scope)
         if sid is None or not terms or not memory_ids:
             return 0
-        term_ids = sorted(set(self._term_ids(sid, terms).values()))
+        term_ids = sorted(set(self._search.term_ids(sid, terms).values()))
         if not term_ids:
             return 0
         total = 0
-        for start in range(0, len(memory_ids), _CHUNK):
-            chunk = list(memory_ids[start : start + _CHUNK])
+        for start in range(0, len(memory_ids), CHUNK):
+            chunk = list(memory_ids[start : start + CHUNK])
             marks = ",".join("?" * len(chunk))
             (count,) = self._conn.execute(
                 "SELECT COUNT(*) FROM memories m INDEXED BY memories_by_id "
@@ -209,10 +190,26 @@ class VectorStatements:
             total += int(count)
         return total
 
-    def _term_ids(self, sid: int, terms: Sequence[int]) -> dict[int, int]:
-        raise NotImplementedError
+    def iter(self, scope: ScopeKey | None) -> Iterator[VectorRow]:
+        where, params = "", []
+        if scope is not None:
+            sid = self._scope_id(scope)
+            if sid is None:
+                return
+            where, params = " WHERE v.scope_id = ?", [sid]
+        cursor = self._conn.execute(
+            f"SELECT {SCOPE_COLUMNS}, "
+            "CASE WHEN m.scope_id = v.scope_id THEN m.memory_id ELSE '' END, "
+            "v.space_id, v.content_hash, v.vector, v.digest "
+            "FROM vectors v JOIN scopes s ON s.scope_id = v.scope_id "
+            f"LEFT JOIN memories m ON m.rid = v.doc{where} ORDER BY v.vid",
+            params,
+        )
+        while rows := cursor.fetchmany(_FETCH):
+            for r in rows:
+                yield VectorRow((r[0], r[1], r[2]), *r[3:])
 
-    def disagreeing_vectors(self, scope: ScopeKey | None) -> list[tuple[ScopeKey, str]]:
+    def disagreeing(self, scope: ScopeKey | None) -> list[tuple[ScopeKey, str]]:
         where, params = "", []
         if scope is not None:
             sid = self._scope_id(scope)
@@ -220,7 +217,7 @@ class VectorStatements:
                 return []
             where, params = " AND v.scope_id = ?", [sid]
         rows = self._conn.execute(
-            f"SELECT {_SCOPE_COLUMNS}, m.memory_id FROM vectors v "
+            f"SELECT {SCOPE_COLUMNS}, m.memory_id FROM vectors v "
             "JOIN memories m ON m.rid = v.doc JOIN scopes s ON s.scope_id = v.scope_id "
             "WHERE (v.memory_id IS NOT m.memory_id OR v.scope_id IS NOT m.scope_id "
             "OR v.created_at IS NOT m.created_at OR v.clear_until IS NOT m.clear_until "
@@ -231,7 +228,7 @@ class VectorStatements:
         ).fetchall()
         return [((r[0], r[1], r[2]), r[3]) for r in rows]
 
-    def repair_vector_copies(self) -> tuple[int, int]:
+    def repair_copies(self) -> tuple[int, int]:
         removed = self._conn.execute(
             "DELETE FROM vectors WHERE NOT EXISTS (SELECT 1 FROM memories m WHERE m.rid = doc)"
         ).rowcount
@@ -246,21 +243,20 @@ class VectorStatements:
         ).rowcount
         return int(rewritten), int(removed)
 
-    def iter_vectors(self, scope: ScopeKey | None) -> Iterator[VectorRow]:
-        where, params = "", []
-        if scope is not None:
-            sid = self._scope_id(scope)
-            if sid is None:
-                return
-            where, params = " WHERE v.scope_id = ?", [sid]
-        cursor = self._conn.execute(
-            f"SELECT {_SCOPE_COLUMNS}, "
-            "CASE WHEN m.scope_id = v.scope_id THEN m.memory_id ELSE '' END, "
-            "v.space_id, v.content_hash, v.vector, v.digest "
-            "FROM vectors v JOIN scopes s ON s.scope_id = v.scope_id "
-            f"LEFT JOIN memories m ON m.rid = v.doc{where} ORDER BY v.vid",
-            params,
-        )
-        while rows := cursor.fetchmany(_FETCH):
-            for r in rows:
-                yield VectorRow((r[0], r[1], r[2]), *r[3:])
+    def iter_spaces(self) -> Iterator[SpaceRow]:
+        for r in self._conn.execute(
+            "SELECT space_id, identity, dimensions, normalized FROM semantic_spaces "
+            "ORDER BY space_id"
+        ).fetchall():
+            yield SpaceRow(r[0], r[1], r[2], r[3])
+
+    def set_active(self, rid: int, active: bool) -> None:
+        """Keep the copied status of a memory's vector in step with the memory."""
+        self._conn.execute("UPDATE vectors SET active = ? WHERE doc = ?", (int(active), rid))
+
+    def delete_of(self, rid: int) -> None:
+        """Remove the vector of the memory with this rowid (part of deleting it)."""
+        self._conn.execute("DELETE FROM vectors WHERE doc = ?", (rid,))
+
+    def _term_ids(self, sid: int, terms: Sequence[int]) -> dict[int, int]:
+        raise NotImplementedError

@@ -1,0 +1,301 @@
+"""The SQLite memories role (see ``ports.memories``): statements over the unit of work's
+connection, and nothing else."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from trueheart_core.adapters.sqlite.claims import SQLiteClaims
+from trueheart_core.adapters.sqlite.connection import changed
+from trueheart_core.adapters.sqlite.search import SQLiteSearch, hex_set
+from trueheart_core.adapters.sqlite.session import (
+    CHUNK,
+    MEMORY_M,
+    MEMORY_X,
+    SCOPE_COLUMNS,
+    SCOPE_JOIN,
+    Session,
+    key_of,
+    memory_row,
+)
+from trueheart_core.adapters.sqlite.vectors import SQLiteVectors
+from trueheart_core.ports import EdgeRow, MemoryRow, RecallCandidate, ScopeKey
+
+
+class SQLiteMemories:
+    """The memories role over one transaction."""
+
+    def __init__(
+        self,
+        session: Session,
+        search: SQLiteSearch,
+        claims: SQLiteClaims,
+        vectors: SQLiteVectors,
+    ) -> None:
+        self._conn = session.conn
+        self._scope_id = session.scope_id
+        self._ensure_scope = session.ensure_scope
+        self._scan = session.scan
+        self._memory_rid = session.memory_rid
+        self._in_chunks = session.in_chunks
+        self._search = search
+        self._claims = claims
+        self._vectors = vectors
+
+    def get(self, scope: ScopeKey, memory_id: str) -> MemoryRow | None:
+        sid = self._scope_id(scope)
+        if sid is None:
+            return None
+        r = self._conn.execute(
+            f"SELECT {MEMORY_M} FROM memories m WHERE m.memory_id = ? AND m.scope_id = ?",
+            (memory_id, sid),
+        ).fetchone()
+        return None if r is None else memory_row(scope, r)
+
+    def id_elsewhere(self, memory_id: str, scope: ScopeKey) -> bool:
+        sid = self._scope_id(scope)
+        row = self._conn.execute(
+            "SELECT 1 FROM memories WHERE memory_id = ? AND scope_id IS NOT ? LIMIT 1",
+            (memory_id, sid),
+        ).fetchone()
+        return row is not None
+
+    def get_many(self, scope: ScopeKey, memory_ids: Sequence[str]) -> list[MemoryRow]:
+        sid = self._scope_id(scope)
+        if sid is None or not memory_ids:
+            return []
+        found: list[MemoryRow] = []
+        for start in range(0, len(memory_ids), CHUNK):
+            chunk = list(memory_ids[start : start + CHUNK])
+            marks = ",".join("?" * len(chunk))
+            found.extend(
+                memory_row(scope, r)
+                for r in self._conn.execute(
+                    f"SELECT {MEMORY_M} FROM memories m "
+                    f"WHERE m.scope_id = ? AND m.memory_id IN ({marks})",
+                    [sid, *chunk],
+                )
+            )
+        return found
+
+    def edges(self, scope: ScopeKey, memory_ids: Sequence[str]) -> list[EdgeRow]:
+        sid = self._scope_id(scope)
+        if sid is None or not memory_ids:
+            return []
+        edges: list[EdgeRow] = []
+        for start in range(0, len(memory_ids), CHUNK):
+            chunk = list(memory_ids[start : start + CHUNK])
+            marks = ",".join("?" * len(chunk))
+            edges.extend(
+                EdgeRow(scope, *r)
+                for r in self._conn.execute(
+                    "SELECT memory_id, event_id, trust, clear_for, recall_for, digest "
+                    f"FROM lineage WHERE scope_id = ? AND memory_id IN ({marks})",
+                    [sid, *chunk],
+                )
+            )
+        return edges
+
+    def dependents(self, scope: ScopeKey, event_id: str) -> list[str]:
+        sid = self._scope_id(scope)
+        if sid is None:
+            return []
+        return [
+            r[0]
+            for r in self._conn.execute(
+                "SELECT memory_id FROM lineage WHERE event_id = ? AND scope_id = ?",
+                (event_id, sid),
+            )
+        ]
+
+    def insert(self, row: MemoryRow, edges: Sequence[EdgeRow]) -> None:
+        sid = self._ensure_scope(row.scope)
+        self._conn.execute(
+            "INSERT INTO memories (scope_id, memory_id, content, dependency_fingerprint, kind, "
+            "trust, created_at, clear_until, recall_until, status, metadata, digest) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                sid,
+                row.memory_id,
+                row.content,
+                row.dependency_fingerprint,
+                row.kind,
+                row.trust,
+                row.created_at,
+                row.clear_until,
+                row.recall_until,
+                row.status,
+                row.metadata,
+                row.digest,
+            ),
+        )
+        self._conn.executemany(
+            "INSERT INTO lineage (scope_id, memory_id, event_id, trust, clear_for, recall_for, "
+            "digest) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [
+                (sid, e.memory_id, e.event_id, e.trust, e.clear_for, e.recall_for, e.digest)
+                for e in edges
+            ],
+        )
+
+    def update(self, row: MemoryRow) -> None:
+        sid = self._scope_id(row.scope)
+        changed(
+            self._conn.execute(
+                "UPDATE memories SET status = ?, digest = ? WHERE memory_id = ? AND scope_id = ?",
+                (row.status, row.digest, row.memory_id, sid),
+            ),
+            1,
+        )
+        rid = None if sid is None else self._memory_rid(sid, row.memory_id)
+        if rid is not None:
+            self._vectors.set_active(rid, row.status == "active")
+
+    def delete(self, scope: ScopeKey, memory_id: str) -> None:
+        self._search.unindex(scope, memory_id)
+        self._claims.delete_claim(scope, memory_id)
+        sid = self._scope_id(scope)
+        rid = None if sid is None else self._memory_rid(sid, memory_id)
+        if rid is not None:
+            self._vectors.delete_of(rid)
+        self._conn.execute(
+            "DELETE FROM lineage WHERE scope_id = ? AND memory_id = ?", (sid, memory_id)
+        )
+        changed(
+            self._conn.execute(
+                "DELETE FROM memories WHERE memory_id = ? AND scope_id = ?", (memory_id, sid)
+            ),
+            1,
+        )
+
+    def recall_clear(
+        self,
+        scope: ScopeKey,
+        as_of: int,
+        kinds: Sequence[str],
+        limit: int,
+        rounding_shift: int,
+    ) -> list[MemoryRow]:
+        sid = self._scope_id(scope)
+        if sid is None:
+            return []
+        kind_sql, kind_params = self._kind_filter(kinds)
+        rows = self._conn.execute(
+            f"SELECT {MEMORY_M} FROM memories m INDEXED BY memories_recall_clear "
+            "WHERE m.scope_id = ? AND m.status = 'active' AND m.created_at <= ? "
+            "AND m.recall_until > ? "
+            "AND m.clear_until + ((m.recall_until - m.clear_until) >> ?) >= ?"
+            f"{kind_sql} ORDER BY m.created_at DESC, m.memory_id ASC LIMIT ?",
+            [sid, as_of, as_of, rounding_shift, as_of, *kind_params, limit],
+        ).fetchall()
+        return [memory_row(scope, r) for r in rows]
+
+    def recall_fading(
+        self,
+        scope: ScopeKey,
+        as_of: int,
+        kinds: Sequence[str],
+        rounding_shift: int,
+        limit: int,
+        exact_span: int,
+    ) -> list[RecallCandidate]:
+        sid = self._scope_id(scope)
+        if sid is None:
+            return []
+        kind_sql, kind_params = self._kind_filter(kinds)
+        fading = (
+            "SELECT m.memory_id, m.created_at, m.clear_until, m.recall_until "
+            "FROM memories m INDEXED BY memories_recall_fade "
+            "WHERE m.scope_id = ? AND m.status = 'active' AND m.recall_until > ? "
+            "AND m.created_at <= ? "
+            "AND m.clear_until + ((m.recall_until - m.clear_until) >> ?) < ?"
+            f"{kind_sql}"
+        )
+        params = [sid, as_of, as_of, rounding_shift, as_of, *kind_params]
+        ranked = self._conn.execute(
+            f"{fading} AND m.recall_until - m.clear_until < ? "
+            "ORDER BY CAST(m.recall_until - ? AS REAL) / (m.recall_until - m.clear_until) DESC, "
+            "m.created_at DESC, m.memory_id ASC LIMIT ?",
+            [*params, exact_span, as_of, limit],
+        ).fetchall()
+        long_fades = self._conn.execute(
+            f"{fading} AND m.recall_until - m.clear_until >= ?", [*params, exact_span]
+        ).fetchall()
+        return [RecallCandidate(*r) for r in ranked + long_fades]
+
+    def iter(self, scope: ScopeKey | None) -> Iterator[MemoryRow]:
+        sql = (
+            f"SELECT x.rid, {SCOPE_COLUMNS}, {MEMORY_X} FROM memories x "
+            f"{SCOPE_JOIN.format(alias='x')}"
+        )
+        for r in self._scan(sql, scope, "rid"):
+            yield memory_row(key_of(r), r[3:])
+
+    def iter_edges(self, scope: ScopeKey | None) -> Iterator[EdgeRow]:
+        # WITHOUT ROWID table: page through it by primary key instead of rowid.
+        params: list[Any] = []
+        where = ""
+        if scope is not None:
+            sid = self._scope_id(scope)
+            if sid is None:
+                return
+            where = " AND x.scope_id = ?"
+            params.append(sid)
+        last: tuple[Any, Any, Any] | None = None
+        while True:
+            bound = "" if last is None else " AND (x.scope_id, x.memory_id, x.event_id) > (?, ?, ?)"
+            rows = self._conn.execute(
+                f"SELECT x.scope_id, x.memory_id, x.event_id, {SCOPE_COLUMNS}, x.trust, "
+                "x.clear_for, x.recall_for, x.digest FROM lineage x "
+                f"{SCOPE_JOIN.format(alias='x')} WHERE 1 = 1{where}{bound} "
+                f"ORDER BY x.scope_id, x.memory_id, x.event_id LIMIT {CHUNK}",
+                [*params, *(last or ())],
+            ).fetchall()
+            for r in rows:
+                yield EdgeRow((r[3], r[4], r[5]), r[1], r[2], r[6], r[7], r[8], r[9])
+            if len(rows) < CHUNK:
+                return
+            last = (rows[-1][0], rows[-1][1], rows[-1][2])
+
+    def page(
+        self,
+        scope: ScopeKey,
+        statuses: Sequence[str],
+        kinds: Sequence[str],
+        after: str | None,
+        limit: int,
+    ) -> list[MemoryRow]:
+        sid = self._scope_id(scope)
+        if sid is None or not statuses:
+            return []
+        params: list[Any] = [sid]
+        if len(statuses) == 1:
+            sql = (
+                f"SELECT {MEMORY_M} FROM memories m INDEXED BY memories_by_status "
+                "WHERE m.scope_id = ? AND m.status = ?"
+            )
+            params.append(statuses[0])
+        else:
+            marks = ",".join("?" * len(statuses))
+            sql = (
+                f"SELECT {MEMORY_M} FROM memories m INDEXED BY memories_by_id "
+                f"WHERE m.scope_id = ? AND m.status IN ({marks})"
+            )
+            params.extend(statuses)
+        if after is not None:
+            sql += " AND m.memory_id > ?"
+            params.append(after)
+        if kinds:
+            sql += " AND hex(m.kind) IN (SELECT value FROM json_each(?))"
+            params.append(hex_set(kinds))
+        sql += " ORDER BY m.memory_id LIMIT ?"
+        params.append(limit)
+        return [MemoryRow(scope, *r) for r in self._conn.execute(sql, params)]
+
+    @staticmethod
+    def _kind_filter(kinds: Sequence[str]) -> tuple[str, list[Any]]:
+        if not kinds:
+            return "", []
+        # Any number of kinds travels as one JSON parameter.
+        return " AND hex(m.kind) IN (SELECT value FROM json_each(?))", [hex_set(kinds)]

@@ -1,0 +1,157 @@
+"""What every role of a SQLite unit of work shares: the transaction's connection, the
+scope IDs it has resolved, chunked scans, and the column lists and row builders of the
+tables several roles read."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from trueheart_core.errors import RepositoryCorruption
+from trueheart_core.ports import EventRow, MemoryRow, ScopeKey
+
+CHUNK = 500
+EVENT_COLUMNS = (
+    "{a}.event_id, {a}.source_id, {a}.source_type, {a}.source_occurred_at, {a}.trust, "
+    "{a}.source_metadata, {a}.content_hash, {a}.ingested_at, {a}.raw_expires_at, "
+    "{a}.clear_for, {a}.recall_for, {a}.status, {a}.metadata, {a}.digest, "
+    "EXISTS (SELECT 1 FROM raw_bodies b WHERE b.event_id = {a}.event_id "
+    "AND b.scope_id = {a}.scope_id)"
+)
+MEMORY_COLUMNS = (
+    "{a}.memory_id, {a}.content, {a}.dependency_fingerprint, {a}.kind, {a}.trust, "
+    "{a}.created_at, {a}.clear_until, {a}.recall_until, {a}.status, {a}.metadata, {a}.digest"
+)
+EVENT_E = EVENT_COLUMNS.format(a="e")
+EVENT_X = EVENT_COLUMNS.format(a="x")
+MEMORY_M = MEMORY_COLUMNS.format(a="m")
+MEMORY_X = MEMORY_COLUMNS.format(a="x")
+SCOPE_JOIN = "JOIN scopes s ON s.scope_id = {alias}.scope_id"
+SCOPE_COLUMNS = "s.tenant_id, s.owner_id, s.subject_id"
+
+
+def event_row(scope: ScopeKey, r: Sequence[Any]) -> EventRow:
+    (eid, sid, stype, occurred, trust, smeta, chash, ingested, expires, clear, recall) = r[:11]
+    status, metadata, digest, has_body = r[11:15]
+    return EventRow(
+        scope,
+        eid,
+        sid,
+        stype,
+        occurred,
+        trust,
+        smeta,
+        chash,
+        ingested,
+        expires,
+        clear,
+        recall,
+        status,
+        metadata,
+        digest,
+        bool(has_body),
+    )
+
+
+def memory_row(scope: ScopeKey, r: Sequence[Any]) -> MemoryRow:
+    return MemoryRow(scope, *r)
+
+
+def key_of(r: Sequence[Any]) -> ScopeKey:
+    return (r[0], r[1], r[2])
+
+
+class Session:
+    """One transaction's connection and scope IDs, shared by the roles of its unit.
+
+    ``known`` is the repository's cache of committed scope IDs; ``new`` holds the scopes
+    this transaction created, merged into ``known`` on commit.
+    """
+
+    def __init__(self, conn: sqlite3.Connection, known: dict[ScopeKey, int]) -> None:
+        self.conn = conn
+        self.known = known
+        self.new: dict[ScopeKey, int] = {}
+
+    def scope_id(self, scope: ScopeKey, *, thorough: bool = False) -> int | None:
+        """The scope's row ID, found by its unique index and checked against the row the
+        index names (a damaged index must not lead one scope's call into another's
+        rows). ``thorough`` also reads the table itself when the index has no entry, for
+        subject erasure, which must not take a lost index entry for an empty scope (it
+        looks the scope up first, so the tombstones and audit row it then writes use the
+        ID found). Elsewhere a missing scope only ends in ``EntityNotFound`` or an empty
+        answer, and the lookup stays one index probe."""
+        found = self.known.get(scope) or self.new.get(scope)
+        if found is not None:
+            return found
+        row = self.conn.execute(
+            "SELECT scope_id FROM scopes WHERE tenant_id = ? AND owner_id = ? AND subject_id = ?",
+            scope,
+        ).fetchone()
+        if row is None and thorough:
+            row = self.conn.execute(
+                "SELECT scope_id FROM scopes NOT INDEXED "
+                "WHERE tenant_id = ? AND owner_id = ? AND subject_id = ?",
+                scope,
+            ).fetchone()
+        if row is None:
+            return None
+        sid = row[0]
+        stored = self.conn.execute(
+            "SELECT tenant_id, owner_id, subject_id FROM scopes WHERE scope_id = ?", (sid,)
+        ).fetchone()
+        if type(sid) is not int or stored is None or tuple(stored) != tuple(scope):
+            raise RepositoryCorruption("invalid scope record")
+        # Committed scope rows never change, so their IDs can be remembered at once.
+        self.known[scope] = sid
+        return sid
+
+    def ensure_scope(self, scope: ScopeKey) -> int:
+        found = self.scope_id(scope)
+        if found is not None:
+            return found
+        cursor = self.conn.execute(
+            "INSERT INTO scopes (tenant_id, owner_id, subject_id) VALUES (?, ?, ?)", scope
+        )
+        assert cursor.lastrowid is not None
+        self.new[scope] = cursor.lastrowid
+        return cursor.lastrowid
+
+    def scan(self, sql: str, scope: ScopeKey | None, order: str) -> Iterator[Sequence[Any]]:
+        """Rows of ``sql`` (selecting a scope key first) in chunks by rowid-like ``order``."""
+        where = ""
+        params: list[Any] = []
+        if scope is not None:
+            sid = self.scope_id(scope, thorough=True)
+            if sid is None:
+                return
+            where = " AND x.scope_id = ?"
+            params.append(sid)
+        last: Any = None
+        while True:
+            bound = "" if last is None else f" AND x.{order} > ?"
+            rows = self.conn.execute(
+                f"{sql} WHERE 1 = 1{where}{bound} ORDER BY x.{order} LIMIT {CHUNK}",
+                [*params, *([] if last is None else [last])],
+            ).fetchall()
+            for row in rows:
+                yield row[1:]
+            if len(rows) < CHUNK:
+                return
+            last = rows[-1][0]
+
+    def memory_rid(self, sid: int | None, memory_id: str) -> int | None:
+        row = self.conn.execute(
+            "SELECT rid FROM memories WHERE memory_id = ? AND scope_id = ?", (memory_id, sid)
+        ).fetchone()
+        return None if row is None else int(row[0])
+
+    def in_chunks(self, sql: str, head: Sequence[Any], values: Sequence[Any]) -> list[Any]:
+        """Rows of ``sql`` (whose ``{marks}`` takes the values) for every chunk of values."""
+        rows: list[Any] = []
+        for start in range(0, len(values), CHUNK):
+            chunk = list(values[start : start + CHUNK])
+            marks = ",".join("?" * len(chunk))
+            rows.extend(self.conn.execute(sql.format(marks=marks), [*head, *chunk]))
+        return rows

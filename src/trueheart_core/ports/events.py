@@ -1,0 +1,52 @@
+"""The events role of a unit of work: :class:`EventStore`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Protocol
+
+from trueheart_core.ports.rows import BodyRow, EventRow, ScopeKey
+
+
+class EventStore(Protocol):
+    """Raw events: receipts (body-free metadata) and their bodies, kept apart so that a body can be
+    removed while its receipt stays.
+
+    Every method runs inside the unit of work's transaction and may raise
+    ``RepositoryBusy``, ``RepositoryCorruption`` or ``RepositoryReadOnly``; driver errors
+    never escape.
+    """
+
+    def get(self, scope: ScopeKey, event_ids: Sequence[str]) -> dict[str, EventRow]:
+        """Receipts with these IDs in the exact scope, keyed by ID (missing IDs absent).
+
+        ``has_body`` tells whether the body row is present. Served by an index.
+        """
+
+    def id_elsewhere(self, event_id: str, scope: ScopeKey) -> bool:
+        """Whether a receipt with this ID exists in any *other* scope. Served by an index."""
+
+    def insert(self, row: EventRow, body: BodyRow) -> None:
+        """Store a new receipt and its body."""
+
+    def expirable(self, as_of: int, limit: int) -> list[EventRow]:
+        """Up to ``limit`` receipts, in any scope, whose body is present and
+        ``raw_expires_at <= as_of``, earliest deadline first.
+
+        Read from an index that holds only receipts with a body, so the cost grows with
+        the number of such rows, not with the database. Expiring the returned rows
+        removes them from the next call's answer.
+        """
+
+    def expire(self, row: EventRow) -> None:
+        """Remove the body of ``row`` and store ``row`` (its new status and digest)."""
+
+    def delete(self, scope: ScopeKey, event_id: str) -> None:
+        """Remove the receipt, the body (if any) and the extraction record (if any) of
+        one event."""
+
+    def iter(self, scope: ScopeKey | None) -> Iterator[EventRow]:
+        """Every receipt (of one scope, or of the whole store), in storage order."""
+
+    def iter_bodies(self, scope: ScopeKey | None) -> Iterator[BodyRow]:
+        """Every stored body (of one scope, or of the whole store), in storage order."""

@@ -1,0 +1,96 @@
+"""The search role of a unit of work: :class:`SearchIndex`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Protocol
+
+from trueheart_core.ports.rows import (
+    ScopeKey,
+    SearchCandidate,
+    SearchDocRow,
+    SearchStatsRow,
+    SearchTermRow,
+)
+
+
+class SearchIndex(Protocol):
+    """The lexical search index: one entry per searchable memory, the scope's terms as 64-bit keys,
+    postings and per-scope statistics. The adapter stores and fetches; ranking is the service's.
+
+    Every method runs inside the unit of work's transaction and may raise
+    ``RepositoryBusy``, ``RepositoryCorruption`` or ``RepositoryReadOnly``; driver errors
+    never escape.
+    """
+
+    def tokenizer(self) -> object:
+        """The tokenizer identity the search index was built with (``""``: not built)."""
+
+    def set_tokenizer(self, identity: str) -> None:
+        """Record the tokenizer identity of a freshly built search index."""
+
+    def clear(self) -> None:
+        """Remove every search index entry and statistic of every scope."""
+
+    def index(self, doc: SearchDocRow) -> None:
+        """Make an existing memory searchable: store ``doc``, one posting per term, and
+        add to the scope's statistics and to each term's document frequency."""
+
+    def unindex(self, scope: ScopeKey, memory_id: str) -> None:
+        """Remove a memory's search entries, if any, and subtract them from the
+        statistics; a term no memory of the scope holds any longer is removed."""
+
+    def statistics(self, scope: ScopeKey) -> tuple[int, int]:
+        """``(searchable memories, sum of their lengths)`` of the exact scope."""
+
+    def term_frequencies(self, scope: ScopeKey, terms: Sequence[int]) -> dict[int, int]:
+        """Document frequency of each of these term keys in the scope (absent: none)."""
+
+    def candidates(
+        self,
+        scope: ScopeKey,
+        weights: Sequence[tuple[int, float]],
+        k1: float,
+        b: float,
+        average_length: float,
+        as_of: int,
+        kinds: Sequence[str],
+        min_trust: int | None,
+        window: int,
+        claim_statuses: Sequence[str] = (),
+        claim_kind: str = "claim",
+    ) -> tuple[int, list[SearchCandidate]]:
+        """Score the scope's searchable memories against weighted query terms.
+
+        Eligible memories have ``created_at <= as_of < recall_until``, a kind in
+        ``kinds`` (when non-empty) and trust of at least ``min_trust`` (when given). A
+        memory of ``claim_kind`` that has a claim row is eligible only when the claim's
+        status at ``as_of`` is in ``claim_statuses``: ``superseded`` when an active
+        claim created at or before ``as_of`` supersedes it, else ``ended`` when
+        ``valid_to <= as_of``, else ``not_yet_valid`` when ``as_of < valid_from``, else
+        ``current`` (the rules of ``claims.status_at`` with ``known_at = as_of``). A
+        memory's score is, over the ``(term, weight)`` pairs it holds (``term`` is a
+        term key), the double-precision sum of
+        ``weight * (tf * (k1 + 1)) / (tf + k1 * (1 - b + b * length / average_length))``.
+        The summation order is the adapter's, but fixed: the same store and arguments
+        give the same score, bit for bit.
+
+        Returns how many eligible memories hold at least one term, and every one of
+        them whose score is at least the ``window``-th best score (so ties at the edge
+        are all present), unordered. Reads the postings of the given terms only.
+        """
+
+    def docs_for(self, scope: ScopeKey, memory_ids: Sequence[str]) -> list[SearchDocRow]:
+        """The search entries (with terms) of these memories in the exact scope."""
+
+    def iter_docs(self, scope: ScopeKey | None) -> Iterator[SearchDocRow]:
+        """Every search entry (of one scope, or of the whole store), without terms."""
+
+    def iter_terms(self, scope: ScopeKey | None) -> Iterator[SearchTermRow]:
+        """Every stored term row, with its postings and earlier copies counted."""
+
+    def iter_stats(self, scope: ScopeKey | None) -> Iterator[SearchStatsRow]:
+        """Every scope's stored statistics (or recomputed ones only) with both values."""
+
+    def orphan_postings(self, scope: ScopeKey | None) -> int:
+        """How many postings have no search entry for their memory."""
