@@ -1,7 +1,7 @@
 """Searching the bytes of a store's files for what erasure must have removed.
 
 Shared by the erasure tests: the database file, its write-ahead log and journal are
-read as bytes (``contract_builders.store_bytes``), and a needle that is found can be
+read as bytes (``conformance_builders.store_bytes``), and a needle that is found can be
 located in the main file by page, b-tree page type and region, for the message of a
 failing test.
 """
@@ -12,7 +12,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from pathlib import Path
 
-from contract_builders import store_bytes
+from conformance_builders import store_bytes
 
 from trueheart_core.domain.search.tokenize import term_key
 

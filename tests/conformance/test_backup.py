@@ -8,7 +8,7 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 
 import pytest
-from contract_builders import NOW, OTHER_SCOPE, SCOPE, event, memory, store_bytes
+from conformance_builders import NOW, OTHER_SCOPE, SCOPE, event, memory, store_bytes
 
 from trueheart_core import (
     BackupReport,

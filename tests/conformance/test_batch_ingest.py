@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from contract_builders import NOW, OTHER_SCOPE, SCOPE, CountingClock, command, event, memory, msg
+from conformance_builders import NOW, OTHER_SCOPE, SCOPE, CountingClock, command, event, memory, msg
 
 from trueheart_core import (
     EntityDeleted,

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 import pytest
-from contract_builders import (
+from conformance_builders import (
     NOW,
     OTHER_SCOPE,
     SCOPE,

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from contract_builders import NOW, SCOPE, command, event, store_bytes
+from conformance_builders import NOW, SCOPE, command, event, store_bytes
 
 from trueheart_core import (
     ClaimDraft,

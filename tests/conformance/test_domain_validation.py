@@ -10,7 +10,7 @@ from types import MappingProxyType
 from typing import Any
 
 import pytest
-from contract_builders import NOW, SCOPE, assert_not_chained, msg, source
+from conformance_builders import NOW, SCOPE, assert_not_chained, msg, source
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from byte_search import key_bytes, leftovers
-from contract_builders import (
+from conformance_builders import (
     NOW,
     OTHER_SCOPE,
     SCOPE,

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from byte_search import key_bytes, leftovers, store_bytes
-from contract_builders import NOW, OTHER_SCOPE, SCOPE, event, memory
+from conformance_builders import NOW, OTHER_SCOPE, SCOPE, event, memory
 
 from trueheart_core import ArtifactCounts, SearchQuery, SQLiteRepository, TrueHeart
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from contract_builders import (
+from conformance_builders import (
     NOW,
     OTHER_SCOPE,
     SCOPE,
@@ -376,7 +376,7 @@ def test_tombstone_rows_are_body_free_and_ordered(
 ) -> None:
     import sqlite3
 
-    from contract_builders import micros
+    from conformance_builders import micros
 
     path = file_db_or_skip(tmp_path)
     service.ingest_event(event("evt-1"))

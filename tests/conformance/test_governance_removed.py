@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from contract_builders import NOW, SCOPE, claim, command, event, memory
+from conformance_builders import NOW, SCOPE, claim, command, event, memory
 
 from trueheart_core import (
     ArtifactClass,

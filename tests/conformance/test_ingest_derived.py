@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from contract_builders import SCOPE, claim, event, memory, msg
+from conformance_builders import SCOPE, claim, event, memory, msg
 
 from trueheart_core import (
     CanonicalClaimExtractor,

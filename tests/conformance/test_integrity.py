@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from contract_builders import (
+from conformance_builders import (
     NOW,
     OTHER_SCOPE,
     SCOPE,

@@ -13,7 +13,7 @@ from types import MappingProxyType
 from typing import Any
 
 import pytest
-from contract_builders import NOW, SCOPE, assert_not_chained, command, event, memory, msg
+from conformance_builders import NOW, SCOPE, assert_not_chained, command, event, memory, msg
 
 import trueheart_core
 from trueheart_core import (

@@ -8,7 +8,7 @@ import json
 from datetime import timedelta
 
 import pytest
-from contract_builders import (
+from conformance_builders import (
     NOW,
     OTHER_SCOPE,
     SCOPE,

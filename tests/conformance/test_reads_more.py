@@ -5,7 +5,16 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from contract_builders import NOW, OTHER_SCOPE, SCOPE, claim, command, event, materialize_all, msg
+from conformance_builders import (
+    NOW,
+    OTHER_SCOPE,
+    SCOPE,
+    claim,
+    command,
+    event,
+    materialize_all,
+    msg,
+)
 
 from trueheart_core import ClaimStatus, GovernanceAction, Scope, TrueHeart, ValidationError
 

@@ -7,7 +7,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from contract_builders import (
+from conformance_builders import (
     NOW,
     OTHER_SCOPE,
     SCOPE,

@@ -6,7 +6,7 @@ from datetime import timedelta, timezone
 from typing import Any
 
 import pytest
-from contract_builders import NOW, OTHER_SCOPE, SCOPE, command, event, memory, msg
+from conformance_builders import NOW, OTHER_SCOPE, SCOPE, command, event, memory, msg
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

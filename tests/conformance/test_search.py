@@ -12,7 +12,7 @@ from datetime import date, datetime, timedelta, timezone
 from typing import Any
 
 import pytest
-from contract_builders import (
+from conformance_builders import (
     NOW,
     OTHER_SCOPE,
     SCOPE,

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
-from contract_builders import NOW, SCOPE, check_capsule, event, materialize_all, memory, msg
+from conformance_builders import NOW, SCOPE, check_capsule, event, materialize_all, memory, msg
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

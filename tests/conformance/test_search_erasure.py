@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from byte_search import key_bytes, locate
 from byte_search import page_size as file_page_size
-from contract_builders import (
+from conformance_builders import (
     NOW,
     SCOPE,
     command,

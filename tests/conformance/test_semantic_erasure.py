@@ -23,7 +23,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from contract_builders import (
+from conformance_builders import (
     NOW,
     SCOPE,
     claim,

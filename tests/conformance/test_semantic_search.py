@@ -6,7 +6,7 @@ import math
 from datetime import timedelta
 
 import pytest
-from contract_builders import (
+from conformance_builders import (
     NOW,
     SCOPE,
     CountingClock,

@@ -257,6 +257,3 @@ class SQLiteVectors:
     def delete_of(self, rid: int) -> None:
         """Remove the vector of the memory with this rowid (part of deleting it)."""
         self._conn.execute("DELETE FROM vectors WHERE doc = ?", (rid,))
-
-    def _term_ids(self, sid: int, terms: Sequence[int]) -> dict[int, int]:
-        raise NotImplementedError
