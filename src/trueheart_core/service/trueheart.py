@@ -7,7 +7,6 @@ on the repository port. It never sees SQL.
 
 from __future__ import annotations
 
-import heapq
 import os
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
@@ -63,16 +62,14 @@ from trueheart_core.errors import (
     body_free_errors,
 )
 from trueheart_core.ports import (
-    MemoryRow,
     Repository,
-    ScopeKey,
     SupportsBackup,
     SupportsFileSizes,
-    UnitOfWork,
 )
 from trueheart_core.service import claims as claiming
 from trueheart_core.service import (
     erasure,
+    expiry,
     governance,
     hybrid,
     integrity,
@@ -84,12 +81,12 @@ from trueheart_core.service import (
 )
 from trueheart_core.service import search as searching
 from trueheart_core.service import semantic as projecting
+from trueheart_core.service.recall import recall as recall_memories
 from trueheart_core.service.records import RowInvalid, scope_key
 
 __all__ = ["TrueHeart"]
 
 
-_EXPIRY_CHUNK = 500
 _D = TypeVar("_D")
 MAX_SCAN_CAP = 1_000_000
 MAX_SYNC_BATCH = 4096
@@ -249,22 +246,8 @@ class TrueHeart:
         at most ``limit``. Every returned row is verified against its digest."""
         if not isinstance(query, RecallQuery):
             raise ValidationError("query", "must be a RecallQuery")
-        scope, key = query.scope, scope_key(query.scope)
-        as_of = records.to_us(query.as_of)
-        shift = policy.CLARITY_ROUNDING_SHIFT
         with self._repository.unit_of_work("recall", write=False) as uow:
-            rows = uow.memories.recall_clear(key, as_of, query.kinds, query.limit, shift)
-            if len(rows) < query.limit:
-                rows += _best_fading(uow, key, as_of, query, query.limit - len(rows))
-            edges = loading.edges_by_memory(uow.memories.edges(key, [r.memory_id for r in rows]))
-            memories = [
-                loading.memory(row, edges[row.memory_id], scope, "invalid memory record")
-                for row in rows
-            ]
-        return tuple(
-            RecallItem(m, policy.clarity(query.as_of, m.clear_until, m.recall_until))
-            for m in memories
-        )
+            return recall_memories(uow, query)
 
     # --- claims ------------------------------------------------------------------------
 
@@ -638,26 +621,8 @@ class TrueHeart:
         every scope; returns how many were removed. Receipts, hashes, memories and lineage
         stay. When it returns, the removed bodies are gone from the database files."""
         when = v.utc("as_of", as_of)
-        as_of_us = records.to_us(when)
-        expired = 0
         with self._repository.unit_of_work("expire", write=True, erasing=True) as uow:
-            # Chunks keep memory bounded however many bodies are due; one transaction.
-            seen: set[tuple[ScopeKey, str]] = set()
-            while rows := uow.events.expirable(as_of_us, _EXPIRY_CHUNK):
-                for row in rows:
-                    receipt = loading.receipt(row, None, "invalid raw event record")
-                    if not receipt.content_available or receipt.raw_expires_at > when:
-                        loading.corrupt("invalid raw event record")
-                    # Every pass must make progress: a receipt offered again after its
-                    # expiry is a damaged index, not more work.
-                    if (row.scope, row.event_id) in seen:
-                        loading.corrupt("invalid raw event record")
-                    seen.add((row.scope, row.event_id))
-                    uow.events.expire(records.with_event_status(row, records.EVENT_EXPIRED))
-                    writing.audit(
-                        uow, receipt.scope, "expire", EntityType.RAW_EVENT, receipt.event_id, when
-                    )
-                expired += len(rows)
+            expired = expiry.expire(uow, when)
             uow.commit()
         return expired
 
@@ -806,33 +771,6 @@ class TrueHeart:
 
 
 # --- helpers: one function per rule, shared by the operations above ----------------------
-
-
-def _best_fading(
-    uow: UnitOfWork, key: ScopeKey, as_of: int, query: RecallQuery, wanted: int
-) -> list[MemoryRow]:
-    """The ``wanted`` best memories that are fading at ``as_of``, ranked exactly here
-    among the candidates the repository pre-selects."""
-    candidates = uow.memories.recall_fading(
-        key,
-        as_of,
-        query.kinds,
-        policy.CLARITY_ROUNDING_SHIFT,
-        wanted,
-        policy.EXACT_FLOAT_SPAN,
-    )
-    ranked = []
-    for c in candidates:
-        values = (c.created_at, c.clear_until, c.recall_until)
-        if not all(type(x) is int for x in values) or not isinstance(c.memory_id, str):
-            loading.corrupt("invalid memory record")
-        score = policy.clarity_us(as_of, c.clear_until, c.recall_until)
-        ranked.append((-score, -c.created_at, c.memory_id))
-    chosen = [memory_id for _, _, memory_id in heapq.nsmallest(wanted, ranked)]
-    by_id = {row.memory_id: row for row in uow.memories.get_many(key, chosen)}
-    if len(by_id) != len(chosen):
-        loading.corrupt("invalid memory record")
-    return [by_id[memory_id] for memory_id in chosen]
 
 
 def _drafts(field: str, value: object, kind: type[_D]) -> tuple[_D, ...]:
