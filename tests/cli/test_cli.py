@@ -53,6 +53,7 @@ STATS_KEYS = {
     "search_terms",
     "search_postings",
     "vectors",
+    "storage_bytes",
     "database_bytes",
     "wal_bytes",
 }

@@ -133,6 +133,7 @@ def stats(args: argparse.Namespace, out: TextIO) -> int:
         "search_terms",
         "search_postings",
         "vectors",
+        "storage_bytes",
         "database_bytes",
         "wal_bytes",
     ):

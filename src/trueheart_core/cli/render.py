@@ -64,6 +64,7 @@ def stats(value: StoreStats) -> Document:
         "search_terms": value.search_terms,
         "search_postings": value.search_postings,
         "vectors": value.vectors,
+        "storage_bytes": value.storage_bytes,
         "database_bytes": value.database_bytes,
         "wal_bytes": value.wal_bytes,
     }

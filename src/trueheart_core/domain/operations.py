@@ -123,8 +123,14 @@ class ErasureReceipt(_Reducible):
 
 @dataclass(frozen=True, slots=True)
 class StoreStats(_Reducible):
-    """Row counts of the whole store (``scope is None``) or of one scope, and the sizes
-    of the database file and its write-ahead log (``None`` for an in-memory store).
+    """Row counts of the whole store (``scope is None``) or of one scope, and the size of
+    the stored data.
+
+    ``storage_bytes`` is the total size of the store's storage and ``storage_detail`` its
+    parts in the backend's own terms (``(name, bytes)`` pairs); both are ``None`` / empty
+    when the backend cannot tell (an in-memory store). ``database_bytes`` and
+    ``wal_bytes`` are the SQLite parts (the database file and its write-ahead log),
+    ``None`` on other backends and for an in-memory store.
 
     ``events_with_body`` counts receipts whose body is still stored; ``memories_by_kind``
     holds ``(kind, count)`` pairs sorted by kind. Search counts are the index's rows:
@@ -149,14 +155,16 @@ class StoreStats(_Reducible):
     vectors: int
     database_bytes: int | None
     wal_bytes: int | None
+    storage_bytes: int | None = None
+    storage_detail: tuple[tuple[str, int], ...] = ()
 
     def __post_init__(self) -> None:
         if self.scope is not None and not isinstance(self.scope, Scope):
             raise ValidationError("scope", "must be a Scope or None")
         for f in fields(self):
-            if f.name in ("scope", "memories_by_kind"):
+            if f.name in ("scope", "memories_by_kind", "storage_detail"):
                 continue
-            if f.name in ("database_bytes", "wal_bytes"):
+            if f.name in ("database_bytes", "wal_bytes", "storage_bytes"):
                 _optional_count(f.name, getattr(self, f.name))
             else:
                 _count(f.name, getattr(self, f.name))
@@ -170,6 +178,14 @@ class StoreStats(_Reducible):
             _count("memories_by_kind", count)
         if [kind for kind, _ in kinds] != sorted({kind for kind, _ in kinds}):
             raise ValidationError("memories_by_kind", "must be sorted by kind")
+        detail = self.storage_detail
+        if not isinstance(detail, tuple) or not all(
+            isinstance(pair, tuple) and len(pair) == 2 for pair in detail
+        ):
+            raise ValidationError("storage_detail", "must be a tuple of (part, bytes)")
+        for part, size in detail:
+            v.text("storage_detail", part)
+            _count("storage_detail", size)
 
     @property
     def events_without_body(self) -> int:

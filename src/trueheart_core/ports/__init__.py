@@ -18,8 +18,8 @@ from trueheart_core.ports.repository import (
     Capability,
     Repository,
     SupportsBackup,
-    SupportsFileSizes,
     SupportsForensics,
+    SupportsStorageSizes,
     UnitOfWork,
 )
 from trueheart_core.ports.rows import (
@@ -73,8 +73,8 @@ __all__ = [
     "SpaceRow",
     "StoreOperations",
     "SupportsBackup",
-    "SupportsFileSizes",
     "SupportsForensics",
+    "SupportsStorageSizes",
     "TombstoneRow",
     "TombstoneStore",
     "UnitOfWork",

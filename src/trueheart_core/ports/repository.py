@@ -77,7 +77,7 @@ class Capability(StrEnum):
     BACKUP = "backup"
     """An online, consistent copy into a new store (:class:`SupportsBackup`)."""
     STORAGE_SIZES = "storage_sizes"
-    """The size of the stored data can be reported (:class:`SupportsFileSizes`)."""
+    """The size of the stored data can be reported (:class:`SupportsStorageSizes`)."""
     VECTORS = "vectors"
     """Units of work store and scan semantic vectors (:class:`SupportsVectors`)."""
     FORENSICS = "forensics"
@@ -101,9 +101,12 @@ class Repository(Protocol):
         ``RepositoryBusy`` before any work is done; a read-only repository raises
         ``RepositoryReadOnly`` here. Leaving the block without :meth:`UnitOfWork.commit`
         rolls everything back. When ``erasing`` is true and the unit committed, the
-        adapter makes sure that removed bytes are gone from the storage files before the
-        block exits. Driver errors inside the block surface as library errors carrying
-        the operation's fixed diagnostic.
+        adapter removes what the unit deleted from its storage before the block exits,
+        as far as its documented erasure guarantee reaches (a backend with
+        :attr:`Capability.FORENSICS` proves it: its :meth:`SupportsForensics.residue`
+        finds none of the removed bodies afterwards); if it cannot finish, it raises
+        instead of returning. Driver errors inside the block surface as library errors
+        carrying the operation's fixed diagnostic.
         """
 
     def close(self) -> None:
@@ -135,8 +138,10 @@ class SupportsForensics(Protocol):
 
 
 @runtime_checkable
-class SupportsFileSizes(Protocol):
-    """A repository that can report the size of its storage files."""
+class SupportsStorageSizes(Protocol):
+    """A repository that can report how many bytes its stored data takes."""
 
-    def file_sizes(self) -> tuple[int, int] | None:
-        """``(database bytes, WAL bytes)``, or ``None`` when the store has no file."""
+    def storage_sizes(self) -> tuple[tuple[str, int], ...] | None:
+        """The bytes of each part of the storage, in the backend's own terms and a fixed
+        order (for a SQLite file: ``("database", n)`` and ``("wal", n)``), or ``None``
+        when the store keeps nothing that has a size (an in-memory store)."""

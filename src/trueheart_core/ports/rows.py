@@ -192,14 +192,14 @@ class SearchCandidate:
 @dataclass(frozen=True, slots=True)
 class SearchTermRow:
     """A term's stored document frequency next to the postings actually held for it,
-    and how many earlier rows (lower ``term_id``) of its scope hold the same term key
-    (0 when the index is sound)."""
+    and how many other rows of its scope hold the same term key before this one
+    (``duplicates``; 0 when the index is sound)."""
 
     scope: ScopeKey
     term: int
     df: int
     postings: int
-    earlier_copies: int = 0
+    duplicates: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -174,7 +174,7 @@ def _check_search_index(uow: UnitOfWork, key: ScopeKey | None, found: _Findings)
     for term in uow.search.iter_terms(key):
         if term.df != term.postings:
             found.add("search_index", "", term.scope, "term_count_mismatch")
-        if term.earlier_copies:
+        if term.duplicates:
             found.add("search_index", "", term.scope, "duplicate_term")
     for stats in uow.search.iter_stats(key):
         if (stats.docs, stats.length) != (stats.actual_docs, stats.actual_length):

@@ -31,8 +31,10 @@ def _count(value: object) -> int:
     return value
 
 
-def stats(uow: UnitOfWork, scope: Scope | None, sizes: tuple[int, int] | None) -> StoreStats:
-    """Row counts of the scope (or the whole store), with the storage file sizes."""
+def stats(
+    uow: UnitOfWork, scope: Scope | None, sizes: tuple[tuple[str, int], ...] | None
+) -> StoreStats:
+    """Row counts of the scope (or the whole store), with the sizes of the storage."""
     key = None if scope is None else scope_key(scope)
     rows = {name: _count(value) for name, value in uow.operations.count_rows(key).items()}
     by_status: Counter[str] = Counter()
@@ -42,7 +44,7 @@ def stats(uow: UnitOfWork, scope: Scope | None, sizes: tuple[int, int] | None) -
             loading.corrupt("invalid memory record")
         by_status[status] += _count(count)
         by_kind[kind] += count
-    database, wal = (None, None) if sizes is None else sizes
+    parts = dict(sizes or ())
     return StoreStats(
         scope,
         rows.get("raw_event", 0),
@@ -59,8 +61,10 @@ def stats(uow: UnitOfWork, scope: Scope | None, sizes: tuple[int, int] | None) -
         rows.get("search_term", 0),
         rows.get("search_posting", 0),
         rows.get("vector", 0),
-        database,
-        wal,
+        parts.get("database"),
+        parts.get("wal"),
+        None if sizes is None else sum(size for _, size in sizes),
+        tuple(sizes or ()),
     )
 
 

@@ -64,7 +64,7 @@ from trueheart_core.errors import (
 from trueheart_core.ports import (
     Repository,
     SupportsBackup,
-    SupportsFileSizes,
+    SupportsStorageSizes,
 )
 from trueheart_core.service import claims as claiming
 from trueheart_core.service import (
@@ -713,8 +713,9 @@ class TrueHeart:
         )
 
     def stats(self, scope: Scope | None = None) -> StoreStats:
-        """Row counts of the whole store, or of one exact scope, and the sizes of the
-        database file and its WAL (``None`` for ``:memory:``), in one read transaction.
+        """Row counts of the whole store, or of one exact scope, and the size of the
+        stored data (``None`` when the backend cannot tell, as for ``:memory:``), in one
+        read transaction.
         Body-free. Counts of a scope use an index of the scope where the schema has one;
         receipts, bodies, extraction records, tombstones and search entries are counted
         by reading their tables."""
@@ -722,7 +723,9 @@ class TrueHeart:
             raise ValidationError("scope", "must be a Scope")
         repository = self._repository
         with repository.unit_of_work("stats", write=False) as uow:
-            sizes = repository.file_sizes() if isinstance(repository, SupportsFileSizes) else None
+            sizes = (
+                repository.storage_sizes() if isinstance(repository, SupportsStorageSizes) else None
+            )
             return maintenance.stats(uow, scope, sizes)
 
     def scopes(

@@ -276,9 +276,9 @@ class SQLiteRepository:
                 raise ValidationError("repository", "is closed")
             return backup_mod.copy_to(conn, target)
 
-    def file_sizes(self) -> tuple[int, int] | None:
-        """``(database bytes, WAL bytes)`` of a file store (a missing WAL counts 0);
-        ``None`` for ``:memory:``."""
+    def storage_sizes(self) -> tuple[tuple[str, int], ...] | None:
+        """``(("database", bytes), ("wal", bytes))`` of a file store (a missing WAL
+        counts 0); ``None`` for ``:memory:`` (see ``ports.SupportsStorageSizes``)."""
         if self._path is None:
             return None
         try:
@@ -289,7 +289,7 @@ class SQLiteRepository:
             wal = os.path.getsize(f"{self._path}-wal")
         except OSError:
             wal = 0
-        return database, wal
+        return (("database", database), ("wal", wal))
 
     def close(self) -> None:
         """Close the connection. Idempotent; later use raises ``ValidationError``."""
