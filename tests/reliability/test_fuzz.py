@@ -306,6 +306,8 @@ BASES: dict[type, dict[str, Any]] = {
         "vectors": 0,
         "database_bytes": 4096,
         "wal_bytes": None,
+        "storage_bytes": 4096,
+        "storage_detail": (("database", 4096),),
     },
     IndexRebuildReport: {field.name: 1 for field in dataclasses.fields(IndexRebuildReport)},
     BackupReport: {"path": "/tmp/copy.db", "pages": 1, "size_bytes": 4096},
