@@ -1,18 +1,16 @@
-"""Builders of synthetic drafts and commands shared by the contract tests."""
+"""Builders of synthetic drafts and commands shared by the conformance tests, and a
+backend-neutral look into storage (:func:`found_in_storage`)."""
 
 from __future__ import annotations
 
 import math
 import re
-import sqlite3
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
-import pytest
-
 from trueheart_core import (
+    CanonicalClaimExtractor,
     CapsuleDecision,
     ClaimDraft,
     ClaimQuery,
@@ -31,6 +29,7 @@ from trueheart_core import (
     TrueHeart,
     TrustLevel,
 )
+from trueheart_core.ports import SupportsForensics
 
 NOW = datetime(2026, 8, 13, 12, 0, tzinfo=UTC)
 SCOPE = Scope("tenant", "owner", "subject")
@@ -193,39 +192,15 @@ def command(
     return GovernanceCommand(scope, action, entity_type, entity_id, occurred_at, reason)
 
 
-def file_db_or_skip(tmp_path: Path) -> Path:
-    """The file behind the ``repository`` fixture; skips the in-memory configuration."""
-    path = tmp_path / "store.db"
-    if not path.exists():
-        pytest.skip("needs the file-backed configuration")
-    return path
-
-
-def store_bytes(path: Path) -> bytes:
-    """The bytes of the database file and of its write-ahead log and journal, if any."""
-    data = b""
-    for candidate in (path, Path(f"{path}-wal"), Path(f"{path}-journal")):
-        if candidate.exists():
-            data += candidate.read_bytes()
-    return data
-
-
-def tamper(path: Path, sql: str, params: Sequence[Any] = ()) -> int:
-    """Run one statement behind the library's back; returns the number of changed rows."""
-    conn = sqlite3.connect(path, timeout=5.0)
-    try:
-        with conn:
-            cursor = conn.execute(sql, tuple(params))
-            changed = cursor.rowcount
-    finally:
-        conn.close()
-    return changed
-
-
-def micros(moment: datetime) -> int:
-    """Microseconds since the epoch, as stored by the SQLite adapter."""
-    delta = moment - datetime(1970, 1, 1, tzinfo=UTC)
-    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+def found_in_storage(repository: object, texts: Iterable[str | bytes]) -> list[str | bytes]:
+    """The ``texts`` (a ``str`` as UTF-8) that occur anywhere in the repository's storage,
+    in the order given, as its own forensic search finds them (``Capability.FORENSICS``)."""
+    assert isinstance(repository, SupportsForensics), "needs requires(Capability.FORENSICS)"
+    wanted = list(texts)
+    needles = [text.encode("utf-8") if isinstance(text, str) else text for text in wanted]
+    found = repository.residue(needles)
+    assert isinstance(found, frozenset) and found <= set(needles)
+    return [text for text, needle in zip(wanted, needles, strict=True) if needle in found]
 
 
 class CountingClock:
@@ -313,3 +288,57 @@ def check_capsule(capsule: MemoryCapsule) -> None:
     assert len({e.memory_id for e in capsule.trace}) == len(capsule.trace)
     for item in capsule.items:
         assert item.memory.scope == capsule.scope
+
+
+# --- a subject with every kind of artifact, for the subject erasure tests ---------------
+
+ERASED_AT = NOW + timedelta(days=2)
+# Words that only the erased subject's bodies hold, and words of the scope kept.
+SUBJECT_WORDS = (
+    "zqxsubjraw",
+    "zqxsubjmem",
+    "zqxsubjsealed",
+    "zqxsubjexpired",
+    "zqxsubjclaim",
+    "zqxsubjvalue",
+    "zqxsubjextracted",
+)
+OTHER_WORDS = ("zqxotherraw", "zqxothermem", "zqxotherclaim")
+
+
+def populate_subject(service: TrueHeart) -> None:
+    """A subject with every kind of artifact, next to another subject of the same owner."""
+    service.ingest_events(
+        [event(f"evt-{i}", content=f"raw zqxsubjraw{i} body shared") for i in range(6)]
+        + [event("evt-old", content="zqxsubjexpired body", raw_ttl=timedelta(days=1))]
+        + [
+            event(f"evt-{i}", scope=OTHER_SCOPE, content=f"kept zqxotherraw{i} shared")
+            for i in range(3)
+        ]
+    )
+    service.ingest_extracted(
+        event(
+            "evt-x",
+            content="Canonical claim: subject=user:zqxsubjextracted; predicate=likes; value=tea.",
+        ),
+        CanonicalClaimExtractor(),
+    )
+    for i in range(6):
+        service.materialize_once(
+            memory(f"mem-{i}", (f"evt-{i}",), content=f"memory zqxsubjmem{i} shared")
+        )
+    service.materialize_once(memory("mem-sealed", ("evt-0",), content="zqxsubjsealed note"))
+    service.materialize_claim(
+        claim("claim-1", ("evt-1",), subject="user:zqxsubjclaim", value="zqxsubjvalue")
+    )
+    service.materialize_once(memory("mem-old", ("evt-old",), content="from an old event"))
+    for i in range(3):
+        service.materialize_once(
+            memory(f"mem-{i}", (f"evt-{i}",), scope=OTHER_SCOPE, content=f"zqxothermem{i} shared")
+        )
+    service.materialize_claim(
+        claim("claim-1", ("evt-0",), scope=OTHER_SCOPE, subject="user:zqxotherclaim")
+    )
+    service.govern(command(GovernanceAction.SEAL, "mem-sealed"))
+    service.govern(command(GovernanceAction.FORGET, "mem-5"))
+    assert service.expire_raw_content(as_of=NOW + timedelta(days=1)) == 1

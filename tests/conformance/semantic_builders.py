@@ -1,12 +1,15 @@
-"""Test embedders and rerankers for the semantic contract tests."""
+"""Test embedders and rerankers for the semantic conformance tests."""
 
 from __future__ import annotations
 
+import hashlib
 import math
 import re
+import struct
 from collections.abc import Callable, Sequence
 
 from trueheart_core import RerankCandidate, RerankResult
+from trueheart_core.domain.semantic.vectors import checked_vector, pack
 
 # Words of one group share a dimension: a tiny, fully predictable "semantic" model in
 # which "brief" and "concise" mean the same thing.
@@ -87,3 +90,56 @@ class ScriptedReranker:
         if self.answer is not None:
             return self.answer(candidates)
         return [RerankResult(c.memory_id, self._score(c)) for c in candidates]
+
+
+DENSE_DIMS = 64
+CHUNK = 16
+
+
+class DenseEmbedder:
+    """64 components from SHA-256 blocks of the text, scaled to unit length: the stored
+    bytes of every text's vector are unique. Records every document text it embeds."""
+
+    def __init__(self) -> None:
+        self.documents: list[str] = []
+
+    @property
+    def identity(self) -> str:
+        return "test-dense-v1"
+
+    @property
+    def dimensions(self) -> int:
+        return DENSE_DIMS
+
+    @property
+    def normalized(self) -> bool:
+        return True
+
+    @staticmethod
+    def vector(text: str) -> list[float]:
+        raw = b"".join(
+            hashlib.sha256(bytes([block]) + text.encode("utf-8")).digest()
+            for block in range(DENSE_DIMS * 4 // 32)
+        )
+        components = [u / 2**31 - 1.0 for u in struct.unpack(f">{DENSE_DIMS}I", raw)]
+        norm = math.sqrt(math.fsum(x * x for x in components))
+        return [x / norm for x in components]
+
+    def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+        self.documents.extend(texts)
+        return [self.vector(text) for text in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.vector(text)
+
+
+def dense_blob(content: str) -> bytes:
+    """The form in which the service hands a content's dense vector to the repository."""
+    return pack(checked_vector("embedder", DenseEmbedder.vector(content), DENSE_DIMS, True))
+
+
+def dense_chunks(content: str) -> list[bytes]:
+    """The 16-byte aligned chunks of ``dense_blob(content)``."""
+    blob = dense_blob(content)
+    assert len(blob) == 4 * DENSE_DIMS
+    return [blob[start : start + CHUNK] for start in range(0, len(blob), CHUNK)]

@@ -13,10 +13,10 @@ from trueheart_core import (
     EntityType,
     GovernanceAction,
     RecallQuery,
-    SQLiteRepository,
     TrueHeart,
     ValidationError,
 )
+from trueheart_core.ports import Repository
 
 
 def test_empty_scope_has_no_audit(service: TrueHeart) -> None:
@@ -131,7 +131,7 @@ def test_same_time_tie_break_survives_mixed_actions(service: TrueHeart) -> None:
     ]
 
 
-def test_audit_limit_returns_the_newest_rows(repository: SQLiteRepository) -> None:
+def test_audit_limit_returns_the_newest_rows(repository: Repository) -> None:
     clock = CountingClock()
     service = TrueHeart(repository, clock=clock)
     for index in range(105):

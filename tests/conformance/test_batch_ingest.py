@@ -14,10 +14,10 @@ from trueheart_core import (
     GovernanceAction,
     IdempotencyConflict,
     RawEventReceipt,
-    SQLiteRepository,
     TrueHeart,
     ValidationError,
 )
+from trueheart_core.ports import Repository
 
 
 def _audit_ids(service: TrueHeart, scope: Any = SCOPE) -> list[str]:
@@ -72,7 +72,7 @@ def test_batch_returns_receipts_in_order(service: TrueHeart) -> None:
     assert all(r.reason == "event ingested" for r in service.audit(SCOPE))
 
 
-def test_batch_calls_the_clock_once(repository: SQLiteRepository) -> None:
+def test_batch_calls_the_clock_once(repository: Repository) -> None:
     clock = CountingClock()
     service = TrueHeart(repository, clock=clock)
     service.ingest_events([event(f"evt-{index}") for index in range(5)])
@@ -127,7 +127,7 @@ def test_repeated_different_entry_conflicts_and_writes_nothing(service: TrueHear
     assert service.audit(SCOPE) == ()
 
 
-def test_batch_replays_stored_events(repository: SQLiteRepository) -> None:
+def test_batch_replays_stored_events(repository: Repository) -> None:
     clock = CountingClock()
     service = TrueHeart(repository, clock=clock)
     first = service.ingest_event(event("evt-1"))
@@ -139,7 +139,7 @@ def test_batch_replays_stored_events(repository: SQLiteRepository) -> None:
     assert _audit_ids(service) == ["evt-2", "evt-1"]
 
 
-def test_batch_with_naive_clock(repository: SQLiteRepository) -> None:
+def test_batch_with_naive_clock(repository: Repository) -> None:
     service = TrueHeart(repository, clock=lambda: datetime(2026, 8, 13))
     with pytest.raises(ValidationError, match=msg("clock: must be timezone-aware")):
         service.ingest_events([event()])

@@ -13,10 +13,10 @@ from trueheart_core import (
     IdempotencyConflict,
     RecallQuery,
     ScopeMismatch,
-    SQLiteRepository,
     TrueHeart,
     ValidationError,
 )
+from trueheart_core.ports import Repository
 
 DAY = timedelta(days=1)
 
@@ -125,7 +125,7 @@ def test_as_of_must_be_representable(service: TrueHeart) -> None:
         service.expire_raw_content(as_of=extreme)
 
 
-def test_as_of_is_validated_before_the_database(repository: SQLiteRepository) -> None:
+def test_as_of_is_validated_before_the_database(repository: Repository) -> None:
     service = TrueHeart(repository, clock=lambda: NOW)
     repository.close()
     with pytest.raises(ValidationError, match=msg("as_of: must be timezone-aware")):

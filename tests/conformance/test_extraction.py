@@ -5,9 +5,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import sqlite3
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,7 +17,6 @@ from conformance_builders import (
     claim_views,
     command,
     event,
-    file_db_or_skip,
     memory,
     msg,
 )
@@ -349,20 +346,6 @@ def test_diagnostics_are_stored_body_free(service: TrueHeart) -> None:
     ]
     assert "hunter2" not in repr(record)
     assert "user:ada" not in repr(record)
-
-
-def test_the_stored_extraction_row_holds_no_body(service: TrueHeart, tmp_path: Path) -> None:
-    service.ingest_extracted(event("evt-1", content=f"Hidden hunter2.\n{ADA}"), CANONICAL)
-    path = file_db_or_skip(tmp_path)
-    conn = sqlite3.connect(path)
-    try:
-        rows = conn.execute("SELECT * FROM extractions").fetchall()
-    finally:
-        conn.close()
-    assert len(rows) == 1
-    text = repr(rows)
-    assert "hunter2" not in text and "user:ada" not in text and "dark" not in text
-    assert "trueheart.canonical-claim/1" in text
 
 
 def test_deleting_the_event_removes_its_claims_and_extraction(service: TrueHeart) -> None:

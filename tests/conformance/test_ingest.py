@@ -29,11 +29,11 @@ from trueheart_core import (
     RawEventDraft,
     RawEventReceipt,
     RetentionPolicy,
-    SQLiteRepository,
     TrueHeart,
     TrustLevel,
     ValidationError,
 )
+from trueheart_core.ports import Repository
 
 
 def test_new_event_returns_a_complete_receipt(service: TrueHeart) -> None:
@@ -103,7 +103,7 @@ def test_ingest_writes_one_audit_row(service: TrueHeart) -> None:
     assert record.scope == SCOPE
 
 
-def test_ingest_audit_uses_the_service_clock(repository: SQLiteRepository) -> None:
+def test_ingest_audit_uses_the_service_clock(repository: Repository) -> None:
     clock = CountingClock(datetime(2030, 1, 2, 3, 4, 5, 6, tzinfo=timezone(timedelta(hours=5))))
     service = TrueHeart(repository, clock=clock)
     receipt = service.ingest_event(event())
@@ -114,7 +114,7 @@ def test_ingest_audit_uses_the_service_clock(repository: SQLiteRepository) -> No
 
 
 def test_identical_replay_returns_stored_receipt_without_audit(
-    repository: SQLiteRepository,
+    repository: Repository,
 ) -> None:
     clock = CountingClock()
     service = TrueHeart(repository, clock=clock)
@@ -214,7 +214,7 @@ def test_memory_tombstone_does_not_block_event_id(service: TrueHeart) -> None:
     assert receipt.content_available is True
 
 
-def test_naive_clock_is_rejected_before_any_write(repository: SQLiteRepository) -> None:
+def test_naive_clock_is_rejected_before_any_write(repository: Repository) -> None:
     service = TrueHeart(repository, clock=lambda: datetime(2026, 8, 13, 12))
     with pytest.raises(ValidationError, match=msg("clock: must be timezone-aware")):
         service.ingest_event(event())
@@ -265,7 +265,7 @@ def test_receipt_metadata_can_feed_a_new_draft(service: TrueHeart) -> None:
     assert service.ingest_event(draft) == first
 
 
-def test_default_clock_is_now_in_utc(repository: SQLiteRepository) -> None:
+def test_default_clock_is_now_in_utc(repository: Repository) -> None:
     service = TrueHeart(repository)
     before = datetime.now(UTC)
     receipt = service.ingest_event(event())
@@ -286,7 +286,7 @@ def test_default_clock_is_now_in_utc(repository: SQLiteRepository) -> None:
     ],
     ids=["str", "none", "overflow"],
 )
-def test_clock_values_are_validated(repository: SQLiteRepository, value: Any, rule: str) -> None:
+def test_clock_values_are_validated(repository: Repository, value: Any, rule: str) -> None:
     service = TrueHeart(repository, clock=lambda: value)
     with pytest.raises(ValidationError, match=msg(f"clock: {rule}")):
         service.ingest_event(event())

@@ -1,21 +1,20 @@
-"""Lifecycle: context managers, close(), read-only and busy stores, DTO round trips."""
+"""Lifecycle: close(), the service as a context manager, reopening and read-only opens,
+threads, DTO round trips."""
 
 from __future__ import annotations
 
 import copy
 import dataclasses
 import pickle
-import sqlite3
+import threading
 from collections.abc import Callable
 from datetime import timedelta
-from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
 import pytest
-from conformance_builders import NOW, SCOPE, assert_not_chained, command, event, memory, msg
+from conformance_builders import NOW, SCOPE, command, event, memory, msg
 
-import trueheart_core
 from trueheart_core import (
     AuditRecord,
     EntityType,
@@ -25,14 +24,12 @@ from trueheart_core import (
     IntegrityReport,
     RawEventDraft,
     RecallQuery,
-    RepositoryBusy,
-    RepositoryCorruption,
     RepositoryReadOnly,
     RetentionPolicy,
-    SQLiteRepository,
     TrueHeart,
     ValidationError,
 )
+from trueheart_core.ports import Capability, Repository
 
 CLOSED = msg("repository: is closed")
 
@@ -48,31 +45,11 @@ OPERATIONS: dict[str, Callable[[TrueHeart], Any]] = {
 }
 
 
-def test_version() -> None:
-    assert trueheart_core.__version__ == "0.5.0"
-    assert trueheart_core.__all__[-1] == "__version__"
-
-
-def test_all_is_sorted_superset_of_0_1_2() -> None:
-    names = list(trueheart_core.__all__)
-    old = {
-        "AuditRecord", "EntityDeleted", "EntityNotFound", "EntityType", "GovernanceAction",
-        "GovernanceCommand", "GovernanceResult", "IdempotencyConflict", "InvalidTransition",
-        "MemoryDraft", "MemoryRecord", "MemoryStatus", "RawEventDraft", "RawEventReceipt",
-        "RecallItem", "RecallQuery", "RepositoryBusy", "RepositoryCorruption",
-        "RetentionPolicy", "SQLiteRepository", "Scope", "ScopeMismatch", "SourceRef",
-        "TrueHeart", "TrueHeartError", "TrustEscalation", "TrustLevel", "ValidationError",
-    }  # fmt: skip
-    assert old <= set(names)
-    assert names[:-1] == sorted(names[:-1])
-    assert names[-1] == "__version__"
-
-
 # --------------------------------------------------------------------------- close and contexts
 
 
 @pytest.mark.parametrize("name", sorted(OPERATIONS))
-def test_every_operation_on_a_closed_repository(repository: SQLiteRepository, name: str) -> None:
+def test_every_operation_on_a_closed_repository(repository: Repository, name: str) -> None:
     service = TrueHeart(repository, clock=lambda: NOW)
     service.ingest_event(event())
     service.materialize_once(memory())
@@ -81,7 +58,7 @@ def test_every_operation_on_a_closed_repository(repository: SQLiteRepository, na
         OPERATIONS[name](service)
 
 
-def test_close_is_idempotent(repository: SQLiteRepository) -> None:
+def test_close_is_idempotent(repository: Repository) -> None:
     service = TrueHeart(repository, clock=lambda: NOW)
     service.close()
     service.close()
@@ -90,128 +67,130 @@ def test_close_is_idempotent(repository: SQLiteRepository) -> None:
         service.audit(SCOPE)
 
 
-def test_repository_context_manager(db_path: Path) -> None:
-    with SQLiteRepository(db_path) as repo:
-        assert isinstance(repo, SQLiteRepository)
-        service = TrueHeart(repo, clock=lambda: NOW)
-        service.ingest_event(event())
-    with pytest.raises(ValidationError, match=CLOSED):
-        service.audit(SCOPE)
-
-
-def test_service_context_manager_closes_the_repository(db_path: Path) -> None:
-    repo = SQLiteRepository(db_path)
-    with TrueHeart(repo, clock=lambda: NOW) as service:
+def test_service_context_manager_closes_the_repository(repository: Repository) -> None:
+    with TrueHeart(repository, clock=lambda: NOW) as service:
         assert isinstance(service, TrueHeart)
         service.ingest_event(event())
     with pytest.raises(ValidationError, match=CLOSED):
-        TrueHeart(repo, clock=lambda: NOW).audit(SCOPE)
+        TrueHeart(repository, clock=lambda: NOW).audit(SCOPE)
 
 
-def test_context_manager_closes_on_error(db_path: Path) -> None:
-    with pytest.raises(RuntimeError), SQLiteRepository(db_path) as repo:
+def test_service_context_manager_closes_the_repository_on_error(repository: Repository) -> None:
+    with pytest.raises(RuntimeError, match=r"^boom$"), TrueHeart(repository, clock=lambda: NOW):
         raise RuntimeError("boom")
     with pytest.raises(ValidationError, match=CLOSED):
-        TrueHeart(repo, clock=lambda: NOW).audit(SCOPE)
+        TrueHeart(repository, clock=lambda: NOW).audit(SCOPE)
 
 
-def test_file_store_persists_across_reopen(db_path: Path) -> None:
-    with SQLiteRepository(db_path) as repo:
-        service = TrueHeart(repo, clock=lambda: NOW)
-        receipt = service.ingest_event(event())
-        record = service.materialize_once(memory())
-        audit = service.audit(SCOPE)
-    with SQLiteRepository(str(db_path)) as repo:
-        service = TrueHeart(repo, clock=lambda: NOW + timedelta(days=1))
-        assert service.ingest_event(event()) == receipt
-        assert service.materialize_once(memory()) == record
-        assert service.audit(SCOPE) == audit
-        assert service.verify_integrity().ok
+def test_store_persists_across_reopen(
+    repository: Repository, reopen: Callable[..., Repository]
+) -> None:
+    service = TrueHeart(repository, clock=lambda: NOW)
+    receipt = service.ingest_event(event())
+    record = service.materialize_once(memory())
+    audit = service.audit(SCOPE)
+    repository.close()
+    service = TrueHeart(reopen(), clock=lambda: NOW + timedelta(days=1))
+    assert service.ingest_event(event()) == receipt
+    assert service.materialize_once(memory()) == record
+    assert service.audit(SCOPE) == audit
+    assert service.verify_integrity().ok
 
 
-def test_memory_stores_are_independent_and_live_as_long_as_the_object() -> None:
-    with SQLiteRepository(":memory:") as first, SQLiteRepository(":memory:") as second:
-        one = TrueHeart(first, clock=lambda: NOW)
-        two = TrueHeart(second, clock=lambda: NOW)
-        one.ingest_event(event())
-        one.materialize_once(memory())
-        assert len(one.recall(RecallQuery(SCOPE, NOW))) == 1
-        assert two.recall(RecallQuery(SCOPE, NOW)) == ()
-        assert two.audit(SCOPE) == ()
+def test_stores_on_different_targets_are_independent(
+    repository: Repository, fresh_repository: Callable[[], Repository]
+) -> None:
+    one = TrueHeart(repository, clock=lambda: NOW)
+    two = TrueHeart(fresh_repository(), clock=lambda: NOW)
+    one.ingest_event(event())
+    one.materialize_once(memory())
+    assert len(one.recall(RecallQuery(SCOPE, NOW))) == 1
+    assert two.recall(RecallQuery(SCOPE, NOW)) == ()
+    assert two.audit(SCOPE) == ()
 
 
-# --------------------------------------------------------------------------- opening
+# --------------------------------------------------------------------------- read-only opens
 
 
-def test_path_must_not_be_a_directory(tmp_path: Path) -> None:
-    with pytest.raises(ValidationError, match=msg("path: must not be a directory")):
-        SQLiteRepository(tmp_path)
+@pytest.mark.requires(Capability.READ_ONLY_OPEN)
+def test_read_only_store_reads_but_refuses_writes(
+    repository: Repository, reopen: Callable[..., Repository]
+) -> None:
+    service = TrueHeart(repository, clock=lambda: NOW)
+    service.ingest_event(event(raw_ttl=timedelta(days=1)))
+    service.materialize_once(memory())
+    audit = service.audit(SCOPE)
+    stats = service.stats()
+    repository.close()
+    service = TrueHeart(reopen(read_only=True), clock=lambda: NOW)
+    assert len(service.recall(RecallQuery(SCOPE, NOW))) == 1
+    assert service.audit(SCOPE) == audit
+    assert service.verify_integrity().ok
+    writes: list[tuple[Callable[[], Any], str]] = [
+        (lambda: service.ingest_event(event("evt-2")), "event ingest failed"),
+        (lambda: service.materialize_once(memory("mem-2")), "memory materialization failed"),
+        (lambda: service.govern(command(GovernanceAction.SEAL)), "governance transaction failed"),
+        (
+            lambda: service.expire_raw_content(as_of=NOW + timedelta(days=2)),
+            "raw content expiry failed",
+        ),
+    ]
+    for write, diagnostic in writes:
+        with pytest.raises(RepositoryReadOnly, match=msg(f"repository read-only: {diagnostic}")):
+            write()
+    assert service.audit(SCOPE) == audit
+    writable = TrueHeart(reopen(), clock=lambda: NOW)
+    assert (writable.stats().events, writable.stats().memories) == (stats.events, stats.memories)
+    assert writable.audit(SCOPE) == audit
 
 
-@pytest.mark.parametrize("path", [None, 3, b"store.db", ["store.db"]])
-def test_path_must_be_str_or_pathlike(path: Any) -> None:
-    with pytest.raises(ValidationError, match=msg("path: must be a str or os.PathLike")):
-        SQLiteRepository(path)
+# --------------------------------------------------------------------------- threads
 
 
-def test_read_only_requires_an_existing_file(db_path: Path) -> None:
-    with pytest.raises(ValidationError, match=msg("path: must name an existing database file")):
-        SQLiteRepository(db_path, read_only=True)
-    assert not db_path.exists()
+def _run_threads(worker: Callable[[int], None], count: int = 4) -> list[BaseException]:
+    errors: list[BaseException] = []
+
+    def guarded(worker_id: int) -> None:
+        try:
+            worker(worker_id)
+        except BaseException as error:  # pragma: no cover - reported by the caller
+            errors.append(error)
+
+    threads = [threading.Thread(target=guarded, args=(n,)) for n in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert not any(thread.is_alive() for thread in threads)
+    return errors
 
 
-def test_read_only_store_reads_but_refuses_writes(db_path: Path) -> None:
-    with SQLiteRepository(db_path) as repo:
-        service = TrueHeart(repo, clock=lambda: NOW)
-        service.ingest_event(event(raw_ttl=timedelta(days=1)))
-        service.materialize_once(memory())
-        audit = service.audit(SCOPE)
-    before = db_path.read_bytes()
-    with SQLiteRepository(db_path, read_only=True) as repo:
-        service = TrueHeart(repo, clock=lambda: NOW)
-        assert len(service.recall(RecallQuery(SCOPE, NOW))) == 1
-        assert service.audit(SCOPE) == audit
-        assert service.verify_integrity().ok
-        writes: list[tuple[Callable[[], Any], str]] = [
-            (lambda: service.ingest_event(event("evt-2")), "event ingest failed"),
-            (lambda: service.materialize_once(memory("mem-2")), "memory materialization failed"),
-            (
-                lambda: service.govern(command(GovernanceAction.SEAL)),
-                "governance transaction failed",
-            ),
-            (
-                lambda: service.expire_raw_content(as_of=NOW + timedelta(days=2)),
-                "raw content expiry failed",
-            ),
-        ]
-        for write, diagnostic in writes:
-            with pytest.raises(
-                RepositoryReadOnly, match=msg(f"repository read-only: {diagnostic}")
-            ):
-                write()
-        assert service.audit(SCOPE) == audit
-    assert db_path.read_bytes() == before
+def test_one_repository_shared_between_threads_for_ingest(repository: Repository) -> None:
+    service = TrueHeart(repository, clock=lambda: NOW)
+
+    def worker(worker_id: int) -> None:
+        for index in range(15):
+            service.ingest_event(event(f"evt-{worker_id}-{index}"))
+            service.recall(RecallQuery(SCOPE, NOW))
+
+    assert _run_threads(worker) == []
+    assert len(service.audit(SCOPE, limit=100)) == 60
+    assert service.verify_integrity().ok
 
 
-def test_write_contention_raises_exactly_repository_busy(db_path: Path) -> None:
-    with SQLiteRepository(db_path) as setup:
-        TrueHeart(setup, clock=lambda: NOW).ingest_event(event())
-    blocker = sqlite3.connect(db_path, isolation_level=None)
-    try:
-        blocker.execute("BEGIN IMMEDIATE")
-        with SQLiteRepository(db_path, busy_timeout=0.2) as repo:
-            service = TrueHeart(repo, clock=lambda: NOW)
-            with pytest.raises(RepositoryBusy) as info:
-                service.ingest_event(event("evt-2"))
-            assert type(info.value) is RepositoryBusy
-            assert not isinstance(info.value, RepositoryCorruption)
-            assert str(info.value) == "repository busy: event ingest failed"
-            assert_not_chained(info.value)
-            blocker.execute("ROLLBACK")
-            # nothing was done, so a retry succeeds
-            assert service.ingest_event(event("evt-2")).event_id == "evt-2"
-    finally:
-        blocker.close()
+def test_one_repository_shared_between_threads_for_materialize(repository: Repository) -> None:
+    service = TrueHeart(repository, clock=lambda: NOW)
+    service.ingest_event(event())
+
+    def worker(worker_id: int) -> None:
+        for index in range(10):
+            service.materialize_once(memory(f"mem-{worker_id}-{index}"))
+            service.recall(RecallQuery(SCOPE, NOW, 100))
+            service.audit(SCOPE)
+
+    assert _run_threads(worker) == []
+    assert len(service.recall(RecallQuery(SCOPE, NOW, 100))) == 40
+    assert service.verify_integrity().ok
 
 
 # --------------------------------------------------------------------------- DTO round trips
@@ -312,101 +291,6 @@ def test_replace_still_validates() -> None:
         dataclasses.replace(memory(), metadata={"s": {1, 2}})
 
 
-BUSY_WRITES: dict[str, tuple[Callable[[TrueHeart], Any], str]] = {
-    "ingest_event": (lambda s: s.ingest_event(event("evt-2")), "event ingest failed"),
-    "ingest_events": (lambda s: s.ingest_events([event("evt-2")]), "event ingest failed"),
-    "materialize_once": (
-        lambda s: s.materialize_once(memory("mem-2")),
-        "memory materialization failed",
-    ),
-    "govern": (lambda s: s.govern(command(GovernanceAction.SEAL)), "governance transaction failed"),
-    "expire_raw_content": (
-        lambda s: s.expire_raw_content(as_of=NOW + timedelta(days=30)),
-        "raw content expiry failed",
-    ),
-}
-
-
-@pytest.mark.parametrize("name", sorted(BUSY_WRITES))
-def test_every_write_reports_busy_and_reads_still_work(db_path: Path, name: str) -> None:
-    with SQLiteRepository(db_path) as setup:
-        service = TrueHeart(setup, clock=lambda: NOW)
-        service.ingest_event(event())
-        service.materialize_once(memory())
-        audit = service.audit(SCOPE)
-    blocker = sqlite3.connect(db_path, isolation_level=None)
-    try:
-        blocker.execute("BEGIN IMMEDIATE")
-        with SQLiteRepository(db_path, busy_timeout=0.1) as repo:
-            service = TrueHeart(repo, clock=lambda: NOW)
-            write, diagnostic = BUSY_WRITES[name]
-            with pytest.raises(RepositoryBusy, match=msg(f"repository busy: {diagnostic}")) as info:
-                write(service)
-            assert type(info.value) is RepositoryBusy
-            # WAL readers are not blocked by the writer
-            assert service.audit(SCOPE) == audit
-            assert len(service.recall(RecallQuery(SCOPE, NOW))) == 1
-            blocker.execute("ROLLBACK")
-            write(service)
-    finally:
-        blocker.close()
-
-
-def test_one_repository_shared_between_threads(db_path: Path) -> None:
-    import threading
-
-    errors: list[BaseException] = []
-    with SQLiteRepository(db_path) as repo:
-        service = TrueHeart(repo, clock=lambda: NOW)
-
-        def worker(worker_id: int) -> None:
-            try:
-                for index in range(15):
-                    service.ingest_event(event(f"evt-{worker_id}-{index}"))
-                    service.recall(RecallQuery(SCOPE, NOW))
-            except BaseException as error:  # pragma: no cover - reported below
-                errors.append(error)
-
-        threads = [threading.Thread(target=worker, args=(n,)) for n in range(4)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join(timeout=60)
-        assert errors == []
-        assert len(service.audit(SCOPE, limit=100)) == 60
-        assert service.verify_integrity().ok
-
-
-@pytest.mark.parametrize(
-    "content",
-    [b"", b"\x00\x01\x02 random bytes " * 40, b"just a text file\n"],
-    ids=["empty", "random", "text"],
-)
-def test_non_database_files_fail_closed_and_stay_unchanged(db_path: Path, content: bytes) -> None:
-    db_path.write_bytes(content)
-    with pytest.raises(
-        RepositoryCorruption, match=msg("repository corruption: invalid schema catalog")
-    ):
-        SQLiteRepository(db_path)
-    assert db_path.read_bytes() == content
-    assert not Path(f"{db_path}-wal").exists()
-    assert not Path(f"{db_path}-shm").exists()
-
-
-def test_foreign_sqlite_database_fails_closed(db_path: Path) -> None:
-    conn = sqlite3.connect(db_path)
-    conn.execute("CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT)")
-    conn.commit()
-    conn.close()
-    before = db_path.read_bytes()
-    with pytest.raises(
-        RepositoryCorruption, match=msg("repository corruption: invalid schema catalog")
-    ):
-        SQLiteRepository(db_path)
-    assert db_path.read_bytes() == before
-    assert not Path(f"{db_path}-wal").exists()
-
-
 TYPE_CHECKS: dict[str, tuple[Callable[[TrueHeart], Any], str]] = {
     "ingest_event": (lambda s: s.ingest_event("x"), "draft: must be a RawEventDraft"),
     "ingest_events": (
@@ -427,38 +311,9 @@ TYPE_CHECKS: dict[str, tuple[Callable[[TrueHeart], Any], str]] = {
 
 
 @pytest.mark.parametrize("name", sorted(TYPE_CHECKS))
-def test_argument_checks_run_before_database_access(
-    repository: SQLiteRepository, name: str
-) -> None:
+def test_argument_checks_run_before_database_access(repository: Repository, name: str) -> None:
     service = TrueHeart(repository, clock=lambda: NOW)
     repository.close()
     call, message = TYPE_CHECKS[name]
     with pytest.raises(ValidationError, match=msg(message)):
         call(service)
-
-
-def test_memory_repository_shared_between_threads() -> None:
-    import threading
-
-    errors: list[BaseException] = []
-    with SQLiteRepository(":memory:") as repo:
-        service = TrueHeart(repo, clock=lambda: NOW)
-        service.ingest_event(event())
-
-        def worker(worker_id: int) -> None:
-            try:
-                for index in range(10):
-                    service.materialize_once(memory(f"mem-{worker_id}-{index}"))
-                    service.recall(RecallQuery(SCOPE, NOW, 100))
-                    service.audit(SCOPE)
-            except BaseException as error:  # pragma: no cover - reported below
-                errors.append(error)
-
-        threads = [threading.Thread(target=worker, args=(n,)) for n in range(4)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join(timeout=60)
-        assert errors == []
-        assert len(service.recall(RecallQuery(SCOPE, NOW, 100))) == 40
-        assert service.verify_integrity().ok

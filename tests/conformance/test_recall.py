@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import timedelta, timezone
 from typing import Any
 
 import pytest
 from conformance_builders import NOW, OTHER_SCOPE, SCOPE, command, event, memory, msg
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from trueheart_core import (
@@ -17,6 +18,7 @@ from trueheart_core import (
     TrueHeart,
     ValidationError,
 )
+from trueheart_core.ports import Repository
 
 
 def _ids(items: tuple[RecallItem, ...]) -> list[str]:
@@ -259,7 +261,12 @@ _RETENTIONS = [
 ]
 
 
-@settings(max_examples=30, deadline=None)
+@settings(
+    max_examples=30,
+    deadline=None,
+    # Each example opens its own store through the factory, so nothing is shared.
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
 @given(
     specs=st.lists(_MEMORY_SPEC, min_size=1, max_size=12),
     as_of_minutes=st.integers(min_value=-360, max_value=720),
@@ -267,15 +274,13 @@ _RETENTIONS = [
     kinds=st.sampled_from([(), ("fact",), ("preference", "fact"), ("other",)]),
 )
 def test_recall_matches_the_reference_model(
+    fresh_repository: Callable[[], Repository],
     specs: list[tuple[int, int, str, bool]],
     as_of_minutes: int,
     limit: int,
     kinds: tuple[str, ...],
 ) -> None:
-    from trueheart_core import SQLiteRepository
-
-    with SQLiteRepository(":memory:") as repository:
-        service = TrueHeart(repository, clock=lambda: NOW)
+    with TrueHeart(fresh_repository(), clock=lambda: NOW) as service:
         for index, (clear_for, recall_for) in enumerate(_RETENTIONS):
             service.ingest_event(event(f"evt-{index}", clear_for=clear_for, recall_for=recall_for))
         records = []

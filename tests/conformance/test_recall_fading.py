@@ -18,10 +18,10 @@ from trueheart_core import (
     RetentionPolicy,
     Scope,
     SourceRef,
-    SQLiteRepository,
     TrueHeart,
     TrustLevel,
 )
+from trueheart_core.ports import Repository
 
 SCOPE = Scope("tenant", "owner", "fading")
 CREATED = datetime(2000, 1, 1, tzinfo=UTC)
@@ -48,7 +48,7 @@ def _clarity(as_of: datetime, clear_until: datetime, recall_until: datetime) -> 
 )
 @pytest.mark.parametrize("limit", [1, 3, 20])
 def test_fading_order_matches_the_definition(
-    repository: SQLiteRepository, after_clear_us: int, limit: int
+    repository: Repository, after_clear_us: int, limit: int
 ) -> None:
     service = TrueHeart(repository, clock=lambda: CREATED)
     expected = []

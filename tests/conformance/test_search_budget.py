@@ -15,11 +15,11 @@ from trueheart_core import (
     CapsuleDecision,
     MemoryCapsule,
     SearchQuery,
-    SQLiteRepository,
     TrueHeart,
     Utf8BytesEstimator,
     ValidationError,
 )
+from trueheart_core.ports import Repository
 
 INCLUDED = CapsuleDecision.INCLUDED
 BUDGET = CapsuleDecision.BUDGET
@@ -52,7 +52,7 @@ class TagCost:
         return int(found.group(1))
 
 
-def _priced(repository: SQLiteRepository, costs: Sequence[int]) -> TrueHeart:
+def _priced(repository: Repository, costs: Sequence[int]) -> TrueHeart:
     """Memories m01, m02, ... that all score the same for "alpha", priced by ``costs``."""
     service = TrueHeart(repository, clock=lambda: NOW, token_estimator=TagCost())
     materialize_all(service, {f"m{n:02d}": f"alpha cost{c}" for n, c in enumerate(costs, 1)})
@@ -63,7 +63,7 @@ def _decisions(capsule: MemoryCapsule) -> list[CapsuleDecision]:
     return [entry.decision for entry in capsule.trace]
 
 
-def test_a_too_large_memory_does_not_stop_smaller_ones(repository: SQLiteRepository) -> None:
+def test_a_too_large_memory_does_not_stop_smaller_ones(repository: Repository) -> None:
     service = _priced(repository, [5, 8, 3, 2])
     capsule = _search(service, "alpha", budget_tokens=10)
     assert capsule.estimator == "tag-cost"
@@ -74,21 +74,21 @@ def test_a_too_large_memory_does_not_stop_smaller_ones(repository: SQLiteReposit
     assert capsule.used_tokens == 10
 
 
-def test_an_exact_fit_is_included(repository: SQLiteRepository) -> None:
+def test_an_exact_fit_is_included(repository: Repository) -> None:
     service = _priced(repository, [4, 6, 7])
     capsule = _search(service, "alpha", budget_tokens=10)
     assert _decisions(capsule) == [INCLUDED, INCLUDED, BUDGET]
     assert capsule.used_tokens == 10
 
 
-def test_zero_cost_memories_fit_an_exhausted_budget(repository: SQLiteRepository) -> None:
+def test_zero_cost_memories_fit_an_exhausted_budget(repository: Repository) -> None:
     service = _priced(repository, [5, 0, 1])
     capsule = _search(service, "alpha", budget_tokens=5)
     assert _decisions(capsule) == [INCLUDED, INCLUDED, BUDGET]
     assert [e.remaining_tokens for e in capsule.trace] == [5, 0, 0]
 
 
-def test_limit_decisions_and_the_considered_window(repository: SQLiteRepository) -> None:
+def test_limit_decisions_and_the_considered_window(repository: Repository) -> None:
     service = _priced(repository, [1, 1, 1, 1, 1])
     capsule = _search(service, "alpha", budget_tokens=100, limit=2)
     assert _decisions(capsule) == [INCLUDED, INCLUDED, LIMIT, LIMIT]
@@ -98,14 +98,14 @@ def test_limit_decisions_and_the_considered_window(repository: SQLiteRepository)
     assert capsule.limit == 2
 
 
-def test_limit_is_decided_before_budget(repository: SQLiteRepository) -> None:
+def test_limit_is_decided_before_budget(repository: Repository) -> None:
     service = _priced(repository, [3, 20, 2])
     capsule = _search(service, "alpha", budget_tokens=10, limit=1)
     assert _decisions(capsule) == [INCLUDED, LIMIT]
     assert capsule.omitted_by_score == 1
 
 
-def test_limit_never_overrides_the_budget(repository: SQLiteRepository) -> None:
+def test_limit_never_overrides_the_budget(repository: Repository) -> None:
     service = _priced(repository, [6, 6, 6])
     capsule = _search(service, "alpha", budget_tokens=10, limit=3)
     assert _decisions(capsule) == [INCLUDED, BUDGET, BUDGET]
@@ -118,7 +118,7 @@ def test_limit_never_overrides_the_budget(repository: SQLiteRepository) -> None:
 PACKING_COSTS = [7, 3, 12, 1, 0, 5, 9, 2, 4, 11, 6, 8]
 
 
-def test_packing_matches_the_reference_walk(repository: SQLiteRepository) -> None:
+def test_packing_matches_the_reference_walk(repository: Repository) -> None:
     service = _priced(repository, PACKING_COSTS)
 
     @settings(max_examples=60, deadline=None)
@@ -190,9 +190,7 @@ class _EstimateNotCallable:
     [object(), "utf8-bytes/3", 3, _EstimateOnly(), _NameOnly(), _EstimateNotCallable()],
     ids=["object", "str", "int", "estimate-only", "name-only", "estimate-not-callable"],
 )
-def test_a_non_conforming_estimator_is_rejected(
-    repository: SQLiteRepository, estimator: object
-) -> None:
+def test_a_non_conforming_estimator_is_rejected(repository: Repository, estimator: object) -> None:
     with pytest.raises(ValidationError, match=msg("token_estimator: must be a TokenEstimator")):
         TrueHeart(repository, token_estimator=estimator)  # type: ignore[arg-type]
 
@@ -211,7 +209,7 @@ class _Returns:
 
 @pytest.mark.parametrize("value", [-1, 1.5, True, False, "3", None, 2.0])
 def test_an_estimator_returning_a_bad_cost_is_rejected_at_search(
-    repository: SQLiteRepository, value: object
+    repository: Repository, value: object
 ) -> None:
     good = TrueHeart(repository, clock=lambda: NOW)
     materialize_all(good, {"mem-1": "green tea"})

@@ -1,12 +1,13 @@
-"""Erasure reaches the vectors: a removed memory's vector leaves the files.
+"""Erasure reaches the vectors: a removed memory's vector leaves the backend's storage.
 
 A vector is derived from a body, so it is erased with it. The test embedder is dense and
-derives every component from a SHA-256 of the text, so the stored bytes of each memory's
-vector are unique: after a forget, a delete, the delete of the memory's raw event, or
-the forget of a claim, no 16-byte aligned chunk of the removed vector may remain in the
-database file or its write-ahead log, while the vectors of the surviving memories are
-still there (which shows that the byte search finds vectors). The secret memory is
-stored between many others, so its vector row sits inside a multi-page table.
+derives every component from a SHA-256 of the text, so the bytes in which the service
+hands each memory's vector to the repository are unique: after a forget, a delete, the
+delete of the memory's raw event, or the forget of a claim, no 16-byte aligned chunk of
+the removed vector may remain anywhere in the storage, as the backend's forensic search
+finds (``Capability.FORENSICS``), while the vectors of the surviving memories are still
+there (which shows that the search finds vectors). The secret memory is stored between
+many others.
 
 Sealing is not erasure: a sealed memory keeps its vector, leaves the semantic scan, and
 comes back into hybrid search when it is restored, without being embedded again.
@@ -14,25 +15,11 @@ comes back into hybrid search when it is restored, without being embedded again.
 
 from __future__ import annotations
 
-import hashlib
-import math
-import sqlite3
-import struct
-from collections.abc import Sequence
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
-from conformance_builders import (
-    NOW,
-    SCOPE,
-    claim,
-    command,
-    event,
-    file_db_or_skip,
-    memory,
-    store_bytes,
-)
+from conformance_builders import NOW, SCOPE, claim, command, event, found_in_storage, memory
+from semantic_builders import CHUNK, DENSE_DIMS, DenseEmbedder, dense_blob, dense_chunks
 
 from trueheart_core import (
     ArtifactClass,
@@ -41,14 +28,13 @@ from trueheart_core import (
     MemoryCapsule,
     Scope,
     SearchQuery,
-    SQLiteRepository,
+    SignalSource,
     TrueHeart,
 )
-from trueheart_core.domain.search.model import SignalSource
-from trueheart_core.domain.semantic.vectors import checked_vector, pack
+from trueheart_core.ports import Capability, Repository
 
-DIMS = 64
-CHUNK = 16
+pytestmark = pytest.mark.requires(Capability.VECTORS)
+
 FILLERS = 40
 SECRET = "mem-secret"
 SECRET_CLAIM = "claim-secret"
@@ -57,59 +43,11 @@ SECRET_CONTENT = "the secret memory zqxjvortex"
 BUDGET = 100_000
 
 
-class DenseEmbedder:
-    """64 components from SHA-256 blocks of the text, scaled to unit length; records
-    every document text it embeds."""
-
-    def __init__(self) -> None:
-        self.documents: list[str] = []
-
-    @property
-    def identity(self) -> str:
-        return "test-dense-v1"
-
-    @property
-    def dimensions(self) -> int:
-        return DIMS
-
-    @property
-    def normalized(self) -> bool:
-        return True
-
-    @staticmethod
-    def vector(text: str) -> list[float]:
-        raw = b"".join(
-            hashlib.sha256(bytes([block]) + text.encode("utf-8")).digest()
-            for block in range(DIMS * 4 // 32)
-        )
-        components = [u / 2**31 - 1.0 for u in struct.unpack(f">{DIMS}I", raw)]
-        norm = math.sqrt(math.fsum(x * x for x in components))
-        return [x / norm for x in components]
-
-    def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
-        self.documents.extend(texts)
-        return [self.vector(text) for text in texts]
-
-    def embed_query(self, text: str) -> list[float]:
-        return self.vector(text)
-
-
-def _blob(content: str) -> bytes:
-    """The stored form of a content's vector."""
-    return pack(checked_vector("embedder", DenseEmbedder.vector(content), DIMS, True))
-
-
-def _chunks(content: str) -> list[bytes]:
-    blob = _blob(content)
-    assert len(blob) == 4 * DIMS
-    return [blob[start : start + CHUNK] for start in range(0, len(blob), CHUNK)]
-
-
 def _filler(index: int) -> str:
     return f"filler memory number {index} about ordinary things"
 
 
-def _open(repository: SQLiteRepository, **settings: object) -> tuple[TrueHeart, DenseEmbedder]:
+def _open(repository: Repository, **settings: object) -> tuple[TrueHeart, DenseEmbedder]:
     embedder = DenseEmbedder()
     service = TrueHeart(repository, clock=lambda: NOW, embedder=embedder, **settings)  # type: ignore[arg-type]
     return service, embedder
@@ -139,23 +77,23 @@ def _build(service: TrueHeart) -> dict[str, str]:
     return contents
 
 
-def _present_chunks(data: bytes, content: str) -> list[int]:
+def _present_chunks(repository: Repository, content: str) -> list[int]:
     """The positions (in the vector) of the aligned chunks of ``content``'s vector that
-    occur in ``data``."""
-    return [i for i, chunk in enumerate(_chunks(content)) if chunk in data]
+    occur in the storage."""
+    chunks = dense_chunks(content)
+    found = found_in_storage(repository, chunks)
+    return [i for i, chunk in enumerate(chunks) if chunk in found]
 
 
-def _assert_held(path: Path, *contents: str) -> None:
-    data = store_bytes(path)
+def _assert_held(repository: Repository, *contents: str) -> None:
     for content in contents:
-        assert _blob(content) in data
-        assert _present_chunks(data, content) == list(range(4 * DIMS // CHUNK))
+        assert found_in_storage(repository, [dense_blob(content)]) == [dense_blob(content)]
+        assert _present_chunks(repository, content) == list(range(4 * DENSE_DIMS // CHUNK))
 
 
-def _assert_erased(path: Path, *contents: str) -> None:
-    data = store_bytes(path)
+def _assert_erased(repository: Repository, *contents: str) -> None:
     for content in contents:
-        assert _present_chunks(data, content) == []
+        assert _present_chunks(repository, content) == []
 
 
 def _semantic_signal(capsule: MemoryCapsule, memory_id: str) -> float | None:
@@ -174,40 +112,17 @@ def _assert_survivors_searchable(service: TrueHeart, contents: dict[str, str]) -
     assert _semantic_signal(found, SURVIVOR) == pytest.approx(1.0, abs=1e-6)
 
 
-def _assert_rows_after_close(service: TrueHeart, path: Path, survivors: int, *removed: str) -> None:
-    service.close()
-    raw = sqlite3.connect(path)
-    try:
-        ((vectors,),) = raw.execute("SELECT count(*) FROM vectors").fetchall()
-        ((memories,),) = raw.execute("SELECT count(*) FROM memories").fetchall()
-        ((orphans,),) = raw.execute(
-            "SELECT count(*) FROM vectors v LEFT JOIN memories m ON m.rid = v.doc "
-            "WHERE m.rid IS NULL"
-        ).fetchall()
-        left = [
-            content
-            for content in removed
-            if raw.execute(
-                "SELECT count(*) FROM vectors WHERE vector = ?", (_blob(content),)
-            ).fetchone()
-            != (0,)
-        ]
-    finally:
-        raw.close()
-    assert (vectors, memories, orphans, left) == (survivors, survivors, 0, [])
-
-
+@pytest.mark.requires(Capability.FORENSICS)
 @pytest.mark.parametrize("action", [GovernanceAction.FORGET, GovernanceAction.DELETE])
 def test_forget_and_delete_erase_the_memory_vector(
-    repository: SQLiteRepository, tmp_path: Path, action: GovernanceAction
+    repository: Repository, action: GovernanceAction
 ) -> None:
-    path = file_db_or_skip(tmp_path)
     service, _ = _open(repository)
     contents = _build(service)
-    _assert_held(path, SECRET_CONTENT, contents[SURVIVOR], contents[SECRET_CLAIM])
+    _assert_held(repository, SECRET_CONTENT, contents[SURVIVOR], contents[SECRET_CLAIM])
     service.govern(command(action, SECRET))
-    _assert_erased(path, SECRET_CONTENT)
-    _assert_held(path, contents[SURVIVOR], contents[SECRET_CLAIM])
+    _assert_erased(repository, SECRET_CONTENT)
+    _assert_held(repository, contents[SURVIVOR], contents[SECRET_CLAIM])
     _assert_survivors_searchable(service, contents)
     assert (
         _semantic_signal(
@@ -218,62 +133,56 @@ def test_forget_and_delete_erase_the_memory_vector(
     status = service.semantic_status(SCOPE)
     assert (status.memories, status.indexed, status.complete) == (FILLERS + 1, FILLERS + 1, True)
     assert service.verify_integrity().ok
-    _assert_rows_after_close(service, path, FILLERS + 1, SECRET_CONTENT)
 
 
+@pytest.mark.requires(Capability.FORENSICS)
 def test_raw_event_delete_erases_the_vectors_of_its_memories_and_claims(
-    repository: SQLiteRepository, tmp_path: Path
+    repository: Repository,
 ) -> None:
-    path = file_db_or_skip(tmp_path)
     service, _ = _open(repository)
     contents = _build(service)
-    _assert_held(path, SECRET_CONTENT, contents[SECRET_CLAIM])
+    _assert_held(repository, SECRET_CONTENT, contents[SECRET_CLAIM])
     result = service.govern(
         command(GovernanceAction.DELETE, "evt-secret", entity_type=EntityType.RAW_EVENT)
     )
     assert result.affected_ids == (SECRET_CLAIM, "evt-secret", SECRET)
-    _assert_erased(path, SECRET_CONTENT, contents[SECRET_CLAIM])
-    _assert_held(path, contents[SURVIVOR])
+    _assert_erased(repository, SECRET_CONTENT, contents[SECRET_CLAIM])
+    _assert_held(repository, contents[SURVIVOR])
     _assert_survivors_searchable(service, contents)
     assert service.semantic_status(SCOPE).indexed == FILLERS
     assert service.verify_integrity().ok
-    _assert_rows_after_close(service, path, FILLERS, SECRET_CONTENT, contents[SECRET_CLAIM])
 
 
+@pytest.mark.requires(Capability.FORENSICS)
 @pytest.mark.parametrize("action", [GovernanceAction.FORGET, GovernanceAction.DELETE])
 def test_forgetting_a_claim_erases_its_vector(
-    repository: SQLiteRepository, tmp_path: Path, action: GovernanceAction
+    repository: Repository, action: GovernanceAction
 ) -> None:
-    path = file_db_or_skip(tmp_path)
     service, _ = _open(repository)
     contents = _build(service)
-    _assert_held(path, contents[SECRET_CLAIM], SECRET_CONTENT)
+    _assert_held(repository, contents[SECRET_CLAIM], SECRET_CONTENT)
     service.govern(command(action, SECRET_CLAIM))
-    _assert_erased(path, contents[SECRET_CLAIM])
+    _assert_erased(repository, contents[SECRET_CLAIM])
     # the claim's source event and its sibling memory keep theirs
-    _assert_held(path, SECRET_CONTENT, contents[SURVIVOR])
+    _assert_held(repository, SECRET_CONTENT, contents[SURVIVOR])
     _assert_survivors_searchable(service, contents)
     status = service.semantic_status(SCOPE)
     assert (status.memories, status.indexed) == (FILLERS + 1, FILLERS + 1)
     assert service.verify_integrity().ok
-    _assert_rows_after_close(service, path, FILLERS + 1, contents[SECRET_CLAIM])
 
 
-def test_a_sealed_memory_keeps_its_vector_until_it_is_forgotten(
-    repository: SQLiteRepository, tmp_path: Path
-) -> None:
-    path = file_db_or_skip(tmp_path)
+@pytest.mark.requires(Capability.FORENSICS)
+def test_a_sealed_memory_keeps_its_vector_until_it_is_forgotten(repository: Repository) -> None:
     service, _ = _open(repository)
     contents = _build(service)
     service.govern(command(GovernanceAction.SEAL, SECRET))
-    # an erasing call on another memory checkpoints the log: the sealed vector stays
+    # an erasing call on another memory leaves the sealed vector where it is
     service.govern(command(GovernanceAction.FORGET, f"mem-{FILLERS - 1:03d}"))
-    _assert_held(path, SECRET_CONTENT)
+    _assert_held(repository, SECRET_CONTENT)
     service.govern(command(GovernanceAction.FORGET, SECRET))
-    _assert_erased(path, SECRET_CONTENT)
-    _assert_held(path, contents[SURVIVOR])
+    _assert_erased(repository, SECRET_CONTENT)
+    _assert_held(repository, contents[SURVIVOR])
     assert service.verify_integrity().ok
-    _assert_rows_after_close(service, path, FILLERS, SECRET_CONTENT)
 
 
 # --- seal and restore (every configuration) -------------------------------------------------
@@ -297,7 +206,7 @@ def _traced(capsule: MemoryCapsule) -> set[str]:
 
 
 def test_sealing_keeps_the_vector_and_restore_brings_it_back_into_hybrid_search(
-    repository: SQLiteRepository,
+    repository: Repository,
 ) -> None:
     service, embedder = _open(repository, minimum_semantic_score=-1.0)
     service.ingest_event(event("evt-1", recall_for=timedelta(days=400)))
@@ -341,10 +250,8 @@ def test_sealing_keeps_the_vector_and_restore_brings_it_back_into_hybrid_search(
     assert service.verify_integrity().ok
 
 
-def test_subject_erasure_takes_every_vector_of_the_scope(
-    repository: SQLiteRepository, tmp_path: Path
-) -> None:
-    path = file_db_or_skip(tmp_path)
+@pytest.mark.requires(Capability.FORENSICS)
+def test_subject_erasure_takes_every_vector_of_the_scope(repository: Repository) -> None:
     service, _ = _open(repository)
     contents = _build(service)
     other = Scope(SCOPE.tenant_id, SCOPE.owner_id, "someone-else")
@@ -352,22 +259,22 @@ def test_subject_erasure_takes_every_vector_of_the_scope(
     service.materialize_once(
         memory("mem-other", ("evt-other",), scope=other, content="another subject entirely")
     )
-    _assert_held(path, *contents.values(), "another subject entirely")
+    _assert_held(repository, *contents.values(), "another subject entirely")
     plan = service.erase_subject(SCOPE, occurred_at=NOW, dry_run=True)
     assert plan.erased[ArtifactClass.VECTOR] == FILLERS + 2
     receipt = service.erase_subject(SCOPE, occurred_at=NOW)
     assert receipt.erased[ArtifactClass.VECTOR] == FILLERS + 2
     assert receipt.remaining is not None and receipt.remaining[ArtifactClass.VECTOR] == 0
     assert receipt.verified
-    _assert_erased(path, *contents.values())
-    _assert_held(path, "another subject entirely")
+    _assert_erased(repository, *contents.values())
+    _assert_held(repository, "another subject entirely")
     status = service.semantic_status(SCOPE)
     assert (status.memories, status.indexed) == (0, 0)
     assert service.semantic_status(other).complete
     assert service.verify_integrity().problems == ()
 
 
-def test_forget_reports_the_vector_it_removed(repository: SQLiteRepository) -> None:
+def test_forget_reports_the_vector_it_removed(repository: Repository) -> None:
     service, _ = _open(repository)
     _build(service)
     result = service.govern(command(GovernanceAction.FORGET, SECRET))

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
 from conformance_builders import (
@@ -15,11 +14,9 @@ from conformance_builders import (
     claim,
     command,
     event,
-    file_db_or_skip,
     materialize_all,
     memory,
     msg,
-    tamper,
 )
 from semantic_builders import ConceptEmbedder
 
@@ -30,16 +27,18 @@ from trueheart_core import (
     HashingEmbedder,
     SearchQuery,
     SemanticProjectionError,
-    SQLiteRepository,
     TrueHeart,
     ValidationError,
 )
+from trueheart_core.ports import Capability, Repository
+
+pytestmark = pytest.mark.requires(Capability.VECTORS)
 
 LATER = NOW + timedelta(seconds=1)
 
 
 def semantic(
-    repository: SQLiteRepository, embedder: object | None = None, **options: object
+    repository: Repository, embedder: object | None = None, **options: object
 ) -> TrueHeart:
     return TrueHeart(
         repository,
@@ -52,7 +51,7 @@ def semantic(
 # --- automatic projection and status --------------------------------------------------
 
 
-def test_every_write_is_projected_and_the_status_is_complete(repository: SQLiteRepository) -> None:
+def test_every_write_is_projected_and_the_status_is_complete(repository: Repository) -> None:
     embedder = ConceptEmbedder()
     service = semantic(repository, embedder)
     materialize_all(service, {"mem-1": "concise answers", "mem-2": "green tea"})
@@ -65,7 +64,7 @@ def test_every_write_is_projected_and_the_status_is_complete(repository: SQLiteR
     assert embedder.documents == ["concise answers", "green tea", "user:ada prefers_theme dark"]
 
 
-def test_claims_and_memories_are_reported_apart(repository: SQLiteRepository) -> None:
+def test_claims_and_memories_are_reported_apart(repository: Repository) -> None:
     service = semantic(repository, auto_index=False)
     materialize_all(service, {"mem-2": "b", "mem-1": "a"})
     service.materialize_claim(claim("claim-1"))
@@ -76,7 +75,7 @@ def test_claims_and_memories_are_reported_apart(repository: SQLiteRepository) ->
     assert (status.memories, status.indexed, status.missing_count) == (3, 0, 3)
 
 
-def test_extracted_claims_are_projected(repository: SQLiteRepository) -> None:
+def test_extracted_claims_are_projected(repository: Repository) -> None:
     embedder = ConceptEmbedder()
     service = semantic(repository, embedder)
     text = "Canonical claim: subject=user:ada; predicate=prefers_theme; value=dark."
@@ -87,7 +86,7 @@ def test_extracted_claims_are_projected(repository: SQLiteRepository) -> None:
     assert embedder.documents == [service.get_memory(SCOPE, stored.claim_id).content]
 
 
-def test_a_replay_is_not_embedded_again(repository: SQLiteRepository) -> None:
+def test_a_replay_is_not_embedded_again(repository: Repository) -> None:
     embedder = ConceptEmbedder()
     service = semantic(repository, embedder)
     materialize_all(service, {"mem-1": "concise answers"})
@@ -95,7 +94,7 @@ def test_a_replay_is_not_embedded_again(repository: SQLiteRepository) -> None:
     assert embedder.documents == ["concise answers"]
 
 
-def test_without_auto_index_nothing_is_embedded_until_repair(repository: SQLiteRepository) -> None:
+def test_without_auto_index_nothing_is_embedded_until_repair(repository: Repository) -> None:
     embedder = ConceptEmbedder()
     service = semantic(repository, embedder, auto_index=False)
     materialize_all(service, {f"mem-{i}": f"brief note {i}" for i in range(5)})
@@ -108,7 +107,7 @@ def test_without_auto_index_nothing_is_embedded_until_repair(repository: SQLiteR
     assert len(embedder.documents) == 5
 
 
-def test_index_semantic_projects_named_memories_only(repository: SQLiteRepository) -> None:
+def test_index_semantic_projects_named_memories_only(repository: Repository) -> None:
     service = semantic(repository, auto_index=False)
     materialize_all(service, {"mem-1": "a", "mem-2": "b"})
     assert service.index_semantic(SCOPE, ("mem-2", "missing-id")) == 1
@@ -116,7 +115,7 @@ def test_index_semantic_projects_named_memories_only(repository: SQLiteRepositor
     assert service.semantic_status(SCOPE).missing_memory_ids == ("mem-1",)
 
 
-def test_status_is_per_scope(repository: SQLiteRepository) -> None:
+def test_status_is_per_scope(repository: Repository) -> None:
     service = semantic(repository, auto_index=False)
     materialize_all(service, {"mem-1": "a"})
     materialize_all(service, {"mem-9": "b"}, scope=OTHER_SCOPE, event_id="evt-9")
@@ -128,7 +127,7 @@ def test_status_is_per_scope(repository: SQLiteRepository) -> None:
 # --- provider failures -------------------------------------------------------------------
 
 
-def test_a_failing_provider_leaves_the_write_committed(repository: SQLiteRepository) -> None:
+def test_a_failing_provider_leaves_the_write_committed(repository: Repository) -> None:
     embedder = ConceptEmbedder()
     service = semantic(repository, embedder)
     service.ingest_event(event("evt-1"))
@@ -147,7 +146,7 @@ def test_a_failing_provider_leaves_the_write_committed(repository: SQLiteReposit
     assert service.sync_semantic(SCOPE).complete
 
 
-def test_sync_resumes_after_a_failing_batch(repository: SQLiteRepository) -> None:
+def test_sync_resumes_after_a_failing_batch(repository: Repository) -> None:
     embedder = ConceptEmbedder()
     service = semantic(repository, embedder, auto_index=False)
     materialize_all(service, {f"mem-{i}": f"note {i}" for i in range(4)})
@@ -183,7 +182,7 @@ class _Broken(ConceptEmbedder):
     ids=["none", "short", "nan", "not-normalised", "not-numbers", "string", "null"],
 )
 def test_a_broken_answer_is_refused_after_the_commit(
-    repository: SQLiteRepository, answer: object
+    repository: Repository, answer: object
 ) -> None:
     service = semantic(repository, _Broken(answer))
     service.ingest_event(event("evt-1"))
@@ -206,7 +205,7 @@ def test_a_broken_answer_is_refused_after_the_commit(
     ],
     ids=["identity", "normalisation", "model"],
 )
-def test_another_embedder_is_refused(repository: SQLiteRepository, other: object) -> None:
+def test_another_embedder_is_refused(repository: Repository, other: object) -> None:
     service = semantic(repository)
     materialize_all(service, {"mem-1": "concise answers"})
     with pytest.raises(
@@ -217,14 +216,14 @@ def test_another_embedder_is_refused(repository: SQLiteRepository, other: object
     assert service.semantic_status(SCOPE).complete
 
 
-def test_other_dimensions_are_refused(repository: SQLiteRepository) -> None:
+def test_other_dimensions_are_refused(repository: Repository) -> None:
     TrueHeart(repository, embedder=HashingEmbedder(64))
     with pytest.raises(EmbedderMismatch):
         TrueHeart(repository, embedder=HashingEmbedder(65))
     assert TrueHeart(repository, embedder=HashingEmbedder(64)) is not None
 
 
-def test_replacing_the_space_makes_every_vector_stale(repository: SQLiteRepository) -> None:
+def test_replacing_the_space_makes_every_vector_stale(repository: Repository) -> None:
     old = semantic(repository)
     materialize_all(old, {"mem-1": "concise answers", "mem-2": "tea"})
     old.materialize_claim(claim("claim-1"))
@@ -247,7 +246,7 @@ def test_replacing_the_space_makes_every_vector_stale(repository: SQLiteReposito
         semantic(repository)  # the old model is now the other one
 
 
-def test_an_embedder_that_changes_after_open_is_refused(repository: SQLiteRepository) -> None:
+def test_an_embedder_that_changes_after_open_is_refused(repository: Repository) -> None:
     embedder = ConceptEmbedder()
     service = semantic(repository, embedder)
     materialize_all(service, {"mem-1": "concise answers"})
@@ -258,7 +257,7 @@ def test_an_embedder_that_changes_after_open_is_refused(repository: SQLiteReposi
         service.sync_semantic(SCOPE)
 
 
-def test_a_service_without_embedder_reads_a_projected_store(repository: SQLiteRepository) -> None:
+def test_a_service_without_embedder_reads_a_projected_store(repository: Repository) -> None:
     service = semantic(repository)
     materialize_all(service, {"mem-1": "concise answers"})
     plain = TrueHeart(repository, clock=CountingClock())
@@ -272,28 +271,30 @@ def test_a_service_without_embedder_reads_a_projected_store(repository: SQLiteRe
         plain.sync_semantic(SCOPE)
 
 
-def test_a_fresh_store_without_memories_is_registered(repository: SQLiteRepository) -> None:
+def test_a_fresh_store_without_memories_is_registered(repository: Repository) -> None:
     service = semantic(repository)
     status = service.semantic_status(SCOPE)
     assert status.registered and status.complete and status.memories == 0
 
 
-def test_a_read_only_store_is_only_checked(tmp_path: Path, repository: SQLiteRepository) -> None:
-    path = file_db_or_skip(tmp_path)
+@pytest.mark.requires(Capability.READ_ONLY_OPEN)
+def test_a_read_only_store_is_only_checked(
+    repository: Repository, reopen: Callable[..., Repository]
+) -> None:
     materialize_all(semantic(repository), {"mem-1": "concise answers"})
     repository.close()
-    with SQLiteRepository(str(path), read_only=True) as reader:
-        service = TrueHeart(reader, embedder=ConceptEmbedder())
-        assert service.semantic_status(SCOPE).complete
-        with pytest.raises(EmbedderMismatch):
-            TrueHeart(reader, embedder=ConceptEmbedder(identity="other"))
+    reader = reopen(read_only=True)
+    service = TrueHeart(reader, embedder=ConceptEmbedder())
+    assert service.semantic_status(SCOPE).complete
+    with pytest.raises(EmbedderMismatch):
+        TrueHeart(reader, embedder=ConceptEmbedder(identity="other"))
 
 
 # --- governance -------------------------------------------------------------------------
 
 
 def test_sealed_memories_keep_their_vector_and_restore_reprojects_nothing(
-    repository: SQLiteRepository,
+    repository: Repository,
 ) -> None:
     embedder = ConceptEmbedder()
     service = semantic(repository, embedder)
@@ -306,7 +307,7 @@ def test_sealed_memories_keep_their_vector_and_restore_reprojects_nothing(
     assert embedder.documents == ["concise answers", "tea"]
 
 
-def test_restore_projects_a_memory_that_never_had_a_vector(repository: SQLiteRepository) -> None:
+def test_restore_projects_a_memory_that_never_had_a_vector(repository: Repository) -> None:
     service = semantic(repository, auto_index=False)
     materialize_all(service, {"mem-1": "concise answers"})
     service.govern(command(GovernanceAction.SEAL, "mem-1"))
@@ -317,7 +318,7 @@ def test_restore_projects_a_memory_that_never_had_a_vector(repository: SQLiteRep
 
 @pytest.mark.parametrize("action", [GovernanceAction.FORGET, GovernanceAction.DELETE])
 def test_forget_and_delete_remove_the_vector(
-    repository: SQLiteRepository, action: GovernanceAction
+    repository: Repository, action: GovernanceAction
 ) -> None:
     service = semantic(repository)
     materialize_all(service, {"mem-1": "concise answers", "mem-2": "brief replies"})
@@ -331,30 +332,6 @@ def test_forget_and_delete_remove_the_vector(
 
 
 # --- integrity ----------------------------------------------------------------------------
-
-
-def test_verify_reports_a_tampered_vector(tmp_path: Path, repository: SQLiteRepository) -> None:
-    path = file_db_or_skip(tmp_path)
-    service = semantic(repository)
-    materialize_all(service, {"mem-1": "concise answers", "mem-2": "tea"})
-    assert service.verify_integrity().problems == ()
-    assert tamper(path, "UPDATE vectors SET vector = zeroblob(24) WHERE vid = 1") == 1
-    (problem,) = service.verify_integrity().problems
-    assert (problem.entity_type, problem.entity_id, problem.code) == (
-        "vector",
-        "mem-1",
-        "digest_mismatch",
-    )
-
-
-def test_a_vector_of_other_content_is_stale(tmp_path: Path, repository: SQLiteRepository) -> None:
-    path = file_db_or_skip(tmp_path)
-    service = semantic(repository)
-    materialize_all(service, {"mem-1": "concise answers"})
-    assert tamper(path, "UPDATE vectors SET content_hash = ?", ["0" * 64]) == 1
-    status = service.semantic_status(SCOPE)
-    assert status.stale_memory_ids == ("mem-1",) and status.indexed == 0
-    assert service.sync_semantic(SCOPE).complete
 
 
 # --- settings --------------------------------------------------------------------------
@@ -380,14 +357,14 @@ def test_a_vector_of_other_content_is_stale(tmp_path: Path, repository: SQLiteRe
     ],
 )
 def test_settings_are_checked(
-    repository: SQLiteRepository, options: dict[str, object], message: str
+    repository: Repository, options: dict[str, object], message: str
 ) -> None:
     options = {"embedder": ConceptEmbedder(), **options}
     with pytest.raises(ValidationError, match=msg(message)):
         TrueHeart(repository, **options)  # type: ignore[arg-type]
 
 
-def test_a_reranker_needs_an_embedder(repository: SQLiteRepository) -> None:
+def test_a_reranker_needs_an_embedder(repository: Repository) -> None:
     from semantic_builders import ScriptedReranker
 
     with pytest.raises(ValidationError, match=msg("reranker: needs an embedder")):
@@ -395,7 +372,7 @@ def test_a_reranker_needs_an_embedder(repository: SQLiteRepository) -> None:
 
 
 @pytest.mark.parametrize("batch_size", [0, 4097, True, 1.5])
-def test_sync_batch_size_is_checked(repository: SQLiteRepository, batch_size: object) -> None:
+def test_sync_batch_size_is_checked(repository: Repository, batch_size: object) -> None:
     service = semantic(repository)
     with pytest.raises(ValidationError, match=msg("batch_size: must be from 1 through 4096")):
         service.sync_semantic(SCOPE, batch_size=batch_size)  # type: ignore[arg-type]
@@ -403,30 +380,7 @@ def test_sync_batch_size_is_checked(repository: SQLiteRepository, batch_size: ob
         service.sync_semantic(SCOPE, progress=3)  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize(
-    ("sql", "memory_id"),
-    [
-        ("UPDATE vectors SET active = 0 WHERE memory_id = 'mem-1'", "mem-1"),
-        ("UPDATE vectors SET recall_until = recall_until + 1 WHERE memory_id = 'mem-2'", "mem-2"),
-        ("UPDATE vectors SET kind = 'other' WHERE memory_id = 'mem-1'", "mem-1"),
-    ],
-)
-def test_verify_reports_a_vector_that_disagrees_with_its_memory(
-    tmp_path: Path, repository: SQLiteRepository, sql: str, memory_id: str
-) -> None:
-    path = file_db_or_skip(tmp_path)
-    service = semantic(repository)
-    materialize_all(service, {"mem-1": "concise answers", "mem-2": "tea"})
-    assert tamper(path, sql) == 1
-    (problem,) = service.verify_integrity().problems
-    assert (problem.entity_type, problem.entity_id, problem.code) == (
-        "vector",
-        memory_id,
-        "vector_disagrees_with_memory",
-    )
-
-
-def test_sealing_keeps_the_vector_in_step(tmp_path: Path, repository: SQLiteRepository) -> None:
+def test_sealing_keeps_the_vector_in_step(repository: Repository) -> None:
     service = semantic(repository)
     materialize_all(service, {"mem-1": "concise answers"})
     service.govern(command(GovernanceAction.SEAL, "mem-1"))

@@ -28,13 +28,15 @@ from trueheart_core import (
     ProviderError,
     RerankResult,
     SearchQuery,
-    SQLiteRepository,
+    SignalSource,
     TrueHeart,
     TrustLevel,
     ValidationError,
 )
-from trueheart_core.domain.search.model import SignalSource
 from trueheart_core.domain.semantic.vectors import checked_vector, pack, unpack
+from trueheart_core.ports import Capability, Repository
+
+pytestmark = pytest.mark.requires(Capability.VECTORS)
 
 LATER = NOW + timedelta(days=1)
 
@@ -48,7 +50,7 @@ CORPUS = {
 }
 
 
-def hybrid(repository: SQLiteRepository, **options: object) -> TrueHeart:
+def hybrid(repository: Repository, **options: object) -> TrueHeart:
     options.setdefault("embedder", ConceptEmbedder())
     return TrueHeart(repository, clock=CountingClock(), **options)  # type: ignore[arg-type]
 
@@ -85,7 +87,7 @@ def expected_order(
     return sorted(fused.items(), key=lambda pair: (-pair[1], pair[0]))
 
 
-def test_a_paraphrase_without_shared_words_is_found(repository: SQLiteRepository) -> None:
+def test_a_paraphrase_without_shared_words_is_found(repository: Repository) -> None:
     service = hybrid(repository)
     materialize_all(service, CORPUS)
     assert ids(find(service, "terse responses", semantic=False)) == []
@@ -96,7 +98,7 @@ def test_a_paraphrase_without_shared_words_is_found(repository: SQLiteRepository
 
 
 @pytest.mark.parametrize("text", ["concise answers", "brief tea", "rain", "night theme summaries"])
-def test_the_fused_order_is_reciprocal_rank_fusion(repository: SQLiteRepository, text: str) -> None:
+def test_the_fused_order_is_reciprocal_rank_fusion(repository: Repository, text: str) -> None:
     service = hybrid(repository)
     materialize_all(service, CORPUS)
     capsule = find(service, text, budget_tokens=10_000)
@@ -110,7 +112,7 @@ def test_the_fused_order_is_reciprocal_rank_fusion(repository: SQLiteRepository,
     assert find(service, text, budget_tokens=10_000) == capsule
 
 
-def test_the_trace_shows_each_ranking(repository: SQLiteRepository) -> None:
+def test_the_trace_shows_each_ranking(repository: Repository) -> None:
     service = hybrid(repository)
     materialize_all(service, CORPUS)
     capsule = find(service, "concise")
@@ -124,7 +126,7 @@ def test_the_trace_shows_each_ranking(repository: SQLiteRepository) -> None:
     assert (capsule.semantic.reranker, capsule.semantic.reranked) == (None, 0)
 
 
-def test_matched_counts_the_union_of_both_rankings(repository: SQLiteRepository) -> None:
+def test_matched_counts_the_union_of_both_rankings(repository: Repository) -> None:
     service = hybrid(repository)
     materialize_all(service, {**CORPUS, "mem-g": "concise is a word", "mem-h": "nothing here"})
     lexical = find(service, "concise", semantic=False)
@@ -134,7 +136,7 @@ def test_matched_counts_the_union_of_both_rankings(repository: SQLiteRepository)
     assert capsule.matched == 5
 
 
-def test_the_minimum_score_drops_weak_matches(repository: SQLiteRepository) -> None:
+def test_the_minimum_score_drops_weak_matches(repository: Repository) -> None:
     service = hybrid(repository, minimum_semantic_score=0.9)
     materialize_all(service, CORPUS)
     capsule = find(service, "terse")
@@ -143,7 +145,7 @@ def test_the_minimum_score_drops_weak_matches(repository: SQLiteRepository) -> N
     assert ids(capsule) == ["mem-f"]  # the only memory about brevity alone
 
 
-def test_the_scan_cap_reads_the_newest_and_says_so(repository: SQLiteRepository) -> None:
+def test_the_scan_cap_reads_the_newest_and_says_so(repository: Repository) -> None:
     service = hybrid(repository, semantic_scan_cap=2)
     service.ingest_event(event("evt-1"))
     for age, (mid, content) in enumerate(
@@ -163,7 +165,7 @@ def test_the_scan_cap_reads_the_newest_and_says_so(repository: SQLiteRepository)
     assert capsule.semantic.diagnostics == () and set(ids(capsule)) == {"new", "mid", "old"}
 
 
-def test_filters_apply_to_the_semantic_side(repository: SQLiteRepository) -> None:
+def test_filters_apply_to_the_semantic_side(repository: Repository) -> None:
     service = hybrid(repository)
     service.ingest_event(event("evt-1", trust=TrustLevel.CONFIRMED))
     service.materialize_once(memory("fact", content="brief", kind="fact"))
@@ -179,7 +181,7 @@ def test_filters_apply_to_the_semantic_side(repository: SQLiteRepository) -> Non
     assert ids(find(service, "brief", min_trust=TrustLevel.CONFIRMED)) == ["sure"]
 
 
-def test_claims_follow_their_status_on_the_semantic_side(repository: SQLiteRepository) -> None:
+def test_claims_follow_their_status_on_the_semantic_side(repository: Repository) -> None:
     service = hybrid(repository)
     service.ingest_event(event("evt-1"))
     service.materialize_claim(claim("old", value="dark"))
@@ -193,7 +195,7 @@ def test_claims_follow_their_status_on_the_semantic_side(repository: SQLiteRepos
     assert capsule.items[0].claim.status is ClaimStatus.SUPERSEDED
 
 
-def test_lexical_only_is_the_plain_search(repository: SQLiteRepository) -> None:
+def test_lexical_only_is_the_plain_search(repository: Repository) -> None:
     service = hybrid(repository)
     materialize_all(service, CORPUS)
     plain = TrueHeart(repository, clock=CountingClock())
@@ -203,14 +205,14 @@ def test_lexical_only_is_the_plain_search(repository: SQLiteRepository) -> None:
         assert alone == find(plain, text)
 
 
-def test_the_budget_still_bounds_a_hybrid_capsule(repository: SQLiteRepository) -> None:
+def test_the_budget_still_bounds_a_hybrid_capsule(repository: Repository) -> None:
     service = hybrid(repository)
     materialize_all(service, CORPUS)
     capsule = find(service, "concise answers", budget_tokens=9, limit=1)
     assert capsule.used_tokens <= 9 and len(capsule.items) <= 1
 
 
-def test_a_failing_query_embedding_is_a_provider_error(repository: SQLiteRepository) -> None:
+def test_a_failing_query_embedding_is_a_provider_error(repository: Repository) -> None:
     embedder = ConceptEmbedder()
     service = hybrid(repository, embedder=embedder)
     materialize_all(service, CORPUS)
@@ -224,7 +226,7 @@ def test_a_failing_query_embedding_is_a_provider_error(repository: SQLiteReposit
 # --- reranking ---------------------------------------------------------------------------
 
 
-def test_the_reranker_sees_filtered_unique_candidates(repository: SQLiteRepository) -> None:
+def test_the_reranker_sees_filtered_unique_candidates(repository: Repository) -> None:
     reranker = ScriptedReranker(score=lambda c: -float(len(c.content)))
     service = hybrid(repository, reranker=reranker, rerank_limit=3)
     materialize_all(service, CORPUS)
@@ -250,7 +252,7 @@ def test_the_reranker_sees_filtered_unique_candidates(repository: SQLiteReposito
     assert reranked[shortest].contribution == pytest.approx(1.25 / 61)
 
 
-def test_a_heavy_reranker_decides_the_order(repository: SQLiteRepository) -> None:
+def test_a_heavy_reranker_decides_the_order(repository: Repository) -> None:
     reranker = ScriptedReranker(score=lambda c: 1.0 if c.memory_id == "mem-d" else 0.0)
     service = hybrid(repository, reranker=reranker, reranker_weight=100.0)
     materialize_all(service, CORPUS)
@@ -274,7 +276,7 @@ def test_a_heavy_reranker_decides_the_order(repository: SQLiteRepository) -> Non
     ],
 )
 def test_reranker_contract_violations_are_refused(
-    repository: SQLiteRepository, answer: object, message: str
+    repository: Repository, answer: object, message: str
 ) -> None:
     reranker = ScriptedReranker()
     reranker.answer = answer  # type: ignore[assignment]
@@ -284,7 +286,7 @@ def test_reranker_contract_violations_are_refused(
         find(service, "concise")
 
 
-def test_a_partial_reranker_answer_is_accepted(repository: SQLiteRepository) -> None:
+def test_a_partial_reranker_answer_is_accepted(repository: Repository) -> None:
     reranker = ScriptedReranker()
     reranker.answer = lambda cs: [RerankResult(cs[-1].memory_id, 5)]
     service = hybrid(repository, reranker=reranker)
@@ -294,7 +296,7 @@ def test_a_partial_reranker_answer_is_accepted(repository: SQLiteRepository) -> 
     assert len(scored) == 1
 
 
-def test_a_failing_reranker_is_a_provider_error(repository: SQLiteRepository) -> None:
+def test_a_failing_reranker_is_a_provider_error(repository: Repository) -> None:
     def boom(candidates: object) -> object:
         raise RuntimeError("down")
 
@@ -316,7 +318,7 @@ def test_a_failing_reranker_is_a_provider_error(repository: SQLiteRepository) ->
     ],
 )
 def test_semantic_scores_are_the_cosine_of_the_stored_vectors(
-    repository: SQLiteRepository, text: str
+    repository: Repository, text: str
 ) -> None:
     embedder = HashingEmbedder(64)
     service = hybrid(repository, embedder=embedder, minimum_semantic_score=-1.0)

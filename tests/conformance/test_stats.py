@@ -1,10 +1,9 @@
-"""Store statistics: row counts of the whole store or of one scope, and file sizes."""
+"""Store statistics: row counts of the whole store or of one scope, and storage sizes
+where the repository reports them (``Capability.STORAGE_SIZES``)."""
 
 from __future__ import annotations
 
-import sqlite3
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
 from conformance_builders import (
@@ -14,7 +13,6 @@ from conformance_builders import (
     claim,
     command,
     event,
-    file_db_or_skip,
     memory,
 )
 
@@ -26,6 +24,7 @@ from trueheart_core import (
     TrueHeart,
     ValidationError,
 )
+from trueheart_core.ports import Capability, Repository
 
 
 def _populate(service: TrueHeart) -> None:
@@ -93,58 +92,18 @@ def test_store_statistics_add_up_the_scopes(service: TrueHeart) -> None:
     assert whole.memories_by_kind == (("claim", 2), ("fact", 3), ("plan", 1))
 
 
-def test_statistics_match_the_file(service: TrueHeart, tmp_path: Path) -> None:
-    path = file_db_or_skip(tmp_path)
+def test_storage_sizes_are_reported_exactly_with_the_capability(
+    repository: Repository, service: TrueHeart
+) -> None:
     _populate(service)
     stats = service.stats()
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    try:
-        counts = {
-            table: conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
-            for table in (
-                "raw_events",
-                "raw_bodies",
-                "memories",
-                "claims",
-                "extractions",
-                "tombstones",
-                "audit",
-                "search_docs",
-                "search_terms",
-                "search_postings",
-                "vectors",
-            )
-        }
-    finally:
-        conn.close()
-    assert (stats.events, stats.events_with_body, stats.memories) == (
-        counts["raw_events"],
-        counts["raw_bodies"],
-        counts["memories"],
-    )
-    assert (stats.claims, stats.extraction_records, stats.tombstones, stats.audit_records) == (
-        counts["claims"],
-        counts["extractions"],
-        counts["tombstones"],
-        counts["audit"],
-    )
-    assert (stats.search_entries, stats.search_terms, stats.search_postings) == (
-        counts["search_docs"],
-        counts["search_terms"],
-        counts["search_postings"],
-    )
-    assert stats.vectors == counts["vectors"]
-    assert stats.database_bytes == path.stat().st_size
-    wal = Path(f"{path}-wal")
-    assert stats.wal_bytes == (wal.stat().st_size if wal.exists() else 0)
-
-
-def test_file_sizes_are_none_only_without_a_file(service: TrueHeart, tmp_path: Path) -> None:
-    stats = service.stats()
-    if (tmp_path / "store.db").exists():
-        assert isinstance(stats.database_bytes, int) and stats.database_bytes > 0
-        assert isinstance(stats.wal_bytes, int)
+    if Capability.STORAGE_SIZES in repository.capabilities:
+        assert isinstance(stats.storage_bytes, int) and stats.storage_bytes > 0
+        assert stats.storage_detail, "the parts of the storage are named"
+        assert all(isinstance(part, str) and part for part, _ in stats.storage_detail)
+        assert stats.storage_bytes == sum(size for _, size in stats.storage_detail)
     else:
+        assert stats.storage_bytes is None and stats.storage_detail == ()
         assert stats.database_bytes is None and stats.wal_bytes is None
 
 

@@ -206,3 +206,23 @@ def test_str_enums_have_the_documented_members(
 ) -> None:
     assert issubclass(enum_class, enum.StrEnum)
     assert [(m.name, m.value) for m in enum_class] == members
+
+
+def test_version() -> None:
+    assert trueheart_core.__version__ == "0.5.0"
+    assert trueheart_core.__all__[-1] == "__version__"
+
+
+def test_all_is_sorted_superset_of_0_1_2() -> None:
+    names = list(trueheart_core.__all__)
+    old = {
+        "AuditRecord", "EntityDeleted", "EntityNotFound", "EntityType", "GovernanceAction",
+        "GovernanceCommand", "GovernanceResult", "IdempotencyConflict", "InvalidTransition",
+        "MemoryDraft", "MemoryRecord", "MemoryStatus", "RawEventDraft", "RawEventReceipt",
+        "RecallItem", "RecallQuery", "RepositoryBusy", "RepositoryCorruption",
+        "RetentionPolicy", "SQLiteRepository", "Scope", "ScopeMismatch", "SourceRef",
+        "TrueHeart", "TrueHeartError", "TrustEscalation", "TrustLevel", "ValidationError",
+    }  # fmt: skip
+    assert old <= set(names)
+    assert names[:-1] == sorted(names[:-1])
+    assert names[-1] == "__version__"

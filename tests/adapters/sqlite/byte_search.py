@@ -1,7 +1,7 @@
 """Searching the bytes of a store's files for what erasure must have removed.
 
-Shared by the erasure tests: the database file, its write-ahead log and journal are
-read as bytes (``conformance_builders.store_bytes``), and a needle that is found can be
+Shared by the SQLite erasure tests: the database file, its write-ahead log and journal are
+read as bytes (``sqlite_builders.store_bytes``), and a needle that is found can be
 located in the main file by page, b-tree page type and region, for the message of a
 failing test.
 """
@@ -12,7 +12,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from pathlib import Path
 
-from conformance_builders import store_bytes
+from sqlite_builders import store_bytes
 
 from trueheart_core.domain.search.tokenize import term_key
 

@@ -1,4 +1,5 @@
-"""Upgrading a version-1 store (no search index) in place (file-backed stores only)."""
+"""Upgrading a version-1 SQLite store (no search index) in place: the file is turned into
+exactly what version 1 wrote, with sqlite3, and opened again."""
 
 from __future__ import annotations
 

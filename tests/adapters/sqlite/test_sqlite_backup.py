@@ -1,0 +1,59 @@
+"""Backup of a SQLite store into a new database file: the report names the file and its
+size, a journal or WAL beside the target is refused, and the copy's bytes keep what later
+erasure removes from the store."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conformance_builders import NOW, OTHER_SCOPE, SCOPE, event, memory
+from sqlite_builders import store_bytes
+
+from trueheart_core import SQLiteRepository, TrueHeart, ValidationError
+
+SECRET = "zqxbackupsecret"
+
+
+def _populate(service: TrueHeart) -> None:
+    service.ingest_events(
+        [event("evt-1", content=f"raw {SECRET}"), event("evt-1", scope=OTHER_SCOPE)]
+    )
+    service.materialize_once(memory("mem-1", content=f"note {SECRET}"))
+
+
+@pytest.mark.parametrize("target", [":memory:", "file"])
+def test_the_report_names_the_new_file_and_its_size(tmp_path: Path, target: str) -> None:
+    source = target if target == ":memory:" else str(tmp_path / "store.db")
+    with TrueHeart(SQLiteRepository(source), clock=lambda: NOW) as service:
+        _populate(service)
+        copy = tmp_path / "copies" / "copy.db"
+        copy.parent.mkdir()
+        report = service.backup(copy)
+    assert report.path == str(copy.resolve())
+    assert report.size_bytes == copy.stat().st_size > 0
+    with SQLiteRepository(copy, read_only=True) as opened:
+        assert TrueHeart(opened).stats(SCOPE).memories == 1
+
+
+@pytest.mark.parametrize("suffix", ["-wal", "-journal"])
+def test_a_journal_or_wal_next_to_the_target_is_refused(
+    service: TrueHeart, tmp_path: Path, suffix: str
+) -> None:
+    target = tmp_path / "copy.db"
+    side = Path(f"{target}{suffix}")
+    side.write_bytes(b"old log")
+    with pytest.raises(ValidationError, match=r"^path: must not exist$"):
+        service.backup(target)
+    assert not target.exists() and side.read_bytes() == b"old log"
+
+
+def test_the_copy_keeps_the_bytes_that_later_erasure_removes(
+    service: TrueHeart, db_path: Path, tmp_path: Path
+) -> None:
+    _populate(service)
+    target = tmp_path / "copy.db"
+    service.backup(target)
+    assert service.erase_subject(SCOPE, occurred_at=NOW).verified is True
+    assert SECRET.encode() not in store_bytes(db_path)
+    assert SECRET.encode() in store_bytes(target)

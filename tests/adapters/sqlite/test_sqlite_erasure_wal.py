@@ -1,0 +1,60 @@
+"""Erasure against a foreign reader that pins the WAL: the call either finishes with the
+bytes gone from the file and its WAL, or raises ``RepositoryBusy`` having done nothing."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from conformance_builders import NOW, SCOPE, command, event, memory
+from sqlite_builders import pinned_reader, store_bytes
+
+from trueheart_core import GovernanceAction, RepositoryBusy, SQLiteRepository, TrueHeart
+
+RAW_BODY = "erasure-raw-body-qx7v3k9p-" + "R" * 40
+MEMORY_BODY = "erasure-memory-body-mz4w8t2n-" + "M" * 40
+
+
+def _present(path: Path, text: str) -> bool:
+    return text.encode("utf-8") in store_bytes(path)
+
+
+@pytest.mark.parametrize("operation", ["forget", "expire"])
+def test_erasure_blocked_by_a_reader_is_busy_before_work_or_complete(
+    db_path: Path, operation: str
+) -> None:
+    """Either the call returns with the body gone, or it raises RepositoryBusy with the
+    operation's diagnostic having done nothing, so that a retry is safe and erases."""
+    with SQLiteRepository(db_path, busy_timeout=0.2) as repo:
+        service = TrueHeart(repo, clock=lambda: NOW)
+        service.ingest_event(event("evt-1", content=RAW_BODY, raw_ttl=timedelta(days=1)))
+        service.materialize_once(memory("mem-1", content=MEMORY_BODY))
+        body = MEMORY_BODY if operation == "forget" else RAW_BODY
+        diagnostic = (
+            "governance transaction failed"
+            if operation == "forget"
+            else "raw content expiry failed"
+        )
+
+        def run() -> object:
+            if operation == "forget":
+                return service.govern(command(GovernanceAction.FORGET, "mem-1"))
+            return service.expire_raw_content(as_of=NOW + timedelta(days=1))
+
+        reader = pinned_reader(db_path)
+        try:
+            try:
+                outcome = run()
+            except RepositoryBusy as error:
+                assert str(error) == f"repository busy: {diagnostic}"
+                # nothing was done: the audit trail and the memory are unchanged
+                assert [r.action for r in service.audit(SCOPE)] == ["materialize", "ingest"]
+                outcome = None
+            else:
+                assert not _present(db_path, body)
+        finally:
+            reader.close()
+        if outcome is None:
+            run()
+            assert not _present(db_path, body)

@@ -1,0 +1,173 @@
+"""A search index tampered with behind the library's back (with sqlite3): verify_integrity
+reports each kind of damage, rebuild_search_index repairs it, and an index built by other
+tokenizer rules is rebuilt by the next search or write."""
+
+from __future__ import annotations
+
+import math
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from conformance_builders import (
+    NOW,
+    OTHER_SCOPE,
+    SCOPE,
+    bm25_reference,
+    check_capsule,
+    command,
+    materialize_all,
+    memory,
+)
+from sqlite_builders import tamper
+
+from trueheart_core import (
+    GovernanceAction,
+    IntegrityProblem,
+    MemoryCapsule,
+    Scope,
+    SearchQuery,
+    TrueHeart,
+)
+
+SEAL = GovernanceAction.SEAL
+
+
+def _search(service: TrueHeart, text: str, scope: Scope = SCOPE) -> MemoryCapsule:
+    capsule = service.search(SearchQuery(scope, text, NOW + timedelta(hours=1), limit=100))
+    check_capsule(capsule)
+    return capsule
+
+
+def _scores(capsule: MemoryCapsule) -> dict[str, float]:
+    return {item.memory.memory_id: item.score for item in capsule.items}
+
+
+def _assert_reference(capsule: MemoryCapsule, query: str, corpus: dict[str, str]) -> None:
+    """Every item scores as BM25 over exactly ``corpus`` says, and nothing else matches."""
+    texts = list(corpus.values())
+    expected = {
+        memory_id: bm25_reference(query, texts, content)
+        for memory_id, content in corpus.items()
+        if bm25_reference(query, texts, content) > 0
+    }
+    assert set(_scores(capsule)) == set(expected)
+    assert capsule.matched == len(expected)
+    for memory_id, score in _scores(capsule).items():
+        assert math.isclose(score, expected[memory_id], rel_tol=1e-12), memory_id
+
+
+DOC = "(SELECT rid FROM memories WHERE memory_id = 'mem-1')"
+FIRST_TERM = f"(SELECT MIN(term_id) FROM search_postings WHERE doc = {DOC})"
+
+# Each statement damages the index (populated with mem-1 and mem-2 active and mem-3
+# sealed, in SCOPE) and the problems verify_integrity must report, as
+# (entity_id, whole-store scope, code).
+INDEX_TAMPERS: dict[str, tuple[str, set[tuple[str, Scope | None, str]]]] = {
+    "delete-posting": (
+        f"DELETE FROM search_postings WHERE doc = {DOC} AND term_id = {FIRST_TERM}",
+        {("mem-1", SCOPE, "index_entry_mismatch"), ("", SCOPE, "term_count_mismatch")},
+    ),
+    "change-df": (
+        f"UPDATE search_terms SET df = df + 1 WHERE term_id = {FIRST_TERM}",
+        {("", SCOPE, "term_count_mismatch")},
+    ),
+    "duplicate-term": (
+        "INSERT INTO search_terms (scope_id, bucket, term, df) "
+        f"SELECT scope_id, bucket, term, 0 FROM search_terms WHERE term_id = {FIRST_TERM}",
+        {("", SCOPE, "duplicate_term")},
+    ),
+    "change-tf": (
+        f"UPDATE search_postings SET tf = tf + 1 WHERE doc = {DOC} AND term_id = {FIRST_TERM}",
+        {("mem-1", SCOPE, "index_entry_mismatch")},
+    ),
+    "change-entry": (
+        f"UPDATE search_docs SET recall_until = recall_until + 1 WHERE doc = {DOC}",
+        {("mem-1", SCOPE, "index_entry_mismatch")},
+    ),
+    "delete-entry": (
+        f"DELETE FROM search_docs WHERE doc = {DOC}",
+        {
+            ("mem-1", SCOPE, "memory_not_indexed"),
+            ("", SCOPE, "statistics_mismatch"),
+            ("", None, "posting_without_entry"),
+        },
+    ),
+    "index-sealed": (
+        "INSERT INTO search_docs SELECT rid, scope_id, 2, created_at, clear_until, "
+        "recall_until, trust, kind FROM memories WHERE memory_id = 'mem-3'",
+        {("mem-3", SCOPE, "inactive_memory_indexed"), ("", SCOPE, "statistics_mismatch")},
+    ),
+    "entry-without-memory": (
+        "INSERT INTO search_docs SELECT MAX(rid) + 100, scope_id, 2, created_at, clear_until, "
+        "recall_until, trust, kind FROM memories",
+        {("", SCOPE, "index_entry_without_memory"), ("", SCOPE, "statistics_mismatch")},
+    ),
+    "change-stats-docs": (
+        "UPDATE search_stats SET docs = docs + 1",
+        {("", SCOPE, "statistics_mismatch")},
+    ),
+    "change-stats-length": (
+        "UPDATE search_stats SET length = length - 1",
+        {("", SCOPE, "statistics_mismatch")},
+    ),
+}
+
+
+def _populate_index(service: TrueHeart) -> None:
+    materialize_all(service, {"mem-1": "green tea", "mem-2": "black tea", "mem-3": "tea too"})
+    service.govern(command(SEAL, "mem-3"))
+
+
+def _problems(service: TrueHeart, scope: Scope | None = None) -> set[tuple[str, Scope | None, str]]:
+    report = service.verify_integrity(scope)
+    assert all(p.entity_type == "search_index" for p in report.problems)
+    found = {(p.entity_id, p.scope, p.code) for p in report.problems}
+    assert len(found) == len(report.problems)
+    return found
+
+
+@pytest.mark.parametrize("case", sorted(INDEX_TAMPERS))
+def test_a_tampered_index_is_reported_and_rebuilt(
+    service: TrueHeart, db_path: Path, case: str
+) -> None:
+    _populate_index(service)
+    healthy = _search(service, "tea")
+    sql, expected = INDEX_TAMPERS[case]
+    assert tamper(db_path, sql) == 1
+    assert _problems(service) == expected
+    # A check of the scope names the scope wherever the whole-store check could not.
+    assert _problems(service, SCOPE) == {(i, SCOPE, code) for i, _, code in expected}
+    assert service.verify_integrity(OTHER_SCOPE).ok
+    assert service.rebuild_search_index() == 2
+    assert service.verify_integrity().ok
+    assert _search(service, "tea") == healthy
+
+
+def test_an_index_built_by_other_rules_is_reported_and_rebuilt_by_search(
+    service: TrueHeart, db_path: Path
+) -> None:
+    _populate_index(service)
+    healthy = _search(service, "tea")
+    assert tamper(db_path, "UPDATE search_meta SET tokenizer = 'other'") == 1
+    (problem,) = service.verify_integrity().problems
+    assert problem == IntegrityProblem("search_index", "", None, "index_built_by_other_rules")
+    assert service.verify_integrity(SCOPE).problems == (problem,)
+    assert _search(service, "tea") == healthy
+    assert service.verify_integrity().ok
+
+
+def test_a_stale_index_built_by_other_rules_is_replaced_whole(
+    service: TrueHeart, db_path: Path
+) -> None:
+    _populate_index(service)
+    # Stale entries under another identity: counts that disagree and a missing entry.
+    tamper(db_path, "UPDATE search_terms SET df = df + 5")
+    tamper(db_path, f"DELETE FROM search_docs WHERE doc = {DOC}")
+    tamper(db_path, "UPDATE search_meta SET tokenizer = 'other'")
+    assert [p.code for p in service.verify_integrity().problems] == ["index_built_by_other_rules"]
+    service.materialize_once(memory("mem-4", content="oolong tea"))  # rebuilds, then indexes
+    assert service.verify_integrity().ok
+    active = {"mem-1": "green tea", "mem-2": "black tea", "mem-4": "oolong tea"}
+    _assert_reference(_search(service, "tea"), "tea", active)
+    _assert_reference(_search(service, "green"), "green", active)

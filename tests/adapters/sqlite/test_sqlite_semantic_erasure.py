@@ -1,0 +1,226 @@
+"""Erasure reaches the vectors in the SQLite file: after a forget, a delete, the delete
+of the memory's raw event, the forget of a claim or a subject erasure, no 16-byte aligned
+chunk of a removed vector is left in the database file or its WAL, and the vectors table
+keeps one row per remaining memory and no orphan, counted with plain sqlite3.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+from conformance_builders import NOW, SCOPE, claim, command, event, memory
+from semantic_builders import CHUNK, DENSE_DIMS, DenseEmbedder, dense_blob, dense_chunks
+from sqlite_builders import store_bytes
+
+from trueheart_core import (
+    ArtifactClass,
+    EntityType,
+    GovernanceAction,
+    MemoryCapsule,
+    Scope,
+    SearchQuery,
+    SignalSource,
+    SQLiteRepository,
+    TrueHeart,
+)
+
+FILLERS = 40
+SECRET = "mem-secret"
+SECRET_CLAIM = "claim-secret"
+SURVIVOR = "mem-007"
+SECRET_CONTENT = "the secret memory zqxjvortex"
+BUDGET = 100_000
+
+
+def _filler(index: int) -> str:
+    return f"filler memory number {index} about ordinary things"
+
+
+def _open(repository: SQLiteRepository, **settings: object) -> tuple[TrueHeart, DenseEmbedder]:
+    embedder = DenseEmbedder()
+    service = TrueHeart(repository, clock=lambda: NOW, embedder=embedder, **settings)  # type: ignore[arg-type]
+    return service, embedder
+
+
+def _build(service: TrueHeart) -> dict[str, str]:
+    """FILLERS memories, the secret memory and the secret claim in the middle, each with
+    its vector; returns every memory's content by ID."""
+    service.ingest_events(
+        [event(f"evt-{index}") for index in range(FILLERS)] + [event("evt-secret")]
+    )
+    contents: dict[str, str] = {}
+    for index in range(FILLERS):
+        if index == FILLERS // 2:
+            service.materialize_once(memory(SECRET, ("evt-secret",), content=SECRET_CONTENT))
+            contents[SECRET] = SECRET_CONTENT
+            stored = service.materialize_claim(
+                claim(SECRET_CLAIM, ("evt-secret",), subject="user:zqxj", value="vortexblue")
+            )
+            contents[SECRET_CLAIM] = service.get_memory(SCOPE, stored.claim_id).content
+        memory_id = f"mem-{index:03d}"
+        service.materialize_once(memory(memory_id, (f"evt-{index}",), content=_filler(index)))
+        contents[memory_id] = _filler(index)
+    status = service.semantic_status(SCOPE)
+    assert status.complete
+    assert status.indexed == status.memories == FILLERS + 2
+    return contents
+
+
+def _present_chunks(data: bytes, content: str) -> list[int]:
+    """The positions (in the vector) of the aligned chunks of ``content``'s vector that
+    occur in ``data``."""
+    return [i for i, chunk in enumerate(dense_chunks(content)) if chunk in data]
+
+
+def _assert_held(path: Path, *contents: str) -> None:
+    data = store_bytes(path)
+    for content in contents:
+        assert dense_blob(content) in data
+        assert _present_chunks(data, content) == list(range(4 * DENSE_DIMS // CHUNK))
+
+
+def _assert_erased(path: Path, *contents: str) -> None:
+    data = store_bytes(path)
+    for content in contents:
+        assert _present_chunks(data, content) == []
+
+
+def _semantic_signal(capsule: MemoryCapsule, memory_id: str) -> float | None:
+    """The cosine similarity the semantic ranking gave ``memory_id`` in a search."""
+    for entry in capsule.trace:
+        if entry.memory_id == memory_id:
+            for signal in entry.signals:
+                if signal.source is SignalSource.SEMANTIC:
+                    return signal.score
+    return None
+
+
+def _assert_survivors_searchable(service: TrueHeart, contents: dict[str, str]) -> None:
+    found = service.search(SearchQuery(SCOPE, contents[SURVIVOR], NOW, budget_tokens=BUDGET))
+    assert found.semantic is not None
+    assert _semantic_signal(found, SURVIVOR) == pytest.approx(1.0, abs=1e-6)
+
+
+def _assert_rows_after_close(service: TrueHeart, path: Path, survivors: int, *removed: str) -> None:
+    service.close()
+    raw = sqlite3.connect(path)
+    try:
+        ((vectors,),) = raw.execute("SELECT count(*) FROM vectors").fetchall()
+        ((memories,),) = raw.execute("SELECT count(*) FROM memories").fetchall()
+        ((orphans,),) = raw.execute(
+            "SELECT count(*) FROM vectors v LEFT JOIN memories m ON m.rid = v.doc "
+            "WHERE m.rid IS NULL"
+        ).fetchall()
+        left = [
+            content
+            for content in removed
+            if raw.execute(
+                "SELECT count(*) FROM vectors WHERE vector = ?", (dense_blob(content),)
+            ).fetchone()
+            != (0,)
+        ]
+    finally:
+        raw.close()
+    assert (vectors, memories, orphans, left) == (survivors, survivors, 0, [])
+
+
+@pytest.mark.parametrize("action", [GovernanceAction.FORGET, GovernanceAction.DELETE])
+def test_forget_and_delete_erase_the_memory_vector(
+    repository: SQLiteRepository, db_path: Path, action: GovernanceAction
+) -> None:
+    service, _ = _open(repository)
+    contents = _build(service)
+    _assert_held(db_path, SECRET_CONTENT, contents[SURVIVOR], contents[SECRET_CLAIM])
+    service.govern(command(action, SECRET))
+    _assert_erased(db_path, SECRET_CONTENT)
+    _assert_held(db_path, contents[SURVIVOR], contents[SECRET_CLAIM])
+    _assert_survivors_searchable(service, contents)
+    assert (
+        _semantic_signal(
+            service.search(SearchQuery(SCOPE, SECRET_CONTENT, NOW, budget_tokens=BUDGET)), SECRET
+        )
+        is None
+    )
+    status = service.semantic_status(SCOPE)
+    assert (status.memories, status.indexed, status.complete) == (FILLERS + 1, FILLERS + 1, True)
+    assert service.verify_integrity().ok
+    _assert_rows_after_close(service, db_path, FILLERS + 1, SECRET_CONTENT)
+
+
+def test_raw_event_delete_erases_the_vectors_of_its_memories_and_claims(
+    repository: SQLiteRepository, db_path: Path
+) -> None:
+    service, _ = _open(repository)
+    contents = _build(service)
+    _assert_held(db_path, SECRET_CONTENT, contents[SECRET_CLAIM])
+    result = service.govern(
+        command(GovernanceAction.DELETE, "evt-secret", entity_type=EntityType.RAW_EVENT)
+    )
+    assert result.affected_ids == (SECRET_CLAIM, "evt-secret", SECRET)
+    _assert_erased(db_path, SECRET_CONTENT, contents[SECRET_CLAIM])
+    _assert_held(db_path, contents[SURVIVOR])
+    _assert_survivors_searchable(service, contents)
+    assert service.semantic_status(SCOPE).indexed == FILLERS
+    assert service.verify_integrity().ok
+    _assert_rows_after_close(service, db_path, FILLERS, SECRET_CONTENT, contents[SECRET_CLAIM])
+
+
+@pytest.mark.parametrize("action", [GovernanceAction.FORGET, GovernanceAction.DELETE])
+def test_forgetting_a_claim_erases_its_vector(
+    repository: SQLiteRepository, db_path: Path, action: GovernanceAction
+) -> None:
+    service, _ = _open(repository)
+    contents = _build(service)
+    _assert_held(db_path, contents[SECRET_CLAIM], SECRET_CONTENT)
+    service.govern(command(action, SECRET_CLAIM))
+    _assert_erased(db_path, contents[SECRET_CLAIM])
+    # the claim's source event and its sibling memory keep theirs
+    _assert_held(db_path, SECRET_CONTENT, contents[SURVIVOR])
+    _assert_survivors_searchable(service, contents)
+    status = service.semantic_status(SCOPE)
+    assert (status.memories, status.indexed) == (FILLERS + 1, FILLERS + 1)
+    assert service.verify_integrity().ok
+    _assert_rows_after_close(service, db_path, FILLERS + 1, contents[SECRET_CLAIM])
+
+
+def test_a_sealed_memory_keeps_its_vector_until_it_is_forgotten(
+    repository: SQLiteRepository, db_path: Path
+) -> None:
+    service, _ = _open(repository)
+    contents = _build(service)
+    service.govern(command(GovernanceAction.SEAL, SECRET))
+    # an erasing call on another memory checkpoints the log: the sealed vector stays
+    service.govern(command(GovernanceAction.FORGET, f"mem-{FILLERS - 1:03d}"))
+    _assert_held(db_path, SECRET_CONTENT)
+    service.govern(command(GovernanceAction.FORGET, SECRET))
+    _assert_erased(db_path, SECRET_CONTENT)
+    _assert_held(db_path, contents[SURVIVOR])
+    assert service.verify_integrity().ok
+    _assert_rows_after_close(service, db_path, FILLERS, SECRET_CONTENT)
+
+
+def test_subject_erasure_takes_every_vector_of_the_scope(
+    repository: SQLiteRepository, db_path: Path
+) -> None:
+    service, _ = _open(repository)
+    contents = _build(service)
+    other = Scope(SCOPE.tenant_id, SCOPE.owner_id, "someone-else")
+    service.ingest_event(event("evt-other", scope=other))
+    service.materialize_once(
+        memory("mem-other", ("evt-other",), scope=other, content="another subject entirely")
+    )
+    _assert_held(db_path, *contents.values(), "another subject entirely")
+    plan = service.erase_subject(SCOPE, occurred_at=NOW, dry_run=True)
+    assert plan.erased[ArtifactClass.VECTOR] == FILLERS + 2
+    receipt = service.erase_subject(SCOPE, occurred_at=NOW)
+    assert receipt.erased[ArtifactClass.VECTOR] == FILLERS + 2
+    assert receipt.remaining is not None and receipt.remaining[ArtifactClass.VECTOR] == 0
+    assert receipt.verified
+    _assert_erased(db_path, *contents.values())
+    _assert_held(db_path, "another subject entirely")
+    status = service.semantic_status(SCOPE)
+    assert (status.memories, status.indexed) == (0, 0)
+    assert service.semantic_status(other).complete
+    assert service.verify_integrity().problems == ()

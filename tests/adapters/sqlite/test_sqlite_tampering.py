@@ -1,0 +1,413 @@
+"""Rows tampered with behind the library's back: reads fail closed with a body-free
+``RepositoryCorruption``, ``verify_integrity`` reports the row and changes nothing, and
+clean rows keep working. The statements edit the SQLite file directly."""
+
+from __future__ import annotations
+
+import sqlite3
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conformance_builders import (
+    NOW,
+    OTHER_SCOPE,
+    SCOPE,
+    assert_not_chained,
+    command,
+    event,
+    memory,
+    msg,
+)
+from sqlite_builders import tamper
+
+from trueheart_core import (
+    EntityType,
+    GovernanceAction,
+    IntegrityProblem,
+    IntegrityReport,
+    RecallQuery,
+    RepositoryCorruption,
+    Scope,
+    SQLiteRepository,
+    TrueHeart,
+    TrustLevel,
+)
+
+SECRET_EVENT = "integrity-secret-event-body-5c2a"
+SECRET_MEMORY = "integrity-secret-memory-body-9e41"
+SCOPE_ID_SQL = "(SELECT scope_id FROM scopes WHERE subject_id = ?)"
+
+
+def _populate(service: TrueHeart) -> None:
+    service.ingest_event(event("evt-1", content=SECRET_EVENT, metadata={"k": [1]}))
+    service.ingest_event(event("evt-2"))
+    service.materialize_once(memory("mem-1", ("evt-1",), content=SECRET_MEMORY))
+    service.materialize_once(memory("mem-2", ("evt-2",), kind="other"))
+    service.ingest_event(event("evt-gone"))
+    service.govern(command(GovernanceAction.DELETE, "evt-gone", entity_type=EntityType.RAW_EVENT))
+
+
+def _dump(path: Path) -> list[tuple[Any, ...]]:
+    conn = sqlite3.connect(path)
+    try:
+        rows: list[tuple[Any, ...]] = []
+        tables = [
+            name
+            for (name,) in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"
+            )
+        ]
+        for table in tables:
+            rows.extend((table, *row) for row in conn.execute(f'SELECT * FROM "{table}"'))
+        return rows
+    finally:
+        conn.close()
+
+
+def _assert_problem(
+    report: IntegrityReport, entity_type: str | tuple[str, ...], entity_id: str
+) -> None:
+    types = (entity_type,) if isinstance(entity_type, str) else entity_type
+    assert not report.ok
+    assert report.problems, report
+    matching = [p for p in report.problems if p.entity_type in types and p.entity_id == entity_id]
+    assert matching, report.problems
+    for problem in report.problems:
+        assert isinstance(problem, IntegrityProblem)
+        assert isinstance(problem.code, str)
+        assert problem.code.strip()
+    text = repr(report) + str(report)
+    assert SECRET_EVENT not in text
+    assert SECRET_MEMORY not in text
+    assert "TAMPERED" not in text
+
+
+MEMORY_TAMPERS: dict[str, tuple[str, tuple[Any, ...]]] = {
+    "content": ("UPDATE memories SET content = ? WHERE memory_id = 'mem-1'", ("TAMPERED",)),
+    "metadata": ("UPDATE memories SET metadata = ? WHERE memory_id = 'mem-1'", ('{"x":1}',)),
+    "created_at": ("UPDATE memories SET created_at = created_at + 1 WHERE memory_id = 'mem-1'", ()),
+    "clear_until": (
+        "UPDATE memories SET clear_until = clear_until - 1 WHERE memory_id = 'mem-1'",
+        (),
+    ),
+    "recall_until": (
+        "UPDATE memories SET recall_until = recall_until - 1 WHERE memory_id = 'mem-1'",
+        (),
+    ),
+    "trust": ("UPDATE memories SET trust = ? WHERE memory_id = 'mem-1'", (0,)),
+    "kind": ("UPDATE memories SET kind = ? WHERE memory_id = 'mem-1'", ("TAMPERED",)),
+    "fingerprint": (
+        "UPDATE memories SET dependency_fingerprint = ? WHERE memory_id = 'mem-1'",
+        ("0" * 64,),
+    ),
+}
+
+
+@pytest.mark.parametrize("column", sorted(MEMORY_TAMPERS))
+def test_tampered_memory_is_never_served(service: TrueHeart, db_path: Path, column: str) -> None:
+    _populate(service)
+    sql, params = MEMORY_TAMPERS[column]
+    assert tamper(db_path, sql, params) == 1
+    with pytest.raises(
+        RepositoryCorruption, match=msg("repository corruption: invalid memory record")
+    ) as info:
+        service.recall(RecallQuery(SCOPE, NOW + timedelta(days=1), 100))
+    assert_not_chained(info.value)
+    assert SECRET_MEMORY not in str(info.value)
+    with pytest.raises(RepositoryCorruption):
+        service.materialize_once(memory("mem-1", ("evt-1",), content=SECRET_MEMORY))
+    _assert_problem(service.verify_integrity(), "memory", "mem-1")
+    _assert_problem(service.verify_integrity(SCOPE), "memory", "mem-1")
+
+
+def test_tampered_memory_status_is_never_served(service: TrueHeart, db_path: Path) -> None:
+    _populate(service)
+    service.govern(command(GovernanceAction.SEAL, "mem-1"))
+    assert tamper(db_path, "UPDATE memories SET status = 'active' WHERE memory_id = 'mem-1'") == 1
+    with pytest.raises(
+        RepositoryCorruption, match=msg("repository corruption: invalid memory record")
+    ):
+        service.recall(RecallQuery(SCOPE, NOW, 100))
+    _assert_problem(service.verify_integrity(), "memory", "mem-1")
+
+
+def test_tampered_memory_id_is_never_served(service: TrueHeart, db_path: Path) -> None:
+    _populate(service)
+    assert tamper(db_path, "UPDATE memories SET memory_id = 'mem-0' WHERE memory_id = 'mem-1'") == 1
+    with pytest.raises(RepositoryCorruption, match=r"^repository corruption: "):
+        service.recall(RecallQuery(SCOPE, NOW, 100))
+    assert not service.verify_integrity().ok
+
+
+RAW_TAMPERS: dict[str, tuple[str, tuple[Any, ...]]] = {
+    "metadata": ("UPDATE raw_events SET metadata = ? WHERE event_id = 'evt-1'", ('{"k":[2]}',)),
+    "source_metadata": (
+        "UPDATE raw_events SET source_metadata = ? WHERE event_id = 'evt-1'",
+        ('{"x":1}',),
+    ),
+    "trust": ("UPDATE raw_events SET trust = ? WHERE event_id = 'evt-1'", (2,)),
+    "content_hash": (
+        "UPDATE raw_events SET content_hash = ? WHERE event_id = 'evt-1'",
+        ("0" * 64,),
+    ),
+    "raw_expires_at": (
+        "UPDATE raw_events SET raw_expires_at = raw_expires_at + 1 WHERE event_id = 'evt-1'",
+        (),
+    ),
+    "source_id": ("UPDATE raw_events SET source_id = ? WHERE event_id = 'evt-1'", ("TAMPERED",)),
+    "clear_for": ("UPDATE raw_events SET clear_for = ? WHERE event_id = 'evt-1'", ("1000000",)),
+}
+
+
+@pytest.mark.parametrize("column", sorted(RAW_TAMPERS))
+def test_tampered_raw_event_is_never_served(service: TrueHeart, db_path: Path, column: str) -> None:
+    _populate(service)
+    sql, params = RAW_TAMPERS[column]
+    assert tamper(db_path, sql, params) == 1
+    invalid_event = msg("repository corruption: invalid raw event record")
+    with pytest.raises(RepositoryCorruption, match=invalid_event) as info:
+        service.ingest_event(event("evt-1", content=SECRET_EVENT, metadata={"k": [1]}))
+    assert_not_chained(info.value)
+    assert SECRET_EVENT not in str(info.value)
+    with pytest.raises(RepositoryCorruption, match=invalid_event):
+        service.materialize_once(memory("mem-new", ("evt-1",), kind="fresh"))
+    _assert_problem(service.verify_integrity(), "raw_event", "evt-1")
+
+
+def test_tampered_raw_body_is_reported(service: TrueHeart, db_path: Path) -> None:
+    _populate(service)
+    assert tamper(
+        db_path, "UPDATE raw_bodies SET content = ? WHERE event_id = 'evt-1'", ("TAMPERED",)
+    )
+    # the body may be reported as its own entity type, tied to the event id
+    _assert_problem(service.verify_integrity(), ("raw_event", "raw_body"), "evt-1")
+    _assert_problem(service.verify_integrity(SCOPE), ("raw_event", "raw_body"), "evt-1")
+    assert service.verify_integrity(OTHER_SCOPE).ok is True
+
+
+def test_tampered_audit_row_fails_the_audit_read(service: TrueHeart, db_path: Path) -> None:
+    _populate(service)
+    changed = tamper(
+        db_path, "UPDATE audit SET reason = ? WHERE action = 'materialize'", ("TAMPERED",)
+    )
+    assert changed == 2
+    with pytest.raises(
+        RepositoryCorruption, match=msg("repository corruption: invalid audit record")
+    ):
+        service.audit(SCOPE)
+    assert not service.verify_integrity().ok
+
+
+def test_tampered_audit_metadata_fails_the_audit_read(service: TrueHeart, db_path: Path) -> None:
+    _populate(service)
+    assert (
+        tamper(db_path, "UPDATE audit SET metadata = ? WHERE action = 'ingest'", ('{"a":1}',)) == 3
+    )
+    with pytest.raises(
+        RepositoryCorruption, match=msg("repository corruption: invalid audit record")
+    ):
+        service.audit(SCOPE)
+
+
+def test_tampered_tombstone_fails_closed(service: TrueHeart, db_path: Path) -> None:
+    _populate(service)
+    assert tamper(db_path, "UPDATE tombstones SET deleted_at = deleted_at + 1") == 1
+    invalid_tombstone = msg("repository corruption: invalid tombstone")
+    with pytest.raises(RepositoryCorruption, match=invalid_tombstone):
+        service.ingest_event(event("evt-gone"))
+    # the missing-entity diagnosis reads the same tombstone
+    with pytest.raises(RepositoryCorruption, match=invalid_tombstone):
+        service.materialize_once(memory("mem-new", ("evt-gone",)))
+    with pytest.raises(RepositoryCorruption, match=invalid_tombstone):
+        service.govern(
+            command(GovernanceAction.DELETE, "evt-gone", entity_type=EntityType.RAW_EVENT)
+        )
+    assert not service.verify_integrity().ok
+
+
+def test_tampered_lineage_fails_closed(service: TrueHeart, db_path: Path) -> None:
+    _populate(service)
+    changed = tamper(
+        db_path,
+        "UPDATE lineage SET trust = ? WHERE memory_id = 'mem-1'",
+        (int(TrustLevel.CONFIRMED),),
+    )
+    assert changed == 1
+    with pytest.raises(
+        RepositoryCorruption, match=msg("repository corruption: invalid memory record")
+    ):
+        service.materialize_once(memory("mem-1", ("evt-1",), content=SECRET_MEMORY))
+    governance = r"^repository corruption: invalid memory (lineage|governance state)$"
+    with pytest.raises(RepositoryCorruption, match=governance):
+        service.govern(command(GovernanceAction.SEAL, "mem-1"))
+    with pytest.raises(RepositoryCorruption, match=governance):
+        service.govern(command(GovernanceAction.RESTORE, "mem-1"))
+    assert not service.verify_integrity().ok
+
+
+def test_tampering_elsewhere_does_not_block_other_scopes(service: TrueHeart, db_path: Path) -> None:
+    _populate(service)
+    service.ingest_event(event("evt-1", scope=OTHER_SCOPE))
+    service.materialize_once(memory("mem-1", ("evt-1",), scope=OTHER_SCOPE))
+    changed = tamper(
+        db_path,
+        f"UPDATE memories SET content = 'TAMPERED' WHERE memory_id = 'mem-1' "
+        f"AND scope_id = {SCOPE_ID_SQL}",
+        (SCOPE.subject_id,),
+    )
+    assert changed == 1
+    assert [i.memory.memory_id for i in service.recall(RecallQuery(OTHER_SCOPE, NOW))] == ["mem-1"]
+    assert service.verify_integrity(OTHER_SCOPE).ok is True
+    _assert_problem(service.verify_integrity(SCOPE), "memory", "mem-1")
+    full = service.verify_integrity()
+    assert all(p.scope in (SCOPE, None) for p in full.problems)
+
+
+def test_verify_integrity_never_mutates(service: TrueHeart, db_path: Path) -> None:
+    _populate(service)
+    tamper(db_path, "UPDATE memories SET content = 'TAMPERED' WHERE memory_id = 'mem-1'")
+    before = _dump(db_path)
+    first = service.verify_integrity()
+    second = service.verify_integrity()
+    assert first == second
+    assert _dump(db_path) == before
+
+
+def test_problem_scope_is_reported(service: TrueHeart, db_path: Path) -> None:
+    _populate(service)
+    tamper(db_path, "UPDATE memories SET kind = 'TAMPERED' WHERE memory_id = 'mem-2'")
+    report = service.verify_integrity()
+    (problem,) = [p for p in report.problems if p.entity_id == "mem-2"]
+    assert problem.scope == SCOPE
+    assert isinstance(problem.scope, Scope)
+    assert problem.entity_type == "memory"
+
+
+def test_clean_reads_keep_working_after_detection(service: TrueHeart, db_path: Path) -> None:
+    _populate(service)
+    original = _dump(db_path)
+    tamper(db_path, "UPDATE memories SET trust = 0 WHERE memory_id = 'mem-1'")
+    with pytest.raises(RepositoryCorruption):
+        service.recall(RecallQuery(SCOPE, NOW))
+    tamper(db_path, "UPDATE memories SET trust = 1 WHERE memory_id = 'mem-1'")
+    assert _dump(db_path) == original
+    assert len(service.recall(RecallQuery(SCOPE, NOW + timedelta(days=1)))) == 2
+    assert service.verify_integrity().ok is True
+
+
+def test_replay_with_vanished_source_row_is_corruption(service: TrueHeart, db_path: Path) -> None:
+    _populate(service)
+    tamper(db_path, "DELETE FROM raw_bodies WHERE event_id = 'evt-1'")
+    assert tamper(db_path, "DELETE FROM raw_events WHERE event_id = 'evt-1'") == 1
+    with pytest.raises(
+        RepositoryCorruption, match=msg("repository corruption: invalid memory record")
+    ):
+        service.materialize_once(memory("mem-1", ("evt-1",), content=SECRET_MEMORY))
+    assert not service.verify_integrity().ok
+
+
+def test_recall_never_reads_raw_bodies(service: TrueHeart, db_path: Path) -> None:
+    _populate(service)
+    assert tamper(db_path, "UPDATE raw_bodies SET content = 'TAMPERED'") == 2
+    items = service.recall(RecallQuery(SCOPE, NOW))
+    assert sorted(i.memory.memory_id for i in items) == ["mem-1", "mem-2"]
+
+
+def test_expiry_validates_only_eligible_rows(service: TrueHeart, db_path: Path) -> None:
+    service.ingest_event(event("evt-soon", raw_ttl=timedelta(days=1)))
+    service.ingest_event(event("evt-late", raw_ttl=timedelta(days=30), scope=OTHER_SCOPE))
+    tamper(db_path, "UPDATE raw_events SET metadata = '{\"x\":1}' WHERE event_id = 'evt-late'")
+    assert service.expire_raw_content(as_of=NOW + timedelta(days=1)) == 1
+
+
+def test_expiry_fails_closed_on_a_tampered_eligible_row(service: TrueHeart, db_path: Path) -> None:
+    service.ingest_event(event("evt-a", raw_ttl=timedelta(days=1)))
+    service.ingest_event(event("evt-b", raw_ttl=timedelta(days=1)))
+    tamper(db_path, "UPDATE raw_events SET trust = 2 WHERE event_id = 'evt-b'")
+    before = _dump(db_path)
+    with pytest.raises(RepositoryCorruption, match=r"^repository corruption: ") as info:
+        service.expire_raw_content(as_of=NOW + timedelta(days=1))
+    assert_not_chained(info.value)
+    # rolled back: evt-a was not expired either
+    assert _dump(db_path) == before
+    tamper(db_path, "UPDATE raw_events SET trust = 1 WHERE event_id = 'evt-b'")
+    assert service.expire_raw_content(as_of=NOW + timedelta(days=1)) == 2
+
+
+def test_renamed_scope_row_fails_closed(service: TrueHeart, db_path: Path) -> None:
+    _populate(service)
+    assert (
+        tamper(db_path, "UPDATE scopes SET subject_id = 'evil' WHERE subject_id = 'subject'") == 1
+    )
+    evil = Scope("tenant", "owner", "evil")
+    with pytest.raises(
+        RepositoryCorruption, match=msg("repository corruption: invalid memory record")
+    ):
+        service.recall(RecallQuery(evil, NOW))
+    with pytest.raises(
+        RepositoryCorruption, match=msg("repository corruption: invalid audit record")
+    ):
+        service.audit(evil)
+    report = service.verify_integrity()
+    assert not report.ok
+    assert {p.entity_id for p in report.problems} >= {"evt-1", "mem-1"}
+
+
+def test_missing_body_of_an_active_event_is_corruption(service: TrueHeart, db_path: Path) -> None:
+    _populate(service)
+    assert tamper(db_path, "DELETE FROM raw_bodies WHERE event_id = 'evt-1'") == 1
+    with pytest.raises(
+        RepositoryCorruption, match=msg("repository corruption: invalid raw event record")
+    ):
+        service.ingest_event(event("evt-1", content=SECRET_EVENT, metadata={"k": [1]}))
+    with pytest.raises(RepositoryCorruption, match=r"^repository corruption: "):
+        service.expire_raw_content(as_of=NOW + timedelta(days=30))
+    _assert_problem(service.verify_integrity(), ("raw_event", "raw_body"), "evt-1")
+
+
+def test_a_lineage_edge_moved_to_another_source_is_never_served(
+    service: TrueHeart, db_path: Path
+) -> None:
+    _populate(service)
+    changed = tamper(db_path, "UPDATE lineage SET event_id = 'evt-2' WHERE memory_id = 'mem-1'", ())
+    assert changed == 1
+    with pytest.raises(
+        RepositoryCorruption, match=msg("repository corruption: invalid memory record")
+    ):
+        service.recall(RecallQuery(SCOPE, NOW))
+    _assert_problem(service.verify_integrity(), "memory", "mem-1")
+
+
+def test_a_deleted_lineage_edge_is_never_served(service: TrueHeart, db_path: Path) -> None:
+    _populate(service)
+    assert tamper(db_path, "DELETE FROM lineage WHERE memory_id = 'mem-2'", ()) == 1
+    with pytest.raises(
+        RepositoryCorruption, match=msg("repository corruption: invalid memory record")
+    ):
+        service.recall(RecallQuery(SCOPE, NOW, kinds=("other",)))
+    assert not service.verify_integrity().ok
+
+
+def test_an_index_that_disagrees_with_its_table_is_reported(
+    service: TrueHeart, db_path: Path
+) -> None:
+    _populate(service)
+    assert not [p for p in service.verify_integrity().problems if p.entity_type == "storage"]
+    conn = sqlite3.connect(db_path)
+    try:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        (root,) = conn.execute(
+            "SELECT rootpage FROM sqlite_master WHERE name = 'memories_recall_clear'"
+        ).fetchone()
+        (page_size,) = conn.execute("PRAGMA page_size").fetchone()
+    finally:
+        conn.close()
+    data = bytearray(db_path.read_bytes())
+    data[root * page_size - 50] ^= 0xFF  # inside the index's cell content, not the table's
+    db_path.write_bytes(bytes(data))
+    with TrueHeart(SQLiteRepository(db_path)) as fresh:  # a connection with no cached pages
+        report = fresh.verify_integrity()
+    storage = [p for p in report.problems if p.entity_type == "storage"]
+    assert [(p.entity_id, p.scope, p.code) for p in storage] == [("", None, "storage_check_failed")]
