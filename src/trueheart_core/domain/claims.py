@@ -29,7 +29,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
+from typing import Any, TypeVar
 
 from trueheart_core.domain import validation as v
 from trueheart_core.domain.extraction.model import ClaimProvenance, ExtractionDiagnostic
@@ -59,12 +59,17 @@ __all__ = [
     "claim_text",
     "conflicts",
     "status_at",
+    "status_of",
+    "supersedes_at",
 ]
 
 MAX_VALUE_CHARS = v.MAX_CLAIM_VALUE_CHARS
 CLAIM_KIND = "claim"
 """The kind of the memory that carries a claim."""
 DEFAULT_AUTHORITY = "application"
+
+_Time = TypeVar("_Time", datetime, int)
+"""A time as the rules compare it: a UTC datetime, or integer microseconds as stored."""
 
 
 def _set(obj: object, name: str, value: object) -> None:
@@ -288,13 +293,31 @@ def is_known(claim: ClaimRecord, known_at: datetime) -> bool:
 def status_at(claim: ClaimRecord, superseded: bool, as_of: datetime) -> ClaimStatus:
     """The status of a known claim at valid time ``as_of``; ``superseded`` says whether
     a known claim supersedes it."""
+    return status_of(claim.valid_from, claim.valid_to, superseded, as_of)
+
+
+def status_of(
+    valid_from: _Time | None, valid_to: _Time | None, superseded: bool, as_of: _Time
+) -> ClaimStatus:
+    """The status rule itself, over a claim's valid-time bounds (``None``: unbounded)
+    as datetimes or as stored integer microseconds: superseded first, then ended when
+    ``valid_to <= as_of``, then not yet valid when ``as_of < valid_from``, else current.
+    Search evaluates it in SQL (``adapters.sql.expressions.claim_status``)."""
     if superseded:
         return ClaimStatus.SUPERSEDED
-    if claim.valid_to is not None and claim.valid_to <= as_of:
+    if valid_to is not None and valid_to <= as_of:
         return ClaimStatus.ENDED
-    if claim.valid_from is not None and as_of < claim.valid_from:
+    if valid_from is not None and as_of < valid_from:
         return ClaimStatus.NOT_YET_VALID
     return ClaimStatus.CURRENT
+
+
+def supersedes_at(status: MemoryStatus, created_at: _Time, known_at: _Time) -> bool:
+    """Whether a superseding claim, whose memory has this status and ``created_at``,
+    counts at transaction time ``known_at``: once it is known (active, created at or
+    before ``known_at``); its own recall deadline does not reopen the claim it closed.
+    Search evaluates it in SQL (``adapters.sql.expressions.supersedes_at``)."""
+    return status is MemoryStatus.ACTIVE and created_at <= known_at
 
 
 def conflicts(views: Iterable[ClaimView]) -> tuple[ClaimConflict, ...]:

@@ -129,6 +129,19 @@ def clarity_us(as_of: int, clear_until: int, recall_until: int) -> float:
     return (recall_until - as_of) / (recall_until - clear_until)
 
 
+def fully_clear(clear_until: int, recall_until: int, as_of: int, rounding_shift: int) -> bool:
+    """Whether clarity at ``as_of`` is exactly 1.0, from integer microseconds, without
+    a division: ``clear_until + ((recall_until - clear_until) >> rounding_shift) >= as_of``.
+
+    With ``rounding_shift = CLARITY_ROUNDING_SHIFT`` it holds exactly when
+    :func:`clarity_us` returns 1.0 for a memory still recallable at ``as_of``: through
+    ``clear_until``, and a few microseconds later for a fade so long that the float
+    ratio rounds to 1.0. Recall evaluates it in SQL to walk an index
+    (``adapters.sql.expressions.fully_clear``); the shift is a parameter so that the
+    adapter evaluates the condition without deciding it."""
+    return clear_until + ((recall_until - clear_until) >> rounding_shift) >= as_of
+
+
 def clarity(as_of: datetime, clear_until: datetime, recall_until: datetime) -> float:
     """Clarity of a memory at ``as_of`` (the 0.1 definition)."""
     if as_of <= clear_until:

@@ -29,6 +29,7 @@ __all__ = [
     "BM25_B",
     "BM25_K1",
     "average_length",
+    "bm25_term",
     "candidate_window",
     "idf",
     "order_key",
@@ -42,6 +43,18 @@ WINDOW_FACTOR = 2
 def idf(documents: int, frequency: int) -> float:
     """BM25 inverse document frequency (always positive)."""
     return math.log(1.0 + (documents - frequency + 0.5) / (frequency + 0.5))
+
+
+def bm25_term(
+    tf: int, length: int, weight: float, k1: float, b: float, average_length: float
+) -> float:
+    """The score of one query term in one memory: ``weight`` (the term's :func:`idf`)
+    times the saturated term frequency, in double precision and in exactly this order
+    of operations (a backend that sums it in SQL evaluates the same expression, see
+    ``adapters.sql.expressions.bm25_term``):
+    ``weight * (tf * (k1 + 1)) / (tf + k1 * (1 - b + b * length / average_length))``.
+    A memory's score is the sum of its terms' scores."""
+    return weight * (tf * (k1 + 1.0)) / (tf + k1 * (1.0 - b + b * length / average_length))
 
 
 def average_length(documents: int, total_length: int) -> float:
