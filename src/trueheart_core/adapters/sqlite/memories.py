@@ -6,6 +6,13 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from trueheart_core.adapters.sql.expressions import (
+    SQLITE,
+    Param,
+    fade_ratio,
+    fading,
+    fully_clear,
+)
 from trueheart_core.adapters.sqlite.claims import SQLiteClaims
 from trueheart_core.adapters.sqlite.connection import changed
 from trueheart_core.adapters.sqlite.search import SQLiteSearch, hex_set
@@ -181,13 +188,15 @@ class SQLiteMemories:
         if sid is None:
             return []
         kind_sql, kind_params = self._kind_filter(kinds)
+        clear = fully_clear(
+            SQLITE, "m.clear_until", "m.recall_until", Param(as_of), Param(rounding_shift)
+        )
         rows = self._conn.execute(
             f"SELECT {MEMORY_M} FROM memories m INDEXED BY memories_recall_clear "
             "WHERE m.scope_id = ? AND m.status = 'active' AND m.created_at <= ? "
-            "AND m.recall_until > ? "
-            "AND m.clear_until + ((m.recall_until - m.clear_until) >> ?) >= ?"
+            f"AND m.recall_until > ? AND {clear.sql}"
             f"{kind_sql} ORDER BY m.created_at DESC, m.memory_id ASC LIMIT ?",
-            [sid, as_of, as_of, rounding_shift, as_of, *kind_params, limit],
+            [sid, as_of, as_of, *clear.params, *kind_params, limit],
         ).fetchall()
         return [memory_row(scope, r) for r in rows]
 
@@ -204,23 +213,24 @@ class SQLiteMemories:
         if sid is None:
             return []
         kind_sql, kind_params = self._kind_filter(kinds)
-        fading = (
+        fades = fading(
+            SQLITE, "m.clear_until", "m.recall_until", Param(as_of), Param(rounding_shift)
+        )
+        ratio = fade_ratio(SQLITE, "m.clear_until", "m.recall_until", Param(as_of))
+        select = (
             "SELECT m.memory_id, m.created_at, m.clear_until, m.recall_until "
             "FROM memories m INDEXED BY memories_recall_fade "
             "WHERE m.scope_id = ? AND m.status = 'active' AND m.recall_until > ? "
-            "AND m.created_at <= ? "
-            "AND m.clear_until + ((m.recall_until - m.clear_until) >> ?) < ?"
-            f"{kind_sql}"
+            f"AND m.created_at <= ? AND {fades.sql}{kind_sql}"
         )
-        params = [sid, as_of, as_of, rounding_shift, as_of, *kind_params]
+        params = [sid, as_of, as_of, *fades.params, *kind_params]
         ranked = self._conn.execute(
-            f"{fading} AND m.recall_until - m.clear_until < ? "
-            "ORDER BY CAST(m.recall_until - ? AS REAL) / (m.recall_until - m.clear_until) DESC, "
-            "m.created_at DESC, m.memory_id ASC LIMIT ?",
-            [*params, exact_span, as_of, limit],
+            f"{select} AND m.recall_until - m.clear_until < ? "
+            f"ORDER BY {ratio.sql} DESC, m.created_at DESC, m.memory_id ASC LIMIT ?",
+            [*params, exact_span, *ratio.params, limit],
         ).fetchall()
         long_fades = self._conn.execute(
-            f"{fading} AND m.recall_until - m.clear_until >= ?", [*params, exact_span]
+            f"{select} AND m.recall_until - m.clear_until >= ?", [*params, exact_span]
         ).fetchall()
         return [RecallCandidate(*r) for r in ranked + long_fades]
 

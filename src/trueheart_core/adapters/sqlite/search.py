@@ -7,6 +7,15 @@ import json
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from trueheart_core.adapters.sql.expressions import (
+    NOT_A_CLAIM,
+    SQLITE,
+    Fragment,
+    Param,
+    bm25_term,
+    claim_status,
+    supersedes_at,
+)
 from trueheart_core.adapters.sqlite.session import (
     CHUNK,
     SCOPE_COLUMNS,
@@ -55,22 +64,26 @@ def eligibility_filters(
         filters += f" AND hex({d}.kind) IN (SELECT value FROM json_each(?))"
         params.append(hex_set(kinds))
     # A claim's status at as_of decides whether it is a candidate; memories of the
-    # claim kind without a claim row are plain memories.
-    filters += (
-        f" AND ({d}.kind IS NOT ? OR (SELECT CASE"
-        " WHEN c.claim_id IS NULL THEN 'memory'"
-        " WHEN EXISTS (SELECT 1 FROM claims s INDEXED BY claims_by_supersedes"
+    # claim kind without a claim row are plain memories. The rules are the shared
+    # builders'; the superseders are read through their index.
+    known = supersedes_at(SQLITE, "sm.status", "sm.created_at", Param(as_of))
+    superseded = Fragment(
+        "EXISTS (SELECT 1 FROM claims s INDEXED BY claims_by_supersedes"
         " JOIN memories sm ON sm.memory_id = s.claim_id AND sm.scope_id = s.scope_id"
-        " WHERE s.scope_id = c.scope_id AND s.supersedes = c.claim_id"
-        " AND sm.status = 'active' AND sm.created_at <= ?) THEN 'superseded'"
-        " WHEN c.valid_to IS NOT NULL AND c.valid_to <= ? THEN 'ended'"
-        " WHEN c.valid_from IS NOT NULL AND ? < c.valid_from THEN 'not_yet_valid'"
-        " ELSE 'current' END"
+        f" WHERE s.scope_id = c.scope_id AND s.supersedes = c.claim_id AND {known.sql})",
+        known.params,
+    )
+    status = claim_status(
+        SQLITE, "c.claim_id", "c.valid_from", "c.valid_to", superseded, Param(as_of)
+    )
+    filters += (
+        f" AND ({d}.kind IS NOT ? OR (SELECT {status.sql}"
         " FROM memories m LEFT JOIN claims c"
         f" ON c.claim_id = m.memory_id AND c.scope_id = m.scope_id WHERE m.rid = {d}.doc)"
         " IN (SELECT value FROM json_each(?)))"
     )
-    params += [claim_kind, as_of, as_of, as_of, json.dumps(["memory", *claim_statuses])]
+    params += [claim_kind, *status.params]
+    params.append(json.dumps([NOT_A_CLAIM, *claim_statuses]))
     return filters, params
 
 
@@ -207,8 +220,11 @@ class SQLiteSearch:
         if sid is None or not weights:
             return 0, []
         values = ", ".join("(?, ?)" for _ in weights)
+        term = bm25_term(
+            SQLITE, "p.tf", "d.length", "q.weight", Param(k1), Param(b), Param(average_length)
+        )
         params: list[Any] = [p for pair in weights for p in pair]
-        params += [k1, k1, b, b, average_length, sid, sid, as_of, as_of]
+        params += [*term.params, sid, sid, as_of, as_of]
         filters, extra = eligibility_filters(as_of, kinds, min_trust, claim_statuses, claim_kind)
         params += extra
         params.append(window - 1)
@@ -217,8 +233,7 @@ class SQLiteSearch:
         rows = self._conn.execute(
             f"WITH q (term, weight) AS (VALUES {values}), "
             "scored AS MATERIALIZED ("
-            "SELECT p.doc AS doc, SUM(q.weight * (p.tf * (? + 1.0)) "
-            "/ (p.tf + ? * (1.0 - ? + ? * d.length / ?))) AS score "
+            f"SELECT p.doc AS doc, SUM({term.sql}) AS score "
             "FROM q CROSS JOIN search_terms t INDEXED BY search_terms_lookup "
             "ON t.scope_id = ? AND t.bucket = q.term & 65535 AND t.term = q.term "
             "JOIN search_postings p ON p.term_id = t.term_id "
