@@ -19,7 +19,9 @@ DOC = Path(__file__).resolve().parents[2] / "docs" / "cli.md"
 SRC = Path(__file__).resolve().parents[2] / "src"
 CAPTURED_IN = "/tmp/clidocs"
 _BLOCK = re.compile(r"```console\n(.*?)```", re.DOTALL)
-_SIZES = re.compile(r'^(\s*"?(?:storage_bytes|database_bytes|wal_bytes|pages|bytes)"?:?\s+)\d+(,?)$')
+_SIZES = re.compile(
+    r'^(\s*"?(?:storage_bytes|database_bytes|wal_bytes|pages|bytes)"?:?\s+)\d+(,?)$'
+)
 
 
 def _examples() -> list[tuple[list[str], list[str], int]]:

@@ -55,8 +55,10 @@ class MemoryStore(Protocol):
         ``kinds`` when it is non-empty, and
         ``clear_until + ((recall_until - clear_until) >> rounding_shift) >= as_of`` (the
         memories whose clarity is exactly 1.0, including fades so long that the float
-        ratio rounds to 1.0). Ordered by ``created_at`` descending, then ``memory_id``
-        ascending in code-point order. Walks an index and stops at ``limit``.
+        ratio rounds to 1.0: ``domain.policy.fully_clear``, built in SQL by
+        ``adapters.sql.expressions.fully_clear``). Ordered by ``created_at`` descending,
+        then ``memory_id`` ascending in code-point order. Walks an index and stops at
+        ``limit``.
         """
 
     def recall_fading(
@@ -69,8 +71,8 @@ class MemoryStore(Protocol):
         exact_span: int,
     ) -> list[RecallCandidate]:
         """The fading memories that can rank among the best ``limit``: a superset of them
-        drawn from the complement of :meth:`MemoryStore.recall_clear` (same eligibility, clarity
-        condition negated), read from an index without loading memory rows.
+        drawn from the complement of :meth:`MemoryStore.recall_clear` (same eligibility,
+        clarity condition negated), read from an index without loading memory rows.
 
         Of the memories whose fade span ``recall_until - clear_until`` is below
         ``exact_span``, it returns the best ``limit`` by

@@ -73,7 +73,9 @@ class SearchIndex(Protocol):
         term key), the double-precision sum of
         ``weight * (tf * (k1 + 1)) / (tf + k1 * (1 - b + b * length / average_length))``.
         The summation order is the adapter's, but fixed: the same store and arguments
-        give the same score, bit for bit.
+        give the same score, bit for bit. The term is ``domain.search.ranking.bm25_term``
+        and the status ``domain.claims.status_of``; a SQL backend builds both from
+        ``adapters.sql.expressions``, which tests pin to them.
 
         Returns how many eligible memories hold at least one term, and every one of
         them whose score is at least the ``window``-th best score (so ties at the edge

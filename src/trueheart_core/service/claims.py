@@ -24,11 +24,12 @@ from trueheart_core.domain.claims import (
     conflicts,
     is_known,
     status_at,
+    supersedes_at,
     view_order,
 )
 from trueheart_core.domain.extraction.model import ClaimExtraction, ClaimExtractor
 from trueheart_core.domain.extraction.spans import check_extraction
-from trueheart_core.domain.model import EntityType, MemoryDraft, MemoryStatus, RawEventDraft, Scope
+from trueheart_core.domain.model import EntityType, MemoryDraft, RawEventDraft, Scope
 from trueheart_core.domain.validation import canonical_json
 from trueheart_core.errors import (
     IdempotencyConflict,
@@ -153,7 +154,10 @@ def _views(
     superseders = load(uow, scope, uow.claims.superseders_of(key, [c.claim_id for c in claims]))
     by_target: defaultdict[str, list[str]] = defaultdict(list)
     for superseder in superseders:
-        if superseder.supersedes is not None and _supersedes_at(superseder, known_at):
+        memory = superseder.memory
+        if superseder.supersedes is not None and supersedes_at(
+            memory.status, memory.created_at, known_at
+        ):
             by_target[superseder.supersedes].append(superseder.claim_id)
     return [
         ClaimView(
@@ -163,13 +167,6 @@ def _views(
         )
         for claim in claims
     ]
-
-
-def _supersedes_at(superseder: ClaimRecord, known_at: datetime) -> bool:
-    """A superseding claim counts once it is known; its own recall deadline does not
-    reopen the claim it closed."""
-    memory = superseder.memory
-    return memory.status is MemoryStatus.ACTIVE and memory.created_at <= known_at
 
 
 def claim_id_for(scope: Scope, event_id: str, index: int) -> str:
