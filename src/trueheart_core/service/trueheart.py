@@ -71,7 +71,6 @@ from trueheart_core.service import (
     erasure,
     expiry,
     governance,
-    hybrid,
     integrity,
     loading,
     maintenance,
@@ -83,6 +82,7 @@ from trueheart_core.service import search as searching
 from trueheart_core.service import semantic as projecting
 from trueheart_core.service.recall import recall as recall_memories
 from trueheart_core.service.records import RowInvalid, scope_key
+from trueheart_core.service.search import hybrid
 
 __all__ = ["TrueHeart"]
 
@@ -411,9 +411,7 @@ class TrueHeart:
         for _ in range(2):
             with self._repository.unit_of_work("search", write=False) as uow:
                 if searching.index_is_current(uow):
-                    if semantic is None or vector is None:
-                        return searching.search(uow, query, self._estimator, claiming.views_for)
-                    return hybrid.search(
+                    return searching.answer(
                         uow, query, self._estimator, claiming.views_for, semantic, vector
                     )
             with self._repository.unit_of_work("index", write=True) as uow:

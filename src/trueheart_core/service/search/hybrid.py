@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from trueheart_core.domain import policy
 from trueheart_core.domain import validation as v
 from trueheart_core.domain.search import ranking
-from trueheart_core.domain.search.capsule import Ranked, TokenEstimator
-from trueheart_core.domain.search.model import MemoryCapsule, SearchQuery, SemanticTrace
+from trueheart_core.domain.search.capsule import Ranked
+from trueheart_core.domain.search.model import SearchQuery, SemanticTrace
 from trueheart_core.domain.semantic import fusion
 from trueheart_core.domain.semantic.embedders import Embedder
 from trueheart_core.domain.semantic.rerank import RerankCandidate, Reranker, checked_scores
@@ -29,14 +29,18 @@ from trueheart_core.domain.semantic.vectors import (
 from trueheart_core.errors import ProviderError, TrueHeartError, ValidationError
 from trueheart_core.ports import MemoryRow, UnitOfWork
 from trueheart_core.service import loading, records
-from trueheart_core.service import search as searching
 from trueheart_core.service.records import scope_key
+from trueheart_core.service.search.lexical import Facts, Ranking, lexical
 from trueheart_core.service.semantic import Space, check_unchanged, current_space_id, vectors_of
 
-__all__ = ["SemanticSearch", "embed_query", "reranker_settings", "search"]
+__all__ = ["SemanticSearch", "embed_query", "ranked", "reranker_settings"]
 
 CAPPED = "semantic_scan_capped"
+
+
 NOT_REGISTERED = "semantic_space_not_registered"
+
+
 _INDEX_CORRUPT = "invalid semantic index"
 
 
@@ -66,19 +70,14 @@ def embed_query(settings: SemanticSearch, text: str) -> list[float]:
     return checked_vector("embedder", answer, settings.space.dimensions, settings.space.normalized)
 
 
-def search(
-    uow: UnitOfWork,
-    query: SearchQuery,
-    estimator: TokenEstimator,
-    claim_views: searching.ClaimViews,
-    settings: SemanticSearch,
-    vector: Sequence[float],
-) -> MemoryCapsule:
-    """The capsule of a hybrid search (the index must be current)."""
+def ranked(
+    uow: UnitOfWork, query: SearchQuery, settings: SemanticSearch, vector: Sequence[float]
+) -> Ranking:
+    """The fused window of a hybrid search, with the rows of its candidates."""
     key = scope_key(query.scope)
     as_of = records.to_us(query.as_of)
     window = ranking.candidate_window(query.limit)
-    lexical = searching.lexical(uow, query, window)
+    lexical_ranking = lexical(uow, query, window)
     store = vectors_of(uow)
     space_id = current_space_id(store, settings.space)
     diagnostics: list[str] = []
@@ -109,7 +108,7 @@ def search(
         scores = component_similarities([w for _, w in sparse], blobs)
     if any(map(math.isnan, scores)):
         loading.corrupt(_INDEX_CORRUPT)
-    facts: dict[str, searching.Facts] = {}
+    facts: dict[str, Facts] = {}
     semantic: list[fusion.Scored] = []
     minimum = settings.minimum_score
     # Only the matches are described and checked: the rest of the scan was only compared.
@@ -122,13 +121,13 @@ def search(
             loading.corrupt(_INDEX_CORRUPT)
         clarity = policy.clarity_us(as_of, clear_until, recall_until)
         semantic.append(fusion.Scored(memory_id, score_of.pop(handle), clarity, created_at))
-        facts[memory_id] = searching.Facts(*times)
+        facts[memory_id] = Facts(*times)
     if score_of:
         loading.corrupt(_INDEX_CORRUPT)
     semantic = fusion.ranked(semantic)
-    lexical_window = lexical.candidates[:window]
+    lexical_window = lexical_ranking.candidates[:window]
     for c in lexical_window:
-        facts[c.memory_id] = searching.Facts(c.created_at, c.clear_until, c.recall_until)
+        facts[c.memory_id] = Facts(c.created_at, c.clear_until, c.recall_until)
     fused = fusion.fuse(
         [
             fusion.Scored(
@@ -153,12 +152,14 @@ def search(
         fused = fusion.rerank(
             fused, _rerank(uow, query, settings.reranker, shown, rows), settings.reranker_weight
         )
-    ranked = [
+    window_ranked = [
         Ranked(f.memory_id, rows[f.memory_id].content, f.score, f.clarity, f.signals) for f in fused
     ]
-    matched = lexical.matched + len(semantic)
-    if semantic and lexical.terms:
-        matched -= store.lexical_matches(key, lexical.terms, [s.memory_id for s in semantic])
+    matched = lexical_ranking.matched + len(semantic)
+    if semantic and lexical_ranking.terms:
+        matched -= store.lexical_matches(
+            key, lexical_ranking.terms, [s.memory_id for s in semantic]
+        )
     trace = SemanticTrace(
         settings.space.identity,
         settings.scan_cap,
@@ -172,9 +173,7 @@ def search(
         reranked,
         tuple(diagnostics),
     )
-    return searching.capsule(
-        uow, query, estimator, claim_views, ranked, rows, facts, matched, trace
-    )
+    return Ranking(window_ranked, rows, facts, matched, trace)
 
 
 def _rerank(
