@@ -8,8 +8,11 @@ import re
 import struct
 from collections.abc import Callable, Sequence
 
-from trueheart_core import RerankCandidate, RerankResult
+from conformance_builders import NOW, SCOPE, claim, event, memory
+
+from trueheart_core import RerankCandidate, RerankResult, TrueHeart
 from trueheart_core.domain.semantic.vectors import checked_vector, pack
+from trueheart_core.ports import Repository
 
 # Words of one group share a dimension: a tiny, fully predictable "semantic" model in
 # which "brief" and "concise" mean the same thing.
@@ -143,3 +146,49 @@ def dense_chunks(content: str) -> list[bytes]:
     blob = dense_blob(content)
     assert len(blob) == 4 * DENSE_DIMS
     return [blob[start : start + CHUNK] for start in range(0, len(blob), CHUNK)]
+
+
+# --- the scope that the erasure tests of vectors build ------------------------------------
+
+FILLERS = 40
+SECRET = "mem-secret"
+SECRET_CLAIM = "claim-secret"
+SURVIVOR = "mem-007"
+SECRET_CONTENT = "the secret memory zqxjvortex"
+BUDGET = 100_000
+
+
+def erasure_filler(index: int) -> str:
+    return f"filler memory number {index} about ordinary things"
+
+
+def open_dense(repository: Repository, **settings: object) -> tuple[TrueHeart, DenseEmbedder]:
+    embedder = DenseEmbedder()
+    service = TrueHeart(repository, clock=lambda: NOW, embedder=embedder, **settings)  # type: ignore[arg-type]
+    return service, embedder
+
+
+def build_erasure_scope(service: TrueHeart) -> dict[str, str]:
+    """FILLERS memories, the secret memory and the secret claim in the middle, each with
+    its vector; returns every memory's content by ID."""
+    service.ingest_events(
+        [event(f"evt-{index}") for index in range(FILLERS)] + [event("evt-secret")]
+    )
+    contents: dict[str, str] = {}
+    for index in range(FILLERS):
+        if index == FILLERS // 2:
+            service.materialize_once(memory(SECRET, ("evt-secret",), content=SECRET_CONTENT))
+            contents[SECRET] = SECRET_CONTENT
+            stored = service.materialize_claim(
+                claim(SECRET_CLAIM, ("evt-secret",), subject="user:zqxj", value="vortexblue")
+            )
+            contents[SECRET_CLAIM] = service.get_memory(SCOPE, stored.claim_id).content
+        memory_id = f"mem-{index:03d}"
+        service.materialize_once(
+            memory(memory_id, (f"evt-{index}",), content=erasure_filler(index))
+        )
+        contents[memory_id] = erasure_filler(index)
+    status = service.semantic_status(SCOPE)
+    assert status.complete
+    assert status.indexed == status.memories == FILLERS + 2
+    return contents

@@ -18,8 +18,21 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from conformance_builders import NOW, SCOPE, claim, command, event, found_in_storage, memory
-from semantic_builders import CHUNK, DENSE_DIMS, DenseEmbedder, dense_blob, dense_chunks
+from conformance_builders import NOW, SCOPE, command, event, found_in_storage, memory
+from semantic_builders import (
+    BUDGET,
+    CHUNK,
+    DENSE_DIMS,
+    FILLERS,
+    SECRET,
+    SECRET_CLAIM,
+    SECRET_CONTENT,
+    SURVIVOR,
+    build_erasure_scope,
+    dense_blob,
+    dense_chunks,
+    open_dense,
+)
 
 from trueheart_core import (
     ArtifactClass,
@@ -34,47 +47,6 @@ from trueheart_core import (
 from trueheart_core.ports import Capability, Repository
 
 pytestmark = pytest.mark.requires(Capability.VECTORS)
-
-FILLERS = 40
-SECRET = "mem-secret"
-SECRET_CLAIM = "claim-secret"
-SURVIVOR = "mem-007"
-SECRET_CONTENT = "the secret memory zqxjvortex"
-BUDGET = 100_000
-
-
-def _filler(index: int) -> str:
-    return f"filler memory number {index} about ordinary things"
-
-
-def _open(repository: Repository, **settings: object) -> tuple[TrueHeart, DenseEmbedder]:
-    embedder = DenseEmbedder()
-    service = TrueHeart(repository, clock=lambda: NOW, embedder=embedder, **settings)  # type: ignore[arg-type]
-    return service, embedder
-
-
-def _build(service: TrueHeart) -> dict[str, str]:
-    """FILLERS memories, the secret memory and the secret claim in the middle, each with
-    its vector; returns every memory's content by ID."""
-    service.ingest_events(
-        [event(f"evt-{index}") for index in range(FILLERS)] + [event("evt-secret")]
-    )
-    contents: dict[str, str] = {}
-    for index in range(FILLERS):
-        if index == FILLERS // 2:
-            service.materialize_once(memory(SECRET, ("evt-secret",), content=SECRET_CONTENT))
-            contents[SECRET] = SECRET_CONTENT
-            stored = service.materialize_claim(
-                claim(SECRET_CLAIM, ("evt-secret",), subject="user:zqxj", value="vortexblue")
-            )
-            contents[SECRET_CLAIM] = service.get_memory(SCOPE, stored.claim_id).content
-        memory_id = f"mem-{index:03d}"
-        service.materialize_once(memory(memory_id, (f"evt-{index}",), content=_filler(index)))
-        contents[memory_id] = _filler(index)
-    status = service.semantic_status(SCOPE)
-    assert status.complete
-    assert status.indexed == status.memories == FILLERS + 2
-    return contents
 
 
 def _present_chunks(repository: Repository, content: str) -> list[int]:
@@ -117,8 +89,8 @@ def _assert_survivors_searchable(service: TrueHeart, contents: dict[str, str]) -
 def test_forget_and_delete_erase_the_memory_vector(
     repository: Repository, action: GovernanceAction
 ) -> None:
-    service, _ = _open(repository)
-    contents = _build(service)
+    service, _ = open_dense(repository)
+    contents = build_erasure_scope(service)
     _assert_held(repository, SECRET_CONTENT, contents[SURVIVOR], contents[SECRET_CLAIM])
     service.govern(command(action, SECRET))
     _assert_erased(repository, SECRET_CONTENT)
@@ -139,8 +111,8 @@ def test_forget_and_delete_erase_the_memory_vector(
 def test_raw_event_delete_erases_the_vectors_of_its_memories_and_claims(
     repository: Repository,
 ) -> None:
-    service, _ = _open(repository)
-    contents = _build(service)
+    service, _ = open_dense(repository)
+    contents = build_erasure_scope(service)
     _assert_held(repository, SECRET_CONTENT, contents[SECRET_CLAIM])
     result = service.govern(
         command(GovernanceAction.DELETE, "evt-secret", entity_type=EntityType.RAW_EVENT)
@@ -158,8 +130,8 @@ def test_raw_event_delete_erases_the_vectors_of_its_memories_and_claims(
 def test_forgetting_a_claim_erases_its_vector(
     repository: Repository, action: GovernanceAction
 ) -> None:
-    service, _ = _open(repository)
-    contents = _build(service)
+    service, _ = open_dense(repository)
+    contents = build_erasure_scope(service)
     _assert_held(repository, contents[SECRET_CLAIM], SECRET_CONTENT)
     service.govern(command(action, SECRET_CLAIM))
     _assert_erased(repository, contents[SECRET_CLAIM])
@@ -173,8 +145,8 @@ def test_forgetting_a_claim_erases_its_vector(
 
 @pytest.mark.requires(Capability.FORENSICS)
 def test_a_sealed_memory_keeps_its_vector_until_it_is_forgotten(repository: Repository) -> None:
-    service, _ = _open(repository)
-    contents = _build(service)
+    service, _ = open_dense(repository)
+    contents = build_erasure_scope(service)
     service.govern(command(GovernanceAction.SEAL, SECRET))
     # an erasing call on another memory leaves the sealed vector where it is
     service.govern(command(GovernanceAction.FORGET, f"mem-{FILLERS - 1:03d}"))
@@ -208,7 +180,7 @@ def _traced(capsule: MemoryCapsule) -> set[str]:
 def test_sealing_keeps_the_vector_and_restore_brings_it_back_into_hybrid_search(
     repository: Repository,
 ) -> None:
-    service, embedder = _open(repository, minimum_semantic_score=-1.0)
+    service, embedder = open_dense(repository, minimum_semantic_score=-1.0)
     service.ingest_event(event("evt-1", recall_for=timedelta(days=400)))
     for memory_id, content in SMALL.items():
         service.materialize_once(memory(memory_id, content=content))
@@ -252,8 +224,8 @@ def test_sealing_keeps_the_vector_and_restore_brings_it_back_into_hybrid_search(
 
 @pytest.mark.requires(Capability.FORENSICS)
 def test_subject_erasure_takes_every_vector_of_the_scope(repository: Repository) -> None:
-    service, _ = _open(repository)
-    contents = _build(service)
+    service, _ = open_dense(repository)
+    contents = build_erasure_scope(service)
     other = Scope(SCOPE.tenant_id, SCOPE.owner_id, "someone-else")
     service.ingest_event(event("evt-other", scope=other))
     service.materialize_once(
@@ -275,7 +247,7 @@ def test_subject_erasure_takes_every_vector_of_the_scope(repository: Repository)
 
 
 def test_forget_reports_the_vector_it_removed(repository: Repository) -> None:
-    service, _ = _open(repository)
-    _build(service)
+    service, _ = open_dense(repository)
+    build_erasure_scope(service)
     result = service.govern(command(GovernanceAction.FORGET, SECRET))
     assert ArtifactClass.VECTOR in result.removed

@@ -10,8 +10,21 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from conformance_builders import NOW, SCOPE, claim, command, event, memory
-from semantic_builders import CHUNK, DENSE_DIMS, DenseEmbedder, dense_blob, dense_chunks
+from conformance_builders import NOW, SCOPE, command, event, memory
+from semantic_builders import (
+    BUDGET,
+    CHUNK,
+    DENSE_DIMS,
+    FILLERS,
+    SECRET,
+    SECRET_CLAIM,
+    SECRET_CONTENT,
+    SURVIVOR,
+    build_erasure_scope,
+    dense_blob,
+    dense_chunks,
+    open_dense,
+)
 from sqlite_builders import store_bytes
 
 from trueheart_core import (
@@ -25,47 +38,6 @@ from trueheart_core import (
     SQLiteRepository,
     TrueHeart,
 )
-
-FILLERS = 40
-SECRET = "mem-secret"
-SECRET_CLAIM = "claim-secret"
-SURVIVOR = "mem-007"
-SECRET_CONTENT = "the secret memory zqxjvortex"
-BUDGET = 100_000
-
-
-def _filler(index: int) -> str:
-    return f"filler memory number {index} about ordinary things"
-
-
-def _open(repository: SQLiteRepository, **settings: object) -> tuple[TrueHeart, DenseEmbedder]:
-    embedder = DenseEmbedder()
-    service = TrueHeart(repository, clock=lambda: NOW, embedder=embedder, **settings)  # type: ignore[arg-type]
-    return service, embedder
-
-
-def _build(service: TrueHeart) -> dict[str, str]:
-    """FILLERS memories, the secret memory and the secret claim in the middle, each with
-    its vector; returns every memory's content by ID."""
-    service.ingest_events(
-        [event(f"evt-{index}") for index in range(FILLERS)] + [event("evt-secret")]
-    )
-    contents: dict[str, str] = {}
-    for index in range(FILLERS):
-        if index == FILLERS // 2:
-            service.materialize_once(memory(SECRET, ("evt-secret",), content=SECRET_CONTENT))
-            contents[SECRET] = SECRET_CONTENT
-            stored = service.materialize_claim(
-                claim(SECRET_CLAIM, ("evt-secret",), subject="user:zqxj", value="vortexblue")
-            )
-            contents[SECRET_CLAIM] = service.get_memory(SCOPE, stored.claim_id).content
-        memory_id = f"mem-{index:03d}"
-        service.materialize_once(memory(memory_id, (f"evt-{index}",), content=_filler(index)))
-        contents[memory_id] = _filler(index)
-    status = service.semantic_status(SCOPE)
-    assert status.complete
-    assert status.indexed == status.memories == FILLERS + 2
-    return contents
 
 
 def _present_chunks(data: bytes, content: str) -> list[int]:
@@ -130,8 +102,8 @@ def _assert_rows_after_close(service: TrueHeart, path: Path, survivors: int, *re
 def test_forget_and_delete_erase_the_memory_vector(
     repository: SQLiteRepository, db_path: Path, action: GovernanceAction
 ) -> None:
-    service, _ = _open(repository)
-    contents = _build(service)
+    service, _ = open_dense(repository)
+    contents = build_erasure_scope(service)
     _assert_held(db_path, SECRET_CONTENT, contents[SURVIVOR], contents[SECRET_CLAIM])
     service.govern(command(action, SECRET))
     _assert_erased(db_path, SECRET_CONTENT)
@@ -152,8 +124,8 @@ def test_forget_and_delete_erase_the_memory_vector(
 def test_raw_event_delete_erases_the_vectors_of_its_memories_and_claims(
     repository: SQLiteRepository, db_path: Path
 ) -> None:
-    service, _ = _open(repository)
-    contents = _build(service)
+    service, _ = open_dense(repository)
+    contents = build_erasure_scope(service)
     _assert_held(db_path, SECRET_CONTENT, contents[SECRET_CLAIM])
     result = service.govern(
         command(GovernanceAction.DELETE, "evt-secret", entity_type=EntityType.RAW_EVENT)
@@ -171,8 +143,8 @@ def test_raw_event_delete_erases_the_vectors_of_its_memories_and_claims(
 def test_forgetting_a_claim_erases_its_vector(
     repository: SQLiteRepository, db_path: Path, action: GovernanceAction
 ) -> None:
-    service, _ = _open(repository)
-    contents = _build(service)
+    service, _ = open_dense(repository)
+    contents = build_erasure_scope(service)
     _assert_held(db_path, contents[SECRET_CLAIM], SECRET_CONTENT)
     service.govern(command(action, SECRET_CLAIM))
     _assert_erased(db_path, contents[SECRET_CLAIM])
@@ -188,8 +160,8 @@ def test_forgetting_a_claim_erases_its_vector(
 def test_a_sealed_memory_keeps_its_vector_until_it_is_forgotten(
     repository: SQLiteRepository, db_path: Path
 ) -> None:
-    service, _ = _open(repository)
-    contents = _build(service)
+    service, _ = open_dense(repository)
+    contents = build_erasure_scope(service)
     service.govern(command(GovernanceAction.SEAL, SECRET))
     # an erasing call on another memory checkpoints the log: the sealed vector stays
     service.govern(command(GovernanceAction.FORGET, f"mem-{FILLERS - 1:03d}"))
@@ -204,8 +176,8 @@ def test_a_sealed_memory_keeps_its_vector_until_it_is_forgotten(
 def test_subject_erasure_takes_every_vector_of_the_scope(
     repository: SQLiteRepository, db_path: Path
 ) -> None:
-    service, _ = _open(repository)
-    contents = _build(service)
+    service, _ = open_dense(repository)
+    contents = build_erasure_scope(service)
     other = Scope(SCOPE.tenant_id, SCOPE.owner_id, "someone-else")
     service.ingest_event(event("evt-other", scope=other))
     service.materialize_once(
