@@ -342,3 +342,29 @@ def populate_subject(service: TrueHeart) -> None:
     service.govern(command(GovernanceAction.SEAL, "mem-sealed"))
     service.govern(command(GovernanceAction.FORGET, "mem-5"))
     assert service.expire_raw_content(as_of=NOW + timedelta(days=1)) == 1
+
+
+def populate_for_stats(service: TrueHeart) -> None:
+    """Receipts (one expired), an extraction, memories of two kinds (one sealed, one
+    forgotten), a claim, and a memory in another scope: what the statistics tests count."""
+    service.ingest_events(
+        [
+            event("evt-1"),
+            event("evt-2", raw_ttl=timedelta(days=1)),
+            event("evt-3"),
+            event("evt-1", scope=OTHER_SCOPE),
+        ]
+    )
+    service.ingest_extracted(
+        event("evt-x", content="Canonical claim: subject=user:a; predicate=likes; value=tea."),
+        CanonicalClaimExtractor(),
+    )
+    service.materialize_once(memory("mem-1", ("evt-1",), content="alpha beta"))
+    service.materialize_once(memory("mem-2", ("evt-2",), content="beta gamma", kind="plan"))
+    service.materialize_once(memory("mem-3", ("evt-3",), content="gamma delta"))
+    service.materialize_once(memory("mem-4", ("evt-3",), content="delta epsilon", kind="plan"))
+    service.materialize_claim(claim("claim-1", ("evt-1",)))
+    service.materialize_once(memory("mem-1", ("evt-1",), scope=OTHER_SCOPE, content="alpha"))
+    service.govern(command(GovernanceAction.SEAL, "mem-3"))
+    service.govern(command(GovernanceAction.FORGET, "mem-4"))
+    service.expire_raw_content(as_of=NOW + timedelta(days=1))

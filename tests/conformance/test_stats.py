@@ -3,22 +3,14 @@ where the repository reports them (``Capability.STORAGE_SIZES``)."""
 
 from __future__ import annotations
 
-from datetime import timedelta
-
 import pytest
 from conformance_builders import (
-    NOW,
     OTHER_SCOPE,
     SCOPE,
-    claim,
-    command,
-    event,
-    memory,
+    populate_for_stats,
 )
 
 from trueheart_core import (
-    CanonicalClaimExtractor,
-    GovernanceAction,
     Scope,
     StoreStats,
     TrueHeart,
@@ -27,32 +19,8 @@ from trueheart_core import (
 from trueheart_core.ports import Capability, Repository
 
 
-def _populate(service: TrueHeart) -> None:
-    service.ingest_events(
-        [
-            event("evt-1"),
-            event("evt-2", raw_ttl=timedelta(days=1)),
-            event("evt-3"),
-            event("evt-1", scope=OTHER_SCOPE),
-        ]
-    )
-    service.ingest_extracted(
-        event("evt-x", content="Canonical claim: subject=user:a; predicate=likes; value=tea."),
-        CanonicalClaimExtractor(),
-    )
-    service.materialize_once(memory("mem-1", ("evt-1",), content="alpha beta"))
-    service.materialize_once(memory("mem-2", ("evt-2",), content="beta gamma", kind="plan"))
-    service.materialize_once(memory("mem-3", ("evt-3",), content="gamma delta"))
-    service.materialize_once(memory("mem-4", ("evt-3",), content="delta epsilon", kind="plan"))
-    service.materialize_claim(claim("claim-1", ("evt-1",)))
-    service.materialize_once(memory("mem-1", ("evt-1",), scope=OTHER_SCOPE, content="alpha"))
-    service.govern(command(GovernanceAction.SEAL, "mem-3"))
-    service.govern(command(GovernanceAction.FORGET, "mem-4"))
-    service.expire_raw_content(as_of=NOW + timedelta(days=1))
-
-
 def test_scope_statistics(service: TrueHeart) -> None:
-    _populate(service)
+    populate_for_stats(service)
     stats = service.stats(SCOPE)
     assert stats.scope == SCOPE
     assert (stats.events, stats.events_with_body, stats.events_without_body) == (4, 3, 1)
@@ -69,7 +37,7 @@ def test_scope_statistics(service: TrueHeart) -> None:
 
 
 def test_store_statistics_add_up_the_scopes(service: TrueHeart) -> None:
-    _populate(service)
+    populate_for_stats(service)
     whole = service.stats()
     mine, other = service.stats(SCOPE), service.stats(OTHER_SCOPE)
     assert whole.scope is None
@@ -95,7 +63,7 @@ def test_store_statistics_add_up_the_scopes(service: TrueHeart) -> None:
 def test_storage_sizes_are_reported_exactly_with_the_capability(
     repository: Repository, service: TrueHeart
 ) -> None:
-    _populate(service)
+    populate_for_stats(service)
     stats = service.stats()
     if Capability.STORAGE_SIZES in repository.capabilities:
         assert isinstance(stats.storage_bytes, int) and stats.storage_bytes > 0
@@ -108,14 +76,14 @@ def test_storage_sizes_are_reported_exactly_with_the_capability(
 
 
 def test_an_empty_or_unknown_scope_counts_nothing(service: TrueHeart) -> None:
-    _populate(service)
+    populate_for_stats(service)
     stats = service.stats(Scope("tenant", "owner", "nobody"))
     assert stats.events == stats.memories == stats.audit_records == stats.search_terms == 0
     assert stats.memories_by_kind == ()
 
 
 def test_statistics_change_nothing(service: TrueHeart) -> None:
-    _populate(service)
+    populate_for_stats(service)
     audit = service.audit(SCOPE, limit=100)
     assert service.stats() == service.stats()
     assert service.audit(SCOPE, limit=100) == audit
