@@ -8,22 +8,14 @@ from collections.abc import Iterator
 from trueheart_core.adapters.sqlite.session import (
     SCOPE_COLUMNS,
     SCOPE_JOIN,
-    Session,
+    Role,
     key_of,
 )
 from trueheart_core.ports import AuditRow, ScopeKey
 
 
-class SQLiteAudit:
+class SQLiteAudit(Role):
     """The audit role over one transaction."""
-
-    def __init__(self, session: Session) -> None:
-        self._conn = session.conn
-        self._scope_id = session.scope_id
-        self._ensure_scope = session.ensure_scope
-        self._scan = session.scan
-        self._memory_rid = session.memory_rid
-        self._in_chunks = session.in_chunks
 
     def insert(self, row: AuditRow) -> None:
         self._conn.execute(

@@ -9,7 +9,7 @@ from typing import Any
 
 from trueheart_core.adapters.sqlite.session import (
     CHUNK,
-    Session,
+    Role,
 )
 from trueheart_core.ports import ClaimRow, ExtractionRow, ScopeKey
 
@@ -25,16 +25,8 @@ def text_key(text: str) -> int:
     return int.from_bytes(digest.digest(), "big", signed=True)
 
 
-class SQLiteClaims:
+class SQLiteClaims(Role):
     """The claims role over one transaction."""
-
-    def __init__(self, session: Session) -> None:
-        self._conn = session.conn
-        self._scope_id = session.scope_id
-        self._ensure_scope = session.ensure_scope
-        self._scan = session.scan
-        self._memory_rid = session.memory_rid
-        self._in_chunks = session.in_chunks
 
     def insert(self, row: ClaimRow) -> None:
         self._conn.execute(

@@ -13,6 +13,7 @@ from trueheart_core.adapters.sqlite.session import (
     EVENT_X,
     SCOPE_COLUMNS,
     SCOPE_JOIN,
+    Role,
     Session,
     event_row,
     key_of,
@@ -20,16 +21,11 @@ from trueheart_core.adapters.sqlite.session import (
 from trueheart_core.ports import BodyRow, EventRow, ScopeKey
 
 
-class SQLiteEvents:
+class SQLiteEvents(Role):
     """The events role over one transaction."""
 
     def __init__(self, session: Session, claims: SQLiteClaims) -> None:
-        self._conn = session.conn
-        self._scope_id = session.scope_id
-        self._ensure_scope = session.ensure_scope
-        self._scan = session.scan
-        self._memory_rid = session.memory_rid
-        self._in_chunks = session.in_chunks
+        super().__init__(session)
         self._claims = claims
 
     def get(self, scope: ScopeKey, event_ids: Sequence[str]) -> dict[str, EventRow]:

@@ -22,6 +22,7 @@ from trueheart_core.adapters.sqlite.session import (
     MEMORY_X,
     SCOPE_COLUMNS,
     SCOPE_JOIN,
+    Role,
     Session,
     key_of,
     memory_row,
@@ -30,7 +31,7 @@ from trueheart_core.adapters.sqlite.vectors import SQLiteVectors
 from trueheart_core.ports import EdgeRow, MemoryRow, RecallCandidate, ScopeKey
 
 
-class SQLiteMemories:
+class SQLiteMemories(Role):
     """The memories role over one transaction."""
 
     def __init__(
@@ -40,12 +41,7 @@ class SQLiteMemories:
         claims: SQLiteClaims,
         vectors: SQLiteVectors,
     ) -> None:
-        self._conn = session.conn
-        self._scope_id = session.scope_id
-        self._ensure_scope = session.ensure_scope
-        self._scan = session.scan
-        self._memory_rid = session.memory_rid
-        self._in_chunks = session.in_chunks
+        super().__init__(session)
         self._search = search
         self._claims = claims
         self._vectors = vectors

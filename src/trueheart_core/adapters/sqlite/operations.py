@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from trueheart_core.adapters.sqlite.session import (
+    Role,
     Session,
 )
 from trueheart_core.errors import RepositoryCorruption
@@ -58,16 +59,11 @@ _WHOLE_STORE: dict[str, str] = {
 }
 
 
-class SQLiteOperations:
+class SQLiteOperations(Role):
     """The operations role over one transaction."""
 
     def __init__(self, session: Session) -> None:
-        self._conn = session.conn
-        self._scope_id = session.scope_id
-        self._ensure_scope = session.ensure_scope
-        self._scan = session.scan
-        self._memory_rid = session.memory_rid
-        self._in_chunks = session.in_chunks
+        super().__init__(session)
         # Set by a bulk erasure: the repository rewrites the file after the commit.
         self.rewrite_requested = False
 

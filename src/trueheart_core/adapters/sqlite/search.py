@@ -19,7 +19,7 @@ from trueheart_core.adapters.sql.expressions import (
 from trueheart_core.adapters.sqlite.session import (
     CHUNK,
     SCOPE_COLUMNS,
-    Session,
+    Role,
 )
 from trueheart_core.errors import RepositoryCorruption
 from trueheart_core.ports import (
@@ -87,16 +87,8 @@ def eligibility_filters(
     return filters, params
 
 
-class SQLiteSearch:
+class SQLiteSearch(Role):
     """The search role over one transaction."""
-
-    def __init__(self, session: Session) -> None:
-        self._conn = session.conn
-        self._scope_id = session.scope_id
-        self._ensure_scope = session.ensure_scope
-        self._scan = session.scan
-        self._memory_rid = session.memory_rid
-        self._in_chunks = session.in_chunks
 
     def tokenizer(self) -> object:
         row = self._conn.execute("SELECT tokenizer FROM search_meta WHERE singleton = 1").fetchone()

@@ -155,3 +155,16 @@ class Session:
             marks = ",".join("?" * len(chunk))
             rows.extend(self.conn.execute(sql.format(marks=marks), [*head, *chunk]))
         return rows
+
+
+class Role:
+    """The base of each role of a SQLite unit of work: the session's connection and its
+    scope and chunking helpers, bound once."""
+
+    def __init__(self, session: Session) -> None:
+        self._conn = session.conn
+        self._scope_id = session.scope_id
+        self._ensure_scope = session.ensure_scope
+        self._scan = session.scan
+        self._memory_rid = session.memory_rid
+        self._in_chunks = session.in_chunks

@@ -8,22 +8,14 @@ from collections.abc import Iterator
 from trueheart_core.adapters.sqlite.session import (
     SCOPE_COLUMNS,
     SCOPE_JOIN,
-    Session,
+    Role,
     key_of,
 )
 from trueheart_core.ports import ScopeKey, TombstoneRow
 
 
-class SQLiteTombstones:
+class SQLiteTombstones(Role):
     """The tombstones role over one transaction."""
-
-    def __init__(self, session: Session) -> None:
-        self._conn = session.conn
-        self._scope_id = session.scope_id
-        self._ensure_scope = session.ensure_scope
-        self._scan = session.scan
-        self._memory_rid = session.memory_rid
-        self._in_chunks = session.in_chunks
 
     def get(self, scope: ScopeKey, entity_id: str) -> list[TombstoneRow]:
         return self._scoped_tombstones(scope, "entity_id", entity_id)

@@ -11,6 +11,7 @@ from trueheart_core.adapters.sqlite.search import SQLiteSearch, eligibility_filt
 from trueheart_core.adapters.sqlite.session import (
     CHUNK,
     SCOPE_COLUMNS,
+    Role,
     Session,
 )
 from trueheart_core.errors import RepositoryCorruption
@@ -19,16 +20,11 @@ from trueheart_core.ports import ScopeKey, SpaceRow, VectorFacts, VectorHit, Vec
 _FETCH = 500
 
 
-class SQLiteVectors:
+class SQLiteVectors(Role):
     """The vectors role over one transaction."""
 
     def __init__(self, session: Session, search: SQLiteSearch) -> None:
-        self._conn = session.conn
-        self._scope_id = session.scope_id
-        self._ensure_scope = session.ensure_scope
-        self._scan = session.scan
-        self._memory_rid = session.memory_rid
-        self._in_chunks = session.in_chunks
+        super().__init__(session)
         self._search = search
 
     def current_space(self) -> SpaceRow | None:
