@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from store_dump import dump
 
 from trueheart_core import (
     EntityType,
@@ -117,18 +118,6 @@ def store(tmp_path: Path) -> Path:
             )
         )
     return path
-
-
-def _dump(path: Path) -> list[tuple[str, list[tuple[Any, ...]]]]:
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    try:
-        tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
-        return [
-            (table, sorted(conn.execute(f"SELECT * FROM {table}").fetchall(), key=repr))
-            for table in sorted(tables)
-        ]
-    finally:
-        conn.close()
 
 
 # --- demo ------------------------------------------------------------------------------
@@ -385,17 +374,17 @@ def test_forget(store: Path) -> None:
 
 
 def test_erase_subject_dry_run_changes_nothing(store: Path) -> None:
-    before = _dump(store)
+    before = dump(store)
     args = ("erase-subject", str(store), "--scope", "acme/agent/user-1", "--at", AT)
     doc = ok_json(store.parent, *args, "--dry-run")
-    assert _dump(store) == before
+    assert dump(store) == before
     assert doc["dry_run"] is True and doc["verified"] is None and doc["remaining"] is None
     assert doc["event_ids"] == ["evt-1", "evt-2"] and doc["memory_ids"] == ["mem-1", "mem-2"]
     assert doc["erased"]["memory"] == 2 and doc["occurred_at"] == "2026-08-14T00:00:00Z"
     text = run(store.parent, *args, "--dry-run")
     assert text.returncode == 0 and "WOULD ERASE" in text.stdout and "verified" not in text.stdout
     assert text.stderr == "trueheart: planning the erasure of acme/agent/user-1 in " + f"{store}\n"
-    assert _dump(store) == before
+    assert dump(store) == before
     done = ok_json(store.parent, *args)
     assert done["dry_run"] is False and done["verified"] is True
     assert done["erased"] == doc["erased"]

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from store_dump import dump
 
 import trueheart_core
 from trueheart_core import (
@@ -68,18 +69,6 @@ def store(tmp_path: Path) -> Path:
         service.materialize_once(_memory("mem-1", SCOPE, "evt-1", "Drinks green tea."))
         service.materialize_once(_memory("mem-1", ODD, "evt-1", "odd memory"))
     return path
-
-
-def _dump(path: Path) -> list[tuple[str, list[tuple[Any, ...]]]]:
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    try:
-        tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
-        return [
-            (table, sorted(conn.execute(f"SELECT * FROM {table}").fetchall(), key=repr))
-            for table in sorted(tables)
-        ]
-    finally:
-        conn.close()
 
 
 def call(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
@@ -271,7 +260,7 @@ def test_scopes(store: Path, capsys: pytest.CaptureFixture[str]) -> None:
 def test_erase_subject_refuses_an_unknown_scope(
     store: Path, capsys: pytest.CaptureFixture[str], extra: tuple[str, ...]
 ) -> None:
-    before = _dump(store)
+    before = dump(store)
     status, out, err = call(
         capsys, "erase-subject", str(store), "--scope", "acme/agent/user-2", *extra
     )
@@ -280,7 +269,7 @@ def test_erase_subject_refuses_an_unknown_scope(
         "trueheart: unknown scope: acme/agent/user-2 (the store has no record of it; "
         f"'trueheart scopes {store}' lists the scopes)\n"
     )
-    assert _dump(store) == before
+    assert dump(store) == before
     with TrueHeart(SQLiteRepository(store, read_only=True)) as service:
         assert [r.action for r in service.audit(SCOPE)] == ["materialize", "ingest"]
 
@@ -328,7 +317,7 @@ def test_forget_asks_on_a_terminal(
     store: Path, capsys: pytest.CaptureFixture[str], terminal: Answer, answer: str, confirmed: bool
 ) -> None:
     terminal(answer)
-    before = _dump(store)
+    before = dump(store)
     status, out, err = call(capsys, "forget", str(store), "--scope", "acme/agent/user-1", "mem-1")
     prompt = "trueheart: forget mem-1 in acme/agent/user-1? [y/N] "
     if confirmed:
@@ -336,7 +325,7 @@ def test_forget_asks_on_a_terminal(
         assert out.startswith("forgot mem-1;")
     else:
         assert (status, out, err) == (1, "", prompt + "trueheart: not confirmed\n")
-        assert _dump(store) == before
+        assert dump(store) == before
 
 
 def test_forget_on_a_terminal_refuses_a_missing_memory_before_asking(
@@ -352,7 +341,7 @@ def test_erase_subject_asks_for_the_subject_id_on_a_terminal(
     store: Path, capsys: pytest.CaptureFixture[str], terminal: Answer, answer: str, confirmed: bool
 ) -> None:
     terminal(answer)
-    before = _dump(store)
+    before = dump(store)
     status, out, err = call(capsys, "erase-subject", str(store), "--scope", "acme/agent/user-1")
     prompt = (
         "trueheart: erase everything held in acme/agent/user-1? "
@@ -363,7 +352,7 @@ def test_erase_subject_asks_for_the_subject_id_on_a_terminal(
         assert status == 0 and out.rstrip().endswith("verified: yes")
     else:
         assert (status, out, err) == (1, "", prompt + "trueheart: not confirmed\n")
-        assert _dump(store) == before
+        assert dump(store) == before
 
 
 def test_yes_and_dry_run_do_not_ask(

@@ -9,15 +9,14 @@ import contextlib
 import os
 import select
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 import pytest
+from store_dump import dump
 
 from trueheart_core import (
     MemoryDraft,
@@ -53,18 +52,6 @@ def _command(*args: str) -> list[str]:
 def _event(event_id: str, content: str) -> RawEventDraft:
     source = SourceRef("chat", "chat", NOW, TrustLevel.OBSERVED)
     return RawEventDraft(event_id, SCOPE, source, content, RETENTION)
-
-
-def _dump(path: Path) -> list[tuple[str, list[tuple[Any, ...]]]]:
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    try:
-        tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
-        return [
-            (table, sorted(conn.execute(f"SELECT * FROM {table}").fetchall(), key=repr))
-            for table in sorted(tables)
-        ]
-    finally:
-        conn.close()
 
 
 @pytest.fixture(scope="module")
@@ -215,14 +202,14 @@ FORGET_PROMPT = "trueheart: forget mem-1 in acme/agent/user-1? [y/N] "
 
 @pytest.mark.parametrize("answer", ["", "no", "User-1", "user-1 please"])
 def test_erase_subject_declined_on_a_terminal_changes_nothing(store: Path, answer: str) -> None:
-    before = _dump(store)
+    before = dump(store)
     terminal = Terminal(store.parent, "erase-subject", str(store), "--scope", "acme/agent/user-1")
     assert terminal.wait_for(b"to confirm: ") == ERASE_PROMPT
     terminal.type(answer)
     status, out, err = terminal.finish()
     assert (status, out) == (1, "")
     assert err == ERASE_PROMPT + "trueheart: not confirmed\n"
-    assert _dump(store) == before
+    assert dump(store) == before
 
 
 def test_erase_subject_confirmed_on_a_terminal(store: Path) -> None:
@@ -241,12 +228,12 @@ def test_erase_subject_confirmed_on_a_terminal(store: Path) -> None:
 
 def test_forget_on_a_terminal_declined_then_confirmed(store: Path) -> None:
     args = ("forget", str(store), "--scope", "acme/agent/user-1", "mem-1")
-    before = _dump(store)
+    before = dump(store)
     terminal = Terminal(store.parent, *args)
     assert terminal.wait_for(b"[y/N] ") == FORGET_PROMPT
     terminal.type("n")
     assert terminal.finish() == (1, "", FORGET_PROMPT + "trueheart: not confirmed\n")
-    assert _dump(store) == before
+    assert dump(store) == before
     terminal = Terminal(store.parent, *args)
     assert terminal.wait_for(b"[y/N] ") == FORGET_PROMPT
     terminal.type("Y")
@@ -266,11 +253,11 @@ def test_yes_on_a_terminal_does_not_ask(store: Path) -> None:
 
 
 def test_sigint_at_the_prompt_exits_130_and_changes_nothing(store: Path) -> None:
-    before = _dump(store)
+    before = dump(store)
     terminal = Terminal(store.parent, "erase-subject", str(store), "--scope", "acme/agent/user-1")
     terminal.wait_for(b"to confirm: ")
     terminal.child.send_signal(signal.SIGINT)
     status, out, err = terminal.finish()
     assert (status, out) == (130, "")
     assert err == ERASE_PROMPT + "trueheart: interrupted\n"
-    assert _dump(store) == before
+    assert dump(store) == before
