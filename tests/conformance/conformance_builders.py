@@ -272,6 +272,21 @@ def materialize_all(
     }
 
 
+def assert_bm25_reference(capsule: MemoryCapsule, query: str, corpus: dict[str, str]) -> None:
+    """Every item scores as BM25 over exactly ``corpus`` says, and nothing else matches."""
+    texts = list(corpus.values())
+    scores = {item.memory.memory_id: item.score for item in capsule.items}
+    expected = {
+        memory_id: bm25_reference(query, texts, content)
+        for memory_id, content in corpus.items()
+        if bm25_reference(query, texts, content) > 0
+    }
+    assert set(scores) == set(expected)
+    assert capsule.matched == len(expected)
+    for memory_id, score in scores.items():
+        assert math.isclose(score, expected[memory_id], rel_tol=1e-12), memory_id
+
+
 def check_capsule(capsule: MemoryCapsule) -> None:
     """The invariants every capsule keeps: items are the INCLUDED trace entries in rank
     order, whole, within the budget and the limit, priced as the trace says."""

@@ -4,7 +4,6 @@ see the SQLite adapter tests.)"""
 
 from __future__ import annotations
 
-import math
 from datetime import timedelta
 
 import pytest
@@ -12,7 +11,7 @@ from conformance_builders import (
     NOW,
     OTHER_SCOPE,
     SCOPE,
-    bm25_reference,
+    assert_bm25_reference,
     check_capsule,
     command,
     event,
@@ -55,20 +54,6 @@ def _scores(capsule: MemoryCapsule) -> dict[str, float]:
     return {item.memory.memory_id: item.score for item in capsule.items}
 
 
-def _assert_reference(capsule: MemoryCapsule, query: str, corpus: dict[str, str]) -> None:
-    """Every item scores as BM25 over exactly ``corpus`` says, and nothing else matches."""
-    texts = list(corpus.values())
-    expected = {
-        memory_id: bm25_reference(query, texts, content)
-        for memory_id, content in corpus.items()
-        if bm25_reference(query, texts, content) > 0
-    }
-    assert set(_scores(capsule)) == set(expected)
-    assert capsule.matched == len(expected)
-    for memory_id, score in _scores(capsule).items():
-        assert math.isclose(score, expected[memory_id], rel_tol=1e-12), memory_id
-
-
 def test_sealed_memories_are_not_searchable_until_restored(service: TrueHeart) -> None:
     materialize_all(service, CONTENTS)
     before = _search(service, "green tea")
@@ -79,7 +64,7 @@ def test_sealed_memories_are_not_searchable_until_restored(service: TrueHeart) -
     assert "mem-1" not in [entry.memory_id for entry in sealed.trace]
     assert _search(service, "lemon").matched == 0
     # Sealing takes the memory out of the statistics too.
-    _assert_reference(sealed, "green tea", {k: v for k, v in CONTENTS.items() if k != "mem-1"})
+    assert_bm25_reference(sealed, "green tea", {k: v for k, v in CONTENTS.items() if k != "mem-1"})
     service.govern(command(RESTORE, "mem-1"))
     restored = _search(service, "green tea")
     assert restored == before
@@ -99,7 +84,7 @@ def test_forgotten_and_deleted_memories_never_appear(
     assert "mem-2" not in [entry.memory_id for entry in after.trace]
     assert _search(service, "black").matched == 0
     remaining = {k: v for k, v in CONTENTS.items() if k != "mem-2"}
-    _assert_reference(after, "tea", remaining)
+    assert_bm25_reference(after, "tea", remaining)
     # The statistics changed with N: a remaining memory's score is not what it was.
     assert _scores(after)["mem-1"] != _scores(before)["mem-1"]
     assert service.verify_integrity().ok
@@ -117,21 +102,21 @@ def test_deleting_a_raw_event_removes_its_dependents_from_search(service: TrueHe
     after = _search(service, "tea")
     assert _ids(after) == ["mem-c"]
     assert _search(service, "both first").matched == 0
-    _assert_reference(after, "tea", {"mem-c": "tea from the second"})
+    assert_bm25_reference(after, "tea", {"mem-c": "tea from the second"})
     survivor = _search(service, "tea from the")
-    _assert_reference(survivor, "tea from the", {"mem-c": "tea from the second"})
+    assert_bm25_reference(survivor, "tea from the", {"mem-c": "tea from the second"})
     assert service.verify_integrity().ok
 
 
 def test_forget_changes_the_scope_statistics(service: TrueHeart) -> None:
     materialize_all(service, CONTENTS)
     materialize_all(service, CONTENTS, scope=OTHER_SCOPE)
-    _assert_reference(_search(service, "tea morning"), "tea morning", CONTENTS)
+    assert_bm25_reference(_search(service, "tea morning"), "tea morning", CONTENTS)
     service.govern(command(FORGET, "mem-3"))
     remaining = {k: v for k, v in CONTENTS.items() if k != "mem-3"}
-    _assert_reference(_search(service, "tea morning"), "tea morning", remaining)
+    assert_bm25_reference(_search(service, "tea morning"), "tea morning", remaining)
     # The other scope keeps its own statistics.
-    _assert_reference(_search(service, "tea morning", OTHER_SCOPE), "tea morning", CONTENTS)
+    assert_bm25_reference(_search(service, "tea morning", OTHER_SCOPE), "tea morning", CONTENTS)
 
 
 def test_expired_raw_bodies_do_not_affect_memory_search(service: TrueHeart) -> None:
@@ -149,7 +134,7 @@ def test_an_idempotent_replay_does_not_index_twice(service: TrueHeart) -> None:
     replayed = service.materialize_once(memory("mem-1", content=CONTENTS["mem-1"]))
     assert replayed == records["mem-1"]
     assert _search(service, "green tea") == before
-    _assert_reference(before, "green tea", CONTENTS)
+    assert_bm25_reference(before, "green tea", CONTENTS)
     assert service.verify_integrity().ok
     assert service.rebuild_search_index() == 3
 
