@@ -245,6 +245,11 @@ def status(uow: UnitOfWork, scope: Scope, space: Space | None) -> SemanticStatus
         for state in page:
             if not isinstance(state.memory_id, str) or not isinstance(state.content, str):
                 loading.corrupt("invalid memory record")
+            # Pages are in ID order after the cursor: a damaged index that repeats or
+            # goes back would page forever.
+            if after is not None and not state.memory_id > after:
+                loading.corrupt("invalid memory record")
+            after = state.memory_id
             total += 1
             is_claim = state.kind == CLAIM_KIND
             if state.space_id is None:
@@ -255,7 +260,6 @@ def status(uow: UnitOfWork, scope: Scope, space: Space | None) -> SemanticStatus
                 stale[is_claim].append(state.memory_id)
             else:
                 indexed += 1
-        after = page[-1].memory_id
     return SemanticStatus(
         scope,
         None if space is None else space.identity,
