@@ -14,6 +14,8 @@ import os
 import shutil
 import subprocess
 import tempfile
+import threading
+import time
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -338,3 +340,47 @@ def test_corruption_from_a_malformed_row_keeps_no_body(tmp_path: Path) -> None:
             for error in _chain(caught.value):
                 assert "SECRET" not in repr(error) and "SECRET" not in str(error)
             assert caught.value.__context__ is None
+
+
+def _wait_for(flag: Path) -> None:
+    """Wait (at most 10 s) until another process has written ``flag``."""
+    for _ in range(2000):
+        if flag.exists():
+            return
+        time.sleep(0.005)
+
+
+def test_a_file_another_user_may_write_is_read_as_a_store_in_use(shared_dir: Path) -> None:
+    """Only where no writer can exist is a file read as an immutable snapshot: a file its
+    owner may write (mode 0644) in a directory open to all is read with side files, so
+    the owner's later commits are seen."""
+    path = shared_dir / "store.db"
+    populate(path)
+    path.chmod(0o644)
+    shared_dir.chmod(0o777)
+
+    def read_while_the_owner_writes() -> tuple[bool, int, int]:
+        with TrueHeart(SQLiteRepository(path), clock=lambda: NOW) as service:
+            before = len(service.audit(SCOPE))
+            side = Path(f"{path}-shm").exists()
+            # The owner (root, in the parent) writes now; see the flag protocol below.
+            (shared_dir / "reader-ready").write_text("1")
+            _wait_for(shared_dir / "writer-done")
+            after = len(service.audit(SCOPE))
+        return side, before, after
+
+    def owner() -> None:
+        _wait_for(shared_dir / "reader-ready")
+        with TrueHeart(SQLiteRepository(path), clock=lambda: NOW) as service:
+            source = SourceRef("chat", "chat", NOW, TrustLevel.OBSERVED)
+            service.ingest_event(RawEventDraft("owner-new", SCOPE, source, "x", RETENTION))
+        (shared_dir / "writer-done").write_text("1")
+
+    writer = threading.Thread(target=owner)
+    writer.start()
+    kind, value = in_child(read_while_the_owner_writes, uid=NOBODY)
+    writer.join(timeout=30)
+    assert kind == "ok", value
+    side, before, after = value  # type: ignore[misc]
+    assert side, "read as an immutable snapshot although the owner may write"
+    assert after == before + 1

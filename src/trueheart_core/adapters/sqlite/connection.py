@@ -198,8 +198,23 @@ def make_directories(path: str) -> None:
 def writable(path: str) -> bool:
     """Whether this process may write the file at ``path`` and create files beside it
     (the WAL and shared-memory files): a read-only file, directory or medium is not."""
-    directory = os.path.dirname(path)
-    return os.access(path, os.W_OK) and os.access(directory, os.W_OK | os.X_OK)
+    return os.access(path, os.W_OK) and directory_writable(path)
+
+
+def directory_writable(path: str) -> bool:
+    """Whether this process may create files (a WAL, a shared-memory file) beside
+    ``path``. A read-only file in a writable directory can still be read like any store
+    in use; only where no side file can be created is a file read as it stands."""
+    return os.access(os.path.dirname(path), os.W_OK | os.X_OK)
+
+
+def unwritable_file(path: str) -> bool:
+    """Whether the file at ``path`` grants write permission to nobody (its mode has no
+    write bit)."""
+    try:
+        return os.stat(path).st_mode & 0o222 == 0
+    except OSError:
+        return False
 
 
 def inspect_file(path: str) -> None:

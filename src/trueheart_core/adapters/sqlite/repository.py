@@ -107,12 +107,14 @@ class SQLiteRepository:
             if read_only and version < schema.SCHEMA_VERSION:
                 # Refused before SQLite opens it, so nothing is created next to the file.
                 raise RepositoryReadOnly(_UPGRADE_NEEDS_WRITE)
-            # Where nobody may create the WAL (a read-only directory or medium), no
-            # writer can exist: a file without side files is read as it stands.
+            # Where no writer can exist (nobody may create the WAL: a read-only directory
+            # or medium; or the file has no write permission for anyone), a file without
+            # side files is read as it stands. A file another user may write is read like
+            # any store in use, with side files beside it.
             immutable = (
                 read_only
-                and not conn_mod.writable(target)
-                and not (conn_mod.has_side_files(target))
+                and not conn_mod.has_side_files(target)
+                and (not conn_mod.directory_writable(target) or conn_mod.unwritable_file(target))
             )
         elif read_only:
             raise ValidationError("read_only", "requires a database file")
