@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from datetime import timedelta
 
@@ -18,13 +19,15 @@ from conformance_builders import (
     memory,
     msg,
 )
-from semantic_builders import ConceptEmbedder
+from semantic_builders import ConceptEmbedder, DenseEmbedder, dense_blob
 
 from trueheart_core import (
     CanonicalClaimExtractor,
+    Embedder,
     EmbedderMismatch,
     GovernanceAction,
     HashingEmbedder,
+    Scope,
     SearchQuery,
     SemanticProjectionError,
     TrueHeart,
@@ -387,3 +390,225 @@ def test_sealing_keeps_the_vector_in_step(repository: Repository) -> None:
     assert service.verify_integrity().problems == ()
     service.govern(command(GovernanceAction.RESTORE, "mem-1"))
     assert service.verify_integrity().problems == ()
+
+
+# --- batched projection: one embed_documents call per write or per sync batch ----------
+
+
+class CountingEmbedder:
+    """Wraps an embedder and records the texts of every ``embed_documents`` call, one list
+    per call; ``fail`` makes the next calls raise (they are still recorded)."""
+
+    def __init__(self, inner: Embedder | None = None) -> None:
+        self.inner: Embedder = DenseEmbedder() if inner is None else inner
+        self.calls: list[list[str]] = []
+        self.fail = False
+
+    @property
+    def identity(self) -> str:
+        return self.inner.identity
+
+    @property
+    def dimensions(self) -> int:
+        return self.inner.dimensions
+
+    @property
+    def normalized(self) -> bool:
+        return self.inner.normalized
+
+    def embed_documents(self, texts: Sequence[str]) -> Sequence[Sequence[float]]:
+        self.calls.append(list(texts))
+        if self.fail:
+            raise RuntimeError("model offline")
+        return self.inner.embed_documents(texts)
+
+    def embed_query(self, text: str) -> Sequence[float]:
+        return self.inner.embed_query(text)
+
+
+def counting(repository: Repository, **options: object) -> tuple[TrueHeart, CountingEmbedder]:
+    embedder = CountingEmbedder()
+    return semantic(repository, embedder, **options), embedder
+
+
+# Memory IDs out of alphabetical order, so that "in order" means the order written.
+DERIVED = {"mem-c": "third note", "mem-a": "first note", "mem-d": "fourth", "mem-b": "second"}
+
+
+def derived(prefix: str = "", scope: Scope = SCOPE, event_id: str = "evt-1") -> dict[str, object]:
+    return {
+        "memories": [
+            memory(prefix + memory_id, (event_id,), scope=scope, content=content)
+            for memory_id, content in DERIVED.items()
+        ],
+        "claims": [
+            claim(prefix + "claim-z", (event_id,), scope=scope, value="dark"),
+            claim(prefix + "claim-y", (event_id,), scope=scope, predicate="likes", value="tea"),
+        ],
+    }
+
+
+CLAIM_TEXTS = ["user:ada prefers_theme dark", "user:ada likes tea"]
+
+
+def stored_vectors(repository: Repository) -> dict[tuple[object, str], bytes]:
+    """Every stored vector by (scope key, memory ID), read through the repository port."""
+    with repository.unit_of_work("read", write=False) as uow:
+        assert uow.vectors is not None
+        return {(row.scope, row.memory_id): row.vector for row in uow.vectors.iter(None)}
+
+
+def test_ingest_derived_embeds_all_its_memories_and_claims_in_one_call(
+    repository: Repository,
+) -> None:
+    service, embedder = counting(repository)
+    result = service.ingest_derived(event("evt-1"), **derived())  # type: ignore[arg-type]
+    assert embedder.calls == [[*DERIVED.values(), *CLAIM_TEXTS]]
+    assert len(result.memories) == 4 and len(result.claims) == 2
+    status = service.semantic_status(SCOPE)
+    assert status.complete and status.indexed == 6
+
+
+def test_a_replayed_ingest_derived_embeds_nothing_again(repository: Repository) -> None:
+    service, embedder = counting(repository)
+    service.ingest_derived(event("evt-1"), **derived())  # type: ignore[arg-type]
+    service.ingest_derived(event("evt-1"), **derived())  # type: ignore[arg-type]
+    assert len(embedder.calls) == 1
+
+
+def test_ingest_derived_projects_each_memory_in_its_own_scope(repository: Repository) -> None:
+    service, embedder = counting(repository)
+    service.ingest_event(event("evt-9", scope=OTHER_SCOPE))
+    service.ingest_derived(
+        event("evt-1"),
+        memories=[
+            memory("mem-other", ("evt-9",), scope=OTHER_SCOPE, content="elsewhere"),
+            memory("mem-here", content="here"),
+        ],
+    )
+    assert embedder.calls == [["elsewhere", "here"]]
+    assert service.semantic_status(OTHER_SCOPE).complete
+    assert service.semantic_status(SCOPE).complete
+
+
+def test_ingest_extracted_embeds_its_memories_and_claims_in_one_call(
+    repository: Repository,
+) -> None:
+    service, embedder = counting(repository)
+    text = (
+        "Canonical claim: subject=user:ada; predicate=prefers_theme; value=dark. "
+        "Canonical claim: subject=user:ada; predicate=likes; value=tea."
+    )
+    result = service.ingest_extracted(
+        event("evt-x", content=text),
+        CanonicalClaimExtractor(),
+        memories=[memory("mem-z", ("evt-x",), content="zeta"), memory("mem-y", ("evt-x",))],
+    )
+    assert len(result.claims) == 2
+    assert embedder.calls == [["zeta", "derived synthetic memory", *CLAIM_TEXTS]]
+    assert service.semantic_status(SCOPE).indexed == 4
+
+
+@pytest.mark.parametrize(("count", "batch_size"), [(7, 3), (6, 3), (5, 1), (3, 64), (64, 64)])
+def test_sync_calls_the_embedder_once_per_batch(
+    repository: Repository, count: int, batch_size: int
+) -> None:
+    service, embedder = counting(repository, auto_index=False)
+    contents = {f"mem-{i:02d}": f"note {i}" for i in range(count)}
+    materialize_all(service, contents)
+    assert embedder.calls == []
+    assert service.sync_semantic(SCOPE, batch_size=batch_size).complete
+    assert len(embedder.calls) == math.ceil(count / batch_size)
+    assert [len(texts) for texts in embedder.calls] == [
+        min(batch_size, count - start) for start in range(0, count, batch_size)
+    ]
+    assert [text for texts in embedder.calls for text in texts] == list(contents.values())
+
+
+def test_a_single_write_embeds_one_text_in_one_call(repository: Repository) -> None:
+    service, embedder = counting(repository)
+    materialize_all(service, {"mem-1": "concise answers"})
+    assert embedder.calls == [["concise answers"]]
+    service.materialize_claim(claim("claim-1"))
+    assert embedder.calls[1:] == [["user:ada prefers_theme dark"]]
+    assert service.index_semantic(SCOPE, ["mem-1", "claim-1"]) == 0
+    assert len(embedder.calls) == 2
+
+
+def test_restore_embeds_one_text_in_one_call(repository: Repository) -> None:
+    plain, _ = counting(repository, auto_index=False)
+    materialize_all(plain, {"mem-1": "concise answers", "mem-2": "tea"})
+    plain.govern(command(GovernanceAction.SEAL, "mem-1"))
+    service, embedder = counting(repository)
+    service.govern(command(GovernanceAction.RESTORE, "mem-1"))
+    assert embedder.calls == [["concise answers"]]
+
+
+def test_index_semantic_embeds_the_named_memories_in_one_call(repository: Repository) -> None:
+    service, embedder = counting(repository, auto_index=False)
+    materialize_all(service, {"mem-1": "a", "mem-2": "b", "mem-3": "c"})
+    assert service.index_semantic(SCOPE, ["mem-3", "missing", "mem-1", "mem-3"]) == 2
+    assert embedder.calls == [["c", "a"]]
+
+
+def test_batched_vectors_and_answers_equal_those_embedded_one_by_one(
+    repository: Repository,
+) -> None:
+    """The same memories, written as one ingest_derived in one scope and one by one in
+    another: every vector is the one of its own content, and searches agree."""
+    service, embedder = counting(repository, minimum_semantic_score=-1.0)
+    service.ingest_derived(event("evt-1"), **derived("a-"))  # type: ignore[arg-type]
+    assert len(embedder.calls) == 1
+    service.ingest_event(event("evt-2", scope=OTHER_SCOPE))
+    parts = derived("b-", scope=OTHER_SCOPE, event_id="evt-2")
+    for draft in parts["memories"]:  # type: ignore[attr-defined]
+        service.materialize_once(draft)
+    for draft in parts["claims"]:  # type: ignore[attr-defined]
+        service.materialize_claim(draft)
+    assert [len(texts) for texts in embedder.calls] == [6, 1, 1, 1, 1, 1, 1]
+
+    vectors = stored_vectors(repository)
+    batched = {m: blob for (scope, m), blob in vectors.items() if m.startswith("a-")}
+    single = {m: blob for (scope, m), blob in vectors.items() if m.startswith("b-")}
+    assert len(batched) == len(single) == 6
+    contents = {**DERIVED, "claim-z": CLAIM_TEXTS[0], "claim-y": CLAIM_TEXTS[1]}
+    for memory_id, content in contents.items():
+        assert batched["a-" + memory_id] == single["b-" + memory_id] == dense_blob(content)
+
+    for text in ("first note", "second", "tea", "user:ada"):
+        answers = []
+        for scope, prefix in ((SCOPE, "a-"), (OTHER_SCOPE, "b-")):
+            capsule = service.search(SearchQuery(scope, text, LATER, limit=10))
+            answers.append(
+                [
+                    (
+                        entry.memory_id.removeprefix(prefix),
+                        entry.score,
+                        [(s.source, s.rank, s.score) for s in entry.signals],
+                    )
+                    for entry in capsule.trace
+                ]
+            )
+        assert answers[0] == answers[1]
+        assert answers[0]
+
+
+def test_a_failing_batch_names_its_first_memory_and_keeps_the_write(
+    repository: Repository,
+) -> None:
+    service, embedder = counting(repository)
+    embedder.fail = True
+    with pytest.raises(
+        SemanticProjectionError, match=msg("semantic projection failed: the embedder failed: mem-c")
+    ) as caught:
+        service.ingest_derived(event("evt-1"), **derived())  # type: ignore[arg-type]
+    assert caught.value.memory_id == "mem-c"
+    assert caught.value.evidence_committed is True
+    assert isinstance(caught.value.__cause__, RuntimeError)
+    assert len(embedder.calls) == 1
+    assert service.get_memory(SCOPE, "mem-a").content == "first note"
+    status = service.semantic_status(SCOPE)
+    assert status.missing_count == 6 and status.indexed == 0
+    embedder.fail = False
+    assert service.sync_semantic(SCOPE).complete
+    assert [len(texts) for texts in embedder.calls] == [6, 6]

@@ -78,14 +78,18 @@ def frameworks(_offline: None) -> tuple[Any, Any]:
     return require("torch"), require("transformers")
 
 
-def save_tiny_model(directory: Path, frameworks: tuple[Any, Any], *, seed: int = 0) -> Path:
-    """Write a tiny random BERT encoder and its WordPiece tokenizer into ``directory``."""
+def save_tiny_model(
+    directory: Path, frameworks: tuple[Any, Any], *, seed: int = 0, lowercase: bool = True
+) -> Path:
+    """Write a tiny random BERT encoder and its WordPiece tokenizer into ``directory``
+    (the tokenizer lowercases its input unless ``lowercase`` is false; the weights depend
+    on ``seed`` only)."""
     torch, transformers = frameworks
     directory.mkdir(parents=True, exist_ok=True)
     vocab_file = directory / "vocab.txt"
     vocab_file.write_text("\n".join(VOCABULARY) + "\n", encoding="utf-8")
     tokenizer = transformers.BertTokenizerFast(
-        str(vocab_file), do_lower_case=True, model_max_length=512
+        str(vocab_file), do_lower_case=lowercase, model_max_length=512
     )
     tokenizer.save_pretrained(str(directory))
     torch.manual_seed(seed)
@@ -116,3 +120,10 @@ def model_factory(
 def tiny_model(model_factory: Callable[[int], Path]) -> Path:
     """One tiny model directory shared by the tests that do not change it."""
     return model_factory(0)
+
+
+@pytest.fixture(scope="session")
+def cased_model(tmp_path_factory: pytest.TempPathFactory, frameworks: tuple[Any, Any]) -> Path:
+    """The weights of ``tiny_model`` with a tokenizer that does not lowercase (so that
+    upper-case words are unknown to it)."""
+    return save_tiny_model(tmp_path_factory.mktemp("tiny-bert-cased"), frameworks, lowercase=False)

@@ -238,7 +238,8 @@ def test_a_missing_path_is_not_taken_for_a_hub_name(model: str) -> None:
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        ({"pooling": "max"}, 'pooling: must be "cls" or "mean"'),
+        ({"pooling": "median"}, 'pooling: must be "cls", "mean", "max" or "mean_sqrt_len"'),
+        ({"pooling": ""}, 'pooling: must be "cls", "mean", "max" or "mean_sqrt_len"'),
         ({"overflow_policy": "drop"}, 'overflow_policy: must be "error" or "truncate"'),
         ({"max_length": 0}, "max_length: must be an integer from 1 through 1000000"),
         ({"max_length": True}, "max_length: must be an integer from 1 through 1000000"),
@@ -246,6 +247,7 @@ def test_a_missing_path_is_not_taken_for_a_hub_name(model: str) -> None:
         ({"batch_size": 0}, "batch_size: must be an integer from 1 through 4096"),
         ({"batch_size": 4097}, "batch_size: must be an integer from 1 through 4096"),
         ({"normalize": 1}, "normalize: must be a bool"),
+        ({"lowercase": "yes"}, "lowercase: must be a bool"),
         ({"local_files_only": "yes"}, "local_files_only: must be a bool"),
         ({"device": ""}, "device: must be a non-empty string"),
         ({"query_prefix": None}, "query_prefix: must be a string"),

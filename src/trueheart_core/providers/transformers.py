@@ -4,8 +4,16 @@
 protocol with a transformer encoder (BERT-like) and its tokenizer: it tokenises each text
 (with an optional query or document prefix), runs the encoder on the CPU (or the device
 given) in evaluation mode without gradients, pools the last hidden state (``"cls"``: the
-first token; ``"mean"``: the mean over the attention mask) and, by default, scales each
-vector to unit length.
+first token; ``"mean"``: the mean over the attention mask; ``"max"``: the maximum of each
+component over the attention mask; ``"mean_sqrt_len"``: the masked sum divided by the
+square root of the number of tokens) and, by default, scales each vector to unit length.
+
+A model saved by sentence-transformers carries its own configuration, and the embedder
+reads it (see :class:`TransformersEmbedder`): ``sentence_bert_config.json``
+(``max_seq_length``, ``do_lower_case``), ``modules.json`` (Transformer, Pooling, optional
+Normalize) and the Pooling module's ``config.json``. Arguments given to the constructor
+win over the files; a configuration the embedder cannot reproduce exactly is refused
+with :class:`~trueheart_core.errors.ProviderError`.
 
 It needs the ``local-transformers`` extra (``torch`` and ``transformers``). They are
 imported when an embedder is constructed, never by ``import trueheart_core`` nor by
@@ -25,18 +33,21 @@ Offline rules:
 
 Input longer than ``max_length`` tokens (special tokens and prefix included) is refused
 with :class:`~trueheart_core.errors.ValidationError` unless ``overflow_policy`` is
-``"truncate"``; it is never truncated silently.
+``"truncate"``, which it is by default only when the model's ``sentence_bert_config.json``
+sets ``max_seq_length`` (sentence-transformers truncates there); the identity says which.
 """
 
 from __future__ import annotations
 
 import hashlib
 import importlib
+import json
 import math
 import os
 import re
 import stat
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from trueheart_core.domain.semantic.embedders import MAX_DIMENSIONS
@@ -57,6 +68,33 @@ _MAX_HUB_NAME_CHARS = 96
 # Tokenizers that do not know their limit report this huge placeholder instead.
 _UNKNOWN_LIMIT = 1_000_000_000
 _CHUNK = 1 << 20
+
+_Pooling = Literal["cls", "mean", "max", "mean_sqrt_len"]
+_POOLINGS = ("cls", "mean", "max", "mean_sqrt_len")
+_DEFAULT_POOLING = "mean"
+_DEFAULT_MAX_LENGTH = 512
+
+# The sentence-transformers files read from a model directory, and their limits.
+_MODULES = "modules.json"
+_SBERT_CONFIG = "sentence_bert_config.json"
+_DEFAULT_POOLING_PATH = "1_Pooling"
+_MAX_CONFIG_BYTES = 1 << 20
+_MODULE_KINDS = ("Transformer", "Pooling", "Normalize")
+_MODULE_PATH = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*")
+# Each pooling flag of a sentence-transformers Pooling config: its mode and its default
+# there when the key is missing.
+_POOLING_FLAGS = {
+    "pooling_mode_cls_token": ("cls", False),
+    "pooling_mode_mean_tokens": ("mean", True),
+    "pooling_mode_max_tokens": ("max", False),
+    "pooling_mode_mean_sqrt_len_tokens": ("mean_sqrt_len", False),
+}
+_UNSUPPORTED_POOLING_FLAGS = ("pooling_mode_weightedmean_tokens", "pooling_mode_lasttoken")
+_POOLING_KEYS = frozenset(
+    {*_POOLING_FLAGS, *_UNSUPPORTED_POOLING_FLAGS, "word_embedding_dimension", "include_prompt"}
+)
+_SBERT_KEYS = frozenset({"max_seq_length", "do_lower_case"})
+_UNREADABLE = "the sentence-transformers configuration could not be read"
 
 
 def local_transformers_artifact_sha256(path: str | os.PathLike[str]) -> str:
@@ -169,15 +207,46 @@ class TransformersEmbedder:
     """An :class:`~trueheart_core.domain.semantic.Embedder` over a local transformer encoder.
 
     ``model`` is a local directory or a hub name pinned by ``revision`` (a 40-character
-    lowercase hex commit). ``identity`` is
+    lowercase hex commit).
+
+    ``pooling``, ``max_length``, ``overflow_policy``, ``normalize`` and ``lowercase`` are
+    taken, in this order of precedence, from the argument when it is given (not
+    ``None``), from the model's sentence-transformers files when they say, and otherwise
+    from the defaults ``"mean"``, ``512``, ``"error"``, ``True`` and ``False``:
+
+    - ``sentence_bert_config.json``: ``max_seq_length`` gives ``max_length`` and makes
+      ``overflow_policy`` default to ``"truncate"``; ``do_lower_case`` gives
+      ``lowercase`` (every input, prefix included, is lowercased before it is
+      tokenised). No other key is accepted.
+    - ``modules.json``, when present, must list a Transformer module (in the directory
+      itself), a Pooling module and optionally a Normalize module, in that order; the
+      Pooling module's ``config.json`` (in its ``path``) is then required, and
+      ``normalize`` is true exactly when Normalize is listed. Without ``modules.json``,
+      ``1_Pooling/config.json`` is read when present and ``normalize`` keeps its default.
+    - The Pooling ``config.json`` must enable exactly one of ``pooling_mode_cls_token``,
+      ``pooling_mode_mean_tokens``, ``pooling_mode_max_tokens`` and
+      ``pooling_mode_mean_sqrt_len_tokens`` (a missing key takes its sentence-transformers
+      default: mean on, the others off); the weighted-mean and last-token modes,
+      ``include_prompt: false``, other keys, and a ``word_embedding_dimension`` other than
+      the model's hidden size are refused.
+
+    For a hub model the files are read from the local Hugging Face cache (and, with
+    ``local_files_only=False``, fetched when missing there); one absent from the cache
+    counts as absent. Any file that cannot be read, is not JSON, or says something the
+    embedder cannot reproduce raises :class:`ProviderError` naming the file and the rule,
+    never a path or a value.
+
+    ``identity`` is
     ``transformers:<name>@<version>:<pooling>:<max_length>:<overflow_policy>:<unit|raw>:<p>``
-    where ``<name>`` is the hub name (or ``sha256-`` and the first 16 hex characters of
-    its SHA-256 when the whole identity would exceed 128 characters) or ``local`` for a
-    directory, ``<version>`` the revision or the first 16 hex characters of the
-    directory's artifact digest, ``unit`` or ``raw`` the ``normalize`` flag, and ``<p>`` the
-    first 8 hex characters of the SHA-256 of the query prefix then the document prefix,
-    each as its UTF-8 length (8 bytes big-endian) and bytes. It never contains a path.
-    ``dimensions`` is the model's hidden size; ``normalized`` is ``normalize``.
+    followed by ``:lower`` when inputs are lowercased, where ``<name>`` is the hub name (or
+    ``sha256-`` and the first 16 hex characters of its SHA-256 when the whole identity
+    would exceed 128 characters) or ``local`` for a directory, ``<version>`` the revision
+    or the first 16 hex characters of the directory's artifact digest, ``unit`` or ``raw``
+    the effective ``normalize``, and ``<p>`` the first 8 hex characters of the SHA-256 of
+    the query prefix then the document prefix, each as its UTF-8 length (8 bytes
+    big-endian) and bytes. It names the effective configuration, wherever each part came
+    from, and never contains a path. ``dimensions`` is the model's hidden size;
+    ``normalized`` is the effective ``normalize``.
 
     Vectors are deterministic for the same texts in the same batches; because padding
     changes the shape of the computation, a text's vector can differ in its last bits
@@ -191,6 +260,7 @@ class TransformersEmbedder:
         "_dimensions",
         "_document_prefix",
         "_identity",
+        "_lowercase",
         "_max_length",
         "_model",
         "_normalize",
@@ -206,31 +276,35 @@ class TransformersEmbedder:
         model: str,
         *,
         revision: str | None = None,
-        pooling: Literal["cls", "mean"] = "mean",
+        pooling: _Pooling | None = None,
         query_prefix: str = "",
         document_prefix: str = "",
-        max_length: int = 512,
-        overflow_policy: Literal["error", "truncate"] = "error",
+        max_length: int | None = None,
+        overflow_policy: Literal["error", "truncate"] | None = None,
         local_files_only: bool = True,
         local_artifact_sha256: str | None = None,
         batch_size: int = 32,
-        normalize: bool = True,
+        normalize: bool | None = None,
+        lowercase: bool | None = None,
         device: str = "cpu",
     ) -> None:
-        if pooling not in ("cls", "mean"):
-            raise ValidationError("pooling", 'must be "cls" or "mean"')
-        if overflow_policy not in ("error", "truncate"):
+        if pooling is not None and pooling not in _POOLINGS:
+            raise ValidationError("pooling", 'must be "cls", "mean", "max" or "mean_sqrt_len"')
+        if overflow_policy is not None and overflow_policy not in ("error", "truncate"):
             raise ValidationError("overflow_policy", 'must be "error" or "truncate"')
         prefixes = _framed(
             _string("query_prefix", query_prefix).encode("utf-8"),
             _string("document_prefix", document_prefix).encode("utf-8"),
         )
-        max_length = _bounded_int("max_length", max_length, 1, MAX_LENGTH_LIMIT)
+        if max_length is not None:
+            max_length = _bounded_int("max_length", max_length, 1, MAX_LENGTH_LIMIT)
         batch_size = _bounded_int("batch_size", batch_size, 1, MAX_BATCH_SIZE)
         if not isinstance(local_files_only, bool):
             raise ValidationError("local_files_only", "must be a bool")
-        if not isinstance(normalize, bool):
+        if normalize is not None and not isinstance(normalize, bool):
             raise ValidationError("normalize", "must be a bool")
+        if lowercase is not None and not isinstance(lowercase, bool):
+            raise ValidationError("lowercase", "must be a bool")
         if not isinstance(device, str) or not device:
             raise ValidationError("device", "must be a non-empty string")
         if local_artifact_sha256 is not None and (
@@ -260,9 +334,22 @@ class TransformersEmbedder:
             if local_artifact_sha256 is not None and digest != local_artifact_sha256:
                 raise ProviderError("local model artifact digest mismatch")
             name, version = "local", digest[:16]
+            declared = _declared(_directory_reader(source))
         else:
             source = model
             name, version = model, str(revision)
+            declared = _declared(_hub_reader(source, str(revision), local_files_only))
+
+        chosen: str = pooling or declared.pooling or _DEFAULT_POOLING
+        if normalize is None:
+            normalize = True if declared.normalize is None else declared.normalize
+        if overflow_policy is None:
+            overflow_policy = "error" if declared.max_seq_length is None else "truncate"
+        if lowercase is None:
+            lowercase = declared.lowercase
+        max_length_declared = max_length is None and declared.max_seq_length is not None
+        if max_length is None:
+            max_length = declared.max_seq_length or _DEFAULT_MAX_LENGTH
 
         tokenizer, encoder = _load(transformers, source, revision, local_files_only, device)
         dimensions = getattr(encoder.config, "hidden_size", None)
@@ -270,14 +357,24 @@ class TransformersEmbedder:
             raise ProviderError("the model does not declare its hidden size")
         if not 1 <= dimensions <= MAX_DIMENSIONS:
             raise ProviderError("the model's hidden size is not supported")
+        if declared.dimension is not None and declared.dimension != dimensions:
+            raise _refused(
+                "pooling config.json", "word_embedding_dimension is not the model's hidden size"
+            )
         if max_length > _input_limit(tokenizer, encoder):
+            if max_length_declared:
+                raise _refused(
+                    _SBERT_CONFIG, "max_seq_length exceeds the model's maximum input length"
+                )
             raise ValidationError("max_length", "exceeds the model's maximum input length")
         if max_length <= int(tokenizer.num_special_tokens_to_add(pair=False)):
+            if max_length_declared:
+                raise _refused(_SBERT_CONFIG, "max_seq_length leaves no room for text")
             raise ValidationError("max_length", "leaves no room for text")
 
         options = (
-            f"{pooling}:{max_length}:{overflow_policy}:{'unit' if normalize else 'raw'}:"
-            f"{hashlib.sha256(prefixes).hexdigest()[:8]}"
+            f"{chosen}:{max_length}:{overflow_policy}:{'unit' if normalize else 'raw'}:"
+            f"{hashlib.sha256(prefixes).hexdigest()[:8]}{':lower' if lowercase else ''}"
         )
         identity = f"transformers:{name}@{version}:{options}"
         if len(identity) > MAX_IDENTITY_CHARS:
@@ -290,13 +387,14 @@ class TransformersEmbedder:
         self._device = device
         self._identity = identity
         self._dimensions = dimensions
-        self._pooling = pooling
+        self._pooling = chosen
         self._query_prefix = query_prefix
         self._document_prefix = document_prefix
         self._max_length = max_length
         self._truncate = overflow_policy == "truncate"
         self._batch_size = batch_size
         self._normalize = normalize
+        self._lowercase = lowercase
 
     @property
     def identity(self) -> str:
@@ -314,7 +412,7 @@ class TransformersEmbedder:
         """One vector per text (each preceded by ``document_prefix``), in order."""
         if isinstance(texts, str) or not isinstance(texts, Sequence):
             raise ValidationError("texts", "must be a sequence of strings")
-        inputs = [self._document_prefix + _string("text", text) for text in texts]
+        inputs = [self._input(self._document_prefix, text) for text in texts]
         vectors: list[list[float]] = []
         for start in range(0, len(inputs), self._batch_size):
             vectors.extend(self._embed(inputs[start : start + self._batch_size]))
@@ -322,7 +420,13 @@ class TransformersEmbedder:
 
     def embed_query(self, text: str) -> list[float]:
         """The vector of a search text (preceded by ``query_prefix``)."""
-        return self._embed([self._query_prefix + _string("text", text)])[0]
+        return self._embed([self._input(self._query_prefix, text)])[0]
+
+    def _input(self, prefix: str, text: object) -> str:
+        """What is tokenised for ``text``: the prefix and the text, lowercased when the
+        model's configuration says so."""
+        joined = prefix + _string("text", text)
+        return joined.lower() if self._lowercase else joined
 
     def _embed(self, batch: list[str]) -> list[list[float]]:
         torch = self._torch
@@ -343,11 +447,7 @@ class TransformersEmbedder:
         encoded = {key: value.to(self._device) for key, value in encoded.items()}
         with torch.no_grad():
             hidden = self._model(**encoded)[0]
-            if self._pooling == "cls":
-                pooled = hidden[:, 0]
-            else:
-                mask = encoded["attention_mask"].unsqueeze(-1).to(hidden.dtype)
-                pooled = (hidden * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1.0)
+            pooled = _pool(self._pooling, hidden, encoded["attention_mask"])
             pooled = pooled.to(device="cpu", dtype=torch.float64)
             if self._normalize:
                 pooled = torch.nn.functional.normalize(pooled, p=2.0, dim=1)
@@ -358,6 +458,207 @@ class TransformersEmbedder:
 
     def __repr__(self) -> str:
         return f"TransformersEmbedder(identity={self._identity!r})"
+
+
+def _pool(pooling: str, hidden: Any, attention_mask: Any) -> Any:
+    """One vector per text from the last hidden state (batch, tokens, hidden), over the
+    tokens of ``attention_mask`` (padding never counts)."""
+    if pooling == "cls":
+        return hidden[:, 0]
+    mask = attention_mask.unsqueeze(-1)
+    if pooling == "max":
+        return hidden.masked_fill(mask == 0, -1e9).amax(dim=1)
+    weights = mask.to(hidden.dtype)
+    summed = (hidden * weights).sum(dim=1)
+    counts = weights.sum(dim=1).clamp(min=1.0)
+    return summed / (counts.sqrt() if pooling == "mean_sqrt_len" else counts)
+
+
+# --- the sentence-transformers configuration of a model ----------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Declared:
+    """What a model's sentence-transformers files say (``None``: they do not say)."""
+
+    pooling: str | None = None
+    dimension: int | None = None
+    max_seq_length: int | None = None
+    lowercase: bool = False
+    normalize: bool | None = None
+
+
+def _refused(label: str, rule: str) -> ProviderError:
+    return ProviderError(f"sentence-transformers {label}: {rule}")
+
+
+def _declared(read: Callable[[str], bytes | None]) -> _Declared:
+    """Read and check the sentence-transformers files through ``read`` (which returns a
+    file's bytes by its relative path, or ``None`` when it is absent)."""
+    max_seq_length, lowercase = _sbert_settings(_json(read, _SBERT_CONFIG, _SBERT_CONFIG))
+    modules = _json(read, _MODULES, _MODULES)
+    normalize: bool | None = None
+    if modules is None:
+        pooling_config = _json(read, f"{_DEFAULT_POOLING_PATH}/config.json", "pooling config.json")
+    else:
+        pooling_path, normalize = _module_layout(modules)
+        pooling_config = _json(read, f"{pooling_path}/config.json", "pooling config.json")
+        if pooling_config is None:
+            raise _refused(_MODULES, "names a Pooling module without a config.json")
+    if pooling_config is None:
+        return _Declared(None, None, max_seq_length, lowercase, normalize)
+    pooling, dimension = _pooling_settings(pooling_config)
+    return _Declared(pooling, dimension, max_seq_length, lowercase, normalize)
+
+
+def _json(read: Callable[[str], bytes | None], relative: str, label: str) -> object:
+    data = read(relative)
+    if data is None:
+        return None
+    if len(data) > _MAX_CONFIG_BYTES:
+        raise _refused(label, "is too large")
+
+    def unique(pairs: list[tuple[str, object]]) -> dict[str, object]:
+        result = dict(pairs)
+        if len(result) != len(pairs):
+            raise _refused(label, "repeats a key")
+        return result
+
+    def constant(name: str) -> object:
+        raise _refused(label, "is not valid JSON")
+
+    try:
+        parsed: object = json.loads(
+            data.decode("utf-8"), object_pairs_hook=unique, parse_constant=constant
+        )
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        raise _refused(label, "is not valid JSON") from None
+    if parsed is None:
+        raise _refused(label, "must not be null")
+    return parsed
+
+
+def _sbert_settings(config: object) -> tuple[int | None, bool]:
+    """``max_seq_length`` (``None``: not set) and ``do_lower_case``."""
+    if config is None:
+        return None, False
+    if not isinstance(config, dict):
+        raise _refused(_SBERT_CONFIG, "must be a JSON object")
+    if not set(config) <= _SBERT_KEYS:
+        raise _refused(_SBERT_CONFIG, "holds a setting other than max_seq_length and do_lower_case")
+    max_seq_length = config.get("max_seq_length")
+    if max_seq_length is not None and (
+        isinstance(max_seq_length, bool)
+        or not isinstance(max_seq_length, int)
+        or not 1 <= max_seq_length <= MAX_LENGTH_LIMIT
+    ):
+        raise _refused(
+            _SBERT_CONFIG, f"max_seq_length must be an integer from 1 through {MAX_LENGTH_LIMIT}"
+        )
+    lowercase = config.get("do_lower_case", False)
+    if not isinstance(lowercase, bool):
+        raise _refused(_SBERT_CONFIG, "do_lower_case must be true or false")
+    return max_seq_length, lowercase
+
+
+def _module_layout(modules: object) -> tuple[str, bool]:
+    """The Pooling module's path and whether a Normalize module follows it."""
+    if not isinstance(modules, list) or not modules:
+        raise _refused(_MODULES, "must be a non-empty list of modules")
+    kinds: list[str] = []
+    paths: list[str] = []
+    for entry in modules:
+        kind = entry.get("type") if isinstance(entry, dict) else None
+        if not isinstance(kind, str):
+            raise _refused(_MODULES, "must give every module a type")
+        package, _, kind = kind.rpartition(".")
+        if not package.startswith("sentence_transformers") or kind not in _MODULE_KINDS:
+            raise _refused(_MODULES, "lists a module other than Transformer, Pooling and Normalize")
+        path = entry.get("path", "")
+        if not isinstance(path, str):
+            raise _refused(_MODULES, "must give every module's path as a string")
+        kinds.append(kind)
+        paths.append(path)
+    if kinds not in (["Transformer", "Pooling"], ["Transformer", "Pooling", "Normalize"]):
+        raise _refused(
+            _MODULES, "must list Transformer, Pooling and optionally Normalize, in that order"
+        )
+    if paths[0] != "":
+        raise _refused(_MODULES, "must keep the Transformer module in the model directory")
+    if _MODULE_PATH.fullmatch(paths[1]) is None:
+        raise _refused(_MODULES, "must keep the Pooling module in a subdirectory of the model")
+    return paths[1], len(kinds) == 3
+
+
+def _pooling_settings(config: object) -> tuple[str, int | None]:
+    """The one pooling mode and the declared ``word_embedding_dimension``."""
+    label = "pooling config.json"
+    if not isinstance(config, dict):
+        raise _refused(label, "must be a JSON object")
+    if not set(config) <= _POOLING_KEYS:
+        raise _refused(label, "holds a setting this embedder does not know")
+    for key in (*_POOLING_FLAGS, *_UNSUPPORTED_POOLING_FLAGS, "include_prompt"):
+        if key in config and not isinstance(config[key], bool):
+            raise _refused(label, f"{key} must be true or false")
+    for key in _UNSUPPORTED_POOLING_FLAGS:
+        if config.get(key, False):
+            raise _refused(label, f"{key} is not supported")
+    if not config.get("include_prompt", True):
+        raise _refused(label, "include_prompt false is not supported")
+    modes = [mode for key, (mode, default) in _POOLING_FLAGS.items() if config.get(key, default)]
+    if not modes:
+        raise _refused(label, "enables no pooling mode")
+    if len(modes) > 1:
+        raise _refused(label, "enables more than one pooling mode, which is not supported")
+    dimension = config.get("word_embedding_dimension")
+    if dimension is not None and (isinstance(dimension, bool) or not isinstance(dimension, int)):
+        raise _refused(label, "word_embedding_dimension must be an integer")
+    return modes[0], dimension
+
+
+def _read_file(path: str) -> bytes | None:
+    """A small file's bytes (at most one byte past the limit), or ``None`` if absent."""
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(_MAX_CONFIG_BYTES + 1)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as exc:
+        raise ProviderError(_UNREADABLE) from exc
+
+
+def _directory_reader(root: str) -> Callable[[str], bytes | None]:
+    def read(relative: str) -> bytes | None:
+        return _read_file(os.path.join(root, *relative.split("/")))
+
+    return read
+
+
+def _hub_reader(
+    repo_id: str, revision: str, local_files_only: bool
+) -> Callable[[str], bytes | None]:
+    """Read a hub model's files from the local cache, fetching them only when
+    ``local_files_only`` is false; a file the hub does not hold is absent."""
+    try:
+        hub = importlib.import_module("huggingface_hub")
+        hub_utils = importlib.import_module("huggingface_hub.utils")
+    except ImportError:
+        raise ProviderError("the local-transformers extra is not installed") from None
+
+    def read(relative: str) -> bytes | None:
+        try:
+            path = hub.try_to_load_from_cache(repo_id, relative, revision=revision)
+            if path is None and not local_files_only:
+                path = hub.hf_hub_download(repo_id, relative, revision=revision)
+        except hub_utils.LocalEntryNotFoundError as exc:
+            raise ProviderError(_UNREADABLE) from exc
+        except hub_utils.EntryNotFoundError:
+            return None
+        except Exception as exc:
+            raise ProviderError(_UNREADABLE) from exc
+        return _read_file(path) if isinstance(path, str) else None
+
+    return read
 
 
 def _is_directory(model: object) -> bool:

@@ -166,30 +166,34 @@ def _row(
 
 
 def pending(
-    uow: UnitOfWork, space: Space, scope: Scope, memory_ids: Sequence[str]
+    uow: UnitOfWork, space: Space, targets: Sequence[tuple[Scope, str]]
 ) -> list[MemoryRecord]:
-    """Those of ``memory_ids`` that are active in ``scope`` and lack a vector of the
-    current space computed from their content, verified, in ``memory_id`` order."""
-    key = scope_key(scope)
+    """Those of ``targets`` (scope and memory ID pairs) that are active in their scope
+    and lack a vector of the current space computed from their content, verified, in the
+    order of ``targets`` (a repeated pair counts once)."""
     store = vectors_of(uow)
     current = store.current_space()
     current_id = current.space_id if current is not None and space.matches(current) else None
-    rows = uow.memories.get_many(key, sorted(set(memory_ids)))
-    rows.sort(key=lambda r: str(r.memory_id))
-    edges = loading.edges_by_memory(uow.memories.edges(key, [r.memory_id for r in rows]))
-    have = store.keys(key, [r.memory_id for r in rows])
-    todo = []
-    for row in rows:
-        if row.status != MemoryStatus.ACTIVE.value:
-            continue
-        memory = loading.memory(row, edges[row.memory_id], scope, "invalid memory record")
-        if have.get(memory.memory_id) != (current_id, policy.content_hash(memory.content)):
-            todo.append(memory)
-    return todo
+    order = list(dict.fromkeys(targets))
+    found: dict[tuple[Scope, str], MemoryRecord] = {}
+    for scope in sorted({scope for scope, _ in order}, key=scope_key):
+        key = scope_key(scope)
+        rows = uow.memories.get_many(key, sorted({m for s, m in order if s == scope}))
+        rows.sort(key=lambda r: str(r.memory_id))
+        edges = loading.edges_by_memory(uow.memories.edges(key, [r.memory_id for r in rows]))
+        have = store.keys(key, [r.memory_id for r in rows])
+        for row in rows:
+            if row.status != MemoryStatus.ACTIVE.value:
+                continue
+            memory = loading.memory(row, edges[row.memory_id], scope, "invalid memory record")
+            if have.get(memory.memory_id) != (current_id, policy.content_hash(memory.content)):
+                found[(scope, memory.memory_id)] = memory
+    return [found[target] for target in order if target in found]
 
 
 def compute(embedder: Embedder, space: Space, todo: Sequence[MemoryRecord]) -> list[bytes]:
-    """The packed vectors of ``todo`` (outside any transaction). Raises
+    """The packed vectors of ``todo`` (outside any transaction), from ONE call of the
+    embedder's ``embed_documents`` with their contents in order. Raises
     ``SemanticProjectionError`` naming the first memory when the embedder fails or
     breaks its contract."""
     try:

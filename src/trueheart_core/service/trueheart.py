@@ -111,8 +111,9 @@ class TrueHeart:
     vector space in the store; a store whose current space is another embedder's is
     refused with ``EmbedderMismatch`` unless ``replace_semantic_space`` is true (then
     every existing vector becomes stale, is never scanned, and ``sync_semantic``
-    replaces it). With ``auto_index`` every write that creates or restores a memory is
-    followed, after it commits, by the projection of that memory. Searches fuse the
+    replaces it). With ``auto_index`` every write that creates or restores memories is
+    followed, after it commits, by their projection: one ``embed_documents`` call for
+    all the memories and claims of the write, in the order written. Searches fuse the
     lexical ranking with an exact cosine scan of at most ``semantic_scan_cap`` vectors
     (matches need ``minimum_semantic_score``), and with the ``reranker``'s order of the
     best ``rerank_limit`` candidates, weighted ``reranker_weight``. See ``docs/semantic.md``.
@@ -235,7 +236,7 @@ class TrueHeart:
         with self._repository.unit_of_work("materialize", write=True) as uow:
             record = writing.materialize(uow, draft)
             uow.commit()
-        self._project_after_write(record.scope, (record.memory_id,))
+        self._project_after_write(((record.scope, record.memory_id),))
         return record
 
     # --- recall ----------------------------------------------------------------------------
@@ -265,7 +266,7 @@ class TrueHeart:
         with self._repository.unit_of_work("materialize", write=True) as uow:
             record = claiming.materialize(uow, draft)
             uow.commit()
-        self._project_after_write(record.scope, (record.claim_id,))
+        self._project_after_write(((record.scope, record.claim_id),))
         return record
 
     def claims(self, query: ClaimQuery) -> ClaimSet:
@@ -302,9 +303,7 @@ class TrueHeart:
             stored = tuple(writing.materialize(uow, d) for d in memory_drafts)
             claimed = tuple(claiming.materialize(uow, d) for d in claim_drafts)
             uow.commit()
-        self._project_after_write(
-            draft.scope, tuple(m.memory_id for m in stored) + tuple(c.claim_id for c in claimed)
-        )
+        self._project_after_write(_targets(stored, claimed))
         return IngestResult(receipt, stored, claimed)
 
     def ingest_extracted(
@@ -347,10 +346,7 @@ class TrueHeart:
             claims = tuple(claiming.materialize(uow, d) for d in drafts)
             stored = claiming.record_extraction(uow, record)
             uow.commit()
-        self._project_after_write(
-            draft.scope,
-            tuple(m.memory_id for m in stored_memories) + tuple(c.claim_id for c in claims),
-        )
+        self._project_after_write(_targets(stored_memories, claims))
         return ExtractionResult(receipt, claims, stored, stored_memories)
 
     def get_claims(
@@ -491,12 +487,14 @@ class TrueHeart:
         except RepositoryReadOnly:
             pass
 
-    def _project(self, scope: Scope, memory_ids: Sequence[str]) -> int:
-        """Project the memories that need it: read them in one unit, call the embedder
-        with no transaction open, store the vectors in a second unit."""
+    def _project(self, targets: Sequence[tuple[Scope, str]]) -> int:
+        """Project those of ``targets`` (scope and memory ID pairs) that need it: read
+        them in one unit, call the embedder's ``embed_documents`` ONCE with all their
+        contents (in the order of ``targets``) with no transaction open, and store the
+        vectors in a second unit. A failure names the first memory of that order."""
         settings = self._settings()
         with self._repository.unit_of_work("read", write=False) as uow:
-            todo = projecting.pending(uow, settings.space, scope, memory_ids)
+            todo = projecting.pending(uow, settings.space, targets)
         if not todo:
             return 0
         blobs = projecting.compute(settings.embedder, settings.space, todo)
@@ -510,9 +508,10 @@ class TrueHeart:
             ) from error
         return stored
 
-    def _project_after_write(self, scope: Scope, memory_ids: Sequence[str]) -> None:
-        if self._auto_index and memory_ids:
-            self._project(scope, memory_ids)
+    def _project_after_write(self, targets: Sequence[tuple[Scope, str]]) -> None:
+        """After a write committed: project what it created or restored, as one batch."""
+        if self._auto_index and targets:
+            self._project(targets)
 
     def _settings(self) -> hybrid.SemanticSearch:
         if self._semantic is None:
@@ -521,7 +520,8 @@ class TrueHeart:
 
     def index_semantic(self, scope: Scope, memory_ids: Sequence[str]) -> int:
         """Project those of ``memory_ids`` that are active in the exact scope and lack a
-        current vector; returns how many vectors were stored. Raises
+        current vector, with one ``embed_documents`` call (in the order given); returns
+        how many vectors were stored. Raises
         ``SemanticProjectionError`` if the embedder fails (vectors stored earlier stay)."""
         settings = self._settings()
         if not isinstance(scope, Scope):
@@ -530,7 +530,7 @@ class TrueHeart:
             "memory_ids", tuple(memory_ids) if isinstance(memory_ids, list) else memory_ids
         )
         projecting.check_unchanged(settings.embedder, settings.space)
-        return self._project(scope, ids)
+        return self._project([(scope, memory_id) for memory_id in ids])
 
     def semantic_status(self, scope: Scope) -> SemanticStatus:
         """How far the scope's active memories and claims are projected: the IDs without
@@ -570,7 +570,7 @@ class TrueHeart:
         done = 0
         for start in range(0, len(todo), batch_size):
             batch = todo[start : start + batch_size]
-            self._project(scope, batch)
+            self._project([(scope, memory_id) for memory_id in batch])
             done += len(batch)
             if progress is not None:
                 progress(done, len(todo))
@@ -609,7 +609,7 @@ class TrueHeart:
             )
             uow.commit()
         if command.action is GovernanceAction.RESTORE:
-            self._project_after_write(command.scope, (command.entity_id,))
+            self._project_after_write(((command.scope, command.entity_id),))
         return GovernanceResult(command, tuple(sorted(affected)), tuple(removed))
 
     # --- expire ----------------------------------------------------------------------------
@@ -778,6 +778,16 @@ def _drafts(field: str, value: object, kind: type[_D]) -> tuple[_D, ...]:
     if not isinstance(value, list | tuple) or not all(isinstance(d, kind) for d in value):
         raise ValidationError(field, f"must be a list or tuple of {kind.__name__}")
     return tuple(value)
+
+
+def _targets(
+    memories: Sequence[MemoryRecord], claims: Sequence[ClaimRecord]
+) -> tuple[tuple[Scope, str], ...]:
+    """What a write that stored ``memories`` then ``claims`` projects, in that order, each
+    in its own scope."""
+    return tuple((m.scope, m.memory_id) for m in memories) + tuple(
+        (c.scope, c.claim_id) for c in claims
+    )
 
 
 def _source_mapping(value: object) -> dict[str, str]:
