@@ -185,14 +185,23 @@ class SQLiteSearch(Role):
         sid = self._scope_id(scope)
         if sid is None or not terms:
             return {}
-        ids = self.term_ids(sid, terms)
-        found: dict[int, int] = {}
-        for term, term_id in ids.items():
-            row = self._conn.execute(
-                "SELECT df FROM search_terms WHERE term_id = ?", (term_id,)
-            ).fetchone()
-            found[term] = row[0]
-        return found
+        # The keys drive the join, one probe of the lookup index each: a search asks for
+        # hundreds of corrections at once, most of them held by no memory.
+        first: dict[int, tuple[int, int]] = {}
+        for start in range(0, len(terms), CHUNK):
+            chunk = list(terms[start : start + CHUNK])
+            values = ", ".join("(?)" for _ in chunk)
+            for term_id, term, df in self._conn.execute(
+                f"WITH k (term) AS (VALUES {values}) "
+                "SELECT t.term_id, t.term, t.df "
+                "FROM k CROSS JOIN search_terms t INDEXED BY search_terms_lookup "
+                "ON t.scope_id = ? AND t.bucket = k.term & 65535 AND t.term = k.term",
+                [*chunk, sid],
+            ):
+                # A key stored twice is corruption (verify reports it); take the first.
+                if term not in first or term_id < first[term][0]:
+                    first[term] = (term_id, df)
+        return {term: df for term, (_, df) in first.items()}
 
     def candidates(
         self,
