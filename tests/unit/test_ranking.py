@@ -16,6 +16,11 @@ def test_bm25_parameters_are_the_documented_ones() -> None:
     assert ranking.BM25_B == 0.75
 
 
+def test_a_correction_weighs_half_a_word() -> None:
+    # A power of two: a correction's score is exactly half the word's, bit for bit.
+    assert ranking.CORRECTION_WEIGHT == 0.5
+
+
 @pytest.mark.parametrize(
     ("documents", "frequency", "expected"),
     [

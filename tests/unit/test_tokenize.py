@@ -14,6 +14,7 @@ from trueheart_core.domain.search.tokenize import (
     term_counts,
     term_key,
     tokenize,
+    unspaced,
 )
 
 # --- normalisation: NFKC, then case folding ---------------------------------------------
@@ -131,6 +132,18 @@ def test_korean_hangul_words_stay_words() -> None:
 )
 def test_unspaced_scripts_become_overlapping_bigrams(text: str, terms: list[str]) -> None:
     assert tokenize(text) == terms
+
+
+@pytest.mark.parametrize("char", ["東", "か", "カ", "ภ", "\u3005"])
+def test_unspaced_names_the_scripts_of_the_bigram_rule(char: str) -> None:
+    assert unspaced(char)
+    assert tokenize(char * 3) == [char * 2, char * 2]
+
+
+@pytest.mark.parametrize("char", ["a", "é", "한", "д", "1", "\u0301", " "])
+def test_other_characters_are_not_unspaced(char: str) -> None:
+    assert not unspaced(char)
+    assert tokenize("x" + char * 3) in (["x" + char * 3], ["x"])  # one word, or a separator
 
 
 def test_half_width_katakana_is_normalised_before_bigrams() -> None:

@@ -13,6 +13,14 @@ memory ``d``::
 The statistics describe the scope's searchable set, whatever ``as_of`` says; time,
 kind and trust filters then choose among the matches.
 
+Spelling tolerance: a query word that no memory of the scope holds, and that
+``spelling.correctable`` accepts, is replaced by its *corrections*, the terms of the
+scope one edit away from it (``spelling.corrections``). Each distinct correction that is
+not itself a query word counts as a query term with the weight
+``CORRECTION_WEIGHT * idf(t)`` instead of ``idf(t)``. A query whose words all occur in
+the scope is therefore scored exactly as above, and a memory that holds all of them
+outranks every memory that matches only corrections (there are none then).
+
 Clarity and trust do not scale relevance. The order is lexicographic: score
 descending, then clarity at ``as_of`` descending, then ``created_at`` descending, then
 ``memory_id`` ascending (code-point order). A memory that matches the question better
@@ -28,6 +36,7 @@ import math
 __all__ = [
     "BM25_B",
     "BM25_K1",
+    "CORRECTION_WEIGHT",
     "average_length",
     "bm25_term",
     "candidate_window",
@@ -37,6 +46,11 @@ __all__ = [
 
 BM25_K1 = 1.2
 BM25_B = 0.75
+CORRECTION_WEIGHT = 0.5
+"""The factor of a correction's weight: a memory that holds what the query may have
+meant is evidence, but weaker than one that holds what it says. Of 0.3 to 1.0, 0.5
+ranked misspelt questions best while leaving the other kinds of question where they
+were (docs/search.md, "Spelling tolerance")."""
 WINDOW_FACTOR = 2
 
 

@@ -27,7 +27,14 @@ import unicodedata
 from collections import Counter
 from collections.abc import Iterable
 
-__all__ = ["MAX_TERM_CHARS", "TOKENIZER_ID", "term_counts", "term_key", "tokenize"]
+__all__ = [
+    "MAX_TERM_CHARS",
+    "TOKENIZER_ID",
+    "term_counts",
+    "term_key",
+    "tokenize",
+    "unspaced",
+]
 
 MAX_TERM_CHARS = 64
 TOKENIZER_ID = "th-lex-1"
@@ -64,7 +71,9 @@ _NO_SPACE_RANGES: tuple[tuple[int, int], ...] = (
 )
 
 
-def _no_space(char: str) -> bool:
+def unspaced(char: str) -> bool:
+    """Whether ``char`` is of a script written without spaces (rule 3): its runs become
+    bigrams."""
     point = ord(char)
     if point < 0x0E00:
         return False
@@ -79,12 +88,12 @@ def _split_word(word: str) -> Iterable[str]:
     start = 0
     length = len(word)
     while start < length:
-        unspaced = _no_space(word[start])
+        run_unspaced = unspaced(word[start])
         end = start + 1
-        while end < length and (_no_space(word[end]) == unspaced or _is_mark(word[end])):
+        while end < length and (unspaced(word[end]) == run_unspaced or _is_mark(word[end])):
             end += 1
         part = word[start:end]
-        if not unspaced:
+        if not run_unspaced:
             yield part[:MAX_TERM_CHARS]
         elif len(part) == 1:
             yield part
@@ -118,9 +127,17 @@ def tokenize(text: str) -> list[str]:
     return terms
 
 
+_TERM_HASH = hashlib.blake2b(digest_size=8, person=b"trueheart.term")
+
+
 def term_key(term: str) -> int:
-    """The stored key of a term: a signed 64-bit BLAKE2b hash of its UTF-8 bytes."""
-    digest = hashlib.blake2b(term.encode("utf-8"), digest_size=8, person=b"trueheart.term")
+    """The stored key of a term: a signed 64-bit BLAKE2b hash of its UTF-8 bytes.
+
+    Computed from a copy of one prepared hash object (the parameters set once), which
+    is cheaper than a new object per term: a query's corrections are hashed by the
+    hundred."""
+    digest = _TERM_HASH.copy()
+    digest.update(term.encode("utf-8"))
     return int.from_bytes(digest.digest(), "big", signed=True)
 
 
