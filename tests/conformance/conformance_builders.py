@@ -226,6 +226,7 @@ def assert_not_chained(error: BaseException) -> None:
 
 BM25_K1 = 1.2
 BM25_B = 0.75
+CORRECTION_WEIGHT = 0.5
 
 
 def ascii_terms(text: str) -> list[str]:
@@ -234,23 +235,63 @@ def ascii_terms(text: str) -> list[str]:
     return re.findall(r"[a-z0-9]+", text.lower())
 
 
-def bm25_reference(query: str, corpus: Sequence[str], document: str) -> float:
-    """Okapi BM25 (k1 = 1.2, b = 0.75) of ``document`` within ``corpus`` (the scope's
-    searchable contents, ``document`` among them), each distinct query term once."""
-    assert document in corpus
-    docs = [ascii_terms(text) for text in corpus]
+def edit_distance(a: str, b: str) -> int:
+    """The optimal string alignment distance: the fewest deletions, insertions,
+    replacements and transpositions of adjacent characters (each character edited at
+    most once) that turn ``a`` into ``b``; computed by dynamic programming."""
+    rows = [[0] * (len(b) + 1) for _ in range(len(a) + 1)]
+    for i in range(len(a) + 1):
+        rows[i][0] = i
+    for j in range(len(b) + 1):
+        rows[0][j] = j
+    for i in range(1, len(a) + 1):
+        for j in range(1, len(b) + 1):
+            cost = 0 if a[i - 1] == b[j - 1] else 1
+            rows[i][j] = min(rows[i - 1][j] + 1, rows[i][j - 1] + 1, rows[i - 1][j - 1] + cost)
+            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                rows[i][j] = min(rows[i][j], rows[i - 2][j - 2] + 1)
+    return rows[len(a)][len(b)]
+
+
+def reference_weights(query: str, corpus: Sequence[str]) -> dict[str, float]:
+    """The weighted query terms of the documented lexical ranking, for ASCII text: each
+    distinct query word that some memory of ``corpus`` holds, at its idf; and for each
+    distinct query word of three letters or more, letters only, that none holds, every
+    word of the corpus (letters only) one edit away from it, at half its idf, unless it
+    is itself a query word."""
+    docs = [set(ascii_terms(text)) for text in corpus]
+    vocabulary = set().union(*docs)
     count = len(docs)
-    average = sum(len(terms) for terms in docs) / count
+
+    def idf(term: str) -> float:
+        df = sum(1 for doc in docs if term in doc)
+        return math.log(1.0 + (count - df + 0.5) / (df + 0.5))
+
+    words = set(ascii_terms(query))
+    weights = {word: idf(word) for word in words if word in vocabulary}
+    for word in sorted(words - vocabulary):
+        if len(word) < 3 or not word.isalpha():
+            continue
+        for other in sorted(vocabulary - words):
+            if other.isalpha() and edit_distance(word, other) == 1:
+                weights[other] = CORRECTION_WEIGHT * idf(other)
+    return weights
+
+
+def bm25_reference(query: str, corpus: Sequence[str], document: str) -> float:
+    """The documented lexical score of ``document`` within ``corpus`` (the scope's
+    searchable contents, ``document`` among them): Okapi BM25 (k1 = 1.2, b = 0.75) over
+    :func:`reference_weights`, each term once."""
+    assert document in corpus
+    average = sum(len(ascii_terms(text)) for text in corpus) / len(corpus)
     terms = ascii_terms(document)
     score = 0.0
-    for term in sorted(set(ascii_terms(query))):
+    for term, weight in sorted(reference_weights(query, corpus).items()):
         tf = terms.count(term)
         if not tf:
             continue
-        df = sum(1 for doc in docs if term in doc)
-        idf = math.log(1.0 + (count - df + 0.5) / (df + 0.5))
         norm = tf + BM25_K1 * (1.0 - BM25_B + BM25_B * len(terms) / average)
-        score += idf * tf * (BM25_K1 + 1.0) / norm
+        score += weight * tf * (BM25_K1 + 1.0) / norm
     return score
 
 

@@ -325,7 +325,9 @@ def test_bm25_scores_equal_the_reference_formula(service: TrueHeart) -> None:
     }
     materialize_all(service, corpus)
     texts = list(corpus.values())
-    for query in ("Green TEA tea morning", "coffee", "black coffee morning the"):
+    queries = ("Green TEA tea morning", "coffee", "black coffee morning the")
+    misspelt = ("Gren tae mornnig", "blakc cofee", "lemno heer", "user prefres", "moring thee")
+    for query in (*queries, *misspelt):
         capsule = _search(service, query, limit=100)
         expected = {
             memory_id: bm25_reference(query, texts, content)

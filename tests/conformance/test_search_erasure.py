@@ -16,6 +16,7 @@ from trueheart_core.ports import Capability, Repository
 pytestmark = pytest.mark.requires(Capability.FORENSICS)
 
 SECRET = "zqxjvortex"
+TYPO = "zqxjvotrex"  # one transposition away: found through the correction of a query
 # Enough distinct terms that the memory's postings are many.
 SECRET_TERMS = [SECRET, *(f"{SECRET}{index}" for index in range(300))]
 SHARED = "sharedmarmalade"
@@ -43,6 +44,8 @@ def _build(service: TrueHeart, repository: Repository) -> None:
     assert found_in_storage(repository, [SECRET]) == [SECRET]
     found = service.search(SearchQuery(SCOPE, SECRET, NOW, budget_tokens=BUDGET))
     assert [item.memory.memory_id for item in found.items] == ["mem-secret"]
+    corrected = service.search(SearchQuery(SCOPE, TYPO, NOW, budget_tokens=BUDGET))
+    assert [item.memory.memory_id for item in corrected.items] == ["mem-secret"]
 
 
 def _assert_erased(service: TrueHeart, repository: Repository) -> None:
@@ -52,6 +55,8 @@ def _assert_erased(service: TrueHeart, repository: Repository) -> None:
     kept = service.search(SearchQuery(SCOPE, SHARED, NOW, budget_tokens=BUDGET))
     assert [item.memory.memory_id for item in kept.items] == ["mem-007"]
     assert service.search(SearchQuery(SCOPE, SECRET, NOW)).matched == 0
+    assert service.search(SearchQuery(SCOPE, TYPO, NOW)).matched == 0  # nothing to correct to
+    assert found_in_storage(repository, [TYPO]) == []  # a search stores nothing it looks up
     assert service.verify_integrity().ok
 
 

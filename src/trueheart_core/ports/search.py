@@ -44,7 +44,11 @@ class SearchIndex(Protocol):
         """``(searchable memories, sum of their lengths)`` of the exact scope."""
 
     def term_frequencies(self, scope: ScopeKey, terms: Sequence[int]) -> dict[int, int]:
-        """Document frequency of each of these term keys in the scope (absent: none)."""
+        """Document frequency of each of these term keys in the scope (absent: none).
+
+        A search asks for its query's terms, then for the corrections of its misspelt
+        words: hundreds of keys, most of them held by no memory, so the cost of a key
+        that is absent should be one index probe."""
 
     def candidates(
         self,
@@ -70,7 +74,9 @@ class SearchIndex(Protocol):
         ``valid_to <= as_of``, else ``not_yet_valid`` when ``as_of < valid_from``, else
         ``current`` (the rules of ``claims.status_at`` with ``known_at = as_of``). A
         memory's score is, over the ``(term, weight)`` pairs it holds (``term`` is a
-        term key), the double-precision sum of
+        term key, each at most once; ``weight`` is the service's: the term's ``idf``,
+        or a fraction of it for a correction of a misspelt query word, which is looked
+        up and scored like any other term), the double-precision sum of
         ``weight * (tf * (k1 + 1)) / (tf + k1 * (1 - b + b * length / average_length))``.
         The summation order is the adapter's, but fixed: the same store and arguments
         give the same score, bit for bit. The term is ``domain.search.ranking.bm25_term``

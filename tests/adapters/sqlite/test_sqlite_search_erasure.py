@@ -24,6 +24,7 @@ from trueheart_core import EntityType, GovernanceAction, SearchQuery, TrueHeart
 from trueheart_core.domain.search.tokenize import term_key
 
 SECRET = "zqxjvortex"
+TYPO = "zqxjvotrex"  # one transposition away: found through the correction of a query
 # Enough distinct terms that the memory's postings span several index pages.
 SECRET_TERMS = (SECRET, *(f"{SECRET}{index}" for index in range(300)))
 SHARED = "sharedmarmalade"
@@ -96,6 +97,8 @@ def _check_index_is_deep_and_holds_the_secret(service: TrueHeart, path: Path) ->
     assert types == {_LEAF_TABLE_PAGE}
     found = service.search(SearchQuery(SCOPE, SECRET, NOW, budget_tokens=BUDGET))
     assert [item.memory.memory_id for item in found.items] == ["mem-secret"]
+    corrected = service.search(SearchQuery(SCOPE, TYPO, NOW, budget_tokens=BUDGET))
+    assert [item.memory.memory_id for item in corrected.items] == ["mem-secret"]
 
 
 def _assert_erased(service: TrueHeart, path: Path) -> None:
@@ -108,12 +111,16 @@ def _assert_erased(service: TrueHeart, path: Path) -> None:
     kept = service.search(SearchQuery(SCOPE, SHARED, NOW, budget_tokens=BUDGET))
     assert [item.memory.memory_id for item in kept.items] == ["mem-007"]
     assert service.search(SearchQuery(SCOPE, SECRET, NOW)).matched == 0
+    # A misspelling corrects to nothing: the secret's keys are gone, and a search stores
+    # none of the keys it looks up.
+    assert service.search(SearchQuery(SCOPE, TYPO, NOW)).matched == 0
+    assert key_bytes(TYPO) not in store_bytes(path)
     assert service.verify_integrity().ok
 
 
 def test_secret_term_keys_are_8_byte_integers() -> None:
     # SQLite stores an integer in 8 bytes only when it needs more than 6.
-    assert all(abs(term_key(term)) >= 2**47 for term in (*SECRET_TERMS, SHARED))
+    assert all(abs(term_key(term)) >= 2**47 for term in (*SECRET_TERMS, SHARED, TYPO))
 
 
 @pytest.mark.parametrize("action", [GovernanceAction.FORGET, GovernanceAction.DELETE])

@@ -1,5 +1,9 @@
 """The lexical ranking: BM25 over the scope's index, from the weights the service
-computes (``domain.search.ranking``), evaluated by the search role of the port."""
+computes (``domain.search.ranking``), evaluated by the search role of the port.
+
+The query's terms are looked up first; the words among them that the scope does not hold
+are then corrected (``domain.search.spelling``): their corrections are looked up the same
+way, and those the scope holds are weighted down. One statement scores both together."""
 
 from __future__ import annotations
 
@@ -11,8 +15,9 @@ from trueheart_core.domain import policy
 from trueheart_core.domain.search import ranking
 from trueheart_core.domain.search.capsule import Ranked
 from trueheart_core.domain.search.model import SearchQuery, SemanticTrace
+from trueheart_core.domain.search.spelling import corrections
 from trueheart_core.domain.search.tokenize import term_key, tokenize
-from trueheart_core.ports import MemoryRow, SearchCandidate, UnitOfWork
+from trueheart_core.ports import MemoryRow, ScopeKey, SearchCandidate, UnitOfWork
 from trueheart_core.service import loading, records
 from trueheart_core.service.records import scope_key
 from trueheart_core.service.search.index import INDEX_CORRUPT
@@ -31,11 +36,27 @@ def _checked(candidate: SearchCandidate) -> SearchCandidate:
     return candidate
 
 
+def _weights(
+    uow: UnitOfWork, key: ScopeKey, docs: int, terms: list[int], factor: float
+) -> list[tuple[int, float]]:
+    """``(term, factor * idf)`` of each of these term keys that the scope holds."""
+    frequencies = uow.search.term_frequencies(key, terms) if terms and docs else {}
+    weights = []
+    for term in terms:
+        df = frequencies.get(term, 0)
+        if type(df) is not int or not 0 <= df <= docs:
+            loading.corrupt(INDEX_CORRUPT)
+        if df:
+            weights.append((term, factor * ranking.idf(docs, df)))
+    return weights
+
+
 @dataclass(frozen=True, slots=True)
 class Lexical:
-    """The lexical side of a search: the query's term keys, how many eligible memories
-    share one of them, and the best candidates in the total order (at least the window;
-    more when scores tie at its edge)."""
+    """The lexical side of a search: the query's term keys and the keys of the
+    corrections it scored, how many eligible memories share one of them, and the best
+    candidates in the total order (at least the window; more when scores tie at its
+    edge)."""
 
     terms: list[int]
     matched: int
@@ -65,21 +86,20 @@ class Ranking:
 
 
 def lexical(uow: UnitOfWork, query: SearchQuery, window: int) -> Lexical:
-    """Rank the scope's eligible memories by BM25 against the query's terms."""
+    """Rank the scope's eligible memories by BM25 against the query's terms, and the
+    corrections the scope holds of the query's words it does not hold."""
     key = scope_key(query.scope)
     as_of = records.to_us(query.as_of)
-    terms = sorted({term_key(term) for term in tokenize(query.text)})
+    words = {term_key(term): term for term in tokenize(query.text)}
     docs, total_length = uow.search.statistics(key)
     if type(docs) is not int or type(total_length) is not int or docs < 0:
         loading.corrupt(INDEX_CORRUPT)
-    frequencies = uow.search.term_frequencies(key, terms) if terms and docs else {}
-    weights = []
-    for term in terms:
-        df = frequencies.get(term, 0)
-        if type(df) is not int or not 0 <= df <= docs:
-            loading.corrupt(INDEX_CORRUPT)
-        if df:
-            weights.append((term, ranking.idf(docs, df)))
+    weights = _weights(uow, key, docs, sorted(words), 1.0)
+    held = {term for term, _ in weights}
+    missing = [term for term_id, term in words.items() if docs and term_id not in held]
+    fixes = set(map(term_key, {c for term in missing for c in corrections(term)})) - words.keys()
+    weights += _weights(uow, key, docs, sorted(fixes), ranking.CORRECTION_WEIGHT)
+    terms = sorted({*words, *(term for term, _ in weights)})
     matched, found = 0, list[SearchCandidate]()
     if weights:
         matched, found = uow.search.candidates(

@@ -1,0 +1,248 @@
+"""search: spelling tolerance. A query word that no memory of the scope holds is
+corrected to the scope's words one edit away (a letter dropped, doubled, swapped,
+mistyped or without its accent), each worth half the word; a word the scope holds is
+never corrected, so exact matches keep their plain BM25 scores and rank first."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from conformance_builders import (
+    NOW,
+    OTHER_SCOPE,
+    SCOPE,
+    CountingClock,
+    assert_bm25_reference,
+    bm25_reference,
+    check_capsule,
+    command,
+    event,
+    materialize_all,
+    memory,
+)
+from semantic_builders import ConceptEmbedder
+
+from trueheart_core import GovernanceAction, MemoryCapsule, SearchQuery, TrueHeart
+from trueheart_core.domain.search.spelling import corrections
+from trueheart_core.domain.search.tokenize import term_key
+from trueheart_core.ports import Capability, Repository
+
+CORPUS = {
+    "mem-parcel": "the courier will receive the parcel on monday",
+    "mem-garden": "planted tomatoes in the garden",
+    "mem-recipe": "a recipe for lemon cake",
+    "mem-bike": "the bicycle needs a new chain",
+}
+
+
+def _search(service: TrueHeart, text: str, **fields: Any) -> MemoryCapsule:
+    fields.setdefault("as_of", NOW)
+    capsule = service.search(SearchQuery(fields.pop("scope", SCOPE), text, **fields))
+    check_capsule(capsule)
+    return capsule
+
+
+def _ids(capsule: MemoryCapsule) -> list[str]:
+    return [item.memory.memory_id for item in capsule.items]
+
+
+@pytest.mark.parametrize(
+    ("text", "memory_id"),
+    [
+        ("recieve", "mem-parcel"),  # two letters swapped
+        ("receve", "mem-parcel"),  # a letter dropped
+        ("receeive", "mem-parcel"),  # a letter doubled
+        ("reveive", "mem-parcel"),  # a letter mistyped
+        ("RECIEVE", "mem-parcel"),  # and the case lost too
+        ("Garedn", "mem-garden"),
+        ("tomatos", "mem-garden"),
+        ("bicyle", "mem-bike"),
+        ("bicyccle", "mem-bike"),
+    ],
+)
+def test_a_misspelt_word_finds_its_memory(service: TrueHeart, text: str, memory_id: str) -> None:
+    materialize_all(service, CORPUS)
+    capsule = _search(service, text)
+    assert _ids(capsule)[:1] == [memory_id]
+    assert_bm25_reference(capsule, text, CORPUS)
+
+
+def test_a_correction_is_worth_half_the_word(service: TrueHeart) -> None:
+    materialize_all(service, CORPUS)
+    exact = _search(service, "receive").items[0]
+    typo = _search(service, "recieve").items[0]
+    assert typo.memory.memory_id == exact.memory.memory_id == "mem-parcel"
+    # The weight is halved before the same arithmetic: the score is exactly half.
+    assert typo.score == exact.score / 2
+
+
+def test_misspelt_and_exact_words_combine(service: TrueHeart) -> None:
+    contents = {
+        "mem-both": "receive the parcel",
+        "mem-parcel": "the parcel is heavy",
+        "mem-receive": "receive guests at noon",
+        "mem-other": "nothing to see here",
+    }
+    materialize_all(service, contents)
+    capsule = _search(service, "recieve parcel")
+    assert _ids(capsule) == ["mem-both", "mem-parcel", "mem-receive"]
+    assert_bm25_reference(capsule, "recieve parcel", contents)
+    for query in ("Parcle", "the recieve parcle nothing", "gusets at non", "heavvy parcel"):
+        assert_bm25_reference(_search(service, query, limit=100), query, contents)
+
+
+def test_a_correction_that_is_a_query_word_counts_once(service: TrueHeart) -> None:
+    materialize_all(service, CORPUS)
+    # "recieve" is corrected to "receive", which the query also says: one term, once.
+    both = _search(service, "receive recieve")
+    assert [item.score for item in both.items] == [_search(service, "receive").items[0].score]
+    assert_bm25_reference(both, "receive recieve", CORPUS)
+
+
+def test_an_exact_match_outranks_memories_that_only_match_corrections(
+    service: TrueHeart,
+) -> None:
+    contents = {"mem-tea": "green tea", "mem-ten": "ten green bottles", "mem-sea": "the sea"}
+    materialize_all(service, contents)
+    # Every query word is held: plain BM25 over the words, corrections play no part.
+    capsule = _search(service, "tea")
+    assert _ids(capsule) == ["mem-tea"]
+    assert capsule.matched == 1
+    assert capsule.items[0].score == bm25_reference("tea", list(contents.values()), "green tea")
+    both = _search(service, "green tea")
+    assert _ids(both) == ["mem-tea", "mem-ten"]
+    assert both.items[0].score > both.items[1].score
+    # Once no memory holds "tea", its corrections ("ten", "sea") are found at half weight.
+    service.govern(command(GovernanceAction.FORGET, "mem-tea"))
+    remaining = {k: v for k, v in contents.items() if k != "mem-tea"}
+    after = _search(service, "tea")
+    assert sorted(_ids(after)) == ["mem-sea", "mem-ten"]
+    assert_bm25_reference(after, "tea", remaining)
+
+
+def test_a_word_the_scope_holds_is_not_corrected(service: TrueHeart) -> None:
+    contents = {"mem-typo": "please recieve this", "mem-right": "please receive this"}
+    materialize_all(service, contents)
+    capsule = _search(service, "recieve")
+    assert _ids(capsule) == ["mem-typo"]
+    assert capsule.matched == 1
+    assert _ids(_search(service, "receive")) == ["mem-right"]
+    # A third spelling is corrected to both.
+    assert sorted(_ids(_search(service, "receve"))) == ["mem-right", "mem-typo"]
+
+
+def test_corrections_are_the_scope_s_own(service: TrueHeart) -> None:
+    materialize_all(service, CORPUS)
+    materialize_all(service, {"mem-elsewhere": "two recipes and a gardener"}, scope=OTHER_SCOPE)
+    # "recipes" is held only by the other scope: here it is corrected, to "recipe".
+    here = _search(service, "recipes")
+    assert _ids(here) == ["mem-recipe"]
+    assert_bm25_reference(here, "recipes", CORPUS)
+    # And the other way round: corrections never reach into another scope.
+    there = _search(service, "recipe", scope=OTHER_SCOPE)
+    assert _ids(there) == ["mem-elsewhere"]
+    # "gardener" is held only there; here it is two edits from "garden": nothing.
+    assert _search(service, "gardener", scope=OTHER_SCOPE).matched == 1
+    assert _search(service, "gardener").matched == 0
+
+
+@pytest.mark.parametrize(
+    ("stored", "query"),
+    [
+        ("an ox", "ax"),  # two letters: too short to correct
+        ("door code 7890", "7891"),  # numbers are not corrected
+        ("the mp3 file", "mp4"),  # nor words with digits
+        ("東京に住む", "東亰"),  # nor the bigrams of scripts without spaces
+        ("京都で泊まる", "京者"),
+    ],
+)
+def test_short_words_numbers_and_unspaced_scripts_are_not_corrected(
+    service: TrueHeart, stored: str, query: str
+) -> None:
+    materialize_all(service, {"mem-1": stored})
+    assert _search(service, query).matched == 0
+
+
+def test_unspaced_scripts_are_found_as_before(service: TrueHeart) -> None:
+    contents = {"mem-ja": "ユーザーは東京に住んでいます", "mem-zh": "用户住在北京市海淀区"}
+    materialize_all(service, contents)
+    assert _ids(_search(service, "東京に住む")) == ["mem-ja"]
+    assert _ids(_search(service, "海淀区的用户")) == ["mem-zh"]
+    assert _search(service, "大阪").matched == 0
+
+
+@pytest.mark.parametrize(
+    ("stored", "query"),
+    [
+        ("un café noir", "cafe"),  # an accent left out
+        ("a cafe on the corner", "café"),  # an accent added
+        ("na\u00efve question", "naive"),
+        ("Москва большая", "москав"),  # Cyrillic: letters swapped
+        ("Москва большая", "бльшая"),  # and a letter dropped
+        ("σίσυφοσ", "σίσφοσ"),
+    ],
+)
+def test_accents_and_other_alphabets_are_corrected(
+    service: TrueHeart, stored: str, query: str
+) -> None:
+    materialize_all(service, {"mem-1": stored, "mem-2": "something else entirely"})
+    assert _ids(_search(service, query)) == ["mem-1"]
+
+
+def test_a_forgotten_memory_is_not_found_by_a_misspelling(service: TrueHeart) -> None:
+    secret = "zqxjvortex"
+    materialize_all(service, {"mem-secret": f"the {secret} code", "mem-other": "other notes"})
+    assert _ids(_search(service, "zqxjvotrex")) == ["mem-secret"]
+    service.govern(command(GovernanceAction.FORGET, "mem-secret"))
+    for text in (secret, "zqxjvotrex", "zqxjvortexx", "zqxjvrtex"):
+        assert _search(service, text).matched == 0
+    service.ingest_event(event("evt-2"))
+    service.materialize_once(memory("mem-sealed", ("evt-2",), content=f"{secret} again"))
+    service.govern(command(GovernanceAction.SEAL, "mem-sealed"))
+    assert _search(service, "zqxjvotrex").matched == 0
+
+
+def test_a_misspelt_search_is_deterministic(service: TrueHeart) -> None:
+    materialize_all(service, CORPUS)
+    first = _search(service, "the recieve bicyle garedn", budget_tokens=30)
+    assert first.matched == 3
+    assert _search(service, "the recieve bicyle garedn", budget_tokens=30) == first
+
+
+@pytest.mark.requires(Capability.VECTORS)
+def test_hybrid_matched_counts_a_correction_match_once(repository: Repository) -> None:
+    service = TrueHeart(repository, clock=CountingClock(), embedder=ConceptEmbedder())
+    materialize_all(
+        service,
+        {
+            "mem-a": "prefers concise summaries",
+            "mem-b": "likes brief replies and tea",
+            "mem-d": "answers should be short",
+            "mem-f": "concise concise concise",
+        },
+    )
+    query = SearchQuery(SCOPE, "conicse replies", NOW, semantic=False)
+    lexical = service.search(query)
+    assert sorted(_ids(lexical)) == ["mem-a", "mem-b", "mem-f"]  # "concise" and "replies"
+    fused = service.search(SearchQuery(SCOPE, "conicse replies", NOW))
+    assert fused.semantic is not None and fused.semantic.matched == 3  # a, b, d: "replies"
+    assert fused.matched == len(fused.trace) == 4
+
+
+def test_the_index_answers_the_frequencies_of_hundreds_of_keys(
+    repository: Repository, service: TrueHeart
+) -> None:
+    materialize_all(service, {**CORPUS, "mem-more": "the parcel and the chain"})
+    held = {"the": 4, "parcel": 2, "chain": 2, "receive": 1, "garden": 1}
+    # What a misspelt search asks: every correction of three words, far more than one
+    # statement's worth, nearly all held by no memory, one of them asked twice.
+    keys = [term_key(c) for word in ("recieve", "parcle", "chian") for c in corrections(word)]
+    keys += [term_key(word) for word in held] + [term_key("the")]
+    assert len(keys) > 1000
+    scope = (SCOPE.tenant_id, SCOPE.owner_id, SCOPE.subject_id)
+    with repository.unit_of_work("read", write=False) as uow:
+        found = uow.search.term_frequencies(scope, keys)
+        other = (OTHER_SCOPE.tenant_id, OTHER_SCOPE.owner_id, OTHER_SCOPE.subject_id)
+        assert uow.search.term_frequencies(other, keys) == {}
+    assert found == {term_key(word): df for word, df in held.items()}
