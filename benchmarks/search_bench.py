@@ -22,9 +22,12 @@ Queries are 2 or 3 distinct words drawn log-uniformly from the vocabulary ranks 
 The floor is an FTS5 table in a plain ``sqlite3`` database (same texts, autocommit,
 ``journal_mode=WAL``, ``synchronous=FULL``, as the library) queried with
 ``SELECT rowid, bm25(f) FROM f WHERE f MATCH ? ORDER BY bm25(f) LIMIT 20``, where the MATCH
-string ORs the quoted query words. The floor ranks the same matches (before measuring,
-every query's ``matched`` count is checked against the floor's count of matching rows) but
-reads no body, verifies nothing and packs nothing.
+string ORs the quoted query words and, for a query word that no text of the store holds,
+the words of the store one edit away from it (the corrections the library's spelling
+tolerance scores, computed here once from the floor's texts). The floor ranks the same
+matches (before measuring, every query's ``matched`` count is checked against the floor's
+count of matching rows) but reads no body, verifies nothing, packs nothing, and does not
+have to find the corrections.
 
 The stores are built through the public API (``ingest_events`` in batches, then one
 ``materialize_once`` per memory). When ``/dev/shm`` exists they are built there (fast
@@ -88,6 +91,8 @@ from trueheart_core import (
     TrueHeart,
     TrustLevel,
 )
+from trueheart_core.domain.search.spelling import corrections
+from trueheart_core.domain.search.tokenize import tokenize
 
 AS_OF = BASE + timedelta(days=30)  # after every memory's creation, long before any deadline
 SEED = 20260101
@@ -275,6 +280,24 @@ def japanese_sentence(rng: random.Random) -> str:
     if count > 5:
         parts[2] += "、"
     return "".join(parts) + "。"
+
+
+def floor_vocabulary(conn: sqlite3.Connection) -> frozenset[str]:
+    """The terms of the floor's texts, by the library's tokenizer (which agrees with
+    FTS5's on every ASCII word of these texts)."""
+    return frozenset(
+        term for (body,) in conn.execute("SELECT body FROM f") for term in tokenize(body)
+    )
+
+
+def floor_words(words: Sequence[str], vocabulary: frozenset[str]) -> list[str]:
+    """The words the library scores for a query: each query word, and for a word that
+    no text holds, its corrections that some text holds (docs/search.md)."""
+    found = list(words)
+    for word in words:
+        if word not in vocabulary:
+            found += [c for c in corrections(word) if c in vocabulary and c not in found]
+    return found
 
 
 def fts_match(words: Sequence[str]) -> str:
@@ -541,10 +564,11 @@ def check_matches(
     semantic: bool = True,
 ) -> None:
     """Before measuring: every query matches as many memories as the floor has rows."""
+    vocabulary = floor_vocabulary(conn)
     for words in queries:
         capsule = th.search(search_query(" ".join(words), semantic=semantic))
         sql = "SELECT count(*) FROM f WHERE f MATCH ?"
-        (rows,) = conn.execute(sql, (fts_match(words),)).fetchone()
+        (rows,) = conn.execute(sql, (fts_match(floor_words(words, vocabulary)),)).fetchone()
         if capsule.matched != rows:
             raise CheckFailed(
                 f"search ({store}) matched {capsule.matched} memories for {' '.join(words)!r}, "
@@ -675,11 +699,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                 connections.append(conn)
                 check_matches(store.label, th, conn, queries)
                 check_japanese(store.label, th, texts[: store.size])
+                vocabulary = floor_vocabulary(conn)
+                matches = [fts_match(floor_words(words, vocabulary)) for words in queries]
                 cases.append(
                     Case(
                         "floor",
                         store.key,
-                        [floor_call(conn, fts_match(words)) for words in queries],
+                        [floor_call(conn, match) for match in matches],
                         floor_check,
                         plan.repeat,
                         plan.warmup,
