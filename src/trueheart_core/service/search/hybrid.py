@@ -22,24 +22,16 @@ from trueheart_core.domain.semantic.embedders import Embedder
 from trueheart_core.domain.semantic.rerank import RerankCandidate, Reranker, checked_scores
 from trueheart_core.domain.semantic.vectors import (
     checked_vector,
-    component_similarities,
-    query_form,
-    similarities,
 )
 from trueheart_core.errors import ProviderError, TrueHeartError, ValidationError
 from trueheart_core.ports import MemoryRow, UnitOfWork
 from trueheart_core.service import loading, records
 from trueheart_core.service.records import scope_key
 from trueheart_core.service.search.lexical import Facts, Ranking, lexical
-from trueheart_core.service.semantic import Space, check_unchanged, current_space_id, vectors_of
+from trueheart_core.service.search.scan import scan
+from trueheart_core.service.semantic import Space, check_unchanged, vectors_of
 
 __all__ = ["SemanticSearch", "embed_query", "ranked", "reranker_settings"]
-
-CAPPED = "semantic_scan_capped"
-
-
-NOT_REGISTERED = "semantic_space_not_registered"
-
 
 _INDEX_CORRUPT = "invalid semantic index"
 
@@ -78,53 +70,8 @@ def ranked(
     as_of = records.to_us(query.as_of)
     window = ranking.candidate_window(query.limit)
     lexical_ranking = lexical(uow, query, window)
-    store = vectors_of(uow)
-    space_id = current_space_id(store, settings.space)
-    diagnostics: list[str] = []
-    hits = []
-    if space_id is None:
-        diagnostics.append(NOT_REGISTERED)
-    values, sparse = query_form(vector)
-    if space_id is not None:
-        hits = store.scan(
-            key,
-            space_id,
-            as_of,
-            query.kinds,
-            None if query.min_trust is None else int(query.min_trust),
-            [status.value for status in query.claim_statuses],
-            settings.scan_cap + 1,
-            None if sparse is None else [i for i, _ in sparse],
-            settings.space.dimensions,
-        )
-    capped = len(hits) > settings.scan_cap
-    if capped:
-        hits = hits[: settings.scan_cap]
-        diagnostics.append(CAPPED)
-    blobs = [hit[1] for hit in hits]
-    if sparse is None:
-        scores = similarities((values, None), blobs)
-    else:
-        scores = component_similarities([w for _, w in sparse], blobs)
-    if any(map(math.isnan, scores)):
-        loading.corrupt(_INDEX_CORRUPT)
-    facts: dict[str, Facts] = {}
-    semantic: list[fusion.Scored] = []
-    minimum = settings.minimum_score
-    # Only the matches are described and checked: the rest of the scan was only compared.
-    score_of = {hits[i][0]: score for i, score in enumerate(scores) if score >= minimum}
-    for handle, memory_id, created_at, clear_until, recall_until in store.facts(
-        key, list(score_of)
-    ):
-        times = (created_at, clear_until, recall_until)
-        if not isinstance(memory_id, str) or not all(type(t) is int for t in times):
-            loading.corrupt(_INDEX_CORRUPT)
-        clarity = policy.clarity_us(as_of, clear_until, recall_until)
-        semantic.append(fusion.Scored(memory_id, score_of.pop(handle), clarity, created_at))
-        facts[memory_id] = Facts(*times)
-    if score_of:
-        loading.corrupt(_INDEX_CORRUPT)
-    semantic = fusion.ranked(semantic)
+    found = scan(uow, query, settings.space, settings.scan_cap, settings.minimum_score, vector)
+    semantic, facts, diagnostics = found.candidates, found.facts, found.diagnostics
     lexical_window = lexical_ranking.candidates[:window]
     for c in lexical_window:
         facts[c.memory_id] = Facts(c.created_at, c.clear_until, c.recall_until)
@@ -157,14 +104,14 @@ def ranked(
     ]
     matched = lexical_ranking.matched + len(semantic)
     if semantic and lexical_ranking.terms:
-        matched -= store.lexical_matches(
+        matched -= vectors_of(uow).lexical_matches(
             key, lexical_ranking.terms, [s.memory_id for s in semantic]
         )
     trace = SemanticTrace(
         settings.space.identity,
         settings.scan_cap,
-        len(hits),
-        capped,
+        found.scanned,
+        found.capped,
         len(semantic),
         settings.minimum_score,
         fusion.FUSION,
