@@ -125,10 +125,10 @@ def main(*, temporary_root: Path | None = None) -> None:
             )
         as_of = NOW + timedelta(days=1)
 
-        # mem-diet (rank 2) does not fit in what mem-lodging leaves of the 40 tokens; the walk
-        # goes on and the smaller mem-trip fits. mem-trip matches only through "in": there
-        # are no stop words.
-        text = "Which ryokan in Kyoto should I book?"
+        # mem-lodging and mem-trip fill the 40 tokens; mem-diet (rank 3) is left out for the
+        # budget. "Which", "in", "should" and "I" are stop
+        # words: the query's lexical side leaves them out.
+        text = "Which ryokan in Kyoto should I book for the blossoms?"
         print(f"search: {text!r}, budget 40 tokens, limit 5")
         capsule = memory.search(
             SearchQuery(scope=SCOPE, text=text, as_of=as_of, budget_tokens=40, limit=5)

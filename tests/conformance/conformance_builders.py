@@ -29,6 +29,7 @@ from trueheart_core import (
     TrueHeart,
     TrustLevel,
 )
+from trueheart_core.domain.search.stopwords import STOP_WORDS
 from trueheart_core.ports import SupportsForensics
 
 NOW = datetime(2026, 8, 13, 12, 0, tzinfo=UTC)
@@ -254,11 +255,12 @@ def edit_distance(a: str, b: str) -> int:
 
 
 def reference_weights(query: str, corpus: Sequence[str]) -> dict[str, float]:
-    """The weighted query terms of the documented lexical ranking, for ASCII text: each
-    distinct query word that some memory of ``corpus`` holds, at its idf; and for each
-    distinct query word of three letters or more, letters only, that none holds, every
-    word of the corpus (letters only) one edit away from it, at half its idf, unless it
-    is itself a query word."""
+    """The weighted query terms of the documented lexical ranking, for ASCII text: the
+    query's distinct words without its stop words (all of them when every one is a stop
+    word); each that some memory of ``corpus`` holds, at its idf; and for each of three
+    letters or more, letters only, that none holds, every word of the corpus (letters
+    only, not a stop word) one edit away from it, at half its idf, unless it is itself
+    a query word."""
     docs = [set(ascii_terms(text)) for text in corpus]
     vocabulary = set().union(*docs)
     count = len(docs)
@@ -268,14 +270,45 @@ def reference_weights(query: str, corpus: Sequence[str]) -> dict[str, float]:
         return math.log(1.0 + (count - df + 0.5) / (df + 0.5))
 
     words = set(ascii_terms(query))
+    words = {word for word in words if word not in STOP_WORDS} or words
     weights = {word: idf(word) for word in words if word in vocabulary}
     for word in sorted(words - vocabulary):
         if len(word) < 3 or not word.isalpha():
             continue
-        for other in sorted(vocabulary - words):
+        for other in sorted(vocabulary - words - STOP_WORDS):
             if other.isalpha() and edit_distance(word, other) == 1:
                 weights[other] = CORRECTION_WEIGHT * idf(other)
     return weights
+
+
+def reference_ceiling(query: str, corpus: Sequence[str]) -> float:
+    """The documented lexical ceiling of an ASCII query: over its content words (as in
+    :func:`reference_weights`), the idf of each word the corpus holds, else the best
+    weight of its corrections, else the idf of a term no memory holds."""
+    docs = [set(ascii_terms(text)) for text in corpus]
+    vocabulary = set().union(*docs)
+    count = len(docs)
+
+    def idf(df: int) -> float:
+        return math.log(1.0 + (count - df + 0.5) / (df + 0.5))
+
+    words = set(ascii_terms(query))
+    words = {word for word in words if word not in STOP_WORDS} or words
+    parts = []
+    for word in sorted(words):
+        if word in vocabulary:
+            parts.append(idf(sum(1 for doc in docs if word in doc)))
+            continue
+        fixes = [
+            CORRECTION_WEIGHT * idf(sum(1 for doc in docs if other in doc))
+            for other in sorted(vocabulary - words - STOP_WORDS)
+            if len(word) >= 3
+            and word.isalpha()
+            and other.isalpha()
+            and edit_distance(word, other) == 1
+        ]
+        parts.append(max(fixes) if fixes else idf(0))
+    return math.fsum(parts)
 
 
 def bm25_reference(query: str, corpus: Sequence[str], document: str) -> float:

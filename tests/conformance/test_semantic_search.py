@@ -17,6 +17,7 @@ from conformance_builders import (
     materialize_all,
     memory,
     msg,
+    reference_ceiling,
 )
 from semantic_builders import ConceptEmbedder, ScriptedReranker
 
@@ -69,21 +70,33 @@ def cosine(a: list[float], b: list[float]) -> float:
     return sum(x * y for x, y in zip(a, b, strict=True))
 
 
+def similarities(text: str, corpus: dict[str, str]) -> dict[str, float]:
+    """Brute-force cosine similarities of the concept model, over float32 vectors as
+    they are stored."""
+    model = ConceptEmbedder()
+
+    def stored(vector: list[float]) -> list[float]:
+        return list(unpack(pack(checked_vector("v", vector, model.dimensions, True))))
+
+    query = stored(model.embed_query(text))
+    return {mid: cosine(query, stored(model.embed_query(c))) for mid, c in corpus.items()}
+
+
 def expected_order(
     service: TrueHeart, text: str, corpus: dict[str, str]
 ) -> list[tuple[str, float]]:
-    """Reciprocal rank fusion computed here from the lexical trace and brute-force
-    cosine similarities of the concept model."""
+    """Evidence fusion computed here: the squared share of the reference ceiling that
+    each lexical score reaches, plus the cosine similarity."""
     lexical = service.search(SearchQuery(SCOPE, text, LATER, semantic=False))
-    model = ConceptEmbedder()
-    query = model.embed_query(text)
-    sims = {mid: cosine(query, model.embed_query(content)) for mid, content in corpus.items()}
-    semantic = sorted((mid for mid, s in sims.items() if s >= 0.05), key=lambda m: (-sims[m], m))
+    ceiling = reference_ceiling(text, list(corpus.values()))
+    sims = similarities(text, corpus)
     fused: dict[str, float] = {}
-    for rank, entry in enumerate(lexical.trace, start=1):
-        fused[entry.memory_id] = fused.get(entry.memory_id, 0.0) + 1.0 / (60 + rank)
-    for rank, mid in enumerate(semantic, start=1):
-        fused[mid] = fused.get(mid, 0.0) + 1.0 / (60 + rank)
+    for entry in lexical.trace:
+        share = min(1.0, entry.score / ceiling)
+        fused[entry.memory_id] = share * share
+    for mid, similarity in sims.items():
+        if similarity >= 0.05:
+            fused[mid] = fused.get(mid, 0.0) + similarity
     return sorted(fused.items(), key=lambda pair: (-pair[1], pair[0]))
 
 
@@ -98,17 +111,21 @@ def test_a_paraphrase_without_shared_words_is_found(repository: Repository) -> N
 
 
 @pytest.mark.parametrize("text", ["concise answers", "brief tea", "rain", "night theme summaries"])
-def test_the_fused_order_is_reciprocal_rank_fusion(repository: Repository, text: str) -> None:
+def test_the_fused_order_is_evidence_fusion(repository: Repository, text: str) -> None:
     service = hybrid(repository)
     materialize_all(service, CORPUS)
     capsule = find(service, text, budget_tokens=10_000)
     expected = expected_order(service, text, CORPUS)
     assert [e.memory_id for e in capsule.trace] == [mid for mid, _ in expected]
     for entry, (_, score) in zip(capsule.trace, expected, strict=True):
-        assert math.isclose(entry.score, score, rel_tol=1e-12)
-        assert math.isclose(entry.score, sum(s.contribution for s in entry.signals))
+        assert math.isclose(entry.score, score, rel_tol=1e-6)
+        assert entry.score == sum(s.contribution for s in entry.signals)
         for signal in entry.signals:
-            assert signal.contribution == 1.0 / (60 + signal.rank)
+            if signal.source is SignalSource.SEMANTIC:
+                assert signal.contribution == max(0.0, signal.score)
+            else:
+                assert signal.source is SignalSource.LEXICAL
+                assert signal.contribution <= 1.0
     assert find(service, text, budget_tokens=10_000) == capsule
 
 
@@ -122,7 +139,7 @@ def test_the_trace_shows_each_ranking(repository: Repository) -> None:
     assert by_id["mem-f"][SignalSource.LEXICAL].rank == 1
     assert by_id["mem-f"][SignalSource.SEMANTIC].score == pytest.approx(1.0)
     assert capsule.semantic is not None
-    assert (capsule.semantic.embedder, capsule.semantic.fusion) == ("test-concepts-v1", "rrf k=60")
+    assert (capsule.semantic.embedder, capsule.semantic.fusion) == ("test-concepts-v1", "evidence-v1")
     assert (capsule.semantic.reranker, capsule.semantic.reranked) == (None, 0)
 
 
@@ -249,7 +266,7 @@ def test_the_reranker_sees_filtered_unique_candidates(repository: Repository) ->
     assert set(reranked) == {c.memory_id for c in shown}
     shortest = min(shown, key=lambda c: len(c.content)).memory_id
     assert reranked[shortest].rank == 1
-    assert reranked[shortest].contribution == pytest.approx(1.25 / 61)
+    assert reranked[shortest].contribution == 1.25  # its first choice gains the whole weight
 
 
 def test_a_heavy_reranker_decides_the_order(repository: Repository) -> None:

@@ -4,7 +4,7 @@ Stores are built through the public API with random memories over a small vocabu
 (concept words the test model groups, and others it ignores), random creation times,
 some sealed, restored, forgotten or kept in another scope, projected by a small concept
 model. For random queries, caps and minimum scores, the capsule's trace must be exactly
-the reciprocal rank fusion computed here from:
+the evidence fusion (``domain.semantic.fusion``) computed here from:
 
 * the lexical ranking, taken from the same service's lexical-only search (BM25 has its
   own properties in ``test_search_properties``), and
@@ -105,7 +105,7 @@ def _cosine(query: list[float], doc: list[float]) -> float:
     hours=st.integers(min_value=0, max_value=7),
     limit=st.integers(min_value=1, max_value=6),
 )
-def test_hybrid_search_is_reciprocal_rank_fusion_of_the_references(
+def test_hybrid_search_is_evidence_fusion_of_the_references(
     memories: list[tuple[list[str], int, str]],
     query_words: list[str],
     cap: int,
@@ -184,16 +184,30 @@ def test_hybrid_search_is_reciprocal_rank_fusion_of_the_references(
     semantic = [m for m in scanned if sims[m] >= minimum]
     semantic.sort(key=lambda m: (-sims[m], -eligible[m][1].timestamp(), m))
 
+    # The lexical ceiling: the idf of each distinct query word over the scope's
+    # searchable memories (none of these words is a stop word or one edit from another).
+    documents = [set(tokenize(content)) for content, _ in live.values()]
+
+    def idf(word: str) -> float:
+        df = sum(word in terms for terms in documents)
+        return math.log(1.0 + (len(documents) - df + 0.5) / (df + 0.5))
+
+    ceiling = math.fsum(idf(word) for word in sorted(set(query_words)))
     fused: dict[str, float] = {}
-    for rank, entry in enumerate(lexical.trace[:window], start=1):
-        fused[entry.memory_id] = fused.get(entry.memory_id, 0.0) + 1.0 / (60 + rank)
-    for rank, memory_id in enumerate(semantic[:window], start=1):
-        fused[memory_id] = fused.get(memory_id, 0.0) + 1.0 / (60 + rank)
-    order = sorted(fused, key=lambda m: (-fused[m], -eligible[m][1].timestamp(), m))[:window]
+    for entry in lexical.trace[:window]:
+        share = min(1.0, entry.score / ceiling)
+        fused[entry.memory_id] = share * share
+    for memory_id in semantic[:window]:
+        fused[memory_id] = fused.get(memory_id, 0.0) + max(0.0, sims[memory_id])
+    similarity = {m: sims[m] for m in semantic[:window]}
+    order = sorted(
+        fused,
+        key=lambda m: (-fused[m], -similarity.get(m, -2.0), -eligible[m][1].timestamp(), m),
+    )[:window]
 
     assert [e.memory_id for e in capsule.trace] == order
     for entry in capsule.trace:
-        assert math.isclose(entry.score, fused[entry.memory_id], rel_tol=1e-12)
+        assert math.isclose(entry.score, fused[entry.memory_id], rel_tol=1e-9, abs_tol=1e-12)
     query_terms = set(tokenize(text))
     lexical_set = {m for m in eligible if query_terms & set(tokenize(eligible[m][0]))}
     assert capsule.matched == len(lexical_set | set(semantic))

@@ -16,17 +16,17 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO_ROOT / "examples"
 BASIC_OUTPUT = "1 governed memory recalled at clarity 1.00\n"
 SEARCH_OUTPUT = """\
-search: 'Which ryokan in Kyoto should I book?', budget 40 tokens, limit 5
+search: 'Which ryokan in Kyoto should I book for the blossoms?', budget 40 tokens, limit 5
 matched 3, considered 3, omitted by score 0
 items:
-  #1 score 3.014 clarity 1.00 tokens 21 mem-lodging: In Kyoto, wants a traditional ryokan \
+  #1 score 2.173 clarity 1.00 tokens 21 mem-lodging: In Kyoto, wants a traditional ryokan \
 rather than a big hotel. [sources: turn-2, turn-3]
-  #3 score 0.841 clarity 1.00 tokens 19 mem-trip: Plans a trip to Japan in April for the \
+  #2 score 1.332 clarity 1.00 tokens 19 mem-trip: Plans a trip to Japan in April for the \
 cherry blossoms. [sources: turn-1]
 trace:
   #1 mem-lodging included tokens 21 remaining 40
-  #2 mem-diet budget tokens 20 remaining 19
-  #3 mem-trip included tokens 19 remaining 19
+  #2 mem-trip included tokens 19 remaining 19
+  #3 mem-diet budget tokens 20 remaining 0
 used 40 of 40 tokens (utf8-bytes/3, 2 of at most 5 items)
 search: '京都で泊まる旅館' -> terms 京都 都で で泊 泊ま まる る旅 旅館
 matched 1, considered 1, omitted by score 0
@@ -64,18 +64,18 @@ language after the delete: English (current); conflicts: 0
 CLAIMS_LAST_LINE = "language after the delete: English (current); conflicts: 0"
 SEMANTIC_OUTPUT = """\
 search 'brief answers over coffee': lexical alone finds 0
-matched 2 (semantic 2 of 3 scanned, rrf k=60)
-  #1 mem-style included score 0.0164: semantic #1 (0.816) +0.0164
-  #2 mem-drink included score 0.0161: semantic #2 (0.577) +0.0161
+matched 2 (semantic 2 of 3 scanned, evidence-v1)
+  #1 mem-style included score 0.8165: semantic #1 (0.816) +0.8165
+  #2 mem-drink included score 0.5774: semantic #2 (0.577) +0.5774
 SemanticProjectionError: semantic projection failed: the embedder failed: mem-coffee \
 (committed: True)
 status: 3 of 4 indexed, missing mem-coffee
   repaired 1 of 1
 after sync: complete True
 after forget of mem-style: 3 vectors, complete True
-matched 2 (semantic 2 of 3 scanned, rrf k=60)
-  #1 mem-coffee included score 0.0325: lexical #1 (0.981) +0.0164, semantic #2 (0.516) +0.0161
-  #2 mem-drink included score 0.0164: semantic #1 (0.577) +0.0164
+matched 2 (semantic 2 of 3 scanned, evidence-v1)
+  #1 mem-drink included score 0.5774: semantic #1 (0.577) +0.5774
+  #2 mem-coffee included score 0.5349: lexical #1 (0.981) +0.0185, semantic #2 (0.516) +0.5164
 """
 
 

@@ -828,4 +828,6 @@ def _semantic_settings(
         return None
     space = projecting.snapshot(embedder)
     assert isinstance(embedder, Embedder)
-    return hybrid.SemanticSearch(embedder, space, scan_cap, float(minimum_score), *checked)
+    return hybrid.SemanticSearch(
+        embedder, space, scan_cap, float(minimum_score), *checked, hybrid.term_based(embedder)
+    )

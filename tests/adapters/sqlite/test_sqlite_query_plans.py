@@ -102,7 +102,7 @@ def _scans_a_table(statement: str, detail: str) -> bool:
     match = _SCAN.match(detail)
     if match is None:
         return False
-    if "CONSTANT ROWS" in detail or "json_each" in detail:
+    if "CONSTANT ROW" in detail or "json_each" in detail:  # one row or several
         return False
     return (match.group(2) or match.group(1)) not in _computed_sources(statement)
 

@@ -33,6 +33,12 @@ class Embedder(Protocol):
     ``dimensions`` finite floats; when ``normalized`` is true each has unit length (or is
     all zeros). Both methods must be deterministic for the library's guarantees about
     repair to hold; they may raise to report a failure.
+
+    An embedder may also define ``term_based = True`` to say that its vectors only
+    restate the library's own lexical terms (as :class:`HashingEmbedder` does): hybrid
+    search then keeps the lexical order and uses the similarity only to add candidates
+    after the lexical ones and to break ties (see ``domain.semantic.fusion``). Without
+    the attribute an embedder is taken to add meaning.
     """
 
     @property
@@ -68,9 +74,16 @@ class HashingEmbedder:
     dependency, and is **not semantic**: texts are similar only when they share words. It
     exists to test persistence, status and repair of vectors, and to measure the cost of
     the semantic path; it says nothing about the quality of a real model.
+
+    It is ``term_based``: its similarity repeats the lexical evidence (and is worse at
+    it: hashed buckets collide, and spelling tolerance is lexical only), so it takes no
+    part in the fused score of a hybrid search. Measured, fusing it as a meaning-bearing
+    embedder made hybrid search worse than lexical search alone on misspelt and
+    time-referring questions (docs/search.md, "Retrieval quality").
     """
 
     __slots__ = ("_dimensions",)
+    term_based = True
 
     def __init__(self, dimensions: int = 256) -> None:
         if (

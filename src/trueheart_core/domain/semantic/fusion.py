@@ -1,16 +1,38 @@
-"""Reciprocal rank fusion of the lexical, semantic and reranker rankings (pure).
+"""Evidence fusion of the lexical, semantic and reranker rankings (pure).
 
-Each ranking orders its own candidates best first. A candidate at rank ``r`` (1 is best)
-of a ranking with weight ``w`` receives ``w / (60 + r)`` from it; its fused score is the
-sum over the rankings that hold it. Lexical and semantic rankings weigh 1.0 each; the
-reranker's weight is the service's ``reranker_weight``. Ranks, not raw scores, are
-fused: BM25 scores and cosine similarities live on scales that cannot be added.
+Each ranking says how strongly it finds a candidate, on a scale of its own: BM25 grows
+with the number and rarity of the query's words a memory holds, a cosine similarity is
+bounded by 1. Fusing their *ranks* (reciprocal rank fusion) throws that strength away:
+a memory found by one ranking alone can then never outrank one that both rankings hold
+with weak evidence, and a question whose words match nothing but noise pushes that
+noise into the fused ranking. This rule fuses evidence instead:
+
+- **lexical evidence** ``e = min(1, bm25 / ceiling)``: the share of what a memory of
+  average length holding every content word of the query once would score (the
+  ``ceiling``, computed by the lexical side: see
+  :mod:`trueheart_core.service.search.lexical`). It adds ``e ** 2``: a memory that
+  holds a question's informative words adds nearly as much as a perfect cosine, one
+  that shares a word or two of a long question adds little.
+- **semantic evidence** adds the cosine similarity (``max(0, cosine)``).
+- The fused score is the sum. A candidate of one ranking only adds nothing from the
+  other.
 
 Each ranking contributes its best ``window`` candidates only (the search's
-``2 * limit``). The fused order is total: fused score descending, then clarity at
-``as_of`` descending, then ``created_at`` descending, then ``memory_id`` ascending. The
-semantic ranking orders by cosine similarity with the same tie-breaks; candidates the
-reranker scored are ranked by its score descending, then by their fused order.
+``2 * limit``). The fused order is total: fused score descending, then cosine
+similarity descending (a candidate without one after every candidate with one), then
+clarity at ``as_of`` descending, then ``created_at`` descending, then ``memory_id``
+ascending. The semantic ranking orders by cosine similarity with the usual tie-breaks.
+
+An embedder whose vectors only restate the library's own terms (``term_based``, as
+:class:`~trueheart_core.domain.semantic.embedders.HashingEmbedder`) repeats the
+lexical evidence instead of adding meaning: its similarity then adds nothing to the
+score (``TERM_BASED_FUSION``): the lexical order stands, tie-breaks included, and the
+candidates only the semantic ranking holds follow the lexical ones by similarity.
+
+A reranker shown ``n`` candidates adds ``weight * (n - rank + 1) / n`` to the candidate
+at ``rank`` of its order (its score descending, then the fused order), so its first
+choice gains ``weight`` and its last ``weight / n``; the candidates it was not shown
+keep their fused score, below every shown one.
 """
 
 from __future__ import annotations
@@ -23,20 +45,19 @@ from trueheart_core.domain.search.ranking import order_key
 
 __all__ = [
     "FUSION",
-    "LEXICAL_WEIGHT",
-    "RRF_K",
-    "SEMANTIC_WEIGHT",
+    "TERM_BASED_FUSION",
     "Fused",
     "Scored",
-    "contribution",
     "fuse",
+    "lexical_evidence",
+    "ranked",
     "rerank",
 ]
 
-RRF_K = 60
-LEXICAL_WEIGHT = 1.0
-SEMANTIC_WEIGHT = 1.0
-FUSION = "rrf k=60"
+FUSION = "evidence-v1"
+TERM_BASED_FUSION = "evidence-v1 lexical-first"
+
+_NO_SIMILARITY = -2.0  # below every cosine similarity
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,22 +73,28 @@ class Scored:
 
 @dataclass(frozen=True, slots=True)
 class Fused:
-    """A candidate of the fused ranking with its fused score and signals."""
+    """A candidate of the fused ranking with its fused score, its cosine similarity
+    (``None`` when the semantic ranking does not hold it) and its signals."""
 
     memory_id: str
     score: float
     clarity: float
     created_at: int
     signals: tuple[RankSignal, ...]
+    similarity: float | None = None
 
-    def key(self) -> tuple[float, float, int, str]:
+    def key(self) -> tuple[float, float, float, int, str]:
         """Sort key of the fused order (ascending sort puts the best first)."""
-        return order_key(self.score, self.clarity, self.created_at, self.memory_id)
+        similarity = _NO_SIMILARITY if self.similarity is None else self.similarity
+        return (-self.score, -similarity, -self.clarity, -self.created_at, self.memory_id)
 
 
-def contribution(weight: float, rank: int) -> float:
-    """What rank ``rank`` of a ranking with weight ``weight`` adds to a fused score."""
-    return weight / (RRF_K + rank)
+def lexical_evidence(score: float, ceiling: float) -> float:
+    """The share ``min(1, score / ceiling)`` of the query's lexical ceiling that a BM25
+    score reaches (0 without a ceiling)."""
+    if ceiling <= 0.0:
+        return 0.0
+    return min(1.0, score / ceiling)
 
 
 def ranked(candidates: Sequence[Scored]) -> list[Scored]:
@@ -78,37 +105,46 @@ def ranked(candidates: Sequence[Scored]) -> list[Scored]:
 
 
 def fuse(
-    lexical: Sequence[Scored], semantic: Sequence[Scored], window: int, keep: int | None = None
+    lexical: Sequence[Scored],
+    semantic: Sequence[Scored],
+    window: int,
+    ceiling: float,
+    keep: int | None = None,
+    term_based: bool = False,
 ) -> list[Fused]:
     """The fused ranking of the best ``window`` of each (already ordered) ranking; only
-    its best ``keep`` when ``keep`` is given."""
-    found: dict[str, list[tuple[SignalSource, int, float, float]]] = {}
+    its best ``keep`` when ``keep`` is given. ``ceiling`` is the lexical side's."""
+    found: dict[str, list[RankSignal]] = {}
     facts: dict[str, Scored] = {}
-    for source, weight, ranking in (
-        (SignalSource.LEXICAL, LEXICAL_WEIGHT, lexical),
-        (SignalSource.SEMANTIC, SEMANTIC_WEIGHT, semantic),
-    ):
-        for rank, candidate in enumerate(ranking[:window], start=1):
-            facts.setdefault(candidate.memory_id, candidate)
-            found.setdefault(candidate.memory_id, []).append(
-                (source, rank, candidate.score, contribution(weight, rank))
-            )
-    scores = {memory_id: sum(s[3] for s in signals) for memory_id, signals in found.items()}
-    best = sorted(
-        scores,
-        key=lambda m: order_key(scores[m], facts[m].clarity, facts[m].created_at, m),
-    )[:keep]
-    # Signals are built for the candidates that are kept only.
-    return [
+    similarity: dict[str, float] = {}
+    for rank, candidate in enumerate(lexical[:window], start=1):
+        evidence = lexical_evidence(candidate.score, ceiling)
+        facts.setdefault(candidate.memory_id, candidate)
+        found.setdefault(candidate.memory_id, []).append(
+            RankSignal(SignalSource.LEXICAL, rank, candidate.score, evidence * evidence)
+        )
+    for rank, candidate in enumerate(semantic[:window], start=1):
+        if not term_based or candidate.memory_id not in found:
+            # A term-based similarity orders only what the lexical ranking left out.
+            similarity[candidate.memory_id] = candidate.score
+        facts.setdefault(candidate.memory_id, candidate)
+        contribution = 0.0 if term_based else max(0.0, candidate.score)
+        found.setdefault(candidate.memory_id, []).append(
+            RankSignal(SignalSource.SEMANTIC, rank, candidate.score, contribution)
+        )
+    fused = [
         Fused(
             memory_id,
-            scores[memory_id],
+            sum(signal.contribution for signal in signals),
             facts[memory_id].clarity,
             facts[memory_id].created_at,
-            tuple(RankSignal(*signal) for signal in found[memory_id]),
+            tuple(signals),
+            similarity.get(memory_id),
         )
-        for memory_id in best
+        for memory_id, signals in found.items()
     ]
+    fused.sort(key=Fused.key)
+    return fused[:keep]
 
 
 def rerank(fused: Sequence[Fused], scores: Mapping[str, float], weight: float) -> list[Fused]:
@@ -116,6 +152,7 @@ def rerank(fused: Sequence[Fused], scores: Mapping[str, float], weight: float) -
     in the new fused order."""
     position = {f.memory_id: i for i, f in enumerate(fused)}
     order = sorted(scores, key=lambda memory_id: (-scores[memory_id], position[memory_id]))
+    shown = len(order)
     rank_of = {memory_id: rank for rank, memory_id in enumerate(order, start=1)}
     result = []
     for f in fused:
@@ -123,9 +160,8 @@ def rerank(fused: Sequence[Fused], scores: Mapping[str, float], weight: float) -
         if rank is None:
             result.append(f)
             continue
-        signal = RankSignal(
-            SignalSource.RERANK, rank, scores[f.memory_id], contribution(weight, rank)
-        )
-        result.append(replace(f, score=f.score + signal.contribution, signals=(*f.signals, signal)))
+        contribution = weight * (shown - rank + 1) / shown
+        signal = RankSignal(SignalSource.RERANK, rank, scores[f.memory_id], contribution)
+        result.append(replace(f, score=f.score + contribution, signals=(*f.signals, signal)))
     result.sort(key=Fused.key)
     return result

@@ -1,5 +1,5 @@
-"""Hybrid search: the lexical ranking fused with an exact, capped semantic scan and an
-optional reranker (see :mod:`trueheart_core.domain.semantic.fusion` for the fusion rule).
+"""Hybrid search: the lexical ranking fused with the semantic scan and an optional
+reranker (see :mod:`trueheart_core.domain.semantic.fusion` for the fusion rule).
 
 Service-layer functions over one reading unit of work. The query's vector is computed
 by the service before the transaction opens; the reranker, which needs the candidates'
@@ -31,7 +31,7 @@ from trueheart_core.service.search.lexical import Facts, Ranking, lexical
 from trueheart_core.service.search.scan import scan
 from trueheart_core.service.semantic import Space, check_unchanged, vectors_of
 
-__all__ = ["SemanticSearch", "embed_query", "ranked", "reranker_settings"]
+__all__ = ["SemanticSearch", "embed_query", "ranked", "reranker_settings", "term_based"]
 
 _INDEX_CORRUPT = "invalid semantic index"
 
@@ -47,6 +47,7 @@ class SemanticSearch:
     reranker: Reranker | None
     rerank_limit: int
     reranker_weight: float
+    term_based: bool = False
 
 
 def embed_query(settings: SemanticSearch, text: str) -> list[float]:
@@ -87,7 +88,9 @@ def ranked(
         ],
         semantic,
         window,
+        lexical_ranking.ceiling,
         keep=window,
+        term_based=settings.term_based,
     )
     rows = {r.memory_id: r for r in uow.memories.get_many(key, [f.memory_id for f in fused])}
     if len(rows) != len(fused) or not all(isinstance(r.content, str) for r in rows.values()):
@@ -114,7 +117,7 @@ def ranked(
         found.capped,
         len(semantic),
         settings.minimum_score,
-        fusion.FUSION,
+        fusion.TERM_BASED_FUSION if settings.term_based else fusion.FUSION,
         None if settings.reranker is None else settings.reranker.identity,
         None if settings.reranker is None else settings.reranker_weight,
         reranked,
@@ -158,6 +161,15 @@ def _rerank(
     except Exception as error:
         raise ProviderError("the reranker failed") from error
     return checked_scores(answer, candidates)
+
+
+def term_based(embedder: object) -> bool:
+    """Whether an embedder says its vectors only restate the library's terms (an
+    optional ``term_based`` attribute; absent means ``False``)."""
+    value = getattr(embedder, "term_based", False)
+    if not isinstance(value, bool):
+        raise ValidationError("embedder", "term_based must be a bool")
+    return value
 
 
 def reranker_settings(

@@ -16,7 +16,8 @@ from trueheart_core.domain.search import ranking
 from trueheart_core.domain.search.capsule import Ranked
 from trueheart_core.domain.search.model import SearchQuery, SemanticTrace
 from trueheart_core.domain.search.spelling import corrections
-from trueheart_core.domain.search.tokenize import term_key, tokenize
+from trueheart_core.domain.search.stopwords import STOP_WORDS, content_words
+from trueheart_core.domain.search.tokenize import term_key, tokenize, unspaced
 from trueheart_core.ports import MemoryRow, ScopeKey, SearchCandidate, UnitOfWork
 from trueheart_core.service import loading, records
 from trueheart_core.service.records import scope_key
@@ -34,6 +35,31 @@ def _checked(candidate: SearchCandidate) -> SearchCandidate:
     ):
         loading.corrupt(INDEX_CORRUPT)
     return candidate
+
+
+def _ceiling(
+    docs: int,
+    words: Mapping[int, str],
+    weight_of: Mapping[int, float],
+    fixes_of: Mapping[int, set[int]],
+) -> float:
+    """What a memory of average length that holds every word of the query once would
+    score: each word the scope holds at its idf, each word it lacks at the best weight
+    of its corrections, or, when none is held, at the highest idf; except the character
+    bigrams of unspaced scripts that the scope lacks, which count nothing (a bigram
+    across a word boundary of a Chinese or Japanese question is rarely in a statement,
+    so its absence says nothing about the memories)."""
+    parts = []
+    for term, word in sorted(words.items()):
+        if term in weight_of:
+            parts.append(weight_of[term])
+            continue
+        found = [weight_of[fix] for fix in sorted(fixes_of.get(term, ())) if fix in weight_of]
+        if found:
+            parts.append(max(found))
+        elif not any(map(unspaced, word)):
+            parts.append(ranking.idf(docs, 0))
+    return math.fsum(parts)
 
 
 def _weights(
@@ -54,13 +80,16 @@ def _weights(
 @dataclass(frozen=True, slots=True)
 class Lexical:
     """The lexical side of a search: the query's term keys and the keys of the
-    corrections it scored, how many eligible memories share one of them, and the best
+    corrections it scored, how many eligible memories share one of them, the best
     candidates in the total order (at least the window; more when scores tie at its
-    edge)."""
+    edge), and the query's ``ceiling``: the sum of the ``idf`` of its distinct words
+    (a word the scope lacks at the highest idf), which is what a memory of average
+    length holding every word once would score."""
 
     terms: list[int]
     matched: int
     candidates: list[SearchCandidate]
+    ceiling: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,20 +114,32 @@ class Ranking:
     semantic: SemanticTrace | None = None
 
 
-def lexical(uow: UnitOfWork, query: SearchQuery, window: int) -> Lexical:
-    """Rank the scope's eligible memories by BM25 against the query's terms, and the
-    corrections the scope holds of the query's words it does not hold."""
+def lexical(uow: UnitOfWork, query: SearchQuery, window: int, text: str | None = None) -> Lexical:
+    """Rank the scope's eligible memories by BM25 against the query's content words
+    (``text``, by default the query's text, without its stop words), and the
+    corrections the scope holds of the words it does not hold."""
+    text = query.text if text is None else text
     key = scope_key(query.scope)
     as_of = records.to_us(query.as_of)
-    words = {term_key(term): term for term in tokenize(query.text)}
+    words = content_words({term_key(term): term for term in tokenize(text)})
     docs, total_length = uow.search.statistics(key)
     if type(docs) is not int or type(total_length) is not int or docs < 0:
         loading.corrupt(INDEX_CORRUPT)
     weights = _weights(uow, key, docs, sorted(words), 1.0)
     held = {term for term, _ in weights}
-    missing = [term for term_id, term in words.items() if docs and term_id not in held]
-    fixes = set(map(term_key, {c for term in missing for c in corrections(term)})) - words.keys()
+    missing = {term_id: term for term_id, term in words.items() if docs and term_id not in held}
+    fixes_of = {
+        term_id: {term_key(fix) for fix in corrections(term) if fix not in STOP_WORDS}
+        for term_id, term in missing.items()
+    }
+    fixes = {
+        term_key(fix)
+        for term in missing.values()
+        for fix in corrections(term)
+        if fix not in STOP_WORDS
+    } - words.keys()
     weights += _weights(uow, key, docs, sorted(fixes), ranking.CORRECTION_WEIGHT)
+    ceiling = _ceiling(docs, words, dict(weights), fixes_of)
     terms = sorted({*words, *(term for term, _ in weights)})
     matched, found = 0, list[SearchCandidate]()
     if weights:
@@ -125,7 +166,7 @@ def lexical(uow: UnitOfWork, query: SearchQuery, window: int) -> Lexical:
             c.memory_id,
         )
     )
-    return Lexical(terms, matched, candidates)
+    return Lexical(terms, matched, candidates, ceiling)
 
 
 def ranked(uow: UnitOfWork, query: SearchQuery) -> Ranking:
