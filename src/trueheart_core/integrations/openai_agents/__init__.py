@@ -3,6 +3,8 @@
 * :func:`memory_tools`: function tools (``search_memory``, ``remember``,
   ``forget_memory``, ``claims``, ``remember_claim``) bound by the host to one exact
   scope.
+* :class:`TrueHeartSession`: the SDK's ``Session`` protocol, keeping conversation
+  history as governed, audited, expiring and erasable records of a scope.
 
 Importing this package imports the SDK (``agents``); ``import trueheart_core`` does
 not. See ``docs/integrations.md``.
@@ -16,6 +18,10 @@ except ImportError:
         'pip install "trueheart-core[openai-agents]"'
     ) from None
 
+from trueheart_core.integrations.openai_agents.session import (
+    DEFAULT_SESSION_RETENTION,
+    TrueHeartSession,
+)
 from trueheart_core.integrations.openai_agents.tools import (
     DEFAULT_MEMORY_RETENTION,
     MEMORY_KIND,
@@ -25,7 +31,9 @@ from trueheart_core.integrations.openai_agents.tools import (
 
 __all__ = [
     "DEFAULT_MEMORY_RETENTION",
+    "DEFAULT_SESSION_RETENTION",
     "MEMORY_KIND",
+    "TrueHeartSession",
     "memory_tools",
     "tool_error_message",
 ]

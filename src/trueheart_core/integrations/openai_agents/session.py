@@ -1,0 +1,300 @@
+"""Conversation history of the Agents SDK as governed records of one scope.
+
+:class:`TrueHeartSession` implements the SDK's ``Session`` protocol. Each history item
+is stored, in one transaction, as a source event whose content is the item's JSON and
+a memory of the session's own kind derived from it, under one ID that gives its
+position (``agent-session-<position, 12 digits>-<16 random hexadecimal digits>``).
+Reading lists the session's memories in ID order, which is the order of the items.
+
+*Why memories, and not the events alone:* the public API reads no event body back
+(receipts are body-free), so the memory is the copy that is read; the event is the
+record of what was said, with the retention, and the memory's lineage points at it.
+
+Removal is always a governed DELETE of the item's event, which deletes its memory too,
+with a tombstone for each and an audit row, in one transaction: ``pop_item`` deletes
+the last item, ``clear_session`` every item, ``delete_expired`` the items whose recall
+deadline has passed. A removed item never comes back (its IDs are tombstoned) and a
+later item gets a fresh ID.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import secrets
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from agents import (  # type: ignore[import-not-found, unused-ignore]
+    Session,
+    SessionSettings,
+    TResponseInputItem,
+)
+
+from trueheart_core import (
+    EntityType,
+    GovernanceAction,
+    GovernanceCommand,
+    MemoryDraft,
+    MemoryRecord,
+    MemoryStatus,
+    RawEventDraft,
+    RepositoryCorruption,
+    RetentionPolicy,
+    Scope,
+    SourceRef,
+    TrueHeart,
+    TrustLevel,
+    ValidationError,
+)
+from trueheart_core.domain import validation as v
+from trueheart_core.integrations.openai_agents._common import (
+    Clock,
+    checked_host,
+    now,
+    to_json,
+    utc_now,
+)
+
+__all__ = [
+    "DEFAULT_SESSION_RETENTION",
+    "ITEM_ID_PREFIX",
+    "SESSION_KIND_PREFIX",
+    "SESSION_SOURCE_TYPE",
+    "TrueHeartSession",
+]
+
+_T = TypeVar("_T")
+
+SESSION_KIND_PREFIX = "agent_session:"
+"""A session's items are memories of kind ``agent_session:<session_id>``."""
+
+ITEM_ID_PREFIX = "agent-session-"
+SESSION_SOURCE_TYPE = "openai-agents-session"
+"""The ``source_type`` of the items' events; their ``source_id`` is the session ID."""
+
+DEFAULT_SESSION_RETENTION = RetentionPolicy(
+    raw_ttl=timedelta(days=30), clear_for=timedelta(days=30), recall_for=timedelta(days=30)
+)
+"""History is kept 30 days unless the host gives another retention."""
+
+REMOVAL_REASON = "session history removed"
+_PAGE = 100
+_POSITION_DIGITS = 12
+_ITEM_ID = re.compile(rf"{re.escape(ITEM_ID_PREFIX)}(\d{{{_POSITION_DIGITS}}})-[0-9a-f]{{16}}")
+_BAD_ITEMS = "must be a list of JSON objects that survive a JSON round trip"
+
+
+def _encoded(item: object) -> str:
+    """The item's JSON, which must decode to an equal object."""
+    if not isinstance(item, Mapping):
+        raise ValidationError("items", _BAD_ITEMS)
+    try:
+        text = to_json(item)
+        same = json.loads(text) == item
+    except (TypeError, ValueError, RecursionError):
+        raise ValidationError("items", _BAD_ITEMS) from None
+    if not same:
+        raise ValidationError("items", _BAD_ITEMS)
+    return v.content("items", text)  # valid UTF-8, at most 256 KiB
+
+
+def _decoded(record: MemoryRecord) -> Any:
+    try:
+        return json.loads(record.content)
+    except ValueError:
+        raise RepositoryCorruption("invalid session item") from None
+
+
+class TrueHeartSession:
+    """Conversation history of one session, kept in one exact ``scope`` of ``service``.
+
+    ``session_id`` names the session within the scope (at most 114 characters); two
+    sessions of the same scope hold separate histories, and the same ``session_id`` in
+    another scope is another session. Every item is stored with ``retention`` and trust
+    ``UNTRUSTED`` (history quotes the model, the user and tools alike); ``clock`` gives
+    the time of every write and read.
+
+    * ``get_items(limit=None)``: the items whose recall deadline (time added +
+      ``retention.recall_for``) is after now, in the order added; with ``limit``, the
+      latest ``limit`` of them, still in that order.
+    * ``add_items(items)``: appends the items, in order, one transaction per item. Every
+      item is checked first (a JSON object that decodes to an equal object, valid
+      UTF-8, at most 256 KiB as JSON), so a refused item stores nothing; a store error
+      part-way leaves the items before it stored.
+    * ``pop_item()``: deletes the latest item and returns it (``None`` when empty).
+    * ``clear_session()``: deletes every item of the session, expired ones included.
+    * ``delete_expired()``: deletes the items past their recall deadline and returns
+      how many.
+
+    The methods are coroutines that run the store's blocking calls in a worker thread
+    (``asyncio.to_thread``), one call of this object at a time. Each read lists every
+    item of the session, so its cost grows with the history (100 items per read
+    transaction).
+    """
+
+    def __init__(
+        self,
+        session_id: str,
+        service: TrueHeart,
+        scope: Scope,
+        *,
+        retention: RetentionPolicy = DEFAULT_SESSION_RETENTION,
+        clock: Clock = utc_now,
+        session_settings: SessionSettings | None = None,
+    ) -> None:
+        v.text("session_id", session_id)
+        if len(SESSION_KIND_PREFIX) + len(session_id) > v.MAX_TEXT_CHARS:
+            limit = v.MAX_TEXT_CHARS - len(SESSION_KIND_PREFIX)
+            raise ValidationError("session_id", f"must be at most {limit} characters")
+        checked_host(service, scope, clock)
+        if not isinstance(retention, RetentionPolicy):
+            raise ValidationError("retention", "must be a RetentionPolicy")
+        self.session_id = session_id
+        self.session_settings = session_settings
+        self._service = service
+        self._scope = scope
+        self._retention = retention
+        self._clock = clock
+        self._lock = threading.Lock()
+
+    @property
+    def kind(self) -> str:
+        """The memory kind of this session's items."""
+        return SESSION_KIND_PREFIX + self.session_id
+
+    @property
+    def scope(self) -> Scope:
+        """The scope that holds the history."""
+        return self._scope
+
+    def __repr__(self) -> str:
+        return f"TrueHeartSession(session_id={self.session_id!r})"
+
+    # --- the Session protocol ------------------------------------------------------------
+
+    async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
+        """The session's unexpired items in the order added; the latest ``limit``."""
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)):
+            raise ValidationError("limit", "must be None or an int")
+        return await self._run(self._get_items, limit)
+
+    async def add_items(self, items: list[TResponseInputItem]) -> None:
+        """Append ``items`` to the session, in order."""
+        if not isinstance(items, list | tuple):
+            raise ValidationError("items", _BAD_ITEMS)
+        texts = [_encoded(item) for item in items]
+        if texts:
+            await self._run(self._add_items, texts)
+
+    async def pop_item(self) -> TResponseInputItem | None:
+        """Delete the latest unexpired item and return it; ``None`` when there is none."""
+        popped: TResponseInputItem | None = await self._run(self._pop_item)
+        return popped
+
+    async def clear_session(self) -> None:
+        """Delete every item of the session."""
+        await self._run(self._clear)
+
+    # --- retention -----------------------------------------------------------------------
+
+    async def delete_expired(self) -> int:
+        """Delete the items whose recall deadline has passed; returns how many."""
+        deleted: int = await self._run(self._delete_expired)
+        return deleted
+
+    # --- in the worker thread ------------------------------------------------------------
+
+    async def _run(self, function: Callable[..., _T], *args: object) -> _T:
+        return await asyncio.to_thread(self._serialised, function, *args)
+
+    def _serialised(self, function: Callable[..., _T], *args: object) -> _T:
+        with self._lock:
+            return function(*args)
+
+    def _stored(self) -> list[tuple[int, MemoryRecord]]:
+        """Every item of the session with its position, in position order."""
+        found: list[tuple[int, MemoryRecord]] = []
+        cursor: str | None = None
+        while True:
+            page = self._service.list_memories(
+                self._scope,
+                status=MemoryStatus.ACTIVE,
+                kinds=(self.kind,),
+                limit=_PAGE,
+                cursor=cursor,
+            )
+            for record in page.items:
+                match = _ITEM_ID.fullmatch(record.memory_id)
+                if match is not None:
+                    found.append((int(match.group(1)), record))
+            cursor = page.next_cursor
+            if cursor is None:
+                return found
+
+    def _visible(self) -> list[MemoryRecord]:
+        when = now(self._clock)
+        return [record for _, record in self._stored() if record.recall_until > when]
+
+    def _get_items(self, limit: int | None) -> list[Any]:
+        records = self._visible()
+        if limit is not None:
+            records = records[-limit:] if limit > 0 else []
+        return [_decoded(record) for record in records]
+
+    def _add_items(self, texts: Sequence[str]) -> None:
+        stored = self._stored()
+        position = stored[-1][0] + 1 if stored else 1
+        for text in texts:
+            item_id = f"{ITEM_ID_PREFIX}{position:0{_POSITION_DIGITS}d}-{secrets.token_hex(8)}"
+            when = now(self._clock)
+            source = SourceRef(self.session_id, SESSION_SOURCE_TYPE, when, TrustLevel.UNTRUSTED)
+            event = RawEventDraft(item_id, self._scope, source, text, self._retention)
+            memory = MemoryDraft(
+                item_id, self._scope, text, (item_id,), self.kind, TrustLevel.UNTRUSTED, when
+            )
+            self._service.ingest_derived(event, memories=[memory])
+            position += 1
+
+    def _delete(self, record: MemoryRecord) -> None:
+        """The governed DELETE of an item's event, which deletes its memory too."""
+        self._service.govern(
+            GovernanceCommand(
+                self._scope,
+                GovernanceAction.DELETE,
+                EntityType.RAW_EVENT,
+                record.memory_id,
+                now(self._clock),
+                REMOVAL_REASON,
+            )
+        )
+
+    def _pop_item(self) -> Any:
+        records = self._visible()
+        if not records:
+            return None
+        last = records[-1]
+        item = _decoded(last)
+        self._delete(last)
+        return item
+
+    def _clear(self) -> None:
+        for _, record in self._stored():
+            self._delete(record)
+
+    def _delete_expired(self) -> int:
+        when = now(self._clock)
+        expired = [record for _, record in self._stored() if record.recall_until <= when]
+        for record in expired:
+            self._delete(record)
+        return len(expired)
+
+
+if TYPE_CHECKING:
+
+    def _is_a_session(session: TrueHeartSession) -> Session:
+        """Where the SDK is installed, mypy checks the class against its protocol."""
+        return session
