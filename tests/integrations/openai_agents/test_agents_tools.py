@@ -1,0 +1,341 @@
+"""The memory tools in agent runs with a scripted model: remember, search, forget,
+claims, the trust ceiling, scope isolation and body-free tool errors."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+from agents import Agent, FunctionTool, RunConfig, Runner
+from agents_scripted import Items, ScriptedModel, Step, call, output_of, reply, tool_outputs
+from agents_support import OTHER_SCOPE, SCOPE, Clock
+
+from trueheart_core import (
+    EntityDeleted,
+    EntityNotFound,
+    MemoryDraft,
+    RawEventDraft,
+    RetentionPolicy,
+    Scope,
+    SourceRef,
+    SQLiteRepository,
+    TrueHeart,
+    TrustLevel,
+    ValidationError,
+)
+from trueheart_core.integrations.openai_agents import memory_tools, tool_error_message
+from trueheart_core.integrations.openai_agents.tools import DEFAULT_MEMORY_RETENTION
+
+TEA = "The user prefers green tea over coffee in the morning."
+
+
+def run(
+    steps: Sequence[Step], tools: list[FunctionTool], prompt: str = "Go."
+) -> tuple[ScriptedModel, Any]:
+    model = ScriptedModel(steps)
+    agent = Agent(name="assistant", instructions="Use your memory.", model=model, tools=tools)
+    result = asyncio.run(Runner.run(agent, prompt, run_config=RunConfig(tracing_disabled=True)))
+    assert model.remaining == 0
+    return model, result
+
+
+def test_the_tools_and_their_parameters_name_no_scope(memory: TrueHeart, clock: Clock) -> None:
+    tools = memory_tools(memory, SCOPE, clock=clock)
+    assert [tool.name for tool in tools] == [
+        "search_memory",
+        "remember",
+        "forget_memory",
+        "claims",
+        "remember_claim",
+    ]
+    parameters = {tool.name: set(tool.params_json_schema["properties"]) for tool in tools}
+    assert parameters == {
+        "search_memory": {"query", "limit"},
+        "remember": {"content", "trust"},
+        "forget_memory": {"memory_id"},
+        "claims": {"subject", "predicate"},
+        "remember_claim": {"subject", "predicate", "value", "trust", "supersedes"},
+    }
+    without_claims = memory_tools(memory, SCOPE, clock=clock, claim_tools=False)
+    assert [tool.name for tool in without_claims] == ["search_memory", "remember", "forget_memory"]
+
+
+def test_an_agent_remembers_finds_forgets_and_no_longer_finds(
+    memory: TrueHeart, repository: SQLiteRepository, clock: Clock
+) -> None:
+    def forget(items: Items) -> Any:
+        assert repository.residue([TEA.encode()]) == {TEA.encode()}  # stored, before forget
+        return call("forget_memory", {"memory_id": output_of(items, "c1")["memory_id"]}, "c3")
+
+    model, result = run(
+        [
+            call("remember", {"content": TEA, "trust": None}, "c1"),
+            call("search_memory", {"query": "green tea", "limit": 5}, "c2"),
+            forget,
+            call("search_memory", {"query": "green tea", "limit": 5}, "c4"),
+            reply("Forgotten."),
+        ],
+        memory_tools(memory, SCOPE, clock=clock),
+        "Remember my tea, then forget it.",
+    )
+    assert result.final_output == "Forgotten."
+    last_input = model.inputs[-1]
+    remembered = output_of(last_input, "c1")
+    memory_id = remembered["memory_id"]
+    assert remembered["trust"] == "observed"
+    assert (
+        remembered["recall_until"] == (clock.now + DEFAULT_MEMORY_RETENTION.recall_for).isoformat()
+    )
+    found = output_of(last_input, "c2")
+    assert found["matched"] == 1
+    [hit] = found["memories"]
+    assert (hit["memory_id"], hit["content"], hit["kind"]) == (memory_id, TEA, "agent_note")
+    assert hit["sources"] == [memory_id]  # lineage to the event remember recorded
+    assert output_of(last_input, "c3") == {"forgotten": memory_id}
+    assert output_of(last_input, "c4") == {"matched": 0, "memories": []}
+    # Governed: the memory and its source event are tombstoned and audited, and the
+    # text is gone from the database file.
+    with pytest.raises(EntityDeleted):
+        memory.get_memory(SCOPE, memory_id)
+    with pytest.raises(EntityDeleted):
+        memory.get_receipt(SCOPE, memory_id)
+    trail = [(r.action, r.entity_type.value, r.entity_id) for r in memory.audit(SCOPE)]
+    assert trail[:4] == [
+        ("delete", "raw_event", memory_id),
+        ("forget", "memory", memory_id),
+        ("materialize", "memory", memory_id),
+        ("ingest", "raw_event", memory_id),
+    ]
+    assert repository.residue([TEA.encode()]) == frozenset()
+
+
+def test_what_remember_stores_is_an_event_and_a_derived_memory(
+    memory: TrueHeart, clock: Clock
+) -> None:
+    retention = RetentionPolicy(
+        raw_ttl=DEFAULT_MEMORY_RETENTION.raw_ttl,
+        clear_for=DEFAULT_MEMORY_RETENTION.clear_for,
+        recall_for=DEFAULT_MEMORY_RETENTION.recall_for,
+    )
+    model, _ = run(
+        [call("remember", {"content": TEA, "trust": "untrusted"}, "c1"), reply("ok")],
+        memory_tools(memory, SCOPE, clock=clock, retention=retention, source_id="assistant-1"),
+    )
+    memory_id = output_of(model.inputs[-1], "c1")["memory_id"]
+    stored = memory.get_memory(SCOPE, memory_id)
+    assert (stored.content, stored.kind, stored.trust) == (TEA, "agent_note", TrustLevel.UNTRUSTED)
+    assert stored.source_event_ids == (memory_id,)
+    receipt = memory.get_receipt(SCOPE, memory_id)
+    assert (receipt.source.source_id, receipt.source.source_type) == (
+        "assistant-1",
+        "openai-agents",
+    )
+    assert receipt.source.trust is TrustLevel.OBSERVED  # the ceiling
+    assert receipt.raw_expires_at == clock.now + retention.raw_ttl
+
+
+def test_trust_above_the_ceiling_is_a_tool_error_and_stores_nothing(
+    memory: TrueHeart, clock: Clock
+) -> None:
+    model, result = run(
+        [
+            call("remember", {"content": TEA, "trust": "confirmed"}, "c1"),
+            call(
+                "remember_claim",
+                {
+                    "subject": "user:42",
+                    "predicate": "prefers_drink",
+                    "value": "green tea",
+                    "trust": "confirmed",
+                    "supersedes": None,
+                },
+                "c2",
+            ),
+            reply("I could not."),
+        ],
+        memory_tools(memory, SCOPE, clock=clock, max_trust=TrustLevel.OBSERVED),
+    )
+    assert result.final_output == "I could not."
+    outputs = tool_outputs(model.inputs[-1])
+    assert outputs["c1"].startswith("error: trust escalation: agent-memory-")
+    assert outputs["c2"].startswith("error: trust escalation: agent-claim-")
+    assert TEA not in outputs["c1"] and "green tea" not in outputs["c2"]
+    assert memory.scopes() == ()  # the event was rolled back with the memory
+    assert memory.stats(SCOPE).events == 0
+
+
+def test_a_confirmed_ceiling_lets_the_model_store_confirmed_memories(
+    memory: TrueHeart, clock: Clock
+) -> None:
+    model, _ = run(
+        [call("remember", {"content": TEA, "trust": "confirmed"}, "c1"), reply("ok")],
+        memory_tools(memory, SCOPE, clock=clock, max_trust=TrustLevel.CONFIRMED),
+    )
+    assert output_of(model.inputs[-1], "c1")["trust"] == "confirmed"
+
+
+def test_two_scopes_are_isolated(memory: TrueHeart, clock: Clock) -> None:
+    model, _ = run(
+        [call("remember", {"content": TEA, "trust": None}, "a1"), reply("ok")],
+        memory_tools(memory, SCOPE, clock=clock),
+    )
+    memory_id = output_of(model.inputs[-1], "a1")["memory_id"]
+    other, _ = run(
+        [
+            call("search_memory", {"query": "green tea", "limit": 5}, "b1"),
+            call("forget_memory", {"memory_id": memory_id}, "b2"),
+            reply("nothing here"),
+        ],
+        memory_tools(memory, OTHER_SCOPE, clock=clock),
+    )
+    assert output_of(other.inputs[-1], "b1") == {"matched": 0, "memories": []}
+    # The ID exists only in the other scope; the model is not told so.
+    assert tool_outputs(other.inputs[-1])["b2"] == f"error: entity not found: {memory_id}"
+    assert memory.get_memory(SCOPE, memory_id).content == TEA
+    back, _ = run(
+        [call("search_memory", {"query": "green tea", "limit": 5}, "a2"), reply("found")],
+        memory_tools(memory, SCOPE, clock=clock),
+    )
+    assert [m["memory_id"] for m in output_of(back.inputs[-1], "a2")["memories"]] == [memory_id]
+
+
+def _host_memory(memory: TrueHeart, clock: Clock, scope: Scope, kind: str) -> str:
+    source = SourceRef("crm", "import", clock.now, TrustLevel.CONFIRMED)
+    memory.ingest_derived(
+        RawEventDraft("crm-1", scope, source, "Imported green tea note.", DEFAULT_MEMORY_RETENTION),
+        memories=[
+            MemoryDraft(
+                "host-1",
+                scope,
+                "Green tea is on the host's list.",
+                ("crm-1",),
+                kind,
+                TrustLevel.CONFIRMED,
+                clock.now,
+            )
+        ],
+    )
+    return "host-1"
+
+
+def test_the_model_sees_and_forgets_only_the_kinds_it_is_given(
+    memory: TrueHeart, clock: Clock
+) -> None:
+    host_id = _host_memory(memory, clock, SCOPE, "crm_note")
+    model, _ = run(
+        [
+            call("search_memory", {"query": "green tea", "limit": 5}, "c1"),
+            call("forget_memory", {"memory_id": host_id}, "c2"),
+            reply("ok"),
+        ],
+        memory_tools(memory, SCOPE, clock=clock),
+    )
+    assert output_of(model.inputs[-1], "c1")["matched"] == 0
+    assert tool_outputs(model.inputs[-1])["c2"] == (
+        "error: memory_id: names a memory these tools do not manage"
+    )
+    assert memory.get_memory(SCOPE, host_id).kind == "crm_note"
+    # Named by the host, the kind is searchable and forgettable; the host's event stays.
+    shown, _ = run(
+        [
+            call("search_memory", {"query": "green tea", "limit": 5}, "c1"),
+            call("forget_memory", {"memory_id": host_id}, "c2"),
+            reply("ok"),
+        ],
+        memory_tools(memory, SCOPE, clock=clock, search_kinds=["crm_note"]),
+    )
+    assert [m["memory_id"] for m in output_of(shown.inputs[-1], "c1")["memories"]] == [host_id]
+    assert output_of(shown.inputs[-1], "c2") == {"forgotten": host_id}
+    with pytest.raises(EntityDeleted):
+        memory.get_memory(SCOPE, host_id)
+    assert memory.get_receipt(SCOPE, "crm-1").content_available
+
+
+def test_claims_are_remembered_superseded_and_listed(memory: TrueHeart, clock: Clock) -> None:
+    def supersede(items: Items) -> Any:
+        return call(
+            "remember_claim",
+            {
+                "subject": "user:42",
+                "predicate": "prefers_theme",
+                "value": "light",
+                "trust": None,
+                "supersedes": output_of(items, "c1")["claim_id"],
+            },
+            "c3",
+        )
+
+    claim = {"subject": "user:42", "predicate": "prefers_theme", "value": "dark"}
+    model, _ = run(
+        [
+            call("remember_claim", {**claim, "trust": None, "supersedes": None}, "c1"),
+            call("claims", {"subject": "user:42", "predicate": None}, "c2"),
+            supersede,
+            call("claims", {"subject": None, "predicate": "prefers_theme"}, "c4"),
+            call("search_memory", {"query": "prefers_theme light", "limit": 5}, "c5"),
+            reply("ok"),
+        ],
+        memory_tools(memory, SCOPE, clock=clock),
+    )
+    items = model.inputs[-1]
+    first, second = output_of(items, "c1")["claim_id"], output_of(items, "c3")["claim_id"]
+    before = output_of(items, "c2")
+    assert [(c["claim_id"], c["value"], c["status"]) for c in before["claims"]] == [
+        (first, "dark", "current")
+    ]
+    after = output_of(items, "c4")
+    assert {c["claim_id"]: (c["status"], c["superseded_by"]) for c in after["claims"]} == {
+        first: ("superseded", [second]),
+        second: ("current", []),
+    }
+    assert after["conflicts"] == [] and after["truncated"] is False
+    hits = output_of(items, "c5")["memories"]
+    assert hits[0]["memory_id"] == second
+    assert hits[0]["claim"]["value"] == "light"
+
+
+def test_tool_errors_carry_library_messages_and_never_the_content(
+    memory: TrueHeart, clock: Clock
+) -> None:
+    huge = "secret " * 40_000  # over 256 KiB
+    model, _ = run(
+        [
+            call("remember", {"content": huge, "trust": None}, "c1"),
+            call("remember", {"content": "secret plans", "trust": "supreme"}, "c2"),
+            call("forget_memory", {"memory_id": "agent-memory-unknown"}, "c3"),
+            call("search_memory", {"query": "   ", "limit": 5}, "c4"),
+            reply("ok"),
+        ],
+        memory_tools(memory, SCOPE, clock=clock),
+    )
+    outputs = tool_outputs(model.inputs[-1])
+    assert outputs == {
+        "c1": "error: content: must be at most 256 KiB UTF-8",
+        "c2": "error: the arguments do not match the tool's parameters",
+        "c3": "error: entity not found: agent-memory-unknown",
+        "c4": "error: text: must be a non-blank string",
+    }
+    assert memory.stats(SCOPE).events == 0
+
+
+def test_a_failure_outside_the_library_is_one_fixed_message() -> None:
+    assert tool_error_message(RuntimeError("the secret body")) == "error: the memory tool failed"
+    assert tool_error_message(EntityNotFound("m-1")) == "error: entity not found: m-1"
+
+
+def test_the_factory_checks_the_host_settings(memory: TrueHeart) -> None:
+    for arguments, message in (
+        ({"scope": "acme/agent/user"}, "scope: must be a Scope"),
+        ({"max_trust": 2}, "max_trust: must be a TrustLevel"),
+        ({"budget_tokens": 0}, "budget_tokens: must be from 1 through 1048576"),
+        ({"search_kinds": []}, "search_kinds: must name at least one kind"),
+        ({"search_kinds": "agent_note"}, "search_kinds: must be a sequence of kinds or None"),
+        ({"clock": "now"}, "clock: must be callable"),
+    ):
+        settings: dict[str, Any] = {"scope": SCOPE, **arguments}
+        scope = settings.pop("scope")
+        with pytest.raises(ValidationError) as raised:
+            memory_tools(memory, scope, **settings)
+        assert str(raised.value) == message
