@@ -1,0 +1,279 @@
+"""The session: exact round trips in order, restarts, pop, clear, retention, subject
+erasure down to the file's bytes, isolation, audit and serialised calls."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable
+from datetime import timedelta
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+from agents import Session
+from agents_support import OTHER_SCOPE, SCOPE, Clock
+
+from trueheart_core import (
+    EntityDeleted,
+    RetentionPolicy,
+    SQLiteRepository,
+    TrueHeart,
+    ValidationError,
+)
+from trueheart_core.integrations.openai_agents import TrueHeartSession
+
+_T = TypeVar("_T")
+
+ITEMS: list[Any] = [
+    {"role": "user", "content": "Plan a trip to Kyoto in April."},
+    {
+        "type": "message",
+        "role": "assistant",
+        "id": "msg-1",
+        "status": "completed",
+        "content": [{"type": "output_text", "text": "京都の桜は四月です。", "annotations": []}],
+    },
+    {"type": "function_call", "call_id": "c1", "name": "search_memory", "arguments": "{}"},
+    {"type": "function_call_output", "call_id": "c1", "output": 'nested "quotes" \\ and \n'},
+    {"numbers": [0, -1, 2.5, 1e300, 12345678901234567890], "flags": [True, False, None]},
+]
+
+
+def wait(awaitable: Awaitable[_T]) -> _T:
+    async def main() -> _T:
+        return await awaitable
+
+    return asyncio.run(main())
+
+
+def contents(session: TrueHeartSession) -> list[Any]:
+    return wait(session.get_items())
+
+
+def test_items_round_trip_exactly_and_in_order(memory: TrueHeart, clock: Clock) -> None:
+    session = TrueHeartSession("conv-1", memory, SCOPE, clock=clock)
+    assert isinstance(session, Session)
+    wait(session.add_items(ITEMS[:2]))
+    clock.advance(timedelta(seconds=1))
+    wait(session.add_items(ITEMS[2:]))
+    items = contents(session)
+    assert items == ITEMS
+    assert [list(item) for item in items] == [list(item) for item in ITEMS]  # key order too
+    assert wait(session.get_items(limit=2)) == ITEMS[-2:]
+    assert wait(session.get_items(limit=100)) == ITEMS
+    assert wait(session.get_items(limit=0)) == []
+    items[0]["content"] = "changed"  # the caller's copy
+    assert contents(session) == ITEMS
+
+
+def test_each_item_is_an_event_and_a_derived_memory(memory: TrueHeart, clock: Clock) -> None:
+    session = TrueHeartSession("conv-1", memory, SCOPE, clock=clock)
+    wait(session.add_items(ITEMS[:2]))
+    page = memory.list_memories(SCOPE, kinds=(session.kind,))
+    assert [m.memory_id[:26] for m in page.items] == [
+        "agent-session-000000000001",
+        "agent-session-000000000002",
+    ]
+    first = page.items[0]
+    assert first.source_event_ids == (first.memory_id,)
+    assert first.kind == "agent_session:conv-1"
+    receipt = memory.get_receipt(SCOPE, first.memory_id)
+    assert (receipt.source.source_id, receipt.source.source_type) == (
+        "conv-1",
+        "openai-agents-session",
+    )
+    assert receipt.raw_expires_at == clock.now + timedelta(days=30)
+    trail = [(r.action, r.entity_id) for r in memory.audit(SCOPE)]
+    second = page.items[1].memory_id
+    assert trail == [
+        ("materialize", second),
+        ("ingest", second),
+        ("materialize", first.memory_id),
+        ("ingest", first.memory_id),
+    ]
+
+
+def test_history_survives_a_restart(store_path: Path, clock: Clock) -> None:
+    with TrueHeart(SQLiteRepository(store_path), clock=clock) as first:
+        wait(TrueHeartSession("conv-1", first, SCOPE, clock=clock).add_items(ITEMS[:3]))
+    with TrueHeart(SQLiteRepository(store_path), clock=clock) as second:
+        session = TrueHeartSession("conv-1", second, SCOPE, clock=clock)
+        assert contents(session) == ITEMS[:3]
+        wait(session.add_items(ITEMS[3:]))
+    with TrueHeart(SQLiteRepository(store_path), clock=clock) as third:
+        assert contents(TrueHeartSession("conv-1", third, SCOPE, clock=clock)) == ITEMS
+
+
+def test_pop_removes_and_tombstones_the_last_item(
+    memory: TrueHeart, repository: SQLiteRepository, clock: Clock
+) -> None:
+    session = TrueHeartSession("conv-1", memory, SCOPE, clock=clock)
+    marker = {"role": "user", "content": "zanzibar-pop-marker"}
+    wait(session.add_items([ITEMS[0], marker]))
+    [_, last] = memory.list_memories(SCOPE, kinds=(session.kind,)).items
+    assert repository.residue([b"zanzibar-pop-marker"]) == {b"zanzibar-pop-marker"}
+    assert wait(session.pop_item()) == marker
+    assert contents(session) == [ITEMS[0]]
+    with pytest.raises(EntityDeleted):
+        memory.get_memory(SCOPE, last.memory_id)
+    with pytest.raises(EntityDeleted):
+        memory.get_receipt(SCOPE, last.memory_id)
+    assert [(r.action, r.entity_id) for r in memory.audit(SCOPE, limit=1)] == [
+        ("delete", last.memory_id)
+    ]
+    assert repository.residue([b"zanzibar-pop-marker"]) == frozenset()
+    # The next item takes the free position under a fresh ID and is read in order.
+    wait(session.add_items([ITEMS[1]]))
+    assert contents(session) == ITEMS[:2]
+    [_, replacement] = memory.list_memories(SCOPE, kinds=(session.kind,)).items
+    assert replacement.memory_id[:26] == last.memory_id[:26]
+    assert replacement.memory_id != last.memory_id
+    assert wait(session.pop_item()) == ITEMS[1]
+    assert wait(session.pop_item()) == ITEMS[0]
+    assert wait(session.pop_item()) is None
+    assert contents(session) == []
+
+
+def test_clear_removes_every_item_of_the_session_only(memory: TrueHeart, clock: Clock) -> None:
+    session = TrueHeartSession("conv-1", memory, SCOPE, clock=clock)
+    other = TrueHeartSession("conv-2", memory, SCOPE, clock=clock)
+    wait(session.add_items(ITEMS))
+    wait(other.add_items(ITEMS[:1]))
+    wait(session.clear_session())
+    assert contents(session) == []
+    assert contents(other) == ITEMS[:1]
+    deletes = [r for r in memory.audit(SCOPE) if r.action == "delete"]
+    assert len(deletes) == len(ITEMS)
+    assert memory.stats(SCOPE).events == 1
+    wait(session.add_items(ITEMS[1:2]))
+    assert contents(session) == ITEMS[1:2]
+
+
+def test_sessions_and_scopes_are_isolated(memory: TrueHeart, clock: Clock) -> None:
+    one = TrueHeartSession("conv-1", memory, SCOPE, clock=clock)
+    two = TrueHeartSession("conv-2", memory, SCOPE, clock=clock)
+    elsewhere = TrueHeartSession("conv-1", memory, OTHER_SCOPE, clock=clock)
+    wait(one.add_items(ITEMS[:2]))
+    wait(two.add_items(ITEMS[2:3]))
+    wait(elsewhere.add_items(ITEMS[3:]))
+    assert contents(one) == ITEMS[:2]
+    assert contents(two) == ITEMS[2:3]
+    assert contents(elsewhere) == ITEMS[3:]
+    assert wait(two.pop_item()) == ITEMS[2]
+    assert contents(one) == ITEMS[:2]
+
+
+def test_items_expire_with_their_retention(
+    memory: TrueHeart, repository: SQLiteRepository, clock: Clock
+) -> None:
+    retention = RetentionPolicy(
+        raw_ttl=timedelta(hours=1), clear_for=timedelta(days=1), recall_for=timedelta(days=1)
+    )
+    session = TrueHeartSession("conv-1", memory, SCOPE, retention=retention, clock=clock)
+    old = {"role": "user", "content": "quokka-expiry-marker"}
+    wait(session.add_items([old]))
+    clock.advance(timedelta(hours=12))
+    wait(session.add_items(ITEMS[:1]))
+    # The events' copies expire with raw_ttl; the items are still history.
+    clock.advance(timedelta(hours=1))
+    assert memory.expire_raw_content(as_of=clock.now) == 2
+    assert contents(session) == [old, ITEMS[0]]
+    # Past its recall deadline, an item is no longer history, nor can it be popped.
+    clock.advance(timedelta(hours=11, minutes=1))
+    assert contents(session) == [ITEMS[0]]
+    assert wait(session.get_items(limit=5)) == [ITEMS[0]]
+    assert repository.residue([b"quokka-expiry-marker"]) == {b"quokka-expiry-marker"}
+    assert wait(session.delete_expired()) == 1
+    assert repository.residue([b"quokka-expiry-marker"]) == frozenset()
+    assert wait(session.delete_expired()) == 0
+    assert [a.action for a in memory.audit(SCOPE, limit=1)] == ["delete"]
+    clock.advance(timedelta(days=1))
+    assert wait(session.pop_item()) is None
+    assert contents(session) == []
+
+
+def test_subject_erasure_empties_the_session_and_the_file(
+    memory: TrueHeart, repository: SQLiteRepository, clock: Clock
+) -> None:
+    session = TrueHeartSession("conv-1", memory, SCOPE, clock=clock)
+    kept = TrueHeartSession("conv-1", memory, OTHER_SCOPE, clock=clock)
+    secrets = [
+        {"role": "user", "content": "My passport number is walrus-4471."},
+        {"role": "assistant", "content": "Noted: walrus-4471, renew by pelican-2031."},
+    ]
+    wait(session.add_items(secrets))
+    wait(kept.add_items(ITEMS[:1]))
+    needles = [b"walrus-4471", b"pelican-2031"]
+    assert repository.residue(needles) == set(needles)
+    receipt = memory.erase_subject(SCOPE, occurred_at=clock.now)
+    assert receipt.verified is True
+    assert len(receipt.memory_ids) == 2
+    assert contents(session) == []
+    assert repository.residue(needles) == frozenset()
+    assert contents(kept) == ITEMS[:1]
+    # The session can be used again; the erased IDs stay tombstoned.
+    wait(session.add_items(ITEMS[1:2]))
+    assert contents(session) == ITEMS[1:2]
+    for memory_id in receipt.memory_ids:
+        with pytest.raises(EntityDeleted):
+            memory.get_memory(SCOPE, memory_id)
+
+
+ROUND_TRIP = "items: must be a list of JSON objects that survive a JSON round trip"
+
+
+@pytest.mark.parametrize(
+    ("items", "message"),
+    [
+        ([("role", "user")], ROUND_TRIP),
+        ([{"content": ("a", "tuple")}], ROUND_TRIP),
+        ([{1: "a non-string key"}], ROUND_TRIP),
+        ([{"score": float("nan")}], ROUND_TRIP),
+        (["a string"], ROUND_TRIP),
+        ([{"ok": True}, {"bad": {1, 2}}], ROUND_TRIP),
+        ([{"ok": True}, {"role": "user", "content": "x\ud800"}], "items: must be valid UTF-8"),
+        (
+            [{"ok": True}, {"content": "x" * 300_000}],
+            "items: must be at most 256 KiB UTF-8",
+        ),
+    ],
+)
+def test_items_that_cannot_be_stored_exactly_are_refused_before_anything_is_stored(
+    memory: TrueHeart, clock: Clock, items: list[Any], message: str
+) -> None:
+    session = TrueHeartSession("conv-1", memory, SCOPE, clock=clock)
+    with pytest.raises(ValidationError) as raised:
+        wait(session.add_items(items))
+    assert str(raised.value) == message
+    assert memory.stats(SCOPE).events == 0
+
+
+def test_concurrent_calls_are_serialised(memory: TrueHeart, clock: Clock) -> None:
+    session = TrueHeartSession("conv-1", memory, SCOPE, clock=clock)
+    batches = [[{"batch": b, "index": i} for i in range(5)] for b in range(4)]
+
+    async def main() -> None:
+        await asyncio.gather(*(session.add_items(batch) for batch in batches))
+
+    asyncio.run(main())
+    items = contents(session)
+    assert len(items) == 20
+    positions = [m.memory_id[:26] for m in memory.list_memories(SCOPE).items]
+    assert len(set(positions)) == 20  # no position was handed out twice
+    # Each call appended its batch whole: the batches are not interleaved.
+    runs = [items[start : start + 5] for start in range(0, 20, 5)]
+    assert sorted(runs, key=lambda run: run[0]["batch"]) == batches
+
+
+def test_the_session_checks_its_settings(memory: TrueHeart) -> None:
+    with pytest.raises(ValidationError, match="session_id: must be at most 114 characters"):
+        TrueHeartSession("x" * 115, memory, SCOPE)
+    with pytest.raises(ValidationError, match="session_id: must be a non-blank string"):
+        TrueHeartSession(" ", memory, SCOPE)
+    with pytest.raises(ValidationError, match="scope: must be a Scope"):
+        TrueHeartSession("conv-1", memory, "acme/agent/user")  # type: ignore[arg-type]
+    session = TrueHeartSession("x" * 114, memory, SCOPE)
+    assert session.kind == "agent_session:" + "x" * 114
+    with pytest.raises(ValidationError, match="limit: must be None or an int"):
+        wait(session.get_items(limit=True))
+    assert repr(session) == f"TrueHeartSession(session_id={'x' * 114!r})"
