@@ -93,6 +93,7 @@ from trueheart_core.errors import (
     TrustEscalation,
     ValidationError,
 )
+from trueheart_core.service.asynchronous import AsyncTrueHeart
 from trueheart_core.service.trueheart import TrueHeart
 
 __version__ = package_version()
@@ -100,6 +101,7 @@ __version__ = package_version()
 __all__ = [
     "ArtifactClass",
     "ArtifactCounts",
+    "AsyncTrueHeart",
     "AuditRecord",
     "BackupReport",
     "CanonicalClaimExtractor",
