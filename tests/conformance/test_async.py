@@ -643,3 +643,33 @@ def test_the_face_serves_one_event_loop_after_another(repository: Repository) ->
     assert not clock.threads[0].is_alive()
     with pytest.raises(ValidationError, match=msg(CLOSED)):
         run(face.stats())
+
+
+def test_two_loops_in_two_threads_share_the_faces_queue(repository: Repository) -> None:
+    clock = HeldClock()
+    face = AsyncTrueHeart(repository, clock=clock)
+    start = threading.Barrier(2)
+    failures: list[BaseException] = []
+
+    def loop_thread(prefix: str) -> None:
+        async def writes() -> None:
+            start.wait(WAIT)
+            await asyncio.gather(*(face.ingest_event(event(f"{prefix}-{n}")) for n in range(20)))
+
+        try:
+            run(writes())
+        except BaseException as error:  # reported by the test thread below
+            failures.append(error)
+
+    threads = [threading.Thread(target=loop_thread, args=(p,)) for p in ("a", "b")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(WAIT)
+    assert failures == [] and not any(thread.is_alive() for thread in threads)
+    audited = run(face.audit(SCOPE, limit=100))
+    assert sorted(r.entity_id for r in audited) == sorted(
+        f"{p}-{n}" for p in ("a", "b") for n in range(20)
+    )
+    assert len(set(clock.threads)) == 1
+    run(face.aclose())
