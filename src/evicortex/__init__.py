@@ -6,6 +6,7 @@ audit, and erasure reaches the database file. ``EviCortex.engine`` is the TrueHe
 service of the same store. See ``docs/evicortex.md``.
 """
 
+from evicortex._async import AsyncEviCortex
 from evicortex._model import (
     CapsuleItem,
     ClaimInput,
@@ -40,6 +41,7 @@ __version__ = package_version()
 """The installed distribution's version: the same as ``trueheart_core.__version__``."""
 
 __all__ = [
+    "AsyncEviCortex",
     "CanonicalClaimExtractor",
     "CapsuleItem",
     "ClaimExtraction",
