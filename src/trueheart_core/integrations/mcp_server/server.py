@@ -1,0 +1,156 @@
+"""The memory tools on the wire: the official MCP SDK's low-level server, over stdio or
+over streamable HTTP on a loopback address.
+
+This is the only module of the library that imports the ``mcp`` package (the ``mcp``
+extra, with ``anyio`` and ``uvicorn``, which it brings). Every call runs in a worker
+thread, one at a time (see :class:`~.tools.MemoryTools`); a refused call is a tool error
+(``isError``) whose text is the library's body-free message; an unknown tool is a
+protocol error.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import socket
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import anyio  # type: ignore[import-not-found, unused-ignore]
+import anyio.to_thread  # type: ignore[import-not-found, unused-ignore]
+import uvicorn  # type: ignore[import-not-found, unused-ignore]
+from mcp import types  # type: ignore[import-not-found, unused-ignore]
+from mcp.server import Server, ServerRequestContext  # type: ignore[import-not-found, unused-ignore]
+from mcp.server.stdio import stdio_server  # type: ignore[import-not-found, unused-ignore]
+from mcp.shared.exceptions import MCPError  # type: ignore[import-not-found, unused-ignore]
+
+import trueheart_core
+from trueheart_core.integrations.mcp_server.tools import MemoryTools, ToolFailure, UnknownTool
+
+__all__ = ["HTTP_PATH", "LOOPBACK_HOSTS", "build_server", "serve_http", "serve_stdio"]
+
+LOOPBACK_HOSTS = ("127.0.0.1", "::1", "localhost")
+"""The only addresses the HTTP transport binds: the SDK protects them against DNS
+rebinding (it checks the ``Host`` and ``Origin`` headers)."""
+HTTP_PATH = "/mcp"
+SERVER_NAME = "trueheart"
+INSTRUCTIONS = (
+    "Long-term memory kept by TrueHeart Core for one scope (tenant, owner, subject) that "
+    "the server was started with. Search or recall before answering from memory; "
+    "remember durable facts, preferences and decisions as short self-contained "
+    "statements; forget what the user asks to be forgotten. Every write is audited."
+)
+
+
+def _tool(spec: Any) -> Any:
+    return types.Tool(
+        name=spec.name,
+        title=spec.title,
+        description=spec.description,
+        input_schema=spec.input_schema,
+        output_schema=spec.output_schema,
+        annotations=types.ToolAnnotations(
+            title=spec.title,
+            read_only_hint=spec.read_only,
+            destructive_hint=spec.destructive,
+            idempotent_hint=spec.idempotent,
+            open_world_hint=False,
+        ),
+    )
+
+
+def build_server(tools: MemoryTools) -> Server[Any]:
+    """An MCP server offering ``tools`` (every call in their bound scope)."""
+    specs = tools.specs()
+    listed = [_tool(spec) for spec in specs]
+    schemas = {spec.name: spec.input_schema for spec in specs}
+    offered = ", ".join(schemas)
+
+    async def list_tools(
+        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=listed)
+
+    async def call_tool(
+        ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        arguments: Mapping[str, Any] | None = params.arguments
+        try:
+            result = await anyio.to_thread.run_sync(tools.call, params.name, arguments)
+        except UnknownTool:
+            message = f"unknown tool; this server offers {offered}"
+            raise MCPError(code=types.INVALID_PARAMS, message=message) from None
+        except ToolFailure as failure:
+            text = types.TextContent(type="text", text=failure.message)
+            return types.CallToolResult(content=[text], is_error=True)
+        text = types.TextContent(
+            type="text", text=json.dumps(result, ensure_ascii=False, sort_keys=True)
+        )
+        return types.CallToolResult(content=[text], structured_content=result)
+
+    return Server(
+        SERVER_NAME,
+        version=trueheart_core.__version__,
+        title="TrueHeart memory",
+        instructions=INSTRUCTIONS,
+        get_tool_input_schema=schemas.get,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )
+
+
+def serve_stdio(server: Server[Any]) -> None:
+    """Serve one client over stdin and stdout until it closes stdin."""
+
+    async def run() -> None:
+        async with stdio_server() as (read_stream, write_stream):
+            await server.run(read_stream, write_stream, server.create_initialization_options())
+
+    anyio.run(run)
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+    except OSError as error:
+        sock.close()
+        # The address is what the message is about (the command line prints it).
+        raise OSError(error.errno, error.strerror, f"{host} port {port}") from None
+    return sock
+
+
+def serve_http(
+    server: Server[Any], host: str, port: int, *, ready: Callable[[str], object]
+) -> None:
+    """Serve streamable HTTP at ``http://HOST:PORT/mcp`` until SIGTERM (a clean stop,
+    after open requests finish) or SIGINT (``KeyboardInterrupt``, after the same).
+
+    ``host`` must be one of :data:`LOOPBACK_HOSTS`; port 0 takes a free port. ``ready``
+    is called with the URL once the socket is bound, before the first request is
+    accepted. A port that cannot be bound raises ``OSError``."""
+    if host not in LOOPBACK_HOSTS:
+        raise ValueError("host: must be a loopback address (127.0.0.1, ::1 or localhost)")
+    app = server.streamable_http_app(streamable_http_path=HTTP_PATH, host=host)
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
+    sock = _bind(host, port)
+    try:
+        bound = sock.getsockname()[1]
+        shown = f"[{host}]" if ":" in host else host
+        ready(f"http://{shown}:{bound}{HTTP_PATH}")
+        if threading.current_thread() is not threading.main_thread():
+            uvicorn.Server(config).run(sockets=[sock])  # signals are the main thread's
+            return
+        stopped: list[int] = []
+        # uvicorn handles SIGTERM while it serves, shuts down, restores this handler and
+        # raises the signal again: here, a normal return.
+        previous = signal.signal(signal.SIGTERM, lambda number, frame: stopped.append(number))
+        try:
+            uvicorn.Server(config).run(sockets=[sock])
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+    finally:
+        sock.close()
