@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import NoReturn, TextIO
 
 import trueheart_core
-from trueheart_core.cli import commands, demo
+from trueheart_core.cli import commands, demo, serve_mcp
 from trueheart_core.cli.scopes import ScopeSyntaxError, parse_scope
 from trueheart_core.domain.model import Scope
 
@@ -97,7 +97,7 @@ def build_parser() -> Parser:
     parser = Parser(
         prog="trueheart",
         description="Operate a TrueHeart Core store: statistics, verification, reads, "
-        "governance, erasure, index rebuilds and backups.",
+        "governance, erasure, index rebuilds, backups and an MCP server.",
         epilog=SCOPE_SYNTAX,
     )
     parser.add_argument(
@@ -175,4 +175,74 @@ def build_parser() -> Parser:
     p.add_argument("--json", action="store_true", help="print one JSON document")
     p.add_argument("--at", type=_instant, metavar="TIME", help="the demo's clock (default: now)")
     p.set_defaults(run=demo.run)
+    _mcp(subs)
     return parser
+
+
+def _mcp(subs: argparse._SubParsersAction[Parser]) -> None:
+    """``mcp``: its options are its own (``--store`` instead of ``DB``, no ``--json``:
+    over stdio, stdout carries the protocol)."""
+    text = "serve the memory of one scope to MCP clients (needs the mcp extra)"
+    p = subs.add_parser("mcp", help=text, description=text, epilog=SCOPE_SYNTAX)
+    p.add_argument(
+        "--store", dest="db", required=True, metavar="PATH", help="path of the database file"
+    )
+    p.add_argument(
+        "--scope",
+        type=_scope,
+        required=True,
+        metavar="T/O/S",
+        help="the exact scope tenant/owner/subject every tool reads and writes",
+    )
+    access = p.add_mutually_exclusive_group()
+    access.add_argument(
+        "--read-only",
+        action="store_true",
+        help="offer only the reading tools, and open the store read-only",
+    )
+    access.add_argument(
+        "--create", action="store_true", help="create the store when no file is at PATH"
+    )
+    p.add_argument(
+        "--max-trust",
+        choices=tuple(serve_mcp.TRUST_LEVELS),
+        default="observed",
+        help="the highest trust a stored memory may have (default observed)",
+    )
+    defaults = serve_mcp.DEFAULT_RETENTION
+    for flag, value, what in (
+        ("--raw-ttl", defaults.raw_ttl, "how long a stored source event keeps its body"),
+        ("--clear-for", defaults.clear_for, "how long a stored memory stays clear"),
+        ("--recall-for", defaults.recall_for, "how long a stored memory can be recalled"),
+    ):
+        p.add_argument(
+            flag,
+            type=serve_mcp.duration,
+            metavar="DURATION",
+            help=f"{what}, such as 30d or 12h (default {value.days}d)",
+        )
+    p.add_argument(
+        "--transport",
+        choices=("stdio", "http"),
+        default="stdio",
+        help="stdio (default), or streamable HTTP on a loopback address",
+    )
+    p.add_argument(
+        "--host",
+        choices=serve_mcp.HOSTS,
+        help=f"with --transport http: the loopback address to bind (default {serve_mcp.HOSTS[0]})",
+    )
+    p.add_argument(
+        "--port",
+        type=serve_mcp.port,
+        help=f"with --transport http: the TCP port, 0 for any free one (default "
+        f"{serve_mcp.DEFAULT_PORT})",
+    )
+    p.add_argument(
+        "--busy-timeout",
+        type=_seconds,
+        default=5.0,
+        metavar="SECONDS",
+        help="how long a call waits for another writer (default 5)",
+    )
+    p.set_defaults(run=serve_mcp.run)
