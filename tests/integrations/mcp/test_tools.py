@@ -1,0 +1,515 @@
+"""The MCP server in process, through the SDK's own client: the tools listed, a memory's
+life from ``remember`` to ``forget`` and the replay that does not bring it back, the trust
+ceiling, tool errors, scope isolation, claims and the audit trail of every write."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp_support import (
+    OTHER,
+    SCOPE,
+    START,
+    Client,
+    Clock,
+    MCPError,
+    error_text,
+    run,
+    structured,
+)
+
+from trueheart_core import (
+    EntityType,
+    SQLiteRepository,
+    TrueHeart,
+    TrustLevel,
+)
+from trueheart_core.integrations.mcp_server import READING_TOOLS, WRITING_TOOLS
+
+Connect = Any
+SECRET = "The vault code is 4417."
+
+
+def _text(result: Any) -> str:
+    return " ".join(block.text for block in result.content)
+
+
+async def _remember(client: Client, content: str, **options: Any) -> dict[str, Any]:
+    return structured(await client.call_tool("remember", {"content": content, **options}))
+
+
+async def _search(client: Client, query: str, **options: Any) -> list[str]:
+    found = structured(await client.call_tool("search_memory", {"query": query, **options}))
+    return [item["memory_id"] for item in found["items"]]
+
+
+# --- listing -----------------------------------------------------------------------------
+
+
+def test_the_tools_and_their_schemas(connect: Connect) -> None:
+    async def body() -> None:
+        async with connect() as client:
+            tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+        assert set(tools) == set(READING_TOOLS) | set(WRITING_TOOLS)
+        for tool in tools.values():
+            assert tool.description
+            assert tool.input_schema["type"] == "object"
+            assert tool.input_schema["additionalProperties"] is False
+            assert tool.output_schema is not None and tool.output_schema["type"] == "object"
+            assert "scope" not in tool.input_schema["properties"]  # bound, never an argument
+            assert tool.annotations is not None
+            assert tool.annotations.read_only_hint is (tool.name in READING_TOOLS)
+            assert tool.annotations.open_world_hint is False
+        assert tools["remember"].input_schema["required"] == ["content"]
+        assert tools["remember"].input_schema["properties"]["trust"]["enum"] == [
+            "untrusted",
+            "observed",
+        ]
+        assert tools["forget_memory"].annotations.destructive_hint is True
+        assert tools["forget_memory"].input_schema["required"] == ["memory_id", "reason"]
+        assert tools["remember_claim"].input_schema["required"] == [
+            "subject",
+            "predicate",
+            "value",
+        ]
+
+    run(body)
+
+
+def test_a_read_only_server_offers_only_the_reading_tools(
+    store: Path, service: TrueHeart, clock: Clock, connect: Connect
+) -> None:
+    async def body() -> None:
+        async with connect() as client:
+            stored = await _remember(client, "Prefers green tea in the morning.")
+        with TrueHeart(SQLiteRepository(store, read_only=True), clock=clock) as reader:
+            async with connect(over=reader, read_only=True) as client:
+                listed = sorted(tool.name for tool in (await client.list_tools()).tools)
+                assert listed == sorted(READING_TOOLS)
+                assert await _search(client, "green tea") == [stored["memory"]["memory_id"]]
+                with pytest.raises(MCPError, match="unknown tool"):
+                    await client.call_tool("remember", {"content": "Something new."})
+                with pytest.raises(MCPError, match="unknown tool"):
+                    await client.call_tool(
+                        "forget_memory",
+                        {"memory_id": stored["memory"]["memory_id"], "reason": "asked"},
+                    )
+            assert reader.get_memory(SCOPE, stored["memory"]["memory_id"]).content
+
+    run(body)
+
+
+def test_the_handshake_era_client_sees_the_same_tools(connect: Connect) -> None:
+    async def body() -> None:
+        async with connect(mode="legacy") as client:
+            assert client.server_info is not None and client.server_info.name == "trueheart"
+            names = {tool.name for tool in (await client.list_tools()).tools}
+            assert names == set(READING_TOOLS) | set(WRITING_TOOLS)
+            stored = await _remember(client, "Keeps a paper diary.")
+            assert await _search(client, "paper diary") == [stored["memory"]["memory_id"]]
+
+    run(body)
+
+
+# --- a memory's life ---------------------------------------------------------------------
+
+
+def test_remember_search_get_forget_and_no_resurrection(
+    service: TrueHeart, connect: Connect
+) -> None:
+    async def body() -> None:
+        async with connect() as client:
+            first = await _remember(
+                client,
+                "Prefers window seats on long flights.",
+                kind="preference",
+                metadata={"topic": "travel", "tags": ["flights"]},
+                idempotency_key="seat-preference",
+            )
+            memory = first["memory"]
+            memory_id = memory["memory_id"]
+            assert first["replayed"] is False
+            assert memory["kind"] == "preference"
+            assert memory["trust"] == "observed"
+            assert memory["status"] == "active"
+            assert memory["created_at"] == "2026-05-04T09:00:00Z"
+            assert memory["clear_until"] == "2026-08-02T09:00:00Z"  # 90 days by default
+            assert memory["recall_until"] == "2027-05-04T09:00:00Z"  # 365 days by default
+            assert memory["metadata"] == {"topic": "travel", "tags": ["flights"]}
+            assert memory["source_event_ids"] == [first["event_id"]]
+
+            found = structured(await client.call_tool("search_memory", {"query": "window seats"}))
+            (item,) = found["items"]
+            assert item["memory_id"] == memory_id and item["rank"] == 1
+            assert item["content"] == "Prefers window seats on long flights."
+            assert item["score"] > 0 and item["created_at"] == memory["created_at"]
+            assert item["kind"] == "preference" and item["claim"] is None
+            assert found["matched"] == 1 and found["used_tokens"] == item["tokens"]
+            # the text content is the same document, for clients that read only text
+            as_text = _text(await client.call_tool("get_memory", {"memory_id": memory_id}))
+            assert json.loads(as_text)["memory_id"] == memory_id
+
+            got = structured(await client.call_tool("get_memory", {"memory_id": memory_id}))
+            assert got == memory
+            recalled = structured(await client.call_tool("recall_memories", {}))
+            assert [i["memory_id"] for i in recalled["items"]] == [memory_id]
+            assert recalled["items"][0]["clarity"] == 1.0
+
+            forgot = structured(
+                await client.call_tool(
+                    "forget_memory", {"memory_id": memory_id, "reason": "user asked"}
+                )
+            )
+            assert forgot["affected_ids"] == [memory_id]
+            assert "memory" in forgot["removed"] and "search_entry" in forgot["removed"]
+
+            assert await _search(client, "window seats") == []
+            assert structured(await client.call_tool("recall_memories", {}))["items"] == []
+            gone = await client.call_tool("get_memory", {"memory_id": memory_id})
+            assert error_text(gone) == f"entity deleted: {memory_id}"
+
+            # the same key again: the tombstone wins, nothing comes back
+            again = await client.call_tool(
+                "remember",
+                {
+                    "content": "Prefers window seats on long flights.",
+                    "kind": "preference",
+                    "metadata": {"topic": "travel", "tags": ["flights"]},
+                    "idempotency_key": "seat-preference",
+                },
+            )
+            assert error_text(again) == f"entity deleted: {memory_id}"
+            assert await _search(client, "window seats") == []
+            twice = await client.call_tool(
+                "forget_memory", {"memory_id": memory_id, "reason": "again"}
+            )
+            assert error_text(twice) == f"entity deleted: {memory_id}"
+        assert service.stats(SCOPE).memories == 0
+
+    run(body)
+
+
+def test_a_replay_returns_what_the_first_call_stored(
+    service: TrueHeart, clock: Clock, connect: Connect
+) -> None:
+    async def body() -> None:
+        async with connect() as client:
+            first = await _remember(client, "Allergic to peanuts.", idempotency_key="k-1")
+            clock.advance(timedelta(hours=3))
+            second = await _remember(client, "Allergic to peanuts.", idempotency_key="k-1")
+            assert second["replayed"] is True
+            assert second["memory"] == first["memory"]  # created at the first call's time
+            assert second["event_id"] == first["event_id"]
+            different = await client.call_tool(
+                "remember", {"content": "Allergic to walnuts.", "idempotency_key": "k-1"}
+            )
+            assert error_text(different) == f"idempotency conflict: {first['event_id']}"
+            other_kind = await client.call_tool(
+                "remember",
+                {"content": "Allergic to peanuts.", "kind": "health", "idempotency_key": "k-1"},
+            )
+            assert error_text(other_kind) == f"idempotency conflict: {first['memory']['memory_id']}"
+            # without a key, every call stores a new memory
+            one = await _remember(client, "Walks to work.")
+            two = await _remember(client, "Walks to work.")
+            assert one["memory"]["memory_id"] != two["memory"]["memory_id"]
+        assert service.stats(SCOPE).memories == 3
+        assert service.stats(SCOPE).events == 3
+        assert len(service.audit(SCOPE)) == 6  # a replay writes no audit row
+
+    run(body)
+
+
+def test_the_injected_clock_dates_writes_and_reads(clock: Clock, connect: Connect) -> None:
+    async def body() -> None:
+        async with connect() as client:
+            stored = await _remember(client, "Runs on Tuesdays.")
+            clock.advance(timedelta(days=100))  # past clear_until: clarity fades
+            recalled = structured(await client.call_tool("recall_memories", {"limit": 5}))
+            assert recalled["as_of"] == "2026-08-12T09:00:00Z"
+            assert 0 < recalled["items"][0]["clarity"] < 1
+            clock.advance(timedelta(days=300))  # past recall_until: not recalled
+            assert structured(await client.call_tool("recall_memories", {}))["items"] == []
+            assert await _search(client, "Tuesdays") == []
+            still = structured(
+                await client.call_tool("get_memory", {"memory_id": stored["memory"]["memory_id"]})
+            )
+            assert still["status"] == "active"
+
+    run(body)
+
+
+# --- trust, arguments and errors --------------------------------------------------------
+
+
+def test_trust_above_the_ceiling_is_refused(
+    service: TrueHeart, connect: Connect, clock: Clock
+) -> None:
+    async def body() -> None:
+        async with connect() as client:
+            refused = await client.call_tool(
+                "remember", {"content": "Is the account owner.", "trust": "confirmed"}
+            )
+            assert error_text(refused) == (
+                "trust: must be at most observed, the server's trust ceiling"
+            )
+            claim = await client.call_tool(
+                "remember_claim",
+                {"subject": "user", "predicate": "role", "value": "owner", "trust": "confirmed"},
+            )
+            assert error_text(claim) == error_text(refused)
+            lower = await _remember(client, "Might be the owner.", trust="untrusted")
+            assert lower["memory"]["trust"] == "untrusted"
+        async with connect(max_trust=TrustLevel.CONFIRMED) as client:
+            higher = await _remember(client, "Is the account owner.", trust="confirmed")
+            assert higher["memory"]["trust"] == "confirmed"
+            default = await _remember(client, "Likes jazz.")
+            assert default["memory"]["trust"] == "observed"
+        async with connect(max_trust=TrustLevel.UNTRUSTED) as client:
+            tool = next(t for t in (await client.list_tools()).tools if t.name == "remember")
+            assert tool.input_schema["properties"]["trust"]["enum"] == ["untrusted"]
+            assert (await _remember(client, "Maybe vegan."))["memory"]["trust"] == "untrusted"
+        assert service.stats(SCOPE).memories == 4  # nothing of the refused calls
+
+    run(body)
+
+
+def test_unknown_ids_are_tool_errors_with_the_library_message(connect: Connect) -> None:
+    async def body() -> None:
+        async with connect() as client:
+            missing = await client.call_tool("get_memory", {"memory_id": "mem-nope"})
+            assert error_text(missing) == "entity not found: mem-nope"
+            forget = await client.call_tool(
+                "forget_memory", {"memory_id": "mem-nope", "reason": "cleanup"}
+            )
+            assert error_text(forget) == "entity not found: mem-nope"
+
+    run(body)
+
+
+def test_refused_arguments_never_quote_what_was_sent(connect: Connect) -> None:
+    calls: list[tuple[str, dict[str, Any], str]] = [
+        ("remember", {"content": SECRET, "kind": " "}, "kind: must be a non-blank string"),
+        ("remember", {"content": SECRET, "metadata": SECRET}, "metadata: must be a JSON object"),
+        ("remember", {"content": SECRET, "trust": SECRET}, "trust: must be untrusted, "),
+        ("remember", {"content": SECRET, SECRET: 1}, "arguments: only these are accepted: "),
+        ("remember", {"content": 4417}, "content: must be a string"),
+        ("remember", {}, "content: is required"),
+        ("remember", {"content": "x" * (256 * 1024 + 1)}, "content: must be at most 256 KiB"),
+        ("remember", {"content": SECRET, "idempotency_key": "k" * 129}, "idempotency_key: "),
+        ("search_memory", {"query": SECRET, "limit": 0}, "limit: must be a whole number"),
+        ("search_memory", {"query": SECRET, "kinds": SECRET}, "kinds: must be a list"),
+        ("search_memory", {"query": SECRET, "budget_tokens": True}, "budget_tokens: must be"),
+        ("get_memory", {"memory_id": SECRET * 10}, "memory_id: must be at most 128 characters"),
+        ("forget_memory", {"memory_id": "m", "reason": ""}, "reason: must be a non-blank"),
+        (
+            "remember_claim",
+            {"subject": "s", "predicate": "p", "value": SECRET, "valid_from": SECRET},
+            "valid_from: must be an ISO 8601 date or time",
+        ),
+        (
+            "remember_claim",
+            {"subject": "s", "predicate": "p", "value": "v", "valid_from": "2026-05-01T10:00"},
+            "valid_from: must have a UTC offset",
+        ),
+        (
+            "remember_claim",
+            {
+                "subject": "s",
+                "predicate": "p",
+                "value": SECRET,
+                "valid_from": "2026-05-02",
+                "valid_to": "2026-05-01",
+            },
+            "valid_to: must be later than valid_from",
+        ),
+        ("claims", {"as_of": SECRET}, "as_of: must be an ISO 8601 date or time"),
+    ]
+
+    async def body() -> None:
+        async with connect() as client:
+            for name, arguments, message in calls:
+                text = error_text(await client.call_tool(name, arguments))
+                assert text.startswith(message), (name, text)
+                assert "4417" not in text and "vault" not in text, (name, text)
+                assert "Traceback" not in text
+
+    run(body)
+
+
+# --- isolation -----------------------------------------------------------------------------
+
+
+def test_two_servers_on_one_store_never_see_each_others_memories(
+    service: TrueHeart, connect: Connect
+) -> None:
+    async def body() -> None:
+        async with connect(SCOPE) as one, connect(OTHER) as two:
+            mine = await _remember(one, "Takes black coffee.", idempotency_key="coffee")
+            theirs = await _remember(two, "Takes sweet coffee.", idempotency_key="coffee")
+            my_id, their_id = mine["memory"]["memory_id"], theirs["memory"]["memory_id"]
+            assert my_id == their_id  # the same key: the same ID, in each scope its own memory
+            assert theirs["replayed"] is False
+            extra = await _remember(one, "Owns a grey cat.")
+            cat_id = extra["memory"]["memory_id"]
+
+            assert await _search(two, "grey cat") == []
+            assert await _search(two, "coffee") == [their_id]
+            recalled = structured(await two.call_tool("recall_memories", {}))
+            assert [i["content"] for i in recalled["items"]] == ["Takes sweet coffee."]
+            # an ID only the other scope holds is not found here (no "scope mismatch")
+            peek = await two.call_tool("get_memory", {"memory_id": cat_id})
+            assert error_text(peek) == f"entity not found: {cat_id}"
+            forget = await two.call_tool(
+                "forget_memory", {"memory_id": cat_id, "reason": "not mine"}
+            )
+            assert error_text(forget) == f"entity not found: {cat_id}"
+            assert await _search(one, "grey cat") == [cat_id]
+            structured(
+                await two.call_tool("forget_memory", {"memory_id": their_id, "reason": "asked"})
+            )
+            assert await _search(one, "coffee") == [my_id]
+            assert structured(await one.call_tool("claims", {}))["claims"] == []
+        assert service.get_memory(SCOPE, my_id).content == "Takes black coffee."
+
+    run(body)
+
+
+# --- claims ----------------------------------------------------------------------------------
+
+
+def test_claims_round_trip(service: TrueHeart, clock: Clock, connect: Connect) -> None:
+    async def body() -> None:
+        async with connect() as client:
+            dark = structured(
+                await client.call_tool(
+                    "remember_claim",
+                    {
+                        "subject": "user",
+                        "predicate": "prefers_theme",
+                        "value": "dark",
+                        "valid_from": "2026-01-01",
+                        "idempotency_key": "theme-1",
+                    },
+                )
+            )["claim"]
+            assert dark["valid_from"] == "2026-01-01T00:00:00Z" and dark["valid_to"] is None
+            assert dark["created_at"] == "2026-05-04T09:00:00Z"
+            clock.advance(timedelta(days=10))
+            light = structured(
+                await client.call_tool(
+                    "remember_claim",
+                    {
+                        "subject": "user",
+                        "predicate": "prefers_theme",
+                        "value": "light",
+                        "valid_from": "2026-05-14T09:00:00+02:00",
+                        "supersedes": dark["claim_id"],
+                    },
+                )
+            )["claim"]
+            assert light["valid_from"] == "2026-05-14T07:00:00Z"
+            assert light["supersedes"] == dark["claim_id"]
+
+            now = structured(
+                await client.call_tool("claims", {"subject": "user", "predicate": "prefers_theme"})
+            )
+            statuses = {c["value"]: c["status"] for c in now["claims"]}
+            assert statuses == {"dark": "superseded", "light": "current"}
+            assert now["conflicts"] == []
+            old = next(c for c in now["claims"] if c["value"] == "dark")
+            assert old["superseded_by"] == [light["claim_id"]]
+
+            before = structured(await client.call_tool("claims", {"as_of": "2026-05-10"}))
+            assert {c["value"]: c["status"] for c in before["claims"]} == {
+                "dark": "superseded",  # supersession counts from when it was made, as known now
+                "light": "not_yet_valid",
+            }
+            found = structured(await client.call_tool("search_memory", {"query": "theme light"}))
+            (item,) = [i for i in found["items"] if i["memory_id"] == light["claim_id"]]
+            assert item["kind"] == "claim" and item["content"] == "user prefers_theme light"
+            assert item["claim"]["status"] == "current" and item["claim"]["value"] == "light"
+
+            replay = structured(
+                await client.call_tool(
+                    "remember_claim",
+                    {
+                        "subject": "user",
+                        "predicate": "prefers_theme",
+                        "value": "dark",
+                        "valid_from": "2026-01-01",
+                        "idempotency_key": "theme-1",
+                    },
+                )
+            )
+            assert replay["replayed"] is True and replay["claim"] == dark
+            conflicting = structured(
+                await client.call_tool(
+                    "remember_claim",
+                    {"subject": "user", "predicate": "prefers_theme", "value": "sepia"},
+                )
+            )["claim"]
+            later = structured(await client.call_tool("claims", {"predicate": "prefers_theme"}))
+            assert later["conflicts"] == [sorted([light["claim_id"], conflicting["claim_id"]])]
+            forgot = structured(
+                await client.call_tool(
+                    "forget_memory", {"memory_id": conflicting["claim_id"], "reason": "wrong"}
+                )
+            )
+            assert "claim" in forgot["removed"]
+        (kept,) = service.get_claims(SCOPE, [dark["claim_id"]], as_of=clock())
+        assert (kept.claim.value, kept.status.value) == ("dark", "superseded")
+
+    run(body)
+
+
+# --- audit ------------------------------------------------------------------------------------
+
+
+def test_every_write_is_audited(service: TrueHeart, clock: Clock, connect: Connect) -> None:
+    async def body() -> None:
+        async with connect() as client:
+            stored = await _remember(client, SECRET)
+            claim = structured(
+                await client.call_tool(
+                    "remember_claim", {"subject": "vault", "predicate": "code", "value": "4417"}
+                )
+            )["claim"]
+            clock.advance(timedelta(minutes=5))
+            memory_id = stored["memory"]["memory_id"]
+            await client.call_tool("forget_memory", {"memory_id": memory_id, "reason": SECRET})
+            await client.call_tool("search_memory", {"query": "vault"})  # reads are not audited
+            await client.call_tool("remember", {"content": "x", "trust": "confirmed"})  # refused
+        records = service.audit(SCOPE, limit=100)
+        trail = sorted((r.action, r.entity_type, r.entity_id) for r in records)
+        assert trail == sorted(
+            [
+                ("ingest", EntityType.RAW_EVENT, stored["event_id"]),
+                ("materialize", EntityType.MEMORY, memory_id),
+                ("ingest", EntityType.RAW_EVENT, claim["source_event_ids"][0]),
+                ("materialize", EntityType.MEMORY, claim["claim_id"]),
+                ("forget", EntityType.MEMORY, memory_id),
+            ]
+        )
+        forget = next(r for r in records if r.action == "forget")
+        assert forget.occurred_at == START + timedelta(minutes=5)
+        assert all("4417" not in r.reason and "vault" not in r.reason for r in records)
+        assert service.get_receipt(SCOPE, stored["event_id"]).source.source_type == "mcp"
+        assert service.verify_integrity().ok
+
+    run(body)
+
+
+def test_the_clock_must_be_aware(service: TrueHeart, connect: Connect, clock: Clock) -> None:
+    async def body() -> None:
+        clock.now = datetime(2026, 5, 4, 9, 0)  # naive
+        async with connect() as client:
+            result = await client.call_tool("recall_memories", {})
+            assert error_text(result) == "clock: must return timezone-aware datetimes"
+        clock.now = datetime(2026, 5, 4, 9, 0, tzinfo=UTC)
+
+    run(body)

@@ -1,0 +1,216 @@
+"""``trueheart mcp`` as a child process: over stdio with the SDK's ``stdio_client``, and
+over streamable HTTP on a free loopback port with the SDK's HTTP client; then the store
+as the library reads it."""
+
+from __future__ import annotations
+
+import queue
+import signal
+import socket
+import subprocess
+import threading
+from pathlib import Path
+from typing import IO, Any
+
+from mcp_support import (
+    DEADLINE,
+    SCOPE,
+    Client,
+    StdioServerParameters,
+    child_environment,
+    error_text,
+    run,
+    server_command,
+    stdio_client,
+    streamable_http_client,
+    structured,
+)
+
+from trueheart_core import EntityType, SQLiteRepository, TrueHeart
+from trueheart_core.integrations.mcp_server import READING_TOOLS, MemoryTools
+
+SCOPE_ARGUMENT = "acme/assistant/user-1"
+
+
+def _audit_trail(store: Path) -> list[tuple[str, EntityType]]:
+    with TrueHeart(SQLiteRepository(store, read_only=True)) as service:
+        assert service.verify_integrity().ok
+        return sorted((r.action, r.entity_type) for r in service.audit(SCOPE, limit=100))
+
+
+def test_stdio_end_to_end(tmp_path: Path) -> None:
+    store = tmp_path / "memory.db"
+    errors = tmp_path / "server-stderr.txt"
+    command, *arguments = server_command(
+        "--store", str(store), "--scope", SCOPE_ARGUMENT, "--create", "--raw-ttl", "7d"
+    )
+    parameters = StdioServerParameters(
+        command=command, args=arguments, env=child_environment(), cwd=str(tmp_path)
+    )
+
+    async def body() -> None:
+        with errors.open("w") as errlog:
+            async with Client(stdio_client(parameters, errlog=errlog)) as client:
+                names = {tool.name for tool in (await client.list_tools()).tools}
+                assert {"remember", "search_memory", "forget_memory"} <= names
+                stored = structured(
+                    await client.call_tool(
+                        "remember", {"content": "Speaks Portuguese at home.", "kind": "fact"}
+                    )
+                )
+                memory_id = stored["memory"]["memory_id"]
+                found = structured(await client.call_tool("search_memory", {"query": "Portuguese"}))
+                assert [item["memory_id"] for item in found["items"]] == [memory_id]
+                structured(
+                    await client.call_tool(
+                        "forget_memory", {"memory_id": memory_id, "reason": "user asked"}
+                    )
+                )
+                missing = await client.call_tool("get_memory", {"memory_id": memory_id})
+                assert error_text(missing) == f"entity deleted: {memory_id}"
+
+    run(body)
+    log = errors.read_text()
+    assert f"trueheart: serving the memory of {SCOPE_ARGUMENT} in {store}" in log
+    assert "over stdio" in log and "Traceback" not in log
+    assert _audit_trail(store) == [
+        ("forget", EntityType.MEMORY),
+        ("ingest", EntityType.RAW_EVENT),
+        ("materialize", EntityType.MEMORY),
+    ]
+    with TrueHeart(SQLiteRepository(store, read_only=True)) as service:
+        (event_id,) = stored_event_ids(service)
+        receipt = service.get_receipt(SCOPE, event_id)
+        assert (receipt.raw_expires_at - receipt.source.occurred_at).days == 7
+
+
+def test_stdio_read_only(tmp_path: Path) -> None:
+    store = tmp_path / "memory.db"
+    with TrueHeart(SQLiteRepository(store)) as service:
+        tools = MemoryTools(service, SCOPE)
+        kept = tools.call("remember", {"content": "Reads science fiction."})["memory"]
+    before = store.read_bytes()
+    command, *arguments = server_command(
+        "--store", str(store), "--scope", SCOPE_ARGUMENT, "--read-only"
+    )
+    parameters = StdioServerParameters(
+        command=command, args=arguments, env=child_environment(), cwd=str(tmp_path)
+    )
+
+    async def body() -> None:
+        with (tmp_path / "server-stderr.txt").open("w") as errlog:
+            async with Client(stdio_client(parameters, errlog=errlog)) as client:
+                names = sorted(tool.name for tool in (await client.list_tools()).tools)
+                assert names == sorted(READING_TOOLS)
+                found = structured(
+                    await client.call_tool("search_memory", {"query": "science fiction"})
+                )
+                assert [item["memory_id"] for item in found["items"]] == [kept["memory_id"]]
+
+    run(body)
+    assert "(read-only) over stdio" in (tmp_path / "server-stderr.txt").read_text()
+    assert store.read_bytes() == before
+
+
+def stored_event_ids(service: TrueHeart) -> list[str]:
+    return [r.entity_id for r in service.audit(SCOPE, limit=100) if r.action == "ingest"]
+
+
+def _lines(stream: IO[str], into: queue.Queue[str]) -> None:
+    for line in stream:
+        into.put(line)
+
+
+def test_streamable_http_on_a_free_loopback_port(tmp_path: Path) -> None:
+    store = tmp_path / "memory.db"
+    process = subprocess.Popen(
+        server_command(
+            "--store",
+            str(store),
+            "--scope",
+            SCOPE_ARGUMENT,
+            "--create",
+            "--transport",
+            "http",
+            "--port",
+            "0",
+        ),
+        env=child_environment(),
+        cwd=tmp_path,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stderr is not None and process.stdout is not None
+    lines: queue.Queue[str] = queue.Queue()
+    reader = threading.Thread(target=_lines, args=(process.stderr, lines), daemon=True)
+    reader.start()
+    try:
+        first = lines.get(timeout=DEADLINE)  # the server says where it listens, once bound
+        assert first.startswith(f"trueheart: serving the memory of {SCOPE_ARGUMENT}"), first
+        url = first.rsplit(" at ", 1)[1].strip()
+        assert url.startswith("http://127.0.0.1:") and url.endswith("/mcp")
+
+        async def body() -> None:
+            async with Client(streamable_http_client(url)) as client:
+                names = {tool.name for tool in (await client.list_tools()).tools}
+                assert "remember" in names
+                stored = structured(
+                    await client.call_tool("remember", {"content": "Cycles to the office."})
+                )
+                found = structured(await client.call_tool("search_memory", {"query": "cycles"}))
+                assert [i["memory_id"] for i in found["items"]] == [stored["memory"]["memory_id"]]
+
+        run(body)
+    finally:
+        process.send_signal(signal.SIGTERM)
+        try:
+            status = process.wait(timeout=DEADLINE)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=DEADLINE)
+            raise
+        reader.join(timeout=DEADLINE)
+    rest: list[Any] = []
+    while not lines.empty():
+        rest.append(lines.get())
+    assert status == 0, rest
+    assert not any("Traceback" in line for line in rest), rest
+    assert process.stdout.read() == ""
+    process.stdout.close()
+    process.stderr.close()
+    assert _audit_trail(store) == [
+        ("ingest", EntityType.RAW_EVENT),
+        ("materialize", EntityType.MEMORY),
+    ]
+
+
+def test_a_port_in_use_is_refused(tmp_path: Path) -> None:
+    store = tmp_path / "memory.db"
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = subprocess.run(
+            server_command(
+                "--store",
+                str(store),
+                "--scope",
+                SCOPE_ARGUMENT,
+                "--create",
+                "--transport",
+                "http",
+                "--port",
+                str(port),
+            ),
+            env=child_environment(),
+            cwd=tmp_path,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=DEADLINE,
+            check=False,
+        )
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr == f"trueheart: 127.0.0.1 port {port}: Address already in use\n"
