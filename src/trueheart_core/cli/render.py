@@ -160,6 +160,7 @@ def rebuild(value: IndexRebuildReport) -> Document:
         "storage_indexes_rebuilt": value.storage_indexes_rebuilt,
         "vector_copies_repaired": value.vector_copies_repaired,
         "vectors_without_memory_removed": value.vectors_without_memory_removed,
+        "vector_sketches_rebuilt": value.vector_sketches_rebuilt,
         "changed": value.changed,
     }
 

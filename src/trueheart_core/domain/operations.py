@@ -205,8 +205,10 @@ class IndexRebuildReport(_Reducible):
     did not match their texts; ``storage_indexes_rebuilt`` counts the storage engine's
     own indexes, rebuilt from their tables. Vectors are kept (no model is called):
     ``vector_copies_repaired`` counts vectors whose copies of their memory's ID, times,
-    trust, kind or status were rewritten from the memory row, and
-    ``vectors_without_memory_removed`` vectors whose memory no longer exists.
+    trust, kind or status were rewritten from the memory row,
+    ``vectors_without_memory_removed`` vectors whose memory no longer exists, and
+    ``vector_sketches_rebuilt`` vectors whose sketch was missing (a store upgraded from
+    schema 4) or not the one their vector gives.
     """
 
     search_entries_before: int
@@ -221,6 +223,7 @@ class IndexRebuildReport(_Reducible):
     storage_indexes_rebuilt: int
     vector_copies_repaired: int = 0
     vectors_without_memory_removed: int = 0
+    vector_sketches_rebuilt: int = 0
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -237,6 +240,7 @@ class IndexRebuildReport(_Reducible):
             or self.claim_keys_repaired
             or self.vector_copies_repaired
             or self.vectors_without_memory_removed
+            or self.vector_sketches_rebuilt
         )
 
 

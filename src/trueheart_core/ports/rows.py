@@ -259,8 +259,11 @@ class SpaceRow:
 @dataclass(frozen=True, slots=True)
 class VectorRow:
     """One memory's vector as stored: its space, the SHA-256 of the content it was
-    computed from, the packed vector (see :mod:`trueheart_core.domain.semantic.vectors`) and
-    the row digest."""
+    computed from, the packed vector (see :mod:`trueheart_core.domain.semantic.vectors`),
+    the row digest, and the vector's sketch (see
+    :mod:`trueheart_core.domain.semantic.sketch`): its bytes, scale and residual bound,
+    all three ``None`` for a vector stored before sketches existed. The sketch is
+    derived from the vector and not covered by the digest."""
 
     scope: ScopeKey
     memory_id: str
@@ -268,6 +271,9 @@ class VectorRow:
     content_hash: str
     vector: bytes
     digest: str
+    sketch: bytes | None = None
+    sketch_scale: float | None = None
+    sketch_error: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

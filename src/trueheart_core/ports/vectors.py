@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Protocol
 
 from trueheart_core.ports.rows import (
@@ -34,8 +34,9 @@ class VectorStore(Protocol):
         ...
 
     def put(self, row: VectorRow) -> None:
-        """Store the vector of an existing memory of ``row.scope``, replacing the one it
-        had. Raises ``RepositoryCorruption`` if the memory does not exist."""
+        """Store the vector of an existing memory of ``row.scope`` with its sketch,
+        replacing the one it had. Raises ``RepositoryCorruption`` if the memory does not
+        exist."""
         ...
 
     def keys(self, scope: ScopeKey, memory_ids: Sequence[str]) -> dict[str, tuple[object, object]]:
@@ -78,6 +79,15 @@ class VectorStore(Protocol):
         (only matches need them), in any order."""
         ...
 
+    def generation(self, scope: ScopeKey) -> int:
+        """The scope's vector generation: a number stored with the scope that moves on,
+        in the same transaction, with every change of any of the scope's vector rows
+        (stored, replaced, its copies or status rewritten, its sketch rewritten,
+        removed), and never returns to an earlier value once such a change committed.
+        Two reads of this store that see the same generation of a scope see the same
+        vector rows of it. 0 for a scope that never had a vector."""
+        ...
+
     def lexical_matches(
         self, scope: ScopeKey, terms: Sequence[int], memory_ids: Sequence[str]
     ) -> int:
@@ -86,8 +96,8 @@ class VectorStore(Protocol):
         ...
 
     def iter(self, scope: ScopeKey | None) -> Iterator[VectorRow]:
-        """Every stored vector (of one scope, or all), for verification. A vector whose
-        memory is gone has an empty ``memory_id``."""
+        """Every stored vector (of one scope, or all) with its sketch, for verification.
+        A vector whose memory is gone has an empty ``memory_id``."""
         ...
 
     def disagreeing(self, scope: ScopeKey | None) -> list[tuple[ScopeKey, str]]:
@@ -95,10 +105,14 @@ class VectorStore(Protocol):
         trust, kind or status differ from the memory row: ``(scope, memory_id)``."""
         ...
 
-    def repair_copies(self) -> tuple[int, int]:
+    def repair_copies(
+        self, sketch: Callable[[bytes], tuple[bytes, float, float] | None]
+    ) -> tuple[int, int, int]:
         """Rewrite every vector's copies of its memory's ID, times, trust, kind and
-        status from the memory row where they differ, and remove the vectors whose memory
-        no longer exists; returns ``(rewritten, removed)``."""
+        status from the memory row where they differ, remove the vectors whose memory
+        no longer exists, and rewrite every sketch that differs from what ``sketch``
+        computes from the stored vector (``None``: no sketch); returns ``(rewritten,
+        removed, sketches rewritten)``."""
         ...
 
     def iter_spaces(self) -> Iterator[SpaceRow]:

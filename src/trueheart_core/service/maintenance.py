@@ -16,6 +16,7 @@ from itertools import islice
 from trueheart_core.domain import validation as v
 from trueheart_core.domain.model import MemoryStatus, Scope
 from trueheart_core.domain.operations import IndexRebuildReport, StoreStats
+from trueheart_core.domain.semantic.sketch import sketch_of
 from trueheart_core.errors import ValidationError
 from trueheart_core.ports import ScopeKey, SearchDocRow, UnitOfWork
 from trueheart_core.service import loading
@@ -103,14 +104,14 @@ def _terms(uow: UnitOfWork) -> Counter[tuple[object, ...]]:
 
 def rebuild(uow: UnitOfWork) -> IndexRebuildReport:
     """Rebuild the search index from the memory rows, re-derive claim index keys and
-    rebuild the storage engine's indexes; report what changed."""
+    vector sketches, and rebuild the storage engine's indexes; report what changed."""
     entries_before, terms_before = _entries(uow), _terms(uow)
     searching.rebuild(uow)
     entries_after, terms_after = _entries(uow), _terms(uow)
     claim_keys = _count(uow.claims.rekey())
-    copies = orphans = 0
+    copies = orphans = sketches = 0
     if uow.vectors is not None:
-        copies, orphans = (_count(n) for n in uow.vectors.repair_copies())
+        copies, orphans, sketches = (_count(n) for n in uow.vectors.repair_copies(sketch_of))
     storage = _count(uow.operations.rebuild_storage_indexes())
     return IndexRebuildReport(
         entries_before.total(),
@@ -125,6 +126,7 @@ def rebuild(uow: UnitOfWork) -> IndexRebuildReport:
         storage,
         copies,
         orphans,
+        sketches,
     )
 
 

@@ -18,6 +18,7 @@ from trueheart_core.domain.claims import CLAIM_KIND
 from trueheart_core.domain.model import MemoryRecord, MemoryStatus, Scope
 from trueheart_core.domain.semantic.embedders import MAX_DIMENSIONS, Embedder
 from trueheart_core.domain.semantic.model import SemanticStatus
+from trueheart_core.domain.semantic.sketch import sketch_of
 from trueheart_core.domain.semantic.vectors import checked_vector, pack
 from trueheart_core.errors import (
     EmbedderMismatch,
@@ -162,7 +163,9 @@ def _row(
 ) -> VectorRow:
     row = VectorRow(scope_key(scope), memory_id, space_id, policy.content_hash(content), blob, "")
     digest = records.vector_digest(row, space.identity, space.dimensions, space.normalized)
-    return VectorRow(row.scope, memory_id, space_id, row.content_hash, blob, digest)
+    sketch = sketch_of(blob)
+    assert sketch is not None  # a checked, packed vector is finite
+    return VectorRow(row.scope, memory_id, space_id, row.content_hash, blob, digest, *sketch)
 
 
 def pending(
@@ -315,6 +318,20 @@ def check_vectors(
             add("vector", row.memory_id, row.scope, "digest_mismatch")
         elif len(row.vector) != 4 * found.dimensions:
             add("vector", row.memory_id, row.scope, "vector_size_invalid")
+        elif not _sketch_agrees(row):
+            add("vector", row.memory_id, row.scope, "vector_sketch_mismatch")
     for scope, memory_id in vectors.disagreeing(key):
         add("vector", memory_id, scope, "vector_disagrees_with_memory")
     return checked
+
+
+def _sketch_agrees(row: VectorRow) -> bool:
+    """Whether the row's sketch is the one its vector gives, or absent altogether (a
+    vector stored before sketches existed, which the scan compares exactly)."""
+    stored = (row.sketch, row.sketch_scale, row.sketch_error)
+    if stored == (None, None, None):
+        return True
+    expected = sketch_of(row.vector)
+    return expected is not None and all(
+        type(a) is type(b) and a == b for a, b in zip(stored, expected, strict=True)
+    )

@@ -1,7 +1,8 @@
 """Erasure reaches the vectors in the SQLite file: after a forget, a delete, the delete
 of the memory's raw event, the forget of a claim or a subject erasure, no 16-byte aligned
-chunk of a removed vector is left in the database file or its WAL, and the vectors table
-keeps one row per remaining memory and no orphan, counted with plain sqlite3.
+chunk of a removed vector or of its sketch is left in the database file or its WAL, and
+the vectors table keeps one row per remaining memory and no orphan, counted with plain
+sqlite3.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from trueheart_core import (
     SQLiteRepository,
     TrueHeart,
 )
+from trueheart_core.domain.semantic.sketch import sketch_of
 
 
 def _present_chunks(data: bytes, content: str) -> list[int]:
@@ -46,17 +48,35 @@ def _present_chunks(data: bytes, content: str) -> list[int]:
     return [i for i, chunk in enumerate(dense_chunks(content)) if chunk in data]
 
 
+def _sketch(content: str) -> bytes:
+    """The sketch bytes stored with ``content``'s vector."""
+    found = sketch_of(dense_blob(content))
+    assert found is not None
+    return found[0]
+
+
+def _present_sketch_chunks(data: bytes, content: str) -> list[int]:
+    """The positions of the aligned chunks of ``content``'s sketch that occur in
+    ``data``."""
+    sketch = _sketch(content)
+    chunks = [sketch[start : start + CHUNK] for start in range(0, len(sketch), CHUNK)]
+    return [i for i, chunk in enumerate(chunks) if chunk in data]
+
+
 def _assert_held(path: Path, *contents: str) -> None:
     data = store_bytes(path)
     for content in contents:
         assert dense_blob(content) in data
         assert _present_chunks(data, content) == list(range(4 * DENSE_DIMS // CHUNK))
+        assert _sketch(content) in data
+        assert _present_sketch_chunks(data, content) == list(range(DENSE_DIMS // CHUNK))
 
 
 def _assert_erased(path: Path, *contents: str) -> None:
     data = store_bytes(path)
     for content in contents:
         assert _present_chunks(data, content) == []
+        assert _present_sketch_chunks(data, content) == []
 
 
 def _semantic_signal(capsule: MemoryCapsule, memory_id: str) -> float | None:

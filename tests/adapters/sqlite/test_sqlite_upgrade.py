@@ -1,5 +1,6 @@
-"""Upgrading a version-1 SQLite store (no search index) in place: the file is turned into
-exactly what version 1 wrote, with sqlite3, and opened again."""
+"""Upgrading older SQLite stores in place: a version-1 store (no search index) and a
+version-4 store (vectors without sketches); the file is turned into exactly what that
+version wrote, with sqlite3, and opened again."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from conformance_builders import (
     memory,
     msg,
 )
+from semantic_builders import DenseEmbedder
 
 from trueheart_core import (
     EntityType,
@@ -38,6 +40,7 @@ from trueheart_core import (
 )
 from trueheart_core.adapters.sqlite.schema import MIGRATIONS, SCHEMA_VERSION, object_names
 from trueheart_core.domain.search.tokenize import TOKENIZER_ID
+from trueheart_core.domain.semantic.sketch import sketch_of
 
 Catalog = set[tuple[str, str, str, str]]
 
@@ -294,3 +297,102 @@ def test_a_newer_version_claim_still_in_the_wal_is_refused(db_path: Path) -> Non
         assert version == SCHEMA_VERSION + 1
     finally:
         writer.close()
+
+
+# --- version 4 to version 5: vector sketches and generations ------------------------------
+
+
+def _dense(path: Path, *, read_only: bool = False) -> TrueHeart:
+    return TrueHeart(
+        SQLiteRepository(path, read_only=read_only), clock=lambda: NOW, embedder=DenseEmbedder()
+    )
+
+
+def _hybrid(service: TrueHeart, text: str) -> MemoryCapsule:
+    capsule = service.search(SearchQuery(SCOPE, text, NOW + timedelta(hours=1), limit=3))
+    check_capsule(capsule)
+    assert capsule.semantic is not None
+    return capsule
+
+
+def _build_v4(path: Path) -> dict[str, MemoryCapsule]:
+    """A store with vectors, and the hybrid answers it gives before the downgrade."""
+    with _dense(path) as service:
+        service.ingest_event(event("evt-1"))
+        for memory_id, content in {**ACTIVE, **SEALED, "mem-gone": "tea to forget"}.items():
+            service.materialize_once(memory(memory_id, content=content))
+        for index in range(40):
+            service.materialize_once(memory(f"mem-f{index:02d}", content=f"filler {index}"))
+        service.govern(command(GovernanceAction.SEAL, "mem-2"))
+        service.govern(command(GovernanceAction.FORGET, "mem-gone"))
+        return {text: _hybrid(service, text) for text in QUERIES}
+
+
+def _downgrade_to_4(path: Path) -> None:
+    """Turn a current file into exactly the file version 4 would have written: the
+    objects of version 5 dropped, and the columns it added to the vectors."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        conn.execute("BEGIN")
+        for kind, name in sorted(object_names(SCHEMA_VERSION) - object_names(4)):
+            conn.execute(f"DROP {kind.upper()} IF EXISTS {name}")
+        for column in ("sketch_error", "sketch_scale", "sketch"):
+            conn.execute(f"ALTER TABLE vectors DROP COLUMN {column}")
+        conn.execute("PRAGMA user_version = 4")
+        conn.execute("COMMIT")
+    finally:
+        conn.close()
+    version, catalog, _ = _inspect(path)
+    assert version == 4
+    assert catalog == _catalog_built_by([s for step in range(1, 5) for s in MIGRATIONS[step]])
+
+
+def _sketch_columns(path: Path) -> list[tuple[object, ...]]:
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        return conn.execute(
+            "SELECT vector, sketch, sketch_scale, sketch_error FROM vectors ORDER BY vid"
+        ).fetchall()
+    finally:
+        conn.close()
+
+
+def test_a_version_4_store_is_upgraded_and_its_vectors_compared_exactly(
+    db_path: Path, tmp_path: Path
+) -> None:
+    answers = _build_v4(db_path)
+    _downgrade_to_4(db_path)
+    with _dense(db_path) as service:
+        version, catalog, _ = _inspect(db_path)
+        with _dense(tmp_path / "fresh.db"):
+            _, fresh_catalog, _ = _inspect(tmp_path / "fresh.db")
+        assert (version, catalog) == (SCHEMA_VERSION, fresh_catalog)
+        rows = _sketch_columns(db_path)
+        assert len(rows) == len(ACTIVE) + len(SEALED) + 40
+        # Vectors stored before sketches have none: they are compared exactly.
+        assert {row[1:] for row in rows} == {(None, None, None)}
+        assert service.verify_integrity().ok
+        for text, answer in answers.items():
+            assert _hybrid(service, text) == answer, text
+        report = service.rebuild_indexes()
+        assert report.vector_sketches_rebuilt == len(rows) and report.changed
+        assert [row[1:] for row in _sketch_columns(db_path)] == [sketch_of(row[0]) for row in rows]
+        assert service.verify_integrity().ok
+        for text, answer in answers.items():
+            assert _hybrid(service, text) == answer, text
+        assert service.rebuild_indexes().vector_sketches_rebuilt == 0
+    with _dense(db_path, read_only=True) as reader:
+        for text, answer in answers.items():
+            assert _hybrid(reader, text) == answer, text
+
+
+def test_a_write_after_the_upgrade_stores_a_sketch(db_path: Path) -> None:
+    _build_v4(db_path)
+    _downgrade_to_4(db_path)
+    with _dense(db_path) as service:
+        service.ingest_event(event("evt-2"))
+        service.materialize_once(memory("mem-new", ("evt-2",), content="oolong tea"))
+        assert service.verify_integrity().ok
+        assert _hybrid(service, "oolong tea").items[0].memory.memory_id == "mem-new"
+    (vector, *sketch) = _sketch_columns(db_path)[-1]
+    assert tuple(sketch) == sketch_of(vector)

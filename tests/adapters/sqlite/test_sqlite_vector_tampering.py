@@ -1,9 +1,11 @@
 """Vector rows edited behind the library's back (with sqlite3): verify_integrity reports a
-tampered vector and one that disagrees with its memory, and a vector of other content is
-stale and re-projected."""
+tampered vector, one that disagrees with its memory and a sketch that is not its
+vector's (rebuilding the indexes rewrites it); a vector of other content is stale and
+re-projected; any edit of a vector row moves its scope's generation."""
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -12,6 +14,8 @@ from semantic_builders import ConceptEmbedder
 from sqlite_builders import tamper
 
 from trueheart_core import SQLiteRepository, TrueHeart
+from trueheart_core.domain.semantic.sketch import sketch_of
+from trueheart_core.service.records import scope_key
 
 
 def semantic(repository: SQLiteRepository) -> TrueHeart:
@@ -60,3 +64,85 @@ def test_verify_reports_a_vector_that_disagrees_with_its_memory(
         memory_id,
         "vector_disagrees_with_memory",
     )
+
+
+def _sketch_columns(db_path: Path) -> list[tuple[object, ...]]:
+    conn = sqlite3.connect(db_path)
+    try:
+        return conn.execute(
+            "SELECT vector, sketch, sketch_scale, sketch_error FROM vectors ORDER BY vid"
+        ).fetchall()
+    finally:
+        conn.close()
+
+
+FOUR = {"mem-1": "concise answers", "mem-2": "tea", "mem-3": "dark night", "mem-4": "rain"}
+
+
+def test_every_stored_vector_has_the_sketch_it_gives(
+    db_path: Path, repository: SQLiteRepository
+) -> None:
+    materialize_all(semantic(repository), FOUR)
+    rows = _sketch_columns(db_path)
+    assert len(rows) == 4
+    assert [tuple(row[1:]) for row in rows] == [sketch_of(row[0]) for row in rows]  # type: ignore[arg-type]
+
+
+def test_verify_reports_a_sketch_that_is_not_its_vectors(
+    db_path: Path, repository: SQLiteRepository
+) -> None:
+    service = semantic(repository)
+    materialize_all(service, FOUR)
+    assert service.verify_integrity().problems == ()
+    sketch = _sketch_columns(db_path)[0][1]
+    assert isinstance(sketch, bytes)
+    flipped = bytes([sketch[0] ^ 1]) + sketch[1:]
+    assert tamper(db_path, "UPDATE vectors SET sketch = ? WHERE vid = 1", [flipped]) == 1
+    assert tamper(db_path, "UPDATE vectors SET sketch_error = 0.0 WHERE vid = 2") == 1
+    assert tamper(db_path, "UPDATE vectors SET sketch_scale = NULL WHERE vid = 3") == 1
+    problems = service.verify_integrity().problems
+    assert [(p.entity_type, p.entity_id, p.code) for p in problems] == [
+        ("vector", memory_id, "vector_sketch_mismatch") for memory_id in ("mem-1", "mem-2", "mem-3")
+    ]
+    report = service.rebuild_indexes()
+    assert report.vector_sketches_rebuilt == 3 and report.changed
+    assert service.verify_integrity().ok
+    assert service.rebuild_indexes().vector_sketches_rebuilt == 0
+
+
+def test_a_vector_without_a_sketch_is_no_problem_and_gets_one_on_rebuild(
+    db_path: Path, repository: SQLiteRepository
+) -> None:
+    # All three columns empty: a vector stored before sketches existed.
+    service = semantic(repository)
+    materialize_all(service, FOUR)
+    tamper(db_path, "UPDATE vectors SET sketch = NULL, sketch_scale = NULL, sketch_error = NULL")
+    assert service.verify_integrity().ok
+    assert service.rebuild_indexes().vector_sketches_rebuilt == 4
+    rows = _sketch_columns(db_path)
+    assert [tuple(row[1:]) for row in rows] == [sketch_of(row[0]) for row in rows]  # type: ignore[arg-type]
+
+
+def _generation(repository: SQLiteRepository) -> int:
+    with repository.unit_of_work("search", write=False) as uow:
+        assert uow.vectors is not None
+        return uow.vectors.generation(scope_key(SCOPE))
+
+
+def test_any_change_of_a_vector_row_moves_its_scopes_generation(
+    db_path: Path, repository: SQLiteRepository
+) -> None:
+    materialize_all(semantic(repository), FOUR)
+    seen = [_generation(repository)]
+    for sql in (
+        "UPDATE vectors SET sketch = NULL WHERE vid = 1",
+        "UPDATE vectors SET vector = vector WHERE vid = 2",
+        "DELETE FROM vectors WHERE vid = 3",
+        "UPDATE vectors SET active = 0",
+    ):
+        tamper(db_path, sql)
+        seen.append(_generation(repository))
+    assert seen == sorted(set(seen)) and len(seen) == 5
+    unchanged = _generation(repository)
+    tamper(db_path, "UPDATE memories SET kind = kind")
+    assert _generation(repository) == unchanged

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from trueheart_core.errors import RepositoryCorruption
 
 APPLICATION_ID = 0x54485243  # "THRC" in the database header: marks our files
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 _V1: Sequence[str] = (
     """CREATE TABLE scopes (
@@ -167,7 +167,40 @@ _V4: Sequence[str] = (
         scope_id, space_id, active, created_at DESC, vid DESC)""",
 )
 
-MIGRATIONS: Mapping[int, Sequence[str]] = {1: _V1, 2: _V2, 3: _V3, 4: _V4}
+
+def _generation_bump(scope: str) -> str:
+    """The statements of a trigger that moves the generation of the scope ``scope``
+    names (``NEW.scope_id`` or ``OLD.scope_id``) on."""
+    return (
+        f"INSERT OR IGNORE INTO vector_generations (scope_id, generation) VALUES ({scope}, 0); "
+        "UPDATE vector_generations SET generation = generation + 1 "
+        f"WHERE scope_id = {scope};"
+    )
+
+
+_V5: Sequence[str] = (
+    # A vector's sketch (one signed byte per component), its scale and the bound of its
+    # residual's norm: what the semantic scan compares first. Derived from the vector;
+    # vectors stored before version 5 have none until the indexes are rebuilt.
+    "ALTER TABLE vectors ADD COLUMN sketch",
+    "ALTER TABLE vectors ADD COLUMN sketch_scale",
+    "ALTER TABLE vectors ADD COLUMN sketch_error",
+    # A counter per scope that every change of the scope's vector rows moves on, in the
+    # same transaction (these triggers): a process that keeps a scope's vectors in memory
+    # knows them current while the counter it read them at is the stored one. Integers
+    # only; a scope's row is never deleted, so its counter never goes back.
+    """CREATE TABLE vector_generations (
+        scope_id INTEGER PRIMARY KEY,
+        generation INTEGER NOT NULL)""",
+    f"""CREATE TRIGGER vectors_inserted AFTER INSERT ON vectors BEGIN
+        {_generation_bump("NEW.scope_id")} END""",
+    f"""CREATE TRIGGER vectors_updated AFTER UPDATE ON vectors BEGIN
+        {_generation_bump("OLD.scope_id")} {_generation_bump("NEW.scope_id")} END""",
+    f"""CREATE TRIGGER vectors_deleted AFTER DELETE ON vectors BEGIN
+        {_generation_bump("OLD.scope_id")} END""",
+)
+
+MIGRATIONS: Mapping[int, Sequence[str]] = {1: _V1, 2: _V2, 3: _V3, 4: _V4, 5: _V5}
 """Statements that take a database from version ``n - 1`` to version ``n``."""
 
 Definition = tuple[str, str, str, str | None]

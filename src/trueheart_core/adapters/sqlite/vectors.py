@@ -4,7 +4,7 @@ connection, and nothing else."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from trueheart_core.adapters.sqlite.search import SQLiteSearch, eligibility_filters
@@ -57,8 +57,9 @@ class SQLiteVectors(Role):
         self._conn.execute("DELETE FROM vectors WHERE doc = ?", (rid,))
         self._conn.execute(
             "INSERT INTO vectors (doc, scope_id, space_id, active, created_at, memory_id, "
-            "clear_until, recall_until, trust, kind, content_hash, vector, digest) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "clear_until, recall_until, trust, kind, content_hash, vector, digest, "
+            "sketch, sketch_scale, sketch_error) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 rid,
                 sid,
@@ -70,6 +71,9 @@ class SQLiteVectors(Role):
                 row.content_hash,
                 row.vector,
                 row.digest,
+                row.sketch,
+                row.sketch_scale,
+                row.sketch_error,
             ),
         )
 
@@ -162,6 +166,19 @@ class SQLiteVectors(Role):
             )
         return found
 
+    def generation(self, scope: ScopeKey) -> int:
+        sid = self._scope_id(scope)
+        if sid is None:
+            return 0
+        row = self._conn.execute(
+            "SELECT generation FROM vector_generations WHERE scope_id = ?", (sid,)
+        ).fetchone()
+        if row is None:
+            return 0
+        if type(row[0]) is not int:
+            raise RepositoryCorruption("invalid semantic index")
+        return int(row[0])
+
     def lexical_matches(
         self, scope: ScopeKey, terms: Sequence[int], memory_ids: Sequence[str]
     ) -> int:
@@ -196,7 +213,8 @@ class SQLiteVectors(Role):
         cursor = self._conn.execute(
             f"SELECT {SCOPE_COLUMNS}, "
             "CASE WHEN m.scope_id = v.scope_id THEN m.memory_id ELSE '' END, "
-            "v.space_id, v.content_hash, v.vector, v.digest "
+            "v.space_id, v.content_hash, v.vector, v.digest, "
+            "v.sketch, v.sketch_scale, v.sketch_error "
             "FROM vectors v JOIN scopes s ON s.scope_id = v.scope_id "
             f"LEFT JOIN memories m ON m.rid = v.doc{where} ORDER BY v.vid",
             params,
@@ -224,7 +242,9 @@ class SQLiteVectors(Role):
         ).fetchall()
         return [((r[0], r[1], r[2]), r[3]) for r in rows]
 
-    def repair_copies(self) -> tuple[int, int]:
+    def repair_copies(
+        self, sketch: Callable[[bytes], tuple[bytes, float, float] | None]
+    ) -> tuple[int, int, int]:
         removed = self._conn.execute(
             "DELETE FROM vectors WHERE NOT EXISTS (SELECT 1 FROM memories m WHERE m.rid = doc)"
         ).rowcount
@@ -237,7 +257,30 @@ class SQLiteVectors(Role):
             "OR v.recall_until IS NOT m.recall_until OR v.trust IS NOT m.trust "
             "OR v.kind IS NOT m.kind OR v.active IS NOT (m.status = 'active'))"
         ).rowcount
-        return int(rewritten), int(removed)
+        return int(rewritten), int(removed), self._repair_sketches(sketch)
+
+    def _repair_sketches(self, sketch: Callable[[bytes], tuple[bytes, float, float] | None]) -> int:
+        """Rewrite every sketch that is not the one ``sketch`` computes from its vector;
+        pages of rows by row ID, so no cursor is open while rows change."""
+        repaired = 0
+        after = 0
+        while rows := self._conn.execute(
+            "SELECT vid, vector, sketch, sketch_scale, sketch_error FROM vectors "
+            "WHERE vid > ? ORDER BY vid LIMIT ?",
+            (after, _FETCH),
+        ).fetchall():
+            after = rows[-1][0]
+            for vid, vector, *stored in rows:
+                expected = sketch(vector)
+                wanted = [None, None, None] if expected is None else list(expected)
+                if not _same(stored, wanted):
+                    self._conn.execute(
+                        "UPDATE vectors SET sketch = ?, sketch_scale = ?, sketch_error = ? "
+                        "WHERE vid = ?",
+                        (*wanted, vid),
+                    )
+                    repaired += 1
+        return repaired
 
     def iter_spaces(self) -> Iterator[SpaceRow]:
         for r in self._conn.execute(
@@ -253,3 +296,8 @@ class SQLiteVectors(Role):
     def delete_of(self, rid: int) -> None:
         """Remove the vector of the memory with this rowid (part of deleting it)."""
         self._conn.execute("DELETE FROM vectors WHERE doc = ?", (rid,))
+
+
+def _same(stored: Sequence[object], wanted: Sequence[object]) -> bool:
+    """Whether stored sketch columns are exactly the wanted values (types included)."""
+    return all(type(a) is type(b) and a == b for a, b in zip(stored, wanted, strict=True))
