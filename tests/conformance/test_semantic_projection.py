@@ -345,8 +345,8 @@ def test_forget_and_delete_remove_the_vector(
     [
         ({"embedder": object()}, "embedder: must be an Embedder"),
         ({"embedder": HashingEmbedder}, "embedder: must be an Embedder"),
-        ({"semantic_scan_cap": 0}, "semantic_scan_cap: must be from 1 through 1000000"),
-        ({"semantic_scan_cap": True}, "semantic_scan_cap: must be from 1 through 1000000"),
+        ({"semantic_scan_cap": 0}, "semantic_scan_cap: must be None or from 1 through 1000000"),
+        ({"semantic_scan_cap": True}, "semantic_scan_cap: must be None or from 1 through 1000000"),
         ({"minimum_semantic_score": 1.5}, "minimum_semantic_score: must be from -1.0 through 1.0"),
         (
             {"minimum_semantic_score": float("nan")},

@@ -287,10 +287,12 @@ class VectorState:
     content_hash: str | None
 
 
-VectorHit = tuple[int, bytes]
-"""A vector read by the semantic scan: ``(handle, vector)``. The handle names the
-vector row within the unit of work (see ``VectorStore.facts``). A plain tuple: a scan
-reads up to its cap of them, and that is the cost of a hybrid search."""
+VectorHit = tuple[int, object, object, object]
+"""A vector read by the semantic scan: ``(handle, sketch, sketch_scale, sketch_error)``
+as stored (``None`` for a vector without a sketch; anything if the store was tampered
+with). The handle names the vector row within the unit of work (see
+``VectorStore.facts``). A plain tuple: a scan reads every eligible vector of the scope."""
 
-VectorFacts = tuple[int, str, int, int, int]
-"""``(handle, memory_id, created_at, clear_until, recall_until)`` of a scanned vector."""
+VectorFacts = tuple[int, str, int, int, int, bytes]
+"""``(handle, memory_id, created_at, clear_until, recall_until, vector)`` of a scanned
+vector: what an exact comparison and the tie-breaks need."""

@@ -58,25 +58,32 @@ class VectorStore(Protocol):
         kinds: Sequence[str],
         min_trust: int | None,
         claim_statuses: Sequence[str],
-        limit: int,
-        components: Sequence[int] | None = None,
-        dimensions: int = 0,
-    ) -> list[VectorHit]:
+        limit: int | None,
+        chunk: int,
+        created_from: int | None = None,
+        created_until: int | None = None,
+        handles: Sequence[int] | None = None,
+    ) -> Iterator[list[VectorHit]]:
         """Vectors of ``space_id`` whose memories are searchable in ``scope`` at
         ``as_of`` (active, ``created_at <= as_of < recall_until``), of the given kinds
-        (empty: all) and minimum trust, and, for claims, with a status at ``as_of`` in
-        ``claim_statuses`` (as ``search_candidates`` filters them). Newest first
-        (``created_at`` descending, then the latest written first), at most ``limit``.
+        (empty: all) and minimum trust, created at or after ``created_from`` and before
+        ``created_until`` (microseconds; each bound only when given), and, for claims,
+        with a status at ``as_of`` in ``claim_statuses`` (as ``search_candidates``
+        filters them). Newest first (``created_at`` descending, then the latest written
+        first), at most ``limit`` (``None``: all of them), as lists of at most ``chunk``
+        hits, each read when the caller asks for it from the unit's snapshot: a caller
+        holds one list at a time, and the iterator is only valid inside the unit of
+        work. Each hit carries the vector's sketch as stored, not the vector.
 
-        With ``components`` (0-based positions below ``dimensions``), each hit's vector
-        holds only those float32 components, concatenated in that order, or is empty
-        when the stored vector is not ``4 * dimensions`` bytes long: a sparse query
-        reads a few bytes of each vector instead of all of them."""
+        With ``handles``, only those of the vectors with these handles that meet the
+        same conditions, in any order and lists of any size (``limit`` and the order
+        do not apply): whether candidates found by other means are eligible."""
         ...
 
     def facts(self, scope: ScopeKey, handles: Sequence[int]) -> list[VectorFacts]:
-        """The memory ID and filter columns of the scanned vectors with these handles
-        (only matches need them), in any order."""
+        """The memory ID, tie-break columns and stored vector of the vectors of ``scope``
+        with these handles (only the candidates that are compared exactly need them),
+        in any order."""
         ...
 
     def generation(self, scope: ScopeKey) -> int:

@@ -114,9 +114,11 @@ class TrueHeart:
     replaces it). With ``auto_index`` every write that creates or restores memories is
     followed, after it commits, by their projection: one ``embed_documents`` call for
     all the memories and claims of the write, in the order written. Searches fuse the
-    lexical ranking with an exact cosine scan of at most ``semantic_scan_cap`` vectors
-    (matches need ``minimum_semantic_score``), and with the ``reranker``'s order of the
-    best ``rerank_limit`` candidates, weighted ``reranker_weight``. See ``docs/semantic.md``.
+    lexical ranking with the best candidates of an exact cosine comparison of the
+    scope's vectors (every eligible one, or only the newest ``semantic_scan_cap`` when it
+    is an int; matches need ``minimum_semantic_score``), and with the ``reranker``'s
+    order of the best ``rerank_limit`` candidates, weighted ``reranker_weight``. See
+    ``docs/semantic.md``.
     """
 
     def __init__(
@@ -127,7 +129,7 @@ class TrueHeart:
         token_estimator: TokenEstimator | None = None,
         embedder: Embedder | None = None,
         auto_index: bool = True,
-        semantic_scan_cap: int = 1024,
+        semantic_scan_cap: int | None = None,
         minimum_semantic_score: float = 0.05,
         reranker: Reranker | None = None,
         rerank_limit: int = 16,
@@ -809,12 +811,12 @@ def _semantic_settings(
     rerank_limit: object,
     reranker_weight: object,
 ) -> hybrid.SemanticSearch | None:
-    if (
+    if scan_cap is not None and (
         isinstance(scan_cap, bool)
         or not isinstance(scan_cap, int)
         or not 1 <= scan_cap <= MAX_SCAN_CAP
     ):
-        raise ValidationError("semantic_scan_cap", f"must be from 1 through {MAX_SCAN_CAP}")
+        raise ValidationError("semantic_scan_cap", f"must be None or from 1 through {MAX_SCAN_CAP}")
     if (
         isinstance(minimum_score, bool)
         or not isinstance(minimum_score, int | float)

@@ -120,33 +120,50 @@ class SQLiteVectors(Role):
         kinds: Sequence[str],
         min_trust: int | None,
         claim_statuses: Sequence[str],
-        limit: int,
-        components: Sequence[int] | None = None,
-        dimensions: int = 0,
+        limit: int | None,
+        chunk: int,
+        created_from: int | None = None,
+        created_until: int | None = None,
+        handles: Sequence[int] | None = None,
         claim_kind: str = "claim",
-    ) -> list[VectorHit]:
+    ) -> Iterator[list[VectorHit]]:
         sid = self._scope_id(scope)
-        if sid is None or limit <= 0:
-            return []
+        if sid is None or (limit is not None and limit <= 0) or chunk <= 0:
+            return
         filters, extra = eligibility_filters(
             as_of, kinds, min_trust, claim_statuses, claim_kind, d="v"
         )
-        selected: list[Any] = []
-        vector = "v.vector"
-        if components is not None:
-            parts = " || ".join("substr(v.vector, ?, 4)" for _ in components) or "x''"
-            # || makes text of its operands; the cast gives the same bytes back as a blob.
-            vector = f"CASE WHEN length(v.vector) = ? THEN CAST({parts} AS BLOB) ELSE x'' END"
-            selected = [4 * dimensions, *(4 * i + 1 for i in components)]
+        if created_from is not None:
+            filters += " AND v.created_at >= ?"
+            extra.append(created_from)
+        if created_until is not None:
+            filters += " AND v.created_at < ?"
+            extra.append(created_until)
+        columns = "v.vid, v.sketch, v.sketch_scale, v.sketch_error"
+        if handles is not None:
+            # Row-ID look-ups; the unary + keeps the planner off the scope's scan index.
+            for start in range(0, len(handles), CHUNK):
+                part = list(handles[start : start + CHUNK])
+                marks = ",".join("?" * len(part))
+                yield self._conn.execute(
+                    f"SELECT {columns} FROM vectors v WHERE v.vid IN ({marks}) "
+                    "AND +v.scope_id = ? AND +v.space_id = ? AND +v.active = 1 "
+                    f"AND +v.created_at <= ? AND v.recall_until > ?{filters}",
+                    [*part, sid, space_id, as_of, as_of, *extra],
+                ).fetchall()
+            return
         # One index range: the scope's active vectors of the space, newest first from
-        # as_of; every other filter reads the vector's own row.
-        return self._conn.execute(
-            f"SELECT v.vid, {vector} FROM vectors v INDEXED BY vectors_scan "
+        # as_of; every other filter reads the vector's own row. The cursor is read a
+        # chunk at a time, so only one chunk of rows is held at once.
+        cursor = self._conn.execute(
+            f"SELECT {columns} FROM vectors v INDEXED BY vectors_scan "
             "WHERE v.scope_id = ? AND v.space_id = ? AND v.active = 1 AND v.created_at <= ? "
             f"AND v.recall_until > ?{filters} "
             "ORDER BY v.created_at DESC, v.vid DESC LIMIT ?",
-            [*selected, sid, space_id, as_of, as_of, *extra, limit],
-        ).fetchall()
+            [sid, space_id, as_of, as_of, *extra, -1 if limit is None else limit],
+        )
+        while rows := cursor.fetchmany(chunk):
+            yield rows
 
     def facts(self, scope: ScopeKey, handles: Sequence[int]) -> list[VectorFacts]:
         sid = self._scope_id(scope)
@@ -159,8 +176,8 @@ class SQLiteVectors(Role):
             marks = ",".join("?" * len(chunk))
             found.extend(
                 self._conn.execute(
-                    "SELECT vid, memory_id, created_at, clear_until, recall_until FROM vectors "
-                    f"WHERE vid IN ({marks}) AND +scope_id = ?",
+                    "SELECT vid, memory_id, created_at, clear_until, recall_until, vector "
+                    f"FROM vectors WHERE vid IN ({marks}) AND +scope_id = ?",
                     [*chunk, sid],
                 ).fetchall()
             )

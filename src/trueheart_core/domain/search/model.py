@@ -205,17 +205,19 @@ class CapsuleTraceEntry(_Reducible):
 class SemanticTrace(_Reducible):
     """The body-free account of the semantic side of a hybrid search.
 
-    ``embedder`` names the vector space. The scan compared the query with ``scanned``
-    stored vectors of eligible memories, newest first; ``capped`` is true when more were
-    eligible than ``scan_cap`` allows, so that older memories were not compared (the
-    diagnostic ``"semantic_scan_capped"`` says so too). ``matched`` counts the scanned
-    memories whose cosine similarity is at least ``minimum_score``. ``reranker`` and
+    ``embedder`` names the vector space. The scan considered ``scanned`` stored vectors
+    of eligible memories: all of them when ``scan_cap`` is ``None``, else the newest
+    ``scan_cap``; ``capped`` is true when more were eligible than ``scan_cap`` allows, so
+    that older memories were not considered (the diagnostic ``"semantic_scan_capped"``
+    says so too). ``matched`` counts the semantic candidates: the best ``2 * limit``
+    considered memories by cosine similarity among those whose similarity is at least
+    ``minimum_score`` (fewer when fewer reach it). ``reranker`` and
     ``reranker_weight`` name the reranker when one took part, and ``reranked`` how many
     candidates it was shown. ``fusion`` names the fusion rule.
     """
 
     embedder: str
-    scan_cap: int
+    scan_cap: int | None
     scanned: int
     capped: bool
     matched: int
@@ -228,8 +230,9 @@ class SemanticTrace(_Reducible):
 
     def __post_init__(self) -> None:
         v.text("embedder", self.embedder)
-        _count("scan_cap", self.scan_cap, 1, 2**31)
-        _count("scanned", self.scanned, 0, self.scan_cap)
+        if self.scan_cap is not None:
+            _count("scan_cap", self.scan_cap, 1, 2**31)
+        _count("scanned", self.scanned, 0, 2**63 - 1 if self.scan_cap is None else self.scan_cap)
         if not isinstance(self.capped, bool):
             raise ValidationError("capped", "must be a bool")
         _count("matched", self.matched, 0, self.scanned)

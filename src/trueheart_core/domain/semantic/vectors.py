@@ -19,7 +19,6 @@ from trueheart_core.errors import ValidationError
 __all__ = [
     "NORM_TOLERANCE",
     "checked_vector",
-    "component_similarities",
     "pack",
     "query_form",
     "similarities",
@@ -140,28 +139,3 @@ def similarities(
         fsum(map(mul, values, stored[start : start + dims]))
         for start in range(0, len(stored), dims)
     ]
-
-
-def component_similarities(weights: Sequence[float], parts: Sequence[bytes]) -> list[float]:
-    """Cosine similarities from the query's non-zero ``weights`` and, for each stored
-    vector, its float32 components at the same positions (concatenated, as
-    ``SupportsVectors.scan_vectors`` returns them): the same sums as
-    :func:`similarities` of a sparse query. A part of the wrong size scores ``nan``."""
-    size = 4 * len(weights)
-    if set(map(type, parts)) - {bytes} or set(map(len, parts)) - {size}:
-        return [
-            component_similarities(weights, [part])[0]
-            if type(part) is bytes and len(part) == size
-            else math.nan
-            for part in parts
-        ]
-    if not parts:
-        return []
-    if not weights:
-        return [0.0] * len(parts)
-    joined = unpack(b"".join(parts))
-    count = len(weights)
-    if count == 1:
-        return list(map(weights[0].__mul__, joined))
-    columns = [list(map(weight.__mul__, joined[i::count])) for i, weight in enumerate(weights)]
-    return list(map(math.fsum, zip(*columns, strict=True)))

@@ -42,7 +42,7 @@ class SemanticSearch:
 
     embedder: Embedder
     space: Space
-    scan_cap: int
+    scan_cap: int | None
     minimum_score: float
     reranker: Reranker | None
     rerank_limit: int
@@ -71,7 +71,9 @@ def ranked(
     as_of = records.to_us(query.as_of)
     window = ranking.candidate_window(query.limit)
     lexical_ranking = lexical(uow, query, window)
-    found = scan(uow, query, settings.space, settings.scan_cap, settings.minimum_score, vector)
+    found = scan(
+        uow, query, settings.space, settings.scan_cap, settings.minimum_score, vector, window
+    )
     semantic, facts, diagnostics = found.candidates, found.facts, found.diagnostics
     lexical_window = lexical_ranking.candidates[:window]
     for c in lexical_window:
