@@ -1,7 +1,10 @@
 """The semantic scan finds exactly what comparing every eligible vector exactly finds:
 the same candidates, with the same scores bit for bit, in the same order, over random
 sets and sets built to defeat the estimates (ties, near-ties at the window's edge and at
-the minimum, all-zero vectors, duplicates, sparse queries), whatever the chunking."""
+the minimum, all-zero vectors, duplicates, sparse queries), whatever the chunking.
+
+These run the zero-dependency scan (``TRUEHEART_SCAN=python``); the numpy scan is
+compared with it in ``test_semantic_scan_numpy``."""
 
 from __future__ import annotations
 
@@ -37,10 +40,16 @@ from trueheart_core.domain.semantic.vectors import checked_vector, pack, query_f
 from trueheart_core.ports import Capability, Repository
 from trueheart_core.service.records import scope_key
 from trueheart_core.service.search import scan as scanning
+from trueheart_core.service.search.accelerated import SWITCH
 
 pytestmark = pytest.mark.requires(Capability.VECTORS)
 
 DIMS = 16
+
+
+@pytest.fixture(autouse=True)
+def _zero_dependency(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(SWITCH, "python")
 
 
 @pytest.fixture(params=["default", "tiny"])
@@ -342,3 +351,19 @@ def test_every_change_of_a_scopes_vectors_moves_its_generation(repository: Repos
     assert _generation(repository, other) == elsewhere
     service.erase_subject(SCOPE, occurred_at=NOW)
     assert _generation(repository) not in seen
+
+
+def test_the_scratch_is_emptied_by_an_erasure_and_at_close(repository: Repository) -> None:
+    rng = random.Random(53)
+    service = store(repository, DIMS, spread_items([random_unit(rng, DIMS) for _ in range(5)]))
+    with repository.unit_of_work("search", write=False) as uow:
+        assert uow.vectors is not None
+        scratch = uow.vectors.scratch()
+    scratch["marker"] = 1
+    service.govern(command(GovernanceAction.SEAL, "mem-0001"))
+    assert scratch == {"marker": 1}  # not an erasure
+    service.govern(command(GovernanceAction.FORGET, "mem-0001"))
+    assert scratch == {}
+    scratch["marker"] = 1
+    repository.close()
+    assert scratch == {}

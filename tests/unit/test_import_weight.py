@@ -63,3 +63,37 @@ def test_the_mcp_sdk_is_imported_only_to_serve(code: str) -> None:
     )
     assert completed.returncode == 0, completed.stderr
     assert completed.stdout == "\n"
+
+
+def test_numpy_is_imported_only_when_a_semantic_search_runs() -> None:
+    code = (
+        "import sys\n"
+        "from datetime import UTC, datetime\n"
+        "from trueheart_core import HashingEmbedder, Scope, SearchQuery\n"
+        "from trueheart_core import SQLiteRepository, TrueHeart\n"
+        "th = TrueHeart(SQLiteRepository(':memory:'), embedder=HashingEmbedder(8))\n"
+        "query = SearchQuery(Scope('t', 'o', 's'), 'tea', datetime.now(UTC))\n"
+        "th.search(SearchQuery(query.scope, 'tea', query.as_of, semantic=False))\n"
+        "before = 'numpy' in sys.modules\n"
+        "th.search(query)\n"
+        "after = 'numpy' in sys.modules\n"
+        "try:\n"
+        "    import numpy\n"
+        "except ImportError:\n"
+        "    numpy = None\n"
+        "print(before, after, numpy is not None)\n"
+    )
+    environment = {**os.environ, "PYTHONPATH": str(SRC)}
+    environment.pop("TRUEHEART_SCAN", None)
+    completed = subprocess.run(
+        [sys.executable, "-c", code],
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert completed.returncode == 0, completed.stderr
+    before, after, installed = completed.stdout.split()
+    assert before == "False"
+    assert after == installed  # loaded by the semantic search exactly when installed

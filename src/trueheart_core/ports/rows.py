@@ -20,6 +20,7 @@ __all__ = [
     "ExtractionRow",
     "MemoryRow",
     "Operation",
+    "Period",
     "RecallCandidate",
     "ScopeKey",
     "SearchCandidate",
@@ -28,6 +29,7 @@ __all__ = [
     "SearchTermRow",
     "SpaceRow",
     "TombstoneRow",
+    "VectorEntry",
     "VectorFacts",
     "VectorHit",
     "VectorRow",
@@ -178,6 +180,13 @@ class SearchDocRow:
     terms: tuple[tuple[int, int], ...] = ()
 
 
+Period = tuple[int | None, int | None]
+"""A period of a search, in microseconds since the epoch: ``(start, end)``, inclusive
+start and exclusive end, ``None`` where it is open. A memory is in it when its
+``created_at`` is; a memory of the claim kind that has a claim row, when the claim's
+validity ``[valid_from, valid_to)`` (a ``None`` bound is open) overlaps it."""
+
+
 @dataclass(frozen=True, slots=True)
 class SearchCandidate:
     """A matching memory with its relevance score, read from the search index."""
@@ -296,3 +305,7 @@ with). The handle names the vector row within the unit of work (see
 VectorFacts = tuple[int, str, int, int, int, bytes]
 """``(handle, memory_id, created_at, clear_until, recall_until, vector)`` of a scanned
 vector: what an exact comparison and the tie-breaks need."""
+
+VectorEntry = tuple[int, bytes, int, int, int, int, str]
+"""One vector of a scope as ``VectorStore.load`` reads it: ``(handle, vector, active,
+created_at, recall_until, trust, kind)``, as stored."""

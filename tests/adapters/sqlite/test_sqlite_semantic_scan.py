@@ -1,9 +1,11 @@
 """The semantic scan over vector rows edited behind the library's back (with sqlite3):
 sketches that are missing (as in a store upgraded from schema 4) or damaged are
-compared exactly, so the answer does not change."""
+compared exactly, so the answer does not change; a copy of the vectors kept in memory
+is read again after such an edit."""
 
 from __future__ import annotations
 
+import os
 import random
 from pathlib import Path
 
@@ -12,8 +14,14 @@ from scan_builders import Item, bits, random_unit, scanned_by, store
 from sqlite_builders import tamper
 
 from trueheart_core import SQLiteRepository
+from trueheart_core.service.search import accelerated
 
 DIMS = 24
+
+
+@pytest.fixture(autouse=True)
+def _zero_dependency(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(accelerated.SWITCH, "python")
 
 
 def _items(rng: random.Random, count: int = 80) -> list[Item]:
@@ -48,3 +56,23 @@ def test_missing_or_damaged_sketches_are_compared_exactly(
         assert new.scanned == old.scanned
     # Vectors without sketches are compared exactly, so more of them are.
     assert sum(s.compared for s in after) > sum(s.compared for s in before)
+
+
+def test_the_copy_in_memory_follows_a_change_behind_the_librarys_back(
+    repository: SQLiteRepository, db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if os.environ.get("TRUEHEART_REQUIRE_NUMPY") != "1":
+        pytest.importorskip("numpy")
+    rng = random.Random(5)
+    service = store(repository, DIMS, _items(rng))
+    probe = random_unit(rng, DIMS)
+    monkeypatch.delenv(accelerated.SWITCH)
+    first = scanned_by(service, repository, probe, minimum=-1.0, limit=3)
+    best = first.candidates[0].memory_id
+    tamper(db_path, "UPDATE vectors SET active = 0 WHERE memory_id = ?", [best])
+    fast = scanned_by(service, repository, probe, minimum=-1.0, limit=3)
+    monkeypatch.setenv(accelerated.SWITCH, "python")
+    plain = scanned_by(service, repository, probe, minimum=-1.0, limit=3)
+    assert bits(fast.candidates) == bits(plain.candidates)
+    assert best not in {c.memory_id for c in fast.candidates}
+    assert fast.scanned == first.scanned - 1

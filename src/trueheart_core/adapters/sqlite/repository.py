@@ -82,6 +82,8 @@ class SQLiteRepository:
             raise ValidationError("read_only", "must be a bool")
         self._lock = threading.RLock()
         self._scope_ids: dict[ScopeKey, int] = {}
+        # What the service keeps in memory of this store (see VectorStore.scratch).
+        self._scratch: dict[object, object] = {}
         self._file_backed = target != ":memory:"
         self._path = os.path.abspath(target) if self._file_backed else None
         self._conn: sqlite3.Connection | None = None
@@ -212,7 +214,7 @@ class SQLiteRepository:
                 self._scrub_first(conn, diagnostic, erasing=erasing)
             with conn_mod.translate(diagnostic):
                 conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
-                uow = SQLiteUnitOfWork(conn, self._scope_ids)
+                uow = SQLiteUnitOfWork(conn, self._scope_ids, self._scratch)
                 try:
                     (version,) = conn.execute("PRAGMA user_version").fetchone()
                     schema.check_version(version)
@@ -221,6 +223,9 @@ class SQLiteRepository:
                     if not uow.committed:
                         with contextlib.suppress(sqlite3.Error):
                             conn.execute("ROLLBACK")
+                if uow.committed and erasing:
+                    # Nothing erased may stay in what the service derived from the store.
+                    self._scratch.clear()
                 if uow.committed and erasing and self._file_backed:
                     self._rewrite_pending = self._rewrite_pending or uow.rewrite_requested
                     self._erasure_pending = True
@@ -297,6 +302,7 @@ class SQLiteRepository:
         """Close the connection. Idempotent; later use raises ``ValidationError``."""
         with self._lock:
             conn, self._conn = self._conn, None
+            self._scratch.clear()
             if conn is not None:
                 with contextlib.suppress(sqlite3.Error, TrueHeartError):
                     if self._erasure_pending:

@@ -66,13 +66,21 @@ class Session:
     """One transaction's connection and scope IDs, shared by the roles of its unit.
 
     ``known`` is the repository's cache of committed scope IDs; ``new`` holds the scopes
-    this transaction created, merged into ``known`` on commit.
+    this transaction created, merged into ``known`` on commit. ``scratch`` is the
+    repository's dictionary for data the service derives from the store (see
+    ``VectorStore.scratch``).
     """
 
-    def __init__(self, conn: sqlite3.Connection, known: dict[ScopeKey, int]) -> None:
+    def __init__(
+        self,
+        conn: sqlite3.Connection,
+        known: dict[ScopeKey, int],
+        scratch: dict[object, object] | None = None,
+    ) -> None:
         self.conn = conn
         self.known = known
         self.new: dict[ScopeKey, int] = {}
+        self.scratch: dict[object, object] = {} if scratch is None else scratch
 
     def scope_id(self, scope: ScopeKey, *, thorough: bool = False) -> int | None:
         """The scope's row ID, found by its unique index and checked against the row the

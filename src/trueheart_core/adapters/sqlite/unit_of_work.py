@@ -25,8 +25,13 @@ from trueheart_core.ports import ScopeKey, UnitOfWork
 class SQLiteUnitOfWork:
     """One SQLite transaction and its roles (see ``ports.UnitOfWork``)."""
 
-    def __init__(self, conn: sqlite3.Connection, scope_ids: dict[ScopeKey, int]) -> None:
-        self._session = Session(conn, scope_ids)
+    def __init__(
+        self,
+        conn: sqlite3.Connection,
+        scope_ids: dict[ScopeKey, int],
+        scratch: dict[object, object] | None = None,
+    ) -> None:
+        self._session = Session(conn, scope_ids, scratch)
         self.committed = False
         self.search = SQLiteSearch(self._session)
         self.claims = SQLiteClaims(self._session)

@@ -4,7 +4,7 @@ connection, and nothing else."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, MutableMapping, Sequence
 from typing import Any
 
 from trueheart_core.adapters.sqlite.search import SQLiteSearch, eligibility_filters
@@ -15,7 +15,15 @@ from trueheart_core.adapters.sqlite.session import (
     Session,
 )
 from trueheart_core.errors import RepositoryCorruption
-from trueheart_core.ports import ScopeKey, SpaceRow, VectorFacts, VectorHit, VectorRow, VectorState
+from trueheart_core.ports import (
+    ScopeKey,
+    SpaceRow,
+    VectorEntry,
+    VectorFacts,
+    VectorHit,
+    VectorRow,
+    VectorState,
+)
 
 _FETCH = 500
 
@@ -25,6 +33,7 @@ class SQLiteVectors(Role):
 
     def __init__(self, session: Session, search: SQLiteSearch) -> None:
         super().__init__(session)
+        self._session = session
         self._search = search
 
     def current_space(self) -> SpaceRow | None:
@@ -195,6 +204,24 @@ class SQLiteVectors(Role):
         if type(row[0]) is not int:
             raise RepositoryCorruption("invalid semantic index")
         return int(row[0])
+
+    def load(self, scope: ScopeKey, space_id: int, chunk: int) -> Iterator[list[VectorEntry]]:
+        sid = self._scope_id(scope)
+        if sid is None or chunk <= 0:
+            return
+        # The scope's vectors of the space in row order (the order they lie in the
+        # table), found through the scan index.
+        cursor = self._conn.execute(
+            "SELECT vid, vector, active, created_at, recall_until, trust, kind FROM vectors "
+            "WHERE vid IN (SELECT vid FROM vectors INDEXED BY vectors_scan "
+            "WHERE scope_id = ? AND space_id = ?) ORDER BY vid",
+            (sid, space_id),
+        )
+        while rows := cursor.fetchmany(chunk):
+            yield rows
+
+    def scratch(self) -> MutableMapping[object, object]:
+        return self._session.scratch
 
     def lexical_matches(
         self, scope: ScopeKey, terms: Sequence[int], memory_ids: Sequence[str]

@@ -14,7 +14,9 @@ in full and compared exactly (the rule of
 :func:`~trueheart_core.domain.semantic.vectors.similarities`), best bound first, until
 no remaining bound can reach the window. What is kept in memory is one chunk, the
 vectors still undecided (decided in batches whenever they grow past a bound) and the
-window.
+window. With numpy installed and no cap, :mod:`.accelerated` estimates the similarities
+instead, from a copy of the scope's vectors kept in memory, and the same exact
+comparisons decide.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from trueheart_core.domain.semantic.vectors import query_form, similarities
 from trueheart_core.ports import ScopeKey, UnitOfWork, VectorHit, VectorStore
 from trueheart_core.service import loading, records
 from trueheart_core.service.records import scope_key
+from trueheart_core.service.search import accelerated
 from trueheart_core.service.search.lexical import Facts
 from trueheart_core.service.semantic import Space, current_space_id, vectors_of
 
@@ -108,6 +111,11 @@ def scan(
     )
     form = query_form(vector)
     chosen = Selection(store, key, filters.as_of, form, window, minimum_score)
+    if scan_cap is None:
+        # With numpy, the same selection from estimates of a copy kept in memory.
+        scanned = accelerated.select(store, key, space_id, space.dimensions, filters, chosen)
+        if scanned is not None:
+            return chosen.result(scanned, False, [])
     scanned, capped = _stream(store, key, space_id, space.dimensions, filters, scan_cap, chosen)
     return chosen.result(scanned, capped, [CAPPED] if capped else [])
 
