@@ -254,13 +254,35 @@ def edit_distance(a: str, b: str) -> int:
     return rows[len(a)][len(b)]
 
 
+def is_inflection(word: str, other: str) -> bool:
+    """Whether ``other`` is an English inflection of ``word`` by the documented table:
+    one of -s -es -d -ed -ing -er -ers added or taken off (-ies/-ied for a final y,
+    -ing for a final e), leaving at least three letters."""
+    endings = ("s", "es", "d", "ed", "ing", "er", "ers")
+
+    def grown(base: str, into: str) -> bool:
+        if any(into == base + ending for ending in endings):
+            return True
+        if base.endswith("y") and into in (base[:-1] + "ies", base[:-1] + "ied"):
+            return True
+        return base.endswith("e") and into == base[:-1] + "ing"
+
+    return (
+        word != other
+        and word.isalpha()
+        and other.isalpha()
+        and min(len(word), len(other)) >= 3
+        and (grown(word, other) or grown(other, word))
+    )
+
+
 def reference_weights(query: str, corpus: Sequence[str]) -> dict[str, float]:
     """The weighted query terms of the documented lexical ranking, for ASCII text: the
     query's distinct words without its stop words (all of them when every one is a stop
     word); each that some memory of ``corpus`` holds, at its idf; and for each of three
     letters or more, letters only, that none holds, every word of the corpus (letters
-    only, not a stop word) one edit away from it, at half its idf, unless it is itself
-    a query word."""
+    only, not a stop word) one edit away from it or one of its inflections, at half its
+    idf, unless it is itself a query word."""
     docs = [set(ascii_terms(text)) for text in corpus]
     vocabulary = set().union(*docs)
     count = len(docs)
@@ -276,7 +298,7 @@ def reference_weights(query: str, corpus: Sequence[str]) -> dict[str, float]:
         if len(word) < 3 or not word.isalpha():
             continue
         for other in sorted(vocabulary - words - STOP_WORDS):
-            if other.isalpha() and edit_distance(word, other) == 1:
+            if other.isalpha() and (edit_distance(word, other) == 1 or is_inflection(word, other)):
                 weights[other] = CORRECTION_WEIGHT * idf(other)
     return weights
 
@@ -305,7 +327,7 @@ def reference_ceiling(query: str, corpus: Sequence[str]) -> float:
             if len(word) >= 3
             and word.isalpha()
             and other.isalpha()
-            and edit_distance(word, other) == 1
+            and (edit_distance(word, other) == 1 or is_inflection(word, other))
         ]
         parts.append(max(fixes) if fixes else idf(0))
     return math.fsum(parts)

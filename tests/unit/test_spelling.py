@@ -18,6 +18,7 @@ from trueheart_core.domain.search.spelling import (
     alphabet,
     correctable,
     corrections,
+    inflections,
     variants,
 )
 from trueheart_core.domain.search.tokenize import MAX_TERM_CHARS, tokenize
@@ -129,7 +130,8 @@ def test_the_corrections_of_a_word_are_exactly_the_strings_one_edit_away() -> No
             for i, char in enumerate(word)
             for other in accented(char)
         }
-        assert set(corrections(word)) == brute_force(word, LOWER) | accents, word
+        expected = brute_force(word, LOWER) | accents | set(inflections(word))
+        assert set(corrections(word)) == expected, word
         assert "teà" in corrections("tea") and "tàe" not in corrections("tea")
 
 
@@ -152,7 +154,7 @@ def test_corrections_are_sorted_distinct_and_never_the_word() -> None:
         found = corrections(word)
         assert found == sorted(set(found))
         assert word not in found
-        assert all(distance(word, other) == 1 for other in found)
+        assert all(distance(word, other) == 1 or other in inflections(word) for other in found)
 
 
 def test_transposing_equal_letters_is_no_edit() -> None:
@@ -207,10 +209,45 @@ def test_variants_are_the_accented_and_plain_forms_of_a_latin_letter() -> None:
 def test_every_correction_is_one_edit_away(word: str) -> None:
     found = corrections(word)
     assert found
-    assert all(distance(word, other) == 1 for other in found)
+    assert all(distance(word, other) == 1 or other in inflections(word) for other in found)
     # Every deletion and every adjacent transposition is there, whatever the script.
     for index in range(len(word)):
         assert word[:index] + word[index + 1 :] in found
         if index + 1 < len(word) and word[index] != word[index + 1]:
             swapped = word[:index] + word[index + 1] + word[index] + word[index + 2 :]
             assert swapped in found
+
+
+# --- inflections ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("word", "expected"),
+    [
+        ("cook", {"cooks", "cookes", "cookd", "cooked", "cooking", "cooker", "cookers"}),
+        ("cooked", {"cook", "cooke"}),  # -ed and -d taken off
+        ("baking", {"bak", "bake"}),  # -ing taken off, with and without the final e
+        ("bake", {"baking", "baked", "bakes"}),
+        ("city", {"cities", "citied"}),
+        ("stories", {"story", "storie", "stori"}),
+        ("tea", {"teas", "teaed"}),
+    ],
+)
+def test_inflections_add_and_take_off_the_english_endings(word: str, expected: set[str]) -> None:
+    found = inflections(word)
+    assert expected <= set(found)
+    assert found == sorted(set(found)) and word not in found
+
+
+def test_only_ascii_words_of_three_letters_or_more_have_inflections() -> None:
+    assert inflections("ox") == []
+    assert inflections("café") == []
+    assert inflections("mp3") == []
+    assert inflections("東京") == []
+    # taking an ending off never leaves fewer than three letters
+    assert "be" not in inflections("bees") and "bee" in inflections("bees")
+
+
+def test_inflections_are_among_the_corrections() -> None:
+    assert set(inflections("recipe")) <= set(corrections("recipe"))
+    assert "cooked" in corrections("cook") and "cooking" in corrections("cook")

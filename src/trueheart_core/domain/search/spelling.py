@@ -26,7 +26,14 @@ up as ordinary term keys, so nothing more is stored, erased or verified than the
    alphabet is the case-folded letters of the 128-code-point blocks that the word's own
    characters are in (:func:`alphabet`): ``a`` to ``z`` for an English word, the Latin-1
    letters too for ``café``, the Cyrillic block for a Russian word.
-3. Corrections are truncated to ``MAX_TERM_CHARS`` like every term; the word itself is
+3. An English word (ASCII letters only) also has its *inflections* as corrections
+   (:func:`inflections`): a question says "cook" where the memory says "cooked", and
+   the two are two edits apart. They are the word with one of the endings ``-s``,
+   ``-es``, ``-d``, ``-ed``, ``-ing``, ``-er``, ``-ers`` added (``-ies`` and ``-ied`` for
+   a final ``y``, ``-ing`` in place of a final ``e``), and the word with one of those
+   endings taken off (putting back the ``y`` or the ``e``), leaving at least
+   :data:`MIN_CORRECTABLE_CHARS` letters.
+4. Corrections are truncated to ``MAX_TERM_CHARS`` like every term; the word itself is
    never one of them.
 
 The number of look-ups is bounded by the word: at most
@@ -42,7 +49,14 @@ import unicodedata
 
 from trueheart_core.domain.search.tokenize import MAX_TERM_CHARS, unspaced
 
-__all__ = ["MIN_CORRECTABLE_CHARS", "alphabet", "correctable", "corrections", "variants"]
+__all__ = [
+    "MIN_CORRECTABLE_CHARS",
+    "alphabet",
+    "correctable",
+    "corrections",
+    "inflections",
+    "variants",
+]
 
 MIN_CORRECTABLE_CHARS = 3
 """Shorter words are not corrected: one edit of a two-letter word is almost any other
@@ -129,7 +143,43 @@ def corrections(term: str) -> list[str]:
     for index in range(size + 1):
         head, tail = term[:index], term[index:]
         found.update([head + other + tail for other in letters])  # insertion
+    found.update(inflections(term))
     found = {candidate[:MAX_TERM_CHARS] for candidate in found}
     found.discard(term)
     found.discard("")
+    return sorted(found)
+
+
+_ADDED = ("s", "es", "d", "ed", "ing", "er", "ers")
+# Endings taken off, each with what is put back: "cooked" -> "cook", "baked" -> "bake".
+_TAKEN = (
+    ("s", ""),
+    ("es", ""),
+    ("d", ""),
+    ("ed", ""),
+    ("ing", ""),
+    ("ing", "e"),
+    ("er", ""),
+    ("ers", ""),
+    ("ies", "y"),
+    ("ied", "y"),
+)
+
+
+def inflections(term: str) -> list[str]:
+    """The English inflections of an ASCII word of at least
+    :data:`MIN_CORRECTABLE_CHARS` letters (see the module's rule 3), sorted; empty for
+    any other term."""
+    if len(term) < MIN_CORRECTABLE_CHARS or not (term.isascii() and term.isalpha()):
+        return []
+    found = {term + ending for ending in _ADDED}
+    if term.endswith("y"):
+        found.update((term[:-1] + "ies", term[:-1] + "ied"))
+    if term.endswith("e"):
+        found.add(term[:-1] + "ing")
+    for ending, restored in _TAKEN:
+        stem = term[: -len(ending)] + restored
+        if term.endswith(ending) and len(stem) >= MIN_CORRECTABLE_CHARS:
+            found.add(stem)
+    found.discard(term)
     return sorted(found)
