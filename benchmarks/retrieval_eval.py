@@ -41,7 +41,8 @@ acceptable alternates). The kinds:
 The last two are governance checks, not retrieval: they are counted as violations.
 
 **Modes.** ``lexical`` is a ``TrueHeart`` without an embedder. With an embedder,
-``hybrid`` is the default search (reciprocal rank fusion of BM25 and the cosine scan).
+``hybrid`` is the default search (evidence fusion of BM25 and the cosine scan; like
+``lexical``, it reads the question's time expressions).
 ``semantic`` is the semantic ranking alone, read from the public trace: in a hybrid
 capsule every trace entry carries a ``RankSignal`` per ranking that holds it, and the
 ``SignalSource.SEMANTIC`` signal's ``rank`` is the memory's rank in the cosine ranking.

@@ -67,6 +67,8 @@ from trueheart_core.domain.search.model import (
     SearchQuery,
     SemanticTrace,
     SignalSource,
+    TimeOrder,
+    TimeTrace,
 )
 from trueheart_core.domain.semantic import (
     Embedder,
@@ -167,6 +169,8 @@ __all__ = [
     "SignalSource",
     "SourceRef",
     "StoreStats",
+    "TimeOrder",
+    "TimeTrace",
     "TokenEstimator",
     "TrueHeart",
     "TrueHeartError",

@@ -93,7 +93,7 @@ NEW_IN_0_5 = [
 ]
 
 
-NEW_IN_0_6 = ["RepositoryFull"]
+NEW_IN_0_6 = ["RepositoryFull", "AsyncTrueHeart", "TimeOrder", "TimeTrace"]
 
 NEW_IN_OPERATIONS = [
     "ArtifactClass",

@@ -6,6 +6,7 @@ from collections.abc import Iterator, Sequence
 from typing import Protocol
 
 from trueheart_core.ports.rows import (
+    Period,
     ScopeKey,
     SearchCandidate,
     SearchDocRow,
@@ -63,6 +64,7 @@ class SearchIndex(Protocol):
         window: int,
         claim_statuses: Sequence[str] = (),
         claim_kind: str = "claim",
+        period: Period | None = None,
     ) -> tuple[int, list[SearchCandidate]]:
         """Score the scope's searchable memories against weighted query terms.
 
@@ -81,7 +83,9 @@ class SearchIndex(Protocol):
         The summation order is the adapter's, but fixed: the same store and arguments
         give the same score, bit for bit. The term is ``domain.search.ranking.bm25_term``
         and the status ``domain.claims.status_of``; a SQL backend builds both from
-        ``adapters.sql.expressions``, which tests pin to them.
+        ``adapters.sql.expressions``, which tests pin to them. With a ``period``, only
+        the memories in it are eligible (see :data:`~trueheart_core.ports.rows.Period`:
+        a claim by its validity, any other memory by its ``created_at``).
 
         Returns how many eligible memories hold at least one term, and every one of
         them whose score is at least the ``window``-th best score (so ties at the edge

@@ -397,7 +397,14 @@ class TrueHeart:
         With an embedder (and ``query.semantic``), the lexical ranking is fused with the
         semantic one (and the reranker's); ``score`` is then the fused score, each trace
         entry carries its signals and ``capsule.semantic`` reports the scan. The query's
-        vector is computed before the transaction opens.
+        vector is computed before the transaction opens, from the query without its
+        time expression.
+
+        A ``time_aware`` query's time expression ("in March", "last week", "most
+        recently", "昨天"; ``docs/time-expressions.md``) is resolved at ``as_of``: the
+        candidates are limited to the period it names (memories created in it, claims
+        valid at some time in it; every time when nothing is in it), the relevant ones
+        are ordered newest or oldest first when it asks, and ``capsule.time`` says so.
 
         An index built by other tokenisation rules (or by a version without search) is
         rebuilt first, in a writing transaction of its own.
@@ -405,12 +412,13 @@ class TrueHeart:
         if not isinstance(query, SearchQuery):
             raise ValidationError("query", "must be a SearchQuery")
         semantic = self._semantic if query.semantic else None
-        vector = None if semantic is None else hybrid.embed_query(semantic, query.text)
+        time = searching.read_time(query)
+        vector = None if semantic is None else hybrid.embed_query(semantic, time.text)
         for _ in range(2):
             with self._repository.unit_of_work("search", write=False) as uow:
                 if searching.index_is_current(uow):
                     return searching.answer(
-                        uow, query, self._estimator, claiming.views_for, semantic, vector
+                        uow, query, self._estimator, claiming.views_for, semantic, vector, time
                     )
             with self._repository.unit_of_work("index", write=True) as uow:
                 searching.ensure_index(uow)

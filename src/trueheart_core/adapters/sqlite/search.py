@@ -23,6 +23,7 @@ from trueheart_core.adapters.sqlite.session import (
 )
 from trueheart_core.errors import RepositoryCorruption
 from trueheart_core.ports import (
+    Period,
     ScopeKey,
     SearchCandidate,
     SearchDocRow,
@@ -51,10 +52,11 @@ def eligibility_filters(
     claim_statuses: Sequence[str],
     claim_kind: str,
     d: str = "d",
+    period: Period | None = None,
 ) -> tuple[str, list[Any]]:
-    """``AND`` clauses over a row ``d`` that copies a memory's ``trust`` and ``kind``
-    (and names it by ``doc``) for the kind, trust and claim-status filters of a search,
-    with their parameters."""
+    """``AND`` clauses over a row ``d`` that copies a memory's ``trust``, ``kind`` and
+    ``created_at`` (and names it by ``doc``) for the kind, trust, claim-status and
+    period filters of a search, with their parameters."""
     filters = ""
     params: list[Any] = []
     if min_trust is not None:
@@ -84,7 +86,35 @@ def eligibility_filters(
     )
     params += [claim_kind, *status.params]
     params.append(json.dumps([NOT_A_CLAIM, *claim_statuses]))
+    if period is not None:
+        clause, extra = _in_period(period, d)
+        filters += clause
+        params += [claim_kind, *extra]
     return filters, params
+
+
+def _in_period(period: Period, d: str) -> tuple[str, list[Any]]:
+    """The clause of a period: a claim (of the claim kind, with a claim row) is in it
+    when its validity overlaps it, any other memory when it was created in it."""
+    start, end = period
+    created, valid, params, valid_params = ["1"], ["1"], [], []
+    if start is not None:
+        created.append(f"{d}.created_at >= ?")
+        valid.append("(c.valid_to IS NULL OR c.valid_to > ?)")
+        params.append(start)
+        valid_params.append(start)
+    if end is not None:
+        created.append(f"{d}.created_at < ?")
+        valid.append("(c.valid_from IS NULL OR c.valid_from < ?)")
+        params.append(end)
+        valid_params.append(end)
+    clause = (
+        " AND (SELECT CASE WHEN c.claim_id IS NULL OR m.kind IS NOT ?"
+        f" THEN {' AND '.join(created)} ELSE {' AND '.join(valid)} END"
+        " FROM memories m LEFT JOIN claims c"
+        f" ON c.claim_id = m.memory_id AND c.scope_id = m.scope_id WHERE m.rid = {d}.doc)"
+    )
+    return clause, [*params, *valid_params]
 
 
 class SQLiteSearch(Role):
@@ -216,6 +246,7 @@ class SQLiteSearch(Role):
         window: int,
         claim_statuses: Sequence[str] = (),
         claim_kind: str = "claim",
+        period: Period | None = None,
     ) -> tuple[int, list[SearchCandidate]]:
         sid = self._scope_id(scope)
         if sid is None or not weights:
@@ -226,7 +257,9 @@ class SQLiteSearch(Role):
         )
         params: list[Any] = [p for pair in weights for p in pair]
         params += [*term.params, sid, sid, as_of, as_of]
-        filters, extra = eligibility_filters(as_of, kinds, min_trust, claim_statuses, claim_kind)
+        filters, extra = eligibility_filters(
+            as_of, kinds, min_trust, claim_statuses, claim_kind, period=period
+        )
         params += extra
         params.append(window - 1)
         # CROSS JOIN keeps the query terms outermost: each term's postings are one range

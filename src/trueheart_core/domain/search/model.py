@@ -30,6 +30,8 @@ __all__ = [
     "SearchQuery",
     "SemanticTrace",
     "SignalSource",
+    "TimeOrder",
+    "TimeTrace",
 ]
 
 MAX_QUERY_CHARS = 4096
@@ -62,7 +64,10 @@ class SearchQuery(_Reducible):
     candidate only when its status at ``as_of`` is in ``claim_statuses`` (by default
     current and not yet valid: superseded and ended claims are left out unless asked for).
     ``semantic`` (default ``True``) lets a service configured with an embedder fuse its
-    semantic ranking in; ``False`` asks for the lexical ranking alone.
+    semantic ranking in; ``False`` asks for the lexical ranking alone. ``time_aware``
+    (default ``True``) lets the search read time expressions in ``text`` ("last week",
+    "most recently", "昨天"; see ``docs/time-expressions.md``) as a period of
+    ``created_at`` and an order; ``False`` searches the text as words only.
     """
 
     scope: Scope
@@ -74,6 +79,7 @@ class SearchQuery(_Reducible):
     min_trust: TrustLevel | None = None
     claim_statuses: tuple[ClaimStatus, ...] = (ClaimStatus.CURRENT, ClaimStatus.NOT_YET_VALID)
     semantic: bool = True
+    time_aware: bool = True
 
     __repr__ = body_free_repr("text")
 
@@ -98,6 +104,8 @@ class SearchQuery(_Reducible):
             raise ValidationError("claim_statuses", "must be a tuple of ClaimStatus")
         if not isinstance(self.semantic, bool):
             raise ValidationError("semantic", "must be a bool")
+        if not isinstance(self.time_aware, bool):
+            raise ValidationError("time_aware", "must be a bool")
 
 
 class CapsuleDecision(StrEnum):
@@ -126,7 +134,8 @@ class SignalSource(StrEnum):
 class RankSignal(_Reducible):
     """One ranking's say about a candidate of a hybrid search: the candidate's ``rank``
     in that ranking (1 is best), its raw ``score`` there (BM25, cosine or the reranker's
-    score) and the ``contribution`` it adds to the fused score, ``weight / (60 + rank)``."""
+    score) and the ``contribution`` it adds to the fused score (see
+    ``trueheart_core.domain.semantic.fusion``)."""
 
     source: SignalSource
     rank: int
@@ -248,6 +257,52 @@ class SemanticTrace(_Reducible):
             raise ValidationError("diagnostics", "must be a tuple of str")
 
 
+class TimeOrder(StrEnum):
+    """The order a query's time expression asks for."""
+
+    NEWEST = "newest"
+    """The newest relevant memories first ("most recently", "latest", "最近")."""
+    OLDEST = "oldest"
+    """The oldest relevant memories first ("first time", "earliest", "第一次")."""
+
+
+@dataclass(frozen=True, slots=True)
+class TimeTrace(_Reducible):
+    """How a search read time in its query.
+
+    ``expression`` is the query's time expression exactly as written (its pieces joined
+    by a space). ``start`` (inclusive) and ``end`` (exclusive) bound the period it names,
+    ``None`` where it is open; ``order`` is the order it asks for, or ``None``.
+    ``filtered`` is true when the candidates were limited to the period: memories
+    created in it, claims valid at some time in it. It is false when there is no period,
+    or when no candidate was in it and the search fell back to every time (the
+    diagnostic ``"time_period_empty"`` says so).
+    """
+
+    expression: str
+    start: datetime | None
+    end: datetime | None
+    order: TimeOrder | None
+    filtered: bool
+    diagnostics: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.expression, str) or not self.expression.strip():
+            raise ValidationError("expression", "must be a non-blank string")
+        for name in ("start", "end"):
+            value = getattr(self, name)
+            if value is not None:
+                _set(self, name, v.utc(name, value))
+        if self.order is not None:
+            v.member("order", self.order, TimeOrder, "must be a TimeOrder or None")
+        if not isinstance(self.filtered, bool):
+            raise ValidationError("filtered", "must be a bool")
+        if not isinstance(self.diagnostics, tuple) or not all(
+            isinstance(d, str) for d in self.diagnostics
+        ):
+            raise ValidationError("diagnostics", "must be a tuple of str")
+
+
 @dataclass(frozen=True, slots=True)
 class MemoryCapsule(_Reducible):
     """The answer to a search: whole memories, best first, within a hard token budget.
@@ -257,7 +312,9 @@ class MemoryCapsule(_Reducible):
     counts the eligible memories that share at least one term with the query (in a
     hybrid search: or whose vector matched, see :class:`SemanticTrace`); ``trace``
     explains each of the best ``considered`` of them (see :attr:`omitted_by_score` for
-    the rest). ``semantic`` is ``None`` for a lexical search.
+    the rest). ``semantic`` is ``None`` for a lexical search. ``time`` says how the
+    query's time expression was read, or is ``None`` when it has none (or the query
+    was not ``time_aware``).
     """
 
     scope: Scope
@@ -270,6 +327,7 @@ class MemoryCapsule(_Reducible):
     matched: int
     trace: tuple[CapsuleTraceEntry, ...]
     semantic: SemanticTrace | None = None
+    time: TimeTrace | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.scope, Scope):
@@ -297,6 +355,8 @@ class MemoryCapsule(_Reducible):
             raise ValidationError("matched", "must count at least the traced candidates")
         if self.semantic is not None and not isinstance(self.semantic, SemanticTrace):
             raise ValidationError("semantic", "must be a SemanticTrace or None")
+        if self.time is not None and not isinstance(self.time, TimeTrace):
+            raise ValidationError("time", "must be a TimeTrace or None")
 
     @property
     def omitted_by_score(self) -> int:

@@ -32,13 +32,19 @@ silently mixed in trust could not be explained to a user.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
+from typing import TypeVar
+
+_T = TypeVar("_T")
 
 __all__ = [
     "BM25_B",
     "BM25_K1",
     "CORRECTION_WEIGHT",
+    "RELEVANT_SHARE",
     "average_length",
     "bm25_term",
+    "by_time",
     "candidate_window",
     "idf",
     "order_key",
@@ -52,6 +58,13 @@ meant is evidence, but weaker than one that holds what it says. Of 0.3 to 1.0, 0
 ranked misspelt questions best while leaving the other kinds of question where they
 were (docs/search.md, "Spelling tolerance")."""
 WINDOW_FACTOR = 2
+RELEVANT_SHARE = 0.75
+"""A query that asks for the newest or oldest memory ("what did I order most
+recently?") is answered from the candidates that score at least this share of the best
+score: they are put first, by ``created_at``; the others follow in score order. Of
+0.5 to 1.0, shares from 0.7 to 0.8 ranked such questions best (docs/search.md,
+"Time in queries"): lower shares let weak matches in, higher ones leave the relevant
+older memories no room to be passed over."""
 
 
 def idf(documents: int, frequency: int) -> float:
@@ -92,3 +105,19 @@ def order_key(
 ) -> tuple[float, float, int, str]:
     """Sort key of the total result order (ascending sort puts the best first)."""
     return (-score, -clarity, -created_at, memory_id)
+
+
+def by_time(
+    items: Sequence[_T], score: Callable[[_T], float], created: Callable[[_T], int], newest: bool
+) -> list[_T]:
+    """``items`` (in ranking order) with those scoring at least :data:`RELEVANT_SHARE`
+    of the best first, newest (or oldest) first, ties kept in ranking order; then the
+    others in ranking order."""
+    if not items:
+        return []
+    best = max(score(item) for item in items)
+    relevant = [item for item in items if score(item) >= RELEVANT_SHARE * best]
+    rest = [item for item in items if score(item) < RELEVANT_SHARE * best]
+    sign = -1 if newest else 1
+    relevant.sort(key=lambda item: sign * created(item))  # stable: ties keep their rank
+    return [*relevant, *rest]

@@ -1,19 +1,36 @@
 """Search: answering a query, and keeping the lexical index in step with the memories.
 
-One search is one pass down and back: :func:`answer` ranks the scope's memories
-(``lexical``: BM25 through the search role; ``hybrid``: that ranking fused with the
-semantic scan and the reranker), then packs the window into the capsule and verifies
-what enters it (``capsule``). ``index`` keeps the index in step with every write. The
-rules (tokenisation, BM25, the result order, fusion, packing) live in ``domain``.
+One search is one pass down and back: :func:`read_time` reads the query's time
+expression (before any transaction, so that the embedder sees the query without it);
+:func:`answer` ranks the scope's memories (``lexical``: BM25 through the search role;
+``hybrid``: that ranking fused with the semantic scan and the reranker), limited to the
+period the query names and ordered as it asks, then packs the window into the capsule
+and verifies what enters it (``capsule``). ``index`` keeps the index in step with every
+write. The rules (tokenisation, stop words, BM25, time expressions, the result order,
+fusion, packing) live in ``domain``.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
+from dataclasses import dataclass, replace
 
-from trueheart_core.domain.search.capsule import TokenEstimator
-from trueheart_core.domain.search.model import MemoryCapsule, SearchQuery
-from trueheart_core.ports import UnitOfWork
+from trueheart_core.domain.search import ranking as rules
+from trueheart_core.domain.search.capsule import Ranked, TokenEstimator
+from trueheart_core.domain.search.mentions import mention_terms
+from trueheart_core.domain.search.model import (
+    MemoryCapsule,
+    SearchQuery,
+    SignalSource,
+    TimeOrder,
+    TimeTrace,
+)
+from trueheart_core.domain.search.tokenize import term_key, tokenize
+from trueheart_core.domain.search.when import TimeReference, find_time, without_time
+from trueheart_core.ports import Period, UnitOfWork
+from trueheart_core.service import records
+from trueheart_core.service.records import scope_key
 from trueheart_core.service.search import hybrid, lexical
 from trueheart_core.service.search.capsule import ClaimViews, capsule
 from trueheart_core.service.search.index import (
@@ -22,15 +39,59 @@ from trueheart_core.service.search.index import (
     index_is_current,
     rebuild,
 )
+from trueheart_core.service.search.lexical import Ranking
 
 __all__ = [
+    "PERIOD_EMPTY",
     "ClaimViews",
+    "QueryTime",
     "answer",
     "doc_row",
     "ensure_index",
     "index_is_current",
+    "read_time",
     "rebuild",
 ]
+
+PERIOD_EMPTY = "time_period_empty"
+
+
+@dataclass(frozen=True, slots=True)
+class QueryTime:
+    """What a query says about time; the text that is searched: the query without its
+    time expression (the whole query when nothing else is left), since a memory about
+    the period need not say so; and the ``terms`` of its period that a memory may
+    mention (``domain.search.mentions``)."""
+
+    reference: TimeReference | None
+    text: str
+    terms: frozenset[str] = frozenset()
+
+    @property
+    def period(self) -> Period | None:
+        """The period the query names, or ``None``."""
+        reference = self.reference
+        if reference is None or (reference.start is None and reference.end is None):
+            return None
+        return reference.start, reference.end
+
+
+def read_time(query: SearchQuery) -> QueryTime:
+    """The time expression of a ``time_aware`` query, resolved at its ``as_of``."""
+    if not query.time_aware:
+        return QueryTime(None, query.text)
+    as_of = records.to_us(query.as_of)
+    reference = find_time(query.text, as_of)
+    if reference is None:
+        return QueryTime(None, query.text)
+    naming = []
+    for text in reference.expressions:
+        piece = find_time(text, as_of)
+        if piece is not None and (piece.start is not None or piece.end is not None):
+            naming.append(text)
+    rest = without_time(query.text, reference)
+    terms = mention_terms(naming)
+    return QueryTime(reference, rest if tokenize(rest) else query.text, terms)
 
 
 def answer(
@@ -40,13 +101,115 @@ def answer(
     claim_views: ClaimViews,
     semantic: hybrid.SemanticSearch | None = None,
     vector: Sequence[float] | None = None,
+    time: QueryTime | None = None,
 ) -> MemoryCapsule:
     """The capsule of ``query`` (the index must be current, see
     :func:`index_is_current`): hybrid when semantic settings and the query's vector are
-    given, lexical otherwise. Every memory that enters the capsule is loaded from its
-    row and verified; an index answer that disagrees with its row fails closed."""
-    if semantic is None or vector is None:
-        ranking = lexical.ranked(uow, query)
+    given, lexical otherwise; limited to the period of ``time`` (by default read from
+    the query) unless nothing is in it, and ordered as it asks. Every memory that
+    enters the capsule is loaded from its row and verified; an index answer that
+    disagrees with its row fails closed."""
+    time = read_time(query) if time is None else time
+    period = time.period
+
+    def ranked(within: Period | None) -> Ranking:
+        if semantic is None or vector is None:
+            return lexical.ranked(uow, query, time.text, within)
+        return hybrid.ranked(uow, query, semantic, vector, time.text, within)
+
+    diagnostics: tuple[str, ...] = ()
+    mentioning: frozenset[str] = frozenset()
+    if period is None:
+        found = ranked(None)
     else:
-        ranking = hybrid.ranked(uow, query, semantic, vector)
-    return capsule(uow, query, estimator, claim_views, ranking)
+        within, everywhere = ranked(period), ranked(None)
+        mentioning = _mentioning(uow, query, everywhere, time.terms)
+        found = _merged(query, within, everywhere, mentioning)
+        if not found.ranked:
+            found, period, diagnostics = everywhere, None, (PERIOD_EMPTY,)
+    trace = None
+    reference = time.reference
+    if reference is not None:
+        order = None if reference.order is None else TimeOrder(reference.order)
+        if order is not None:
+            found = _ordered(found, order)
+        trace = TimeTrace(
+            reference.expression,
+            None if reference.start is None else records.from_us(reference.start),
+            None if reference.end is None else records.from_us(reference.end),
+            order,
+            period is not None,
+            diagnostics,
+        )
+    return capsule(uow, query, estimator, claim_views, found, trace, period, time.terms)
+
+
+def _mentioning(
+    uow: UnitOfWork, query: SearchQuery, found: Ranking, terms: frozenset[str]
+) -> frozenset[str]:
+    """The candidates of ``found`` whose index entry holds one of ``terms``."""
+    if not terms or not found.ranked:
+        return frozenset()
+    keys = {term_key(term) for term in terms}
+    docs = uow.search.docs_for(scope_key(query.scope), [item.memory_id for item in found.ranked])
+    return frozenset(
+        doc.memory_id
+        for doc in docs
+        if isinstance(doc.memory_id, str) and keys.intersection(term for term, _ in doc.terms)
+    )
+
+
+def _merged(
+    query: SearchQuery, within: Ranking, everywhere: Ranking, mentioning: frozenset[str]
+) -> Ranking:
+    """The candidates of the period, and those of every time that mention it, in score
+    order with the usual tie-breaks, at most the window."""
+    held = {item.memory_id for item in within.ranked}
+    extra = [
+        item
+        for item in everywhere.ranked
+        if item.memory_id in mentioning and item.memory_id not in held
+    ]
+    facts = {**everywhere.facts, **within.facts}
+    merged = sorted(
+        [*within.ranked, *extra],
+        key=lambda item: rules.order_key(
+            item.score, item.clarity, facts[item.memory_id].created_at, item.memory_id
+        ),
+    )[: rules.candidate_window(query.limit)]
+    rows = {**everywhere.rows, **within.rows}
+    kept = {item.memory_id for item in merged}
+    return Ranking(
+        merged,
+        {memory_id: row for memory_id, row in rows.items() if memory_id in kept},
+        {memory_id: fact for memory_id, fact in facts.items() if memory_id in kept},
+        within.matched + len(extra),
+        within.semantic,
+    )
+
+
+def _relevance(item: Ranked) -> float:
+    """How relevant a candidate is on a scale linear in each ranking's evidence: the
+    BM25 score of a lexical search; in a hybrid one, the lexical share of the ceiling
+    (the square root of its contribution) plus the semantic contribution."""
+    if not item.signals:
+        return item.score
+    total = 0.0
+    for signal in item.signals:
+        if signal.source is SignalSource.LEXICAL:
+            total += math.sqrt(signal.contribution)
+        elif signal.source is SignalSource.SEMANTIC:
+            total += signal.contribution
+    return total
+
+
+def _ordered(found: Ranking, order: TimeOrder) -> Ranking:
+    """The ranking with its relevant candidates put first, newest or oldest first."""
+    facts = found.facts
+    ranked = rules.by_time(
+        found.ranked,
+        _relevance,
+        lambda item: facts[item.memory_id].created_at,
+        newest=order is TimeOrder.NEWEST,
+    )
+    return replace(found, ranked=ranked)

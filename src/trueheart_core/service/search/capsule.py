@@ -14,8 +14,10 @@ from trueheart_core.domain.search.model import (
     CapsuleItem,
     MemoryCapsule,
     SearchQuery,
+    TimeTrace,
 )
-from trueheart_core.ports import UnitOfWork
+from trueheart_core.domain.search.tokenize import tokenize
+from trueheart_core.ports import Period, UnitOfWork
 from trueheart_core.service import loading, records
 from trueheart_core.service.records import scope_key
 from trueheart_core.service.search.index import INDEX_CORRUPT
@@ -30,10 +32,14 @@ def capsule(
     estimator: TokenEstimator,
     claim_views: ClaimViews,
     ranking: Ranking,
+    time: TimeTrace | None = None,
+    period: Period | None = None,
+    mentions: frozenset[str] = frozenset(),
 ) -> MemoryCapsule:
     """Pack the ranked candidates into the budget, then verify and rebuild only the
     memories that enter the capsule (the cost of the answer, however many candidates
-    were priced to fill the budget)."""
+    were priced to fill the budget); with a ``period``, each must be in it or hold one
+    of the terms that ``mentions`` it."""
     scope, key = query.scope, scope_key(query.scope)
     as_of = records.to_us(query.as_of)
     rows, facts = ranking.rows, ranking.facts
@@ -53,6 +59,12 @@ def capsule(
         view = views.get(memory.memory_id)
         if view is not None and view.status not in query.claim_statuses:
             loading.corrupt(INDEX_CORRUPT)
+        if (
+            period is not None
+            and not _in_period(memory, view, period)
+            and not mentions.intersection(tokenize(memory.content))
+        ):
+            loading.corrupt(INDEX_CORRUPT)
         items.append(
             CapsuleItem(memory, entry.rank, entry.score, entry.clarity, entry.tokens, view)
         )
@@ -67,6 +79,19 @@ def capsule(
         ranking.matched,
         trace,
         ranking.semantic,
+        time,
+    )
+
+
+def _in_period(memory: MemoryRecord, view: ClaimView | None, period: Period) -> bool:
+    """Whether a verified memory is in the period (a claim by its validity)."""
+    start, end = period
+    if view is None:
+        created = records.to_us(memory.created_at)
+        return (start is None or created >= start) and (end is None or created < end)
+    valid_from, valid_to = view.claim.valid_from, view.claim.valid_to
+    return (start is None or valid_to is None or records.to_us(valid_to) > start) and (
+        end is None or valid_from is None or records.to_us(valid_from) < end
     )
 
 

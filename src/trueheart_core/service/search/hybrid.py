@@ -24,7 +24,7 @@ from trueheart_core.domain.semantic.vectors import (
     checked_vector,
 )
 from trueheart_core.errors import ProviderError, TrueHeartError, ValidationError
-from trueheart_core.ports import MemoryRow, UnitOfWork
+from trueheart_core.ports import MemoryRow, Period, UnitOfWork
 from trueheart_core.service import loading, records
 from trueheart_core.service.records import scope_key
 from trueheart_core.service.search.lexical import Facts, Ranking, lexical
@@ -64,15 +64,30 @@ def embed_query(settings: SemanticSearch, text: str) -> list[float]:
 
 
 def ranked(
-    uow: UnitOfWork, query: SearchQuery, settings: SemanticSearch, vector: Sequence[float]
+    uow: UnitOfWork,
+    query: SearchQuery,
+    settings: SemanticSearch,
+    vector: Sequence[float],
+    text: str | None = None,
+    period: Period | None = None,
 ) -> Ranking:
-    """The fused window of a hybrid search, with the rows of its candidates."""
+    """The fused window of a hybrid search (of the memories in ``period`` only, when
+    given), with the rows of its candidates."""
     key = scope_key(query.scope)
     as_of = records.to_us(query.as_of)
     window = ranking.candidate_window(query.limit)
-    lexical_ranking = lexical(uow, query, window)
+    lexical_ranking = lexical(uow, query, window, text, period)
+    start, end = (None, None) if period is None else period
     found = scan(
-        uow, query, settings.space, settings.scan_cap, settings.minimum_score, vector, window
+        uow,
+        query,
+        settings.space,
+        settings.scan_cap,
+        settings.minimum_score,
+        vector,
+        window,
+        created_from=start,
+        created_until=end,
     )
     semantic, facts, diagnostics = found.candidates, found.facts, found.diagnostics
     lexical_window = lexical_ranking.candidates[:window]

@@ -1,9 +1,12 @@
 """The lexical ranking: BM25 over the scope's index, from the weights the service
 computes (``domain.search.ranking``), evaluated by the search role of the port.
 
-The query's terms are looked up first; the words among them that the scope does not hold
-are then corrected (``domain.search.spelling``): their corrections are looked up the same
-way, and those the scope holds are weighted down. One statement scores both together."""
+The query's content words (its stop words left out, ``domain.search.stopwords``) are
+looked up first; the words among them that the scope does not hold are then corrected
+(``domain.search.spelling``): their corrections are looked up the same way, and those the
+scope holds are weighted down. One statement scores both together. The lexical
+*ceiling* of the query, which hybrid fusion measures evidence against, is computed from
+the same look-ups."""
 
 from __future__ import annotations
 
@@ -18,7 +21,7 @@ from trueheart_core.domain.search.model import SearchQuery, SemanticTrace
 from trueheart_core.domain.search.spelling import corrections
 from trueheart_core.domain.search.stopwords import STOP_WORDS, content_words
 from trueheart_core.domain.search.tokenize import term_key, tokenize, unspaced
-from trueheart_core.ports import MemoryRow, ScopeKey, SearchCandidate, UnitOfWork
+from trueheart_core.ports import MemoryRow, Period, ScopeKey, SearchCandidate, UnitOfWork
 from trueheart_core.service import loading, records
 from trueheart_core.service.records import scope_key
 from trueheart_core.service.search.index import INDEX_CORRUPT
@@ -114,10 +117,17 @@ class Ranking:
     semantic: SemanticTrace | None = None
 
 
-def lexical(uow: UnitOfWork, query: SearchQuery, window: int, text: str | None = None) -> Lexical:
-    """Rank the scope's eligible memories by BM25 against the query's content words
-    (``text``, by default the query's text, without its stop words), and the
-    corrections the scope holds of the words it does not hold."""
+def lexical(
+    uow: UnitOfWork,
+    query: SearchQuery,
+    window: int,
+    text: str | None = None,
+    period: Period | None = None,
+) -> Lexical:
+    """Rank the scope's eligible memories (those in ``period`` only, when given) by BM25
+    against the query's content words (of ``text``, by default the query's text,
+    without its stop words), and the corrections the scope holds of the words it does
+    not hold."""
     text = query.text if text is None else text
     key = scope_key(query.scope)
     as_of = records.to_us(query.as_of)
@@ -154,6 +164,7 @@ def lexical(uow: UnitOfWork, query: SearchQuery, window: int, text: str | None =
             None if query.min_trust is None else int(query.min_trust),
             window,
             [status.value for status in query.claim_statuses],
+            period=period,
         )
     if type(matched) is not int or matched < len(found) or matched > docs:
         loading.corrupt(INDEX_CORRUPT)
@@ -169,11 +180,13 @@ def lexical(uow: UnitOfWork, query: SearchQuery, window: int, text: str | None =
     return Lexical(terms, matched, candidates, ceiling)
 
 
-def ranked(uow: UnitOfWork, query: SearchQuery) -> Ranking:
+def ranked(
+    uow: UnitOfWork, query: SearchQuery, text: str | None = None, period: Period | None = None
+) -> Ranking:
     """The lexical ranking's window, with the rows of its candidates."""
     as_of = records.to_us(query.as_of)
     window = ranking.candidate_window(query.limit)
-    found = lexical(uow, query, window)
+    found = lexical(uow, query, window, text, period)
     chosen = found.candidates[:window]
     rows = {
         row.memory_id: row

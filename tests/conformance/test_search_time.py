@@ -1,0 +1,214 @@
+"""Time in search queries: a period limits the candidates (by creation, by validity for
+claims, or by what a memory mentions), an order puts the relevant newest or oldest
+first, and the capsule says how the query's time was read."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from conformance_builders import (
+    NOW,
+    SCOPE,
+    check_capsule,
+    claim,
+    event,
+    memory,
+)
+from semantic_builders import ConceptEmbedder
+
+from trueheart_core import (
+    ClaimStatus,
+    MemoryCapsule,
+    SearchQuery,
+    TimeOrder,
+    TimeTrace,
+    TrueHeart,
+    ValidationError,
+)
+from trueheart_core.ports import Capability, Repository
+
+# NOW is 2026-08-13 12:00 UTC, a Thursday.
+MARCH = datetime(2026, 3, 14, 9, 0, tzinfo=UTC)
+APRIL = datetime(2026, 4, 20, 9, 0, tzinfo=UTC)
+JUNE = datetime(2026, 6, 2, 9, 0, tzinfo=UTC)
+LAST_WEEK = datetime(2026, 8, 5, 9, 0, tzinfo=UTC)  # Wednesday of the week before NOW's
+
+
+def _store(service: TrueHeart, memories: dict[str, tuple[str, datetime]]) -> None:
+    service.ingest_event(event("evt-1", recall_for=timedelta(days=3650)))
+    for memory_id, (content, created) in memories.items():
+        service.materialize_once(memory(memory_id, ("evt-1",), content=content, created_at=created))
+
+
+def _search(service: TrueHeart, text: str, **fields: Any) -> MemoryCapsule:
+    capsule = service.search(SearchQuery(SCOPE, text, NOW, budget_tokens=10_000, **fields))
+    check_capsule(capsule)
+    return capsule
+
+
+def _ids(capsule: MemoryCapsule) -> list[str]:
+    return [item.memory.memory_id for item in capsule.items]
+
+
+HIKES = {
+    "hike-march": ("went hiking on the ridge today", MARCH),
+    "hike-april": ("went hiking on the ridge today", APRIL),
+    "hike-june": ("went hiking by the lake today", JUNE),
+    "trip-seoul": ("flying to Seoul in June for the conference", MARCH),
+    "trip-busan": ("flying to Busan in June", APRIL),
+    "note": ("bought new hiking boots", LAST_WEEK),
+}
+
+
+def test_a_month_limits_the_candidates_to_memories_created_in_it(service: TrueHeart) -> None:
+    _store(service, HIKES)
+    capsule = _search(service, "Where did I go hiking in March?")
+    assert _ids(capsule) == ["hike-march"]
+    assert capsule.time == TimeTrace(
+        "in March",
+        datetime(2026, 3, 1, tzinfo=UTC),
+        datetime(2026, 4, 1, tzinfo=UTC),
+        None,
+        True,
+    )
+    assert capsule.matched == 1
+    # without reading time, every hike is a match and the period is not applied
+    words = _search(service, "Where did I go hiking in March?", time_aware=False)
+    assert set(_ids(words)) == {"hike-march", "hike-april", "hike-june", "note"}
+    assert words.time is None
+
+
+def test_a_memory_that_mentions_the_month_is_about_it_whenever_written(
+    service: TrueHeart,
+) -> None:
+    _store(service, HIKES)
+    # created in March and April, but both say "June": only the one about Seoul matches
+    capsule = _search(service, "Why am I flying to Seoul in June?")
+    assert _ids(capsule) == ["trip-seoul", "trip-busan"]
+    assert capsule.time is not None and capsule.time.filtered
+    # the June hike was created in June: it is in the period but shares no word
+    assert "hike-june" not in _ids(capsule)
+
+
+def test_relative_words_are_never_mentions(service: TrueHeart) -> None:
+    _store(
+        service,
+        {
+            "said-last-week": ("last week I went hiking", JUNE),
+            "hike-last-week": ("went hiking today", LAST_WEEK),
+        },
+    )
+    capsule = _search(service, "where did I go hiking last week?")
+    assert _ids(capsule) == ["hike-last-week"]
+    assert capsule.time is not None
+    assert (capsule.time.start, capsule.time.end) == (
+        datetime(2026, 8, 3, tzinfo=UTC),
+        datetime(2026, 8, 10, tzinfo=UTC),
+    )
+
+
+def test_an_empty_period_falls_back_to_every_time_and_says_so(service: TrueHeart) -> None:
+    _store(service, HIKES)
+    capsule = _search(service, "Where did I go hiking in 2024?")
+    assert set(_ids(capsule)) == {"hike-march", "hike-april", "hike-june", "note"}
+    assert capsule.time is not None
+    assert capsule.time.filtered is False
+    assert capsule.time.diagnostics == ("time_period_empty",)
+    assert capsule.time.start == datetime(2024, 1, 1, tzinfo=UTC)
+
+
+def test_most_recently_puts_the_newest_relevant_memory_first(service: TrueHeart) -> None:
+    _store(
+        service,
+        {
+            "dinner-old": ("had dinner at Casa Lola tonight", MARCH),
+            "dinner-new": ("had dinner at Bistro Nord tonight", JUNE),
+            "dinner-mid": ("had dinner at the Salt Room tonight", APRIL),
+            "unrelated": ("renewed the car insurance", LAST_WEEK),
+        },
+    )
+    capsule = _search(service, "Where did I have dinner most recently?")
+    assert _ids(capsule) == ["dinner-new", "dinner-mid", "dinner-old"]
+    assert capsule.time == TimeTrace("most recently", None, None, TimeOrder.NEWEST, False)
+    first = _search(service, "where did I have dinner for the first time?")
+    assert _ids(first) == ["dinner-old", "dinner-mid", "dinner-new"]
+    assert first.time is not None and first.time.order is TimeOrder.OLDEST
+    # the ranks follow the new order; the scores are the relevance scores
+    assert [entry.rank for entry in capsule.trace] == [1, 2, 3]
+
+
+def test_an_order_keeps_weak_matches_after_the_relevant_ones(service: TrueHeart) -> None:
+    _store(
+        service,
+        {
+            "strong-old": ("dinner at Casa Lola with Ada and Bo", MARCH),
+            "weak-new": ("Ada", JUNE),
+        },
+    )
+    capsule = _search(service, "dinner with Ada at Casa Lola most recently")
+    assert _ids(capsule) == ["strong-old", "weak-new"]
+
+
+def test_claims_are_in_a_period_by_their_validity(service: TrueHeart) -> None:
+    service.ingest_event(event("evt-1", recall_for=timedelta(days=3650)))
+    service.materialize_claim(
+        claim(
+            "claim-paris",
+            predicate="lives_in",
+            value="Paris",
+            created_at=JUNE,
+            valid_from=datetime(2025, 1, 1, tzinfo=UTC),
+            valid_to=datetime(2025, 9, 1, tzinfo=UTC),
+        )
+    )
+    service.materialize_claim(
+        claim(
+            "claim-rome",
+            predicate="lives_in",
+            value="Rome",
+            created_at=datetime(2025, 5, 1, tzinfo=UTC),
+            valid_from=datetime(2025, 9, 1, tzinfo=UTC),
+        )
+    )
+    statuses = (ClaimStatus.CURRENT, ClaimStatus.ENDED)
+    capsule = _search(service, "where did I live in 2025?", claim_statuses=statuses)
+    assert set(_ids(capsule)) == {"claim-paris", "claim-rome"}
+    early = _search(service, "lives in, since March 2026", claim_statuses=statuses)
+    # Paris ended in 2025 (though recorded in June 2026); Rome is still valid
+    assert _ids(early) == ["claim-rome"]
+    assert early.time is not None and early.time.filtered
+
+
+@pytest.mark.requires(Capability.VECTORS)
+def test_the_period_limits_the_semantic_candidates_too(repository: Repository) -> None:
+    service = TrueHeart(repository, embedder=ConceptEmbedder())
+    _store(
+        service,
+        {
+            "brief-march": ("prefers concise summaries", MARCH),
+            "brief-june": ("answers should be short", JUNE),
+        },
+    )
+    everywhere = _search(service, "terse replies")
+    assert set(_ids(everywhere)) == {"brief-march", "brief-june"}
+    capsule = _search(service, "terse replies in June")
+    assert _ids(capsule) == ["brief-june"]
+    assert capsule.semantic is not None
+    assert capsule.time is not None and capsule.time.filtered
+
+
+def test_time_aware_must_be_a_bool() -> None:
+    with pytest.raises(ValidationError, match="time_aware: must be a bool"):
+        SearchQuery(SCOPE, "x", NOW, time_aware=1)  # type: ignore[arg-type]
+
+
+def test_the_time_trace_is_checked() -> None:
+    with pytest.raises(ValidationError, match="expression: must be a non-blank string"):
+        TimeTrace(" ", None, None, None, False)
+    with pytest.raises(ValidationError, match="order: must be a TimeOrder or None"):
+        TimeTrace("latest", None, None, "newest", False)  # type: ignore[arg-type]
+    naive = datetime(2026, 1, 1)
+    with pytest.raises(ValidationError):
+        TimeTrace("in 2026", naive, None, None, True)
