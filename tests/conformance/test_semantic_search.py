@@ -139,7 +139,10 @@ def test_the_trace_shows_each_ranking(repository: Repository) -> None:
     assert by_id["mem-f"][SignalSource.LEXICAL].rank == 1
     assert by_id["mem-f"][SignalSource.SEMANTIC].score == pytest.approx(1.0)
     assert capsule.semantic is not None
-    assert (capsule.semantic.embedder, capsule.semantic.fusion) == ("test-concepts-v1", "evidence-v1")
+    assert (capsule.semantic.embedder, capsule.semantic.fusion) == (
+        "test-concepts-v1",
+        "evidence-v1",
+    )
     assert (capsule.semantic.reranker, capsule.semantic.reranked) == (None, 0)
 
 

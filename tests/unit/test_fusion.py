@@ -62,7 +62,9 @@ def test_a_memory_found_by_one_ranking_can_outrank_one_found_by_both() -> None:
     assert _ids(fused) == ["paraphrase", "noise"]
     assert fused[1].score == 0.01 + 0.30
     # ...and a strong lexical match outranks a semantic neighbour it shares nothing with.
-    fused = fuse([_scored("exact", 9.0)], [_scored("neighbour", 0.6), _scored("exact", 0.2)], 10, 9.0)
+    fused = fuse(
+        [_scored("exact", 9.0)], [_scored("neighbour", 0.6), _scored("exact", 0.2)], 10, 9.0
+    )
     assert _ids(fused) == ["exact", "neighbour"]
 
 
@@ -204,7 +206,7 @@ def _rankings(draw: st.DrawFn) -> tuple[list[Scored], list[Scored], int, float]:
     def ranking(low: float, high: float) -> list[Scored]:
         chosen = draw(st.permutations(ids))[: draw(st.integers(0, len(ids)))]
         scores = [draw(st.sampled_from([low, high, (low + high) / 2])) for _ in chosen]
-        return [Scored(i, s, facts[i][0], facts[i][1]) for i, s in zip(chosen, scores)]
+        return [Scored(i, s, facts[i][0], facts[i][1]) for i, s in zip(chosen, scores, strict=True)]
 
     ceiling = draw(st.sampled_from([0.0, 1.0, 2.5]))
     return ranking(0.5, 3.0), ranking(-0.5, 1.0), draw(st.integers(0, 14)), ceiling
