@@ -212,3 +212,30 @@ def test_the_time_trace_is_checked() -> None:
     naive = datetime(2026, 1, 1)
     with pytest.raises(ValidationError):
         TimeTrace("in 2026", naive, None, None, True)
+
+
+@pytest.mark.requires(Capability.VECTORS)
+def test_claims_are_semantic_candidates_of_a_period_by_their_validity(
+    repository: Repository,
+) -> None:
+    service = TrueHeart(repository, embedder=ConceptEmbedder())
+    service.ingest_event(event("evt-1", recall_for=timedelta(days=3650)))
+    # Recorded in June 2026 about 2025; only the concept "dark theme" links the query.
+    service.materialize_claim(
+        claim(
+            "claim-theme",
+            value="dark",
+            created_at=JUNE,
+            valid_from=datetime(2025, 2, 1, tzinfo=UTC),
+            valid_to=datetime(2025, 6, 1, tzinfo=UTC),
+        )
+    )
+    service.materialize_once(
+        memory("note-2025", ("evt-1",), content="night mode", created_at=MARCH)
+    )
+    statuses = (ClaimStatus.CURRENT, ClaimStatus.ENDED)
+    capsule = _search(service, "night in 2025", claim_statuses=statuses, semantic=True)
+    assert capsule.time is not None and capsule.time.filtered
+    assert _ids(capsule) == ["claim-theme"]
+    (entry,) = capsule.trace
+    assert "semantic" in {signal.source.value for signal in entry.signals}

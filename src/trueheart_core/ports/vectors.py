@@ -67,8 +67,10 @@ class VectorStore(Protocol):
     ) -> Iterator[list[VectorHit]]:
         """Vectors of ``space_id`` whose memories are searchable in ``scope`` at
         ``as_of`` (active, ``created_at <= as_of < recall_until``), of the given kinds
-        (empty: all) and minimum trust, created at or after ``created_from`` and before
-        ``created_until`` (microseconds; each bound only when given), and, for claims,
+        (empty: all) and minimum trust, in the period from ``created_from`` to
+        ``created_until`` when either is given (microseconds, see
+        :data:`~trueheart_core.ports.rows.Period`: a memory by its ``created_at``, a
+        claim by its validity), and, for claims,
         with a status at ``as_of`` in ``claim_statuses`` (as ``search_candidates``
         filters them). Newest first (``created_at`` descending, then the latest written
         first), at most ``limit`` (``None``: all of them), as lists of at most ``chunk``

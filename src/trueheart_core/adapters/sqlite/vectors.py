@@ -139,15 +139,11 @@ class SQLiteVectors(Role):
         sid = self._scope_id(scope)
         if sid is None or (limit is not None and limit <= 0) or chunk <= 0:
             return
+        bounded = created_from is not None or created_until is not None
+        period = (created_from, created_until) if bounded else None
         filters, extra = eligibility_filters(
-            as_of, kinds, min_trust, claim_statuses, claim_kind, d="v"
+            as_of, kinds, min_trust, claim_statuses, claim_kind, d="v", period=period
         )
-        if created_from is not None:
-            filters += " AND v.created_at >= ?"
-            extra.append(created_from)
-        if created_until is not None:
-            filters += " AND v.created_at < ?"
-            extra.append(created_until)
         columns = "v.vid, v.sketch, v.sketch_scale, v.sketch_error"
         if handles is not None:
             # Row-ID look-ups; the unary + keeps the planner off the scope's scan index.

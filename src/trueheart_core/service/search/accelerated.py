@@ -106,18 +106,23 @@ def select(
     if copy is None:
         return None
     eligible = copy.active & (copy.created <= filters.as_of) & (copy.recall > filters.as_of)
-    if filters.created_from is not None:
-        eligible &= copy.created >= filters.created_from
-    if filters.created_until is not None:
-        eligible &= copy.created < filters.created_until
+    claim = copy.codes.get(CLAIM_KIND)
+    if filters.created_from is not None or filters.created_until is not None:
+        # A claim is in a period by its validity, which the store decides (below).
+        in_period = copy.active.copy()
+        if filters.created_from is not None:
+            in_period &= copy.created >= filters.created_from
+        if filters.created_until is not None:
+            in_period &= copy.created < filters.created_until
+        eligible &= in_period if claim is None else in_period | (copy.kinds == claim)
     if filters.min_trust is not None:
         eligible &= copy.trust >= filters.min_trust
     if filters.kinds:
         wanted = [copy.codes[kind] for kind in set(filters.kinds) if kind in copy.codes]
         eligible &= np.isin(copy.kinds, np.array(wanted, dtype=np.int32))
-    claim = copy.codes.get(CLAIM_KIND)
     if claim is not None:
-        # A claim's status at as_of comes from the claims: the store decides.
+        # A claim's status at as_of, and whether it is in the period, come from the
+        # claims: the store decides.
         claims = np.flatnonzero(eligible & (copy.kinds == claim))
         if claims.size:
             asked = [int(h) for h in copy.handles[claims]]

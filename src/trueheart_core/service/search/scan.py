@@ -94,8 +94,9 @@ def scan(
 ) -> Scan:
     """The best ``window`` of the scope's eligible vectors of ``space`` (all of them, or
     the newest ``scan_cap``) whose cosine similarity with ``vector`` is at least
-    ``minimum_score``, optionally only those created at or after ``created_from`` and
-    before ``created_until`` (microseconds)."""
+    ``minimum_score``, optionally only those in the period from ``created_from`` to
+    ``created_until`` (microseconds; a claim by its validity, any other memory by its
+    ``created_at``)."""
     key = scope_key(query.scope)
     store = vectors_of(uow)
     space_id = current_space_id(store, space)
