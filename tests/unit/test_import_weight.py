@@ -16,8 +16,9 @@ SRC = Path(__file__).resolve().parents[2] / "src"
 def test_import_loads_no_provider(package: str) -> None:
     code = (
         f"import sys, {package}\n"
-        "loaded = [m for m in ('torch', 'transformers', 'numpy', 'trueheart_core.providers',"
-        " 'evicortex.providers') if m in sys.modules]\n"
+        "loaded = [m for m in ('torch', 'transformers', 'numpy', 'mcp', 'agents', 'openai',"
+        " 'trueheart_core.providers', 'evicortex.providers', 'trueheart_core.integrations')"
+        " if m in sys.modules]\n"
         "print(','.join(loaded))\n"
     )
     environment = {**os.environ, "PYTHONPATH": str(SRC)}
