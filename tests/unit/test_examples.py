@@ -285,3 +285,28 @@ def test_semantic_example_runs_as_a_script_from_another_directory(tmp_path: Path
     assert completed.stdout == SEMANTIC_OUTPUT
     assert completed.stderr == ""
     assert list(tmp_path.iterdir()) == []
+
+
+ASYNC_OUTPUT = """\
+10 memories recalled
+search: mem-1: Drinks green tea in the morning.
+closed
+"""
+
+
+def test_async_example_prints_exactly_and_cleans_up(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    load_example("async_memory").main(temporary_root=tmp_path)
+    captured = capsys.readouterr()
+    assert captured.out == ASYNC_OUTPUT
+    assert captured.err == ""
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_async_example_runs_as_a_script_from_another_directory(tmp_path: Path) -> None:
+    completed = _run_script("async_memory", tmp_path)
+    assert completed.returncode == 0
+    assert completed.stdout == ASYNC_OUTPUT
+    assert completed.stderr == ""
+    assert list(tmp_path.iterdir()) == []
