@@ -118,15 +118,19 @@ def answer(
         return hybrid.ranked(uow, query, semantic, vector, time.text, within)
 
     diagnostics: tuple[str, ...] = ()
-    mentioning: frozenset[str] = frozenset()
     if period is None:
         found = ranked(None)
     else:
-        within, everywhere = ranked(period), ranked(None)
-        mentioning = _mentioning(uow, query, everywhere, time.terms)
-        found = _merged(query, within, everywhere, mentioning)
-        if not found.ranked:
-            found, period, diagnostics = everywhere, None, (PERIOD_EMPTY,)
+        found = ranked(period)
+        # The search over every time is needed only for the memories that mention the
+        # period, or to fall back on: a relative period ("last week") with candidates
+        # in it costs one ranking, not two.
+        if time.terms or not found.ranked:
+            everywhere = ranked(None)
+            mentioning = _mentioning(uow, query, everywhere, time.terms)
+            found = _merged(query, found, everywhere, mentioning)
+            if not found.ranked:
+                found, period, diagnostics = everywhere, None, (PERIOD_EMPTY,)
     trace = None
     reference = time.reference
     if reference is not None:
