@@ -30,25 +30,14 @@ from trueheart_core import (
     IntegrityReport,
     Reranker,
 )
-from trueheart_core.service.worker import Gate, Worker, settled
+from trueheart_core.service.worker import Gate, Worker, same_docs_as, settled
 
 __all__ = ["AsyncEviCortex"]
 
 THREAD_NAME = "evicortex-async"
 """The prefix of the name of an ``AsyncEviCortex``'s worker thread."""
 
-_F = TypeVar("_F", bound=Callable[..., Any])
 _R = TypeVar("_R")
-
-
-def _same_as(sync: Callable[..., object]) -> Callable[[_F], _F]:
-    """Give a coroutine the docstring of the sync method it runs."""
-
-    def attach(method: _F) -> _F:
-        method.__doc__ = sync.__doc__
-        return method
-
-    return attach
 
 
 class AsyncEviCortex:
@@ -171,7 +160,7 @@ class AsyncEviCortex:
 
     # --- writing evidence ----------------------------------------------------------------
 
-    @_same_as(EviCortex.remember)
+    @same_docs_as(EviCortex.remember)
     async def remember(
         self,
         *,
@@ -199,7 +188,7 @@ class AsyncEviCortex:
             )
         )
 
-    @_same_as(EviCortex.remember_extracted)
+    @same_docs_as(EviCortex.remember_extracted)
     async def remember_extracted(
         self,
         *,
@@ -229,13 +218,13 @@ class AsyncEviCortex:
             )
         )
 
-    @_same_as(EviCortex.get_extraction)
+    @same_docs_as(EviCortex.get_extraction)
     async def get_extraction(self, namespace: str, memory_id: str) -> ExtractionRecord:
         return await self._run(lambda: self._store.get_extraction(namespace, memory_id))
 
     # --- reading -----------------------------------------------------------------------
 
-    @_same_as(EviCortex.recall)
+    @same_docs_as(EviCortex.recall)
     async def recall(
         self,
         *,
@@ -255,39 +244,39 @@ class AsyncEviCortex:
             )
         )
 
-    @_same_as(EviCortex.expand)
+    @same_docs_as(EviCortex.expand)
     async def expand(self, *, namespace: str, memory_id: str) -> MemoryRecord:
         return await self._run(lambda: self._store.expand(namespace=namespace, memory_id=memory_id))
 
     # --- semantic projection -----------------------------------------------------------
 
-    @_same_as(EviCortex.index_semantic)
+    @same_docs_as(EviCortex.index_semantic)
     async def index_semantic(self, record: MemoryRecord) -> EmbeddingUpsertResult:
         return await self._run(lambda: self._store.index_semantic(record))
 
-    @_same_as(EviCortex.semantic_status)
+    @same_docs_as(EviCortex.semantic_status)
     async def semantic_status(self, namespace: str) -> SemanticIndexStatus:
         return await self._run(lambda: self._store.semantic_status(namespace))
 
-    @_same_as(EviCortex.sync_semantic)
+    @same_docs_as(EviCortex.sync_semantic)
     async def sync_semantic(self, namespace: str, batch_size: int = 64) -> SemanticIndexStatus:
         return await self._run(lambda: self._store.sync_semantic(namespace, batch_size))
 
     # --- integrity, repair, diagnostics, purge -------------------------------------------
 
-    @_same_as(EviCortex.verify_integrity)
+    @same_docs_as(EviCortex.verify_integrity)
     async def verify_integrity(self, namespace: str | None = None) -> IntegrityReport:
         return await self._run(lambda: self._store.verify_integrity(namespace))
 
-    @_same_as(EviCortex.rebuild_indexes)
+    @same_docs_as(EviCortex.rebuild_indexes)
     async def rebuild_indexes(self) -> None:
         await self._run(self._store.rebuild_indexes)
 
-    @_same_as(EviCortex.stats)
+    @same_docs_as(EviCortex.stats)
     async def stats(self, namespace: str | None = None) -> StoreStats:
         return await self._run(lambda: self._store.stats(namespace))
 
-    @_same_as(EviCortex.purge_memory)
+    @same_docs_as(EviCortex.purge_memory)
     async def purge_memory(self, *, namespace: str, memory_id: str) -> bool:
         return await self._run(
             lambda: self._store.purge_memory(namespace=namespace, memory_id=memory_id)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from trueheart_core.domain.claims import (
     ClaimDraft,
@@ -51,30 +51,19 @@ from trueheart_core.domain.semantic.rerank import Reranker
 from trueheart_core.errors import ValidationError
 from trueheart_core.ports import Repository
 from trueheart_core.service.trueheart import TrueHeart, _utc_now
-from trueheart_core.service.worker import Gate, Worker
+from trueheart_core.service.worker import Gate, Worker, same_docs_as
 
 __all__ = ["AsyncTrueHeart"]
 
 THREAD_NAME = "trueheart-async"
 """The prefix of the name of an ``AsyncTrueHeart``'s worker thread."""
 
-_F = TypeVar("_F", bound=Callable[..., Any])
 _R = TypeVar("_R")
 
 
 def _closed() -> ValidationError:
     """What the sync face raises once its repository is closed."""
     return ValidationError("repository", "is closed")
-
-
-def _same_as(sync: Callable[..., object]) -> Callable[[_F], _F]:
-    """Give a coroutine the docstring of the sync method it runs."""
-
-    def attach(method: _F) -> _F:
-        method.__doc__ = sync.__doc__
-        return method
-
-    return attach
 
 
 class AsyncTrueHeart:
@@ -187,33 +176,33 @@ class AsyncTrueHeart:
 
     # --- ingest and materialize ----------------------------------------------------------
 
-    @_same_as(TrueHeart.ingest_event)
+    @same_docs_as(TrueHeart.ingest_event)
     async def ingest_event(self, draft: RawEventDraft) -> RawEventReceipt:
         return await self._run(lambda: self._service.ingest_event(draft))
 
-    @_same_as(TrueHeart.ingest_events)
+    @same_docs_as(TrueHeart.ingest_events)
     async def ingest_events(self, drafts: Sequence[RawEventDraft]) -> tuple[RawEventReceipt, ...]:
         return await self._run(lambda: self._service.ingest_events(drafts))
 
-    @_same_as(TrueHeart.materialize_once)
+    @same_docs_as(TrueHeart.materialize_once)
     async def materialize_once(self, draft: MemoryDraft) -> MemoryRecord:
         return await self._run(lambda: self._service.materialize_once(draft))
 
-    @_same_as(TrueHeart.recall)
+    @same_docs_as(TrueHeart.recall)
     async def recall(self, query: RecallQuery) -> tuple[RecallItem, ...]:
         return await self._run(lambda: self._service.recall(query))
 
     # --- claims ------------------------------------------------------------------------
 
-    @_same_as(TrueHeart.materialize_claim)
+    @same_docs_as(TrueHeart.materialize_claim)
     async def materialize_claim(self, draft: ClaimDraft) -> ClaimRecord:
         return await self._run(lambda: self._service.materialize_claim(draft))
 
-    @_same_as(TrueHeart.claims)
+    @same_docs_as(TrueHeart.claims)
     async def claims(self, query: ClaimQuery) -> ClaimSet:
         return await self._run(lambda: self._service.claims(query))
 
-    @_same_as(TrueHeart.ingest_derived)
+    @same_docs_as(TrueHeart.ingest_derived)
     async def ingest_derived(
         self,
         draft: RawEventDraft,
@@ -225,7 +214,7 @@ class AsyncTrueHeart:
             lambda: self._service.ingest_derived(draft, memories=memories, claims=claims)
         )
 
-    @_same_as(TrueHeart.ingest_extracted)
+    @same_docs_as(TrueHeart.ingest_extracted)
     async def ingest_extracted(
         self,
         draft: RawEventDraft,
@@ -240,35 +229,35 @@ class AsyncTrueHeart:
             )
         )
 
-    @_same_as(TrueHeart.get_claims)
+    @same_docs_as(TrueHeart.get_claims)
     async def get_claims(
         self, scope: Scope, claim_ids: Sequence[str], *, as_of: datetime
     ) -> tuple[ClaimView, ...]:
         return await self._run(lambda: self._service.get_claims(scope, claim_ids, as_of=as_of))
 
-    @_same_as(TrueHeart.get_extraction)
+    @same_docs_as(TrueHeart.get_extraction)
     async def get_extraction(self, scope: Scope, event_id: str) -> ExtractionRecord:
         return await self._run(lambda: self._service.get_extraction(scope, event_id))
 
     # --- search and exact reads ---------------------------------------------------------
 
-    @_same_as(TrueHeart.search)
+    @same_docs_as(TrueHeart.search)
     async def search(self, query: SearchQuery) -> MemoryCapsule:
         return await self._run(lambda: self._service.search(query))
 
-    @_same_as(TrueHeart.rebuild_search_index)
+    @same_docs_as(TrueHeart.rebuild_search_index)
     async def rebuild_search_index(self) -> int:
         return await self._run(self._service.rebuild_search_index)
 
-    @_same_as(TrueHeart.get_memory)
+    @same_docs_as(TrueHeart.get_memory)
     async def get_memory(self, scope: Scope, memory_id: str) -> MemoryRecord:
         return await self._run(lambda: self._service.get_memory(scope, memory_id))
 
-    @_same_as(TrueHeart.get_receipt)
+    @same_docs_as(TrueHeart.get_receipt)
     async def get_receipt(self, scope: Scope, event_id: str) -> RawEventReceipt:
         return await self._run(lambda: self._service.get_receipt(scope, event_id))
 
-    @_same_as(TrueHeart.list_memories)
+    @same_docs_as(TrueHeart.list_memories)
     async def list_memories(
         self,
         scope: Scope,
@@ -286,15 +275,15 @@ class AsyncTrueHeart:
 
     # --- semantic projection ----------------------------------------------------------
 
-    @_same_as(TrueHeart.index_semantic)
+    @same_docs_as(TrueHeart.index_semantic)
     async def index_semantic(self, scope: Scope, memory_ids: Sequence[str]) -> int:
         return await self._run(lambda: self._service.index_semantic(scope, memory_ids))
 
-    @_same_as(TrueHeart.semantic_status)
+    @same_docs_as(TrueHeart.semantic_status)
     async def semantic_status(self, scope: Scope) -> SemanticStatus:
         return await self._run(lambda: self._service.semantic_status(scope))
 
-    @_same_as(TrueHeart.sync_semantic)
+    @same_docs_as(TrueHeart.sync_semantic)
     async def sync_semantic(
         self,
         scope: Scope,
@@ -305,25 +294,25 @@ class AsyncTrueHeart:
 
     # --- govern, expire, audit, integrity --------------------------------------------------
 
-    @_same_as(TrueHeart.govern)
+    @same_docs_as(TrueHeart.govern)
     async def govern(self, command: GovernanceCommand) -> GovernanceResult:
         return await self._run(lambda: self._service.govern(command))
 
-    @_same_as(TrueHeart.expire_raw_content)
+    @same_docs_as(TrueHeart.expire_raw_content)
     async def expire_raw_content(self, *, as_of: datetime) -> int:
         return await self._run(lambda: self._service.expire_raw_content(as_of=as_of))
 
-    @_same_as(TrueHeart.audit)
+    @same_docs_as(TrueHeart.audit)
     async def audit(self, scope: Scope, *, limit: int = 100) -> tuple[AuditRecord, ...]:
         return await self._run(lambda: self._service.audit(scope, limit=limit))
 
-    @_same_as(TrueHeart.verify_integrity)
+    @same_docs_as(TrueHeart.verify_integrity)
     async def verify_integrity(self, scope: Scope | None = None) -> IntegrityReport:
         return await self._run(lambda: self._service.verify_integrity(scope))
 
     # --- operations: subject erasure, statistics, index rebuild, backup ------------------
 
-    @_same_as(TrueHeart.erase_subject)
+    @same_docs_as(TrueHeart.erase_subject)
     async def erase_subject(
         self, scope: Scope, *, occurred_at: datetime, dry_run: bool = False
     ) -> ErasureReceipt:
@@ -331,20 +320,20 @@ class AsyncTrueHeart:
             lambda: self._service.erase_subject(scope, occurred_at=occurred_at, dry_run=dry_run)
         )
 
-    @_same_as(TrueHeart.stats)
+    @same_docs_as(TrueHeart.stats)
     async def stats(self, scope: Scope | None = None) -> StoreStats:
         return await self._run(lambda: self._service.stats(scope))
 
-    @_same_as(TrueHeart.scopes)
+    @same_docs_as(TrueHeart.scopes)
     async def scopes(
         self, *, tenant_id: str | None = None, owner_id: str | None = None
     ) -> tuple[Scope, ...]:
         return await self._run(lambda: self._service.scopes(tenant_id=tenant_id, owner_id=owner_id))
 
-    @_same_as(TrueHeart.rebuild_indexes)
+    @same_docs_as(TrueHeart.rebuild_indexes)
     async def rebuild_indexes(self) -> IndexRebuildReport:
         return await self._run(self._service.rebuild_indexes)
 
-    @_same_as(TrueHeart.backup)
+    @same_docs_as(TrueHeart.backup)
     async def backup(self, path: str | os.PathLike[str]) -> BackupReport:
         return await self._run(lambda: self._service.backup(path))

@@ -27,10 +27,21 @@ from typing import TYPE_CHECKING, ParamSpec, TypeVar
 if TYPE_CHECKING:
     import asyncio
 
-__all__ = ["Gate", "Worker", "settled"]
+__all__ = ["Gate", "Worker", "same_docs_as", "settled"]
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
+_F = TypeVar("_F", bound=Callable[..., object])
+
+
+def same_docs_as(sync: Callable[..., object]) -> Callable[[_F], _F]:
+    """Give a coroutine of an async face the docstring of the sync method it runs."""
+
+    def attach(method: _F) -> _F:
+        method.__doc__ = sync.__doc__
+        return method
+
+    return attach
 
 
 class Gate:
