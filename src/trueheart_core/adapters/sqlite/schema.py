@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from trueheart_core.errors import RepositoryCorruption
 
 APPLICATION_ID = 0x54485243  # "THRC" in the database header: marks our files
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 _V1: Sequence[str] = (
     """CREATE TABLE scopes (
@@ -200,7 +200,12 @@ _V5: Sequence[str] = (
         {_generation_bump("OLD.scope_id")} END""",
 )
 
-MIGRATIONS: Mapping[int, Sequence[str]] = {1: _V1, 2: _V2, 3: _V3, 4: _V4, 5: _V5}
+_V6: Sequence[str] = (
+    # -- search index layout --
+    # -- scope indexes --
+)
+
+MIGRATIONS: Mapping[int, Sequence[str]] = {1: _V1, 2: _V2, 3: _V3, 4: _V4, 5: _V5, 6: _V6}
 """Statements that take a database from version ``n - 1`` to version ``n``."""
 
 Definition = tuple[str, str, str, str | None]
