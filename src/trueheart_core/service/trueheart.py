@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TypeVar
 
+from trueheart_core import logs
 from trueheart_core.domain import policy
 from trueheart_core.domain import validation as v
 from trueheart_core.domain.claims import (
@@ -433,6 +434,7 @@ class TrueHeart:
         with self._repository.unit_of_work("index", write=True, erasing=True) as uow:
             indexed = searching.rebuild(uow)
             uow.commit()
+        logs.INDEX.info("search index rebuilt: %d memories", indexed)
         return indexed
 
     def get_memory(self, scope: Scope, memory_id: str) -> MemoryRecord:
@@ -577,6 +579,7 @@ class TrueHeart:
         projecting.check_unchanged(settings.embedder, settings.space)
         with self._repository.unit_of_work("read", write=False) as uow:
             todo = projecting.repair_ids(projecting.status(uow, scope, settings.space))
+        logs.INDEX.info("semantic repair: %d entries to embed", len(todo))
         done = 0
         for start in range(0, len(todo), batch_size):
             batch = todo[start : start + batch_size]
@@ -764,6 +767,15 @@ class TrueHeart:
         with self._repository.unit_of_work("rebuild", write=True, erasing=True) as uow:
             report = maintenance.rebuild(uow)
             uow.commit()
+        logs.INDEX.info(
+            "derived indexes rebuilt: %d search entries (%d added, %d removed), "
+            "%d claim keys and %d vector copies repaired",
+            report.search_entries_after,
+            report.search_entries_added,
+            report.search_entries_removed,
+            report.claim_keys_repaired,
+            report.vector_copies_repaired,
+        )
         return report
 
     def backup(self, path: str | os.PathLike[str]) -> BackupReport:

@@ -5,6 +5,7 @@ version wrote, with sqlite3, and opened again."""
 from __future__ import annotations
 
 import hashlib
+import logging
 import math
 import sqlite3
 from collections.abc import Callable
@@ -172,9 +173,16 @@ def test_a_read_only_open_of_a_version_1_store_is_refused(db_path: Path) -> None
         assert service.verify_integrity().ok
 
 
-def test_a_writable_open_upgrades_in_place(db_path: Path, tmp_path: Path) -> None:
+def test_a_writable_open_upgrades_in_place(
+    db_path: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     answers, recall = _v1_store(db_path)
-    with _open(db_path) as service:
+    with caplog.at_level(logging.INFO, logger="trueheart_core.store"):
+        upgraded = _open(db_path)
+    assert [r.getMessage() for r in caplog.records if r.name == "trueheart_core.store"] == [
+        f"schema upgraded from version 1 to {SCHEMA_VERSION}"
+    ]
+    with upgraded as service:
         version, catalog, tokenizer = _inspect(db_path)
         assert version == SCHEMA_VERSION
         with _open(tmp_path / "fresh.db"):

@@ -12,8 +12,10 @@ import contextlib
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Collection, Iterator
 
+from trueheart_core import logs
 from trueheart_core.adapters.sqlite import backup as backup_mod
 from trueheart_core.adapters.sqlite import connection as conn_mod
 from trueheart_core.adapters.sqlite import schema
@@ -91,7 +93,17 @@ class SQLiteRepository:
         self._erasure_pending = False
         # Set when a bulk erasure committed but the file has not been rewritten yet.
         self._rewrite_pending = False
-        self._conn = self._open(target, float(busy_timeout), read_only)
+        try:
+            self._conn = self._open(target, float(busy_timeout), read_only)
+        except TrueHeartError as error:
+            logs.STORE.warning("store refused: %s: %s", type(error).__name__, error)
+            raise
+        logs.STORE.debug(
+            "store opened: %s, %s, schema version %d",
+            "file" if self._file_backed else "in memory",
+            "read-only" if self._read_only else "writable",
+            schema.SCHEMA_VERSION,
+        )
 
     def _open(self, target: str, busy_timeout: float, read_only: bool) -> sqlite3.Connection:
         immutable = False
@@ -152,6 +164,10 @@ class SQLiteRepository:
             if version < schema.SCHEMA_VERSION:
                 schema.migrate(conn, version)
             conn.execute("COMMIT")
+            if version < schema.SCHEMA_VERSION:
+                logs.STORE.info(
+                    "schema upgraded from version %d to %d", version, schema.SCHEMA_VERSION
+                )
         except BaseException:
             with contextlib.suppress(sqlite3.Error):
                 conn.execute("ROLLBACK")
@@ -202,7 +218,22 @@ class SQLiteRepository:
     def unit_of_work(
         self, operation: Operation, *, write: bool, erasing: bool = False
     ) -> Iterator[SQLiteUnitOfWork]:
-        """One transaction (see ``ports.Repository.unit_of_work``)."""
+        """One transaction (see ``ports.Repository.unit_of_work``), timed and logged
+        (see :mod:`trueheart_core.logs`)."""
+        started = time.perf_counter()
+        try:
+            with self._unit_of_work(operation, write=write, erasing=erasing) as uow:
+                yield uow
+        except RepositoryBusy:
+            logs.busy(operation, DIAGNOSTICS[operation])
+            raise
+        finally:
+            logs.unit_finished(operation, write=write, seconds=time.perf_counter() - started)
+
+    @contextlib.contextmanager
+    def _unit_of_work(
+        self, operation: Operation, *, write: bool, erasing: bool
+    ) -> Iterator[SQLiteUnitOfWork]:
         diagnostic = DIAGNOSTICS[operation]
         with self._lock:
             conn = self._conn
