@@ -24,6 +24,7 @@ from conformance_builders import (
     msg,
 )
 from semantic_builders import DenseEmbedder
+from sqlite_builders import merge_pending
 
 from trueheart_core import (
     EntityType,
@@ -334,6 +335,7 @@ def _downgrade_to_4(path: Path) -> None:
     conn = sqlite3.connect(path, isolation_level=None)
     try:
         conn.execute("BEGIN")
+        merge_pending(conn)
         for kind, name in sorted(object_names(SCHEMA_VERSION) - object_names(4)):
             conn.execute(f"DROP {kind.upper()} IF EXISTS {name}")
         for column in ("sketch_error", "sketch_scale", "sketch"):
