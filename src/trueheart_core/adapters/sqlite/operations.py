@@ -3,6 +3,7 @@ connection, and nothing else."""
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any
@@ -176,18 +177,20 @@ class SQLiteOperations(Role):
                 "SELECT term_id FROM search_postings WHERE doc IN ({marks})", [], rids
             )
         )
-        pending = Counter(
-            (r[0], r[1])
-            for r in self._conn.execute(
-                f"SELECT doc, term_id FROM ({PENDING_PAIRS}) WHERE scope_id = ?", (sid,)
+        held.update(
+            r[0]
+            for r in self._in_chunks(
+                f"SELECT term_id FROM ({PENDING_PAIRS}) WHERE doc IN ({{marks}})", [], rids
             )
         )
-        gone = set(rids)
-        waiting: Counter[object] = Counter()
-        for (doc, term_id), count in pending.items():
-            waiting[term_id] += count
-            if doc in gone:
-                held[term_id] += count
+        waiting = Counter(
+            r[0]
+            for r in self._conn.execute(
+                f"SELECT term_id FROM ({PENDING_PAIRS} WHERE x.scope_id = ?) "
+                "WHERE term_id IN (SELECT value FROM json_each(?))",
+                (sid, json.dumps(sorted(held))),
+            )
+        )
         terms = self._in_chunks(
             "SELECT term_id, df FROM search_terms WHERE term_id IN ({marks})", [], sorted(held)
         )

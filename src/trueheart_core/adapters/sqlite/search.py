@@ -237,12 +237,21 @@ class SQLiteSearch(Role):
             )
         return [(row_doc, _pairs(text)) for row_doc, text in rows]
 
+    def _waiting(self, sid: int, term_ids: set[int]) -> dict[int, int]:
+        """How many pending rows of the scope hold each of these terms (absent: none)."""
+        rows = self._conn.execute(
+            f"SELECT term_id FROM ({PENDING_PAIRS} WHERE x.scope_id = ?) "
+            "WHERE term_id IN (SELECT value FROM json_each(?))",
+            (sid, json.dumps(sorted(term_ids))),
+        ).fetchall()
+        return dict(Counter(term_id for (term_id,) in rows if type(term_id) is int))
+
     def _drop_unheld(self, sid: int, term_ids: set[int]) -> None:
         """Delete those of these terms that neither a merged nor a pending posting of
         the scope holds any longer."""
         if not term_ids:
             return
-        held = {term_id for _, pairs in self._pending(sid) for term_id, _ in pairs}
+        held = set(self._waiting(sid, term_ids))
         unheld = sorted(term_ids - held)
         for start in range(0, len(unheld), CHUNK):
             chunk = unheld[start : start + CHUNK]
@@ -312,8 +321,8 @@ class SQLiteSearch(Role):
         if not first:
             return {}
         # Pending postings count too: at most ``PENDING_BOUND - 1`` rows to read.
-        waiting = Counter(term_id for _, pairs in self._pending(sid) for term_id, _ in pairs)
-        return {term: df + waiting[term_id] for term, (term_id, df) in first.items()}
+        waiting = self._waiting(sid, {term_id for term_id, _ in first.values()})
+        return {term: df + waiting.get(term_id, 0) for term, (term_id, df) in first.items()}
 
     def candidates(
         self,
