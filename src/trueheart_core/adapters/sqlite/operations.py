@@ -183,19 +183,24 @@ class SQLiteOperations(Role):
                 f"SELECT term_id FROM ({PENDING_PAIRS}) WHERE doc IN ({{marks}})", [], rids
             )
         )
-        waiting = Counter(
-            r[0]
-            for r in self._conn.execute(
-                f"SELECT term_id FROM ({PENDING_PAIRS} WHERE x.scope_id = ?) "
-                "WHERE term_id IN (SELECT value FROM json_each(?))",
-                (sid, json.dumps(sorted(held))),
-            )
-        )
         terms = self._in_chunks(
             "SELECT term_id, df FROM search_terms WHERE term_id IN ({marks})", [], sorted(held)
         )
+        # Pending rows only ever add to a term's frequency: they are read only for the
+        # terms that would go by their merged postings alone.
+        going = {term_id: df for term_id, df in terms if df <= held[term_id]}
+        waiting: Counter[object] = Counter()
+        if going:
+            waiting.update(
+                r[0]
+                for r in self._conn.execute(
+                    f"SELECT term_id FROM ({PENDING_PAIRS} WHERE x.scope_id = ?) "
+                    "WHERE term_id IN (SELECT value FROM json_each(?))",
+                    (sid, json.dumps(sorted(going))),
+                )
+            )
         found["search_term"] = sum(
-            1 for term_id, df in terms if df + waiting[term_id] <= held[term_id]
+            1 for term_id, df in going.items() if df + waiting[term_id] <= held[term_id]
         )
         return found
 

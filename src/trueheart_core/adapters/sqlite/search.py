@@ -249,10 +249,21 @@ class SQLiteSearch(Role):
     def _drop_unheld(self, sid: int, term_ids: set[int]) -> None:
         """Delete those of these terms that neither a merged nor a pending posting of
         the scope holds any longer."""
-        if not term_ids:
+        ordered = sorted(term_ids)
+        # Only a term without merged postings can be unheld: most removals find none, and
+        # read no pending row.
+        spent = {
+            term_id
+            for start in range(0, len(ordered), CHUNK)
+            for (term_id,) in self._conn.execute(
+                "SELECT term_id FROM search_terms WHERE df <= 0 AND term_id IN "
+                f"({','.join('?' * len(ordered[start : start + CHUNK]))})",
+                ordered[start : start + CHUNK],
+            ).fetchall()
+        }
+        if not spent:
             return
-        held = set(self._waiting(sid, term_ids))
-        unheld = sorted(term_ids - held)
+        unheld = sorted(spent - set(self._waiting(sid, spent)))
         for start in range(0, len(unheld), CHUNK):
             chunk = unheld[start : start + CHUNK]
             marks = ",".join("?" * len(chunk))
