@@ -44,6 +44,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from frames import CPU_TARGET_US, FRAME_TARGET, WriteCost, measure_writes, pages_floor
 from harness import (
     BASE,
     Clock,
@@ -115,6 +116,7 @@ class Plan:
     fading_repeat: int  # recall over a scope whose memories all fade
     open_repeat: int
     warmup: int
+    frames_repeat: int  # calls of each write on tmpfs whose frames and CPU are counted
 
 
 FULL = Plan(
@@ -126,6 +128,7 @@ FULL = Plan(
     fading_repeat=40,
     open_repeat=300,
     warmup=5,
+    frames_repeat=200,
 )
 QUICK = Plan(
     commit_repeat=100,
@@ -136,6 +139,7 @@ QUICK = Plan(
     fading_repeat=10,
     open_repeat=60,
     warmup=3,
+    frames_repeat=40,
 )
 
 
@@ -640,7 +644,74 @@ def open_case(path: Path, plan: Plan) -> Case:
     )
 
 
+def pages_floor_cases(
+    conn: sqlite3.Connection, plan: Plan, costs: Sequence[WriteCost]
+) -> list[Case]:
+    """One page-matched floor per distinct frame count of the measured writes."""
+    return [
+        Case(
+            "floor: committed pages",
+            f"{pages} tables",
+            None,
+            pages_floor(conn, pages),
+            anything,
+            plan.commit_repeat,
+            plan.warmup,
+        )
+        for pages in sorted({max(1, cost.frames) for cost in costs})
+    ]
+
+
 # --- report -----------------------------------------------------------------------------
+
+_DISK_CASES = {
+    "materialize_once": ("materialize_once", "new memory"),
+    "ingest_event": ("ingest_event", "new event"),
+    "govern seal": ("govern seal", "memory"),
+    "govern restore": ("govern restore", "memory"),
+}
+
+
+def print_write_costs(
+    costs: Sequence[WriteCost],
+    by_name: dict[tuple[str, str], Case],
+    page_floors: Sequence[Case],
+    insert_floor: float,
+) -> list[dict[str, Any]]:
+    """The pages and CPU of each write on tmpfs next to their targets, and its wall time
+    on disk against the one-row floor and against the floor that commits as many pages."""
+    by_pages = {int(case.size.split()[0]): summarise(case).median_us for case in page_floors}
+    print(
+        f"\nwrites: WAL frames and CPU per call on tmpfs (targets {FRAME_TARGET} frames, "
+        f"{CPU_TARGET_US:.0f} µs), wall time on disk against both floors"
+    )
+    header = (
+        f"{'operation':<18} {'frames':>6} {'CPU µs':>8} {'disk µs':>9} "
+        f"{'/1 row':>7} {'/N pages':>9}  N-page floor µs"
+    )
+    print(header)
+    print("-" * len(header))
+    rows = []
+    for cost in costs:
+        wall = summarise(by_name[_DISK_CASES[cost.operation]]).median_us
+        pages = max(1, cost.frames)
+        floor = by_pages[pages]
+        print(
+            f"{cost.operation:<18} {cost.frames:>6} {cost.cpu_us:>8.1f} {wall:>9.1f} "
+            f"{wall / insert_floor:>6.2f}x {wall / floor:>8.2f}x  {floor:.1f} ({pages} pages)"
+        )
+        rows.append(
+            {
+                **asdict(cost),
+                "disk_median_us": wall,
+                "ratio_insert_floor": wall / insert_floor,
+                "pages_floor_us": floor,
+                "ratio_pages_floor": wall / floor,
+            }
+        )
+    for pages, floor in sorted(by_pages.items()):
+        print(f"  floor: {pages} pages in one commit {floor:.1f} µs")
+    return rows
 
 
 def with_ratio(result: Result, floors: dict[str, float]) -> Result:
@@ -716,6 +787,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             + ", ".join(f"{k} {v:,}" for k, v in rows.items())
         )
 
+        with tempfile.TemporaryDirectory(prefix="trueheart-frames-", dir=build_root) as ftmp:
+            costs = measure_writes(Path(ftmp), Clock(), plan.frames_repeat, event, memory, command)
         floor_conn = floor_connection(work / "floor.db")
         th = TrueHeart(SQLiteRepository(work / "main.db"), clock=clock)
         try:
@@ -723,8 +796,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             run_interleaved(reads, READ_SLICE)
             fading = fading_cases(th, plan)
             run_interleaved(fading, 1)
+            page_floors = pages_floor_cases(floor_conn, plan, costs)
             writes = [floor_insert_case(floor_conn, plan), *write_cases(th, fixture, plan)]
-            run_interleaved(writes, 1)
+            run_interleaved([*writes, *page_floors], 1)
             erases = erase_cases(th, fixture, plan)
             run_interleaved(erases, 1)
         finally:
@@ -803,6 +877,24 @@ def main(argv: Sequence[str] | None = None) -> int:
             "limit": RECALL_FLOOR_LIMIT,
         }
     )
+    page_costs = print_write_costs(costs, by_name, page_floors, floors["insert"])
+    for cost in costs:
+        targets.append(
+            {
+                "target": f"{cost.operation} at most {FRAME_TARGET} WAL frames per call",
+                "value": cost.frames,
+                "limit": FRAME_TARGET,
+                "unit": " frames",
+            }
+        )
+        targets.append(
+            {
+                "target": f"{cost.operation} at most {CPU_TARGET_US:.0f} µs CPU per call on tmpfs",
+                "value": cost.cpu_us,
+                "limit": CPU_TARGET_US,
+                "unit": " µs",
+            }
+        )
     elapsed, load_at_end = report_targets(targets, started)
 
     if args.json is not None:
@@ -813,6 +905,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "floors_us": floors,
             "results": [asdict(r) for r in results],
             "scaling": scaling,
+            "write_costs": page_costs,
             "targets": targets,
             "run_seconds": elapsed,
             "load_average_at_end": load_at_end,

@@ -101,12 +101,14 @@ def run_interleaved(cases: Sequence[Sampled], slice_size: int) -> None:
 
 
 def report_targets(targets: list[dict[str, Any]], started: float) -> tuple[float, float]:
-    """Print each target (information, not an assertion), marking it ``met``, then the
+    """Print each target (information, not an assertion), marking it ``met``, with its
+    ``unit`` (default ``x``, a ratio), then the
     run time and the load average; returns ``(elapsed seconds, load at the end)``."""
     print("\ntargets (information, not assertions)")
     for t in targets:
         t["met"] = t["value"] <= t["limit"]
-        print(f"  {'PASS' if t['met'] else 'MISS'}  {t['target']}: {t['value']:.2f}x")
+        unit = t.get("unit", "x")
+        print(f"  {'PASS' if t['met'] else 'MISS'}  {t['target']}: {t['value']:.2f}{unit}")
     if not targets:
         print("  none measured (the targets need other sizes)")
     elapsed = time.perf_counter() - started

@@ -175,3 +175,45 @@ def test_verify_integrity_is_clean_after_a_mixed_workload(service: TrueHeart) ->
     assert _search(service, "tea", OTHER_SCOPE).matched == 1  # mem-3 only
     assert service.rebuild_search_index() == 3
     assert service.verify_integrity().ok
+
+
+def _many(count: int) -> dict[str, str]:
+    """Contents sharing some words (and repeating some) and holding words of their own."""
+    words = ("tea", "coffee", "garden", "river", "lamp", "violin")
+    return {
+        f"mem-{index:03d}": f"{words[index % 6]} {words[index % 4]} {words[index % 4]} "
+        f"note{index} {'river' if index % 9 == 0 else 'stone'}"
+        for index in range(count)
+    }
+
+
+def _whole(service: TrueHeart, text: str) -> MemoryCapsule:
+    """A search whose capsule has room for every match."""
+    query = SearchQuery(SCOPE, text, NOW + timedelta(hours=1), limit=100, budget_tokens=100_000)
+    capsule = service.search(query)
+    check_capsule(capsule)
+    return capsule
+
+
+@pytest.mark.parametrize("count", [10, 150])
+def test_many_writes_and_removals_keep_the_scores_exact(service: TrueHeart, count: int) -> None:
+    contents = _many(count)
+    materialize_all(service, contents)
+    active = dict(contents)
+    queries = ("tea", "river violin", "note7 coffee", "lamp")
+    for query in queries:
+        assert_bm25_reference(_whole(service, query), query, active)
+    # Remove memories written early and late, by each way out of the index.
+    chosen = [f"mem-{index:03d}" for index in (0, 1, 2, count // 2, count - 2, count - 1)]
+    for memory_id, action in zip(chosen, [SEAL, FORGET, DELETE] * 2, strict=True):
+        service.govern(command(action, memory_id))
+        del active[memory_id]
+        for query in queries:
+            assert_bm25_reference(_whole(service, query), query, active)
+    service.govern(command(RESTORE, chosen[0]))
+    active[chosen[0]] = contents[chosen[0]]
+    for query in (*queries, "note1", "note0"):
+        assert_bm25_reference(_whole(service, query), query, active)
+    assert service.verify_integrity().ok
+    # A word only a forgotten memory held is gone from the index.
+    assert service.search(SearchQuery(SCOPE, "note1", NOW)).matched == 0

@@ -172,7 +172,8 @@ def _check_search_index(uow: UnitOfWork, key: ScopeKey | None, found: _Findings)
         if doc.memory_id is None:
             found.add("search_index", "", doc.scope, "index_entry_without_memory")
     for term in uow.search.iter_terms(key):
-        if term.df != term.postings:
+        # A term row that no posting holds is stale: a sound index has deleted it.
+        if term.df != term.postings or term.df < 1:
             found.add("search_index", "", term.scope, "term_count_mismatch")
         if term.duplicates:
             found.add("search_index", "", term.scope, "duplicate_term")

@@ -31,6 +31,37 @@ def tamper(path: Path, sql: str, params: Sequence[Any] = ()) -> int:
     return changed
 
 
+PENDING_PAIRS = (
+    "SELECT x.doc AS doc, j.value ->> 0 AS term_id, j.value ->> 1 AS tf "
+    "FROM search_pending x, json_each(x.postings) j"
+)
+"""The pending search postings as rows ``(doc, term_id, tf)``."""
+
+
+def merge_pending(conn: sqlite3.Connection) -> None:
+    """Move every pending search posting into the term-keyed postings and its terms'
+    document frequencies, as the merge the adapter runs at the pending bound does."""
+    conn.execute(
+        "INSERT INTO search_postings (term_id, doc, tf) "
+        f"SELECT term_id, doc, tf FROM ({PENDING_PAIRS})"
+    )
+    conn.execute(
+        f"UPDATE search_terms SET df = df + (SELECT COUNT(*) FROM ({PENDING_PAIRS}) p "
+        "WHERE p.term_id = search_terms.term_id)"
+    )
+    conn.execute("DELETE FROM search_pending")
+
+
+def merge_pending_of(path: Path) -> None:
+    """:func:`merge_pending` behind the library's back, in one transaction."""
+    conn = sqlite3.connect(path, timeout=5.0)
+    try:
+        with conn:
+            merge_pending(conn)
+    finally:
+        conn.close()
+
+
 def pinned_reader(path: Path) -> sqlite3.Connection:
     """A foreign connection holding a read snapshot, which blocks WAL checkpoints."""
     reader = sqlite3.connect(path, isolation_level=None)

@@ -98,11 +98,12 @@ def _computed_sources(statement: str) -> set[str]:
 def _scans_a_table(statement: str, detail: str) -> bool:
     """Whether a plan step reads a whole table or index rather than a range of it.
     Scanning what the statement itself computed (its CTEs, constant rows, ``json_each``
-    over one bound parameter) is not scanning the store."""
+    over one bound parameter or over one pending row's postings) is not scanning the
+    store."""
     match = _SCAN.match(detail)
     if match is None:
         return False
-    if "CONSTANT ROW" in detail or "json_each" in detail:  # one row or several
+    if "CONSTANT ROW" in detail or "json_each" in detail or "VIRTUAL TABLE" in detail:
         return False
     return (match.group(2) or match.group(1)) not in _computed_sources(statement)
 

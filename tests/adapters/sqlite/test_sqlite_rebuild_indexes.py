@@ -8,7 +8,7 @@ import sqlite3
 from pathlib import Path
 
 from conformance_builders import NOW, OTHER_SCOPE, SCOPE, claim, event, memory
-from sqlite_builders import tamper
+from sqlite_builders import merge_pending_of, tamper
 
 from trueheart_core import ClaimQuery, IntegrityProblem, SearchQuery, TrueHeart
 
@@ -62,6 +62,7 @@ def test_a_changed_entry_and_an_orphan_entry_are_replaced(
     service: TrueHeart, db_path: Path
 ) -> None:
     _populate(service)
+    merge_pending_of(db_path)  # the postings changed below are merged ones
     tamper(
         db_path,
         "UPDATE search_postings SET tf = tf + 1 WHERE doc = (SELECT MIN(doc) FROM search_docs)",

@@ -18,7 +18,7 @@ from conformance_builders import (
     materialize_all,
     memory,
 )
-from sqlite_builders import tamper
+from sqlite_builders import merge_pending_of, tamper
 
 from trueheart_core import (
     GovernanceAction,
@@ -60,7 +60,8 @@ INDEX_TAMPERS: dict[str, tuple[str, set[tuple[str, Scope | None, str]]]] = {
     "duplicate-term": (
         "INSERT INTO search_terms (scope_id, bucket, term, df) "
         f"SELECT scope_id, bucket, term, 0 FROM search_terms WHERE term_id = {FIRST_TERM}",
-        {("", SCOPE, "duplicate_term")},
+        # The copy is also a term row that no posting holds.
+        {("", SCOPE, "duplicate_term"), ("", SCOPE, "term_count_mismatch")},
     ),
     "change-tf": (
         f"UPDATE search_postings SET tf = tf + 1 WHERE doc = {DOC} AND term_id = {FIRST_TERM}",
@@ -112,13 +113,48 @@ def _problems(service: TrueHeart, scope: Scope | None = None) -> set[tuple[str, 
     return found
 
 
-@pytest.mark.parametrize("case", sorted(INDEX_TAMPERS))
+PENDING = f"SELECT postings FROM search_pending WHERE doc = {DOC}"
+
+# The same for the postings of mem-1 while they wait in their pending row (the store is
+# far below the pending bound).
+PENDING_TAMPERS: dict[str, tuple[str, set[tuple[str, Scope | None, str]]]] = {
+    "change-pending-tf": (
+        "UPDATE search_pending SET postings = json_replace(postings, '$[0][1]', "
+        f"json_extract(postings, '$[0][1]') + 1) WHERE doc = {DOC}",
+        {("mem-1", SCOPE, "index_entry_mismatch")},
+    ),
+    "drop-pending-posting": (
+        f"UPDATE search_pending SET postings = json_remove(postings, '$[0]') WHERE doc = {DOC}",
+        {("mem-1", SCOPE, "index_entry_mismatch")},
+    ),
+    "delete-pending-row": (
+        f"DELETE FROM search_pending WHERE doc = {DOC}",
+        {("mem-1", SCOPE, "index_entry_mismatch"), ("", SCOPE, "term_count_mismatch")},
+    ),
+    "pending-without-entry": (
+        f"DELETE FROM search_docs WHERE doc = {DOC}",
+        {
+            ("mem-1", SCOPE, "memory_not_indexed"),
+            ("", SCOPE, "statistics_mismatch"),
+            ("", None, "posting_without_entry"),
+        },
+    ),
+}
+
+TAMPERS = {**INDEX_TAMPERS, **PENDING_TAMPERS}
+
+
+@pytest.mark.parametrize("case", sorted(TAMPERS))
 def test_a_tampered_index_is_reported_and_rebuilt(
     service: TrueHeart, db_path: Path, case: str
 ) -> None:
     _populate_index(service)
     healthy = _search(service, "tea")
-    sql, expected = INDEX_TAMPERS[case]
+    sql, expected = TAMPERS[case]
+    if case in INDEX_TAMPERS:
+        merge_pending_of(db_path)  # the postings these statements damage are merged
+        assert _search(service, "tea") == healthy
+        assert service.verify_integrity().ok
     assert tamper(db_path, sql) == 1
     assert _problems(service) == expected
     # A check of the scope names the scope wherever the whole-store check could not.

@@ -25,6 +25,7 @@ from conformance_builders import (
     msg,
 )
 from semantic_builders import DenseEmbedder
+from sqlite_builders import merge_pending
 
 from trueheart_core import (
     EntityType,
@@ -336,12 +337,70 @@ def _build_v4(path: Path) -> dict[str, MemoryCapsule]:
         return {text: _hybrid(service, text) for text in QUERIES}
 
 
+def _downgrade_to_5(path: Path) -> None:
+    """Turn a current file into exactly the file version 5 would have written: every
+    posting merged and the objects of version 6 dropped."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        conn.execute("BEGIN")
+        merge_pending(conn)
+        for kind, name in sorted(object_names(SCHEMA_VERSION) - object_names(5)):
+            conn.execute(f"DROP {kind.upper()} IF EXISTS {name}")
+        conn.execute("PRAGMA user_version = 5")
+        conn.execute("COMMIT")
+    finally:
+        conn.close()
+    version, catalog, _ = _inspect(path)
+    assert version == 5
+    assert catalog == _catalog_built_by([s for step in range(1, 6) for s in MIGRATIONS[step]])
+
+
+def _memory_rows(path: Path) -> list[tuple[object, ...]]:
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        return conn.execute(
+            "SELECT rid, scope_id, memory_id, digest FROM memories ORDER BY rid"
+        ).fetchall()
+    finally:
+        conn.close()
+
+
+def test_a_version_5_store_is_upgraded_with_its_searches_kept(
+    db_path: Path, tmp_path: Path
+) -> None:
+    with _open(db_path) as service:
+        service.ingest_event(event("evt-1"))
+        fillers = {f"mem-f{i:03d}": f"filler tea {i}" for i in range(90)}
+        for memory_id, content in {**ACTIVE, **SEALED, **fillers}.items():
+            service.materialize_once(memory(memory_id, content=content))
+        service.govern(command(GovernanceAction.SEAL, "mem-2"))
+        service.govern(command(GovernanceAction.FORGET, "mem-f010"))
+        answers = {text: _search(service, text) for text in (*QUERIES, "filler 7", "tea 42")}
+    _downgrade_to_5(db_path)
+    rows = _memory_rows(db_path)
+    with _open(db_path) as service:
+        version, catalog, _ = _inspect(db_path)
+        with _open(tmp_path / "fresh.db"):
+            _, fresh_catalog, _ = _inspect(tmp_path / "fresh.db")
+        assert (version, catalog) == (SCHEMA_VERSION, fresh_catalog)
+        assert _memory_rows(db_path) == rows
+        assert service.verify_integrity().ok
+        for text, answer in answers.items():
+            assert _search(service, text) == answer, text
+        # Writes after the upgrade wait in pending rows beside the merged postings.
+        service.ingest_event(event("evt-2"))
+        service.materialize_once(memory("mem-new", ("evt-2",), content="oolong tea"))
+        assert _search(service, "oolong").items[0].memory.memory_id == "mem-new"
+        assert service.verify_integrity().ok
+
+
 def _downgrade_to_4(path: Path) -> None:
     """Turn a current file into exactly the file version 4 would have written: the
     objects of version 5 dropped, and the columns it added to the vectors."""
     conn = sqlite3.connect(path, isolation_level=None)
     try:
         conn.execute("BEGIN")
+        merge_pending(conn)
         for kind, name in sorted(object_names(SCHEMA_VERSION) - object_names(4)):
             conn.execute(f"DROP {kind.upper()} IF EXISTS {name}")
         for column in ("sketch_error", "sketch_scale", "sketch"):

@@ -3,10 +3,12 @@ connection, and nothing else."""
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
+from trueheart_core.adapters.sqlite.search import PENDING_PAIRS
 from trueheart_core.adapters.sqlite.session import (
     Role,
     Session,
@@ -38,6 +40,13 @@ SCOPED_ROWS: Sequence[tuple[str, str, str]] = (
     ("memory", "memories", "scope_id = ?"),
     ("raw_body", "raw_bodies", "scope_id = ?"),
     ("raw_event", "raw_events", "scope_id = ?"),
+)
+
+# A memory's pending postings are one row of ``search_pending``; they count as postings,
+# one per pair, and go with the scope's first (postings) line.
+_PENDING_OF_SCOPE = f"scope_id = ? OR doc IN ({_MEMORY_RIDS})"
+_PENDING_COUNT = (
+    "SELECT IFNULL(SUM(json_array_length(postings)), 0) FROM search_pending WHERE {where}"
 )
 
 _KEPT_ROWS: Sequence[tuple[str, str, str]] = (
@@ -93,6 +102,13 @@ class SQLiteOperations(Role):
                 f"SELECT COUNT(*) FROM {table} WHERE {where}", params
             ).fetchone()
             counts[artifact] = int(count)
+        # A scope's pending rows are one range of the table's key.
+        pending_where = "1 = 1" if scope is None else "scope_id = ?"
+        if scope is None or sid is not None:
+            (pending,) = self._conn.execute(
+                _PENDING_COUNT.format(where=pending_where), [sid] * pending_where.count("?")
+            ).fetchone()
+            counts["search_posting"] += int(pending)
         return counts
 
     def held_scopes(self, tenant_id: str | None, owner_id: str | None) -> list[ScopeKey]:
@@ -153,17 +169,39 @@ class SQLiteOperations(Role):
         found["search_entry"] = sum(int(r[0]) for r in rows)
         rows = self._in_chunks("SELECT COUNT(*) FROM vectors WHERE doc IN ({marks})", [], rids)
         found["vector"] = sum(int(r[0]) for r in rows)
-        # A term goes when every memory of the scope holding it goes with these.
+        # A term goes when every memory of the scope holding it goes with these; its
+        # pending postings count with its stored document frequency.
         held = Counter(
             r[0]
             for r in self._in_chunks(
                 "SELECT term_id FROM search_postings WHERE doc IN ({marks})", [], rids
             )
         )
+        held.update(
+            r[0]
+            for r in self._in_chunks(
+                f"SELECT term_id FROM ({PENDING_PAIRS}) WHERE doc IN ({{marks}})", [], rids
+            )
+        )
         terms = self._in_chunks(
             "SELECT term_id, df FROM search_terms WHERE term_id IN ({marks})", [], sorted(held)
         )
-        found["search_term"] = sum(1 for term_id, df in terms if df <= held[term_id])
+        # Pending rows only ever add to a term's frequency: they are read only for the
+        # terms that would go by their merged postings alone.
+        going = {term_id: df for term_id, df in terms if df <= held[term_id]}
+        waiting: Counter[object] = Counter()
+        if going:
+            waiting.update(
+                r[0]
+                for r in self._conn.execute(
+                    f"SELECT term_id FROM ({PENDING_PAIRS} WHERE x.scope_id = ?) "
+                    "WHERE term_id IN (SELECT value FROM json_each(?))",
+                    (sid, json.dumps(sorted(going))),
+                )
+            )
+        found["search_term"] = sum(
+            1 for term_id, df in going.items() if df + waiting[term_id] <= held[term_id]
+        )
         return found
 
     def scope_event_ids(self, scope: ScopeKey) -> list[str]:
@@ -184,13 +222,22 @@ class SQLiteOperations(Role):
         if sid is None:
             return {artifact: 0 for artifact, _, _ in SCOPED_ROWS}
         terms = self._scope_terms(sid)
+        params = [sid] * _PENDING_OF_SCOPE.count("?")
+        (pending,) = self._conn.execute(
+            _PENDING_COUNT.format(where=_PENDING_OF_SCOPE), params
+        ).fetchone()
+        self._conn.execute(f"DELETE FROM search_pending WHERE {_PENDING_OF_SCOPE}", params)
+        removed["search_posting"] = int(pending)
         for artifact, table, condition in SCOPED_ROWS:
             cursor = self._conn.execute(
                 f"DELETE FROM {table} WHERE {condition}", [sid] * condition.count("?")
             )
             removed[artifact] = removed.get(artifact, 0) + cursor.rowcount
         left = self._table_counts(sid, terms)
-        if any(left[artifact] for artifact, _, _ in SCOPED_ROWS):
+        (stray,) = self._conn.execute(
+            "SELECT COUNT(*) FROM search_pending NOT INDEXED WHERE scope_id = ?", (sid,)
+        ).fetchone()
+        if stray or any(left[artifact] for artifact, _, _ in SCOPED_ROWS):
             raise RepositoryCorruption(
                 "erasure incomplete: a damaged index hides rows of the scope "
                 "(rebuild the indexes, then erase again)"
@@ -237,7 +284,12 @@ class SQLiteOperations(Role):
                 rows = self._in_chunks(
                     "SELECT COUNT(*) FROM search_postings WHERE term_id IN ({marks})", [], terms
                 )
-                counts[artifact] = sum(int(r[0]) for r in rows)
+                (pending,) = self._conn.execute(
+                    "SELECT IFNULL(SUM(json_array_length(postings)), 0) "
+                    "FROM search_pending NOT INDEXED WHERE scope_id = ?",
+                    (sid,),
+                ).fetchone()
+                counts[artifact] = sum(int(r[0]) for r in rows) + int(pending)
                 continue
             name = table.split()[0]
             alias = table.split()[1] if " " in table else name

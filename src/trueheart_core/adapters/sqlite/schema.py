@@ -202,6 +202,18 @@ _V5: Sequence[str] = (
 
 _V6: Sequence[str] = (
     # -- search index layout --
+    # A memory's postings are written first as one row of its scope: its (term_id, tf)
+    # pairs as a JSON list of integers, never a term key; a scope's rows are merged into
+    # ``search_postings`` (and its terms' ``df``) when they reach a small bound, by the
+    # write that reaches it. Searches read a scope's few pending rows beside the merged
+    # postings; a term's document frequency is its ``df`` plus its pending postings.
+    # Keyed by ``doc`` (the memory's rowid), so a new memory's row goes at the end of the
+    # table; the scope index holds integers only.
+    """CREATE TABLE search_pending (
+        doc INTEGER PRIMARY KEY,
+        scope_id INTEGER NOT NULL,
+        postings TEXT NOT NULL)""",
+    "CREATE INDEX search_pending_by_scope ON search_pending (scope_id)",
     # -- scope indexes --
 )
 

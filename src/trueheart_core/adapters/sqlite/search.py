@@ -4,6 +4,7 @@ connection, and nothing else."""
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -33,6 +34,14 @@ from trueheart_core.ports import (
 
 _FETCH = 500
 _BUCKET = 0xFFFF  # the bits of a term key that the lookup index holds
+PENDING_BOUND = 64
+"""How many memories of a scope may wait in ``search_pending`` before the write that
+reaches this many merges them into the term-keyed postings."""
+PENDING_PAIRS = (
+    "SELECT x.scope_id AS scope_id, x.doc AS doc, j.value ->> 0 AS term_id, "
+    "j.value ->> 1 AS tf FROM search_pending x, json_each(x.postings) j"
+)
+"""The pending postings as rows ``(scope_id, doc, term_id, tf)``."""
 _MEMORY_COLUMNS = (
     "m.memory_id, m.content, m.dependency_fingerprint, m.kind, m.trust, "
     "m.created_at, m.clear_until, m.recall_until, m.status, m.metadata, m.digest"
@@ -117,6 +126,22 @@ def _in_period(period: Period, d: str) -> tuple[str, list[Any]]:
     return clause, [*params, *valid_params]
 
 
+def _pairs(text: object) -> list[tuple[int, int]]:
+    """The ``(term_id, tf)`` pairs of a pending row: a JSON list of integer pairs."""
+    try:
+        pairs = json.loads(text) if isinstance(text, str) else None
+    except ValueError:
+        pairs = None
+    if not isinstance(pairs, list) or not all(
+        isinstance(pair, list)
+        and len(pair) == 2
+        and all(type(value) is int and value > 0 for value in pair)
+        for pair in pairs
+    ):
+        raise RepositoryCorruption("invalid search index")
+    return [(pair[0], pair[1]) for pair in pairs]
+
+
 class SQLiteSearch(Role):
     """The search role over one transaction."""
 
@@ -131,7 +156,8 @@ class SQLiteSearch(Role):
         )
 
     def clear(self) -> None:
-        for table in ("search_postings", "search_terms", "search_docs", "search_stats"):
+        tables = ("search_pending", "search_postings", "search_terms", "search_docs")
+        for table in (*tables, "search_stats"):
             self._conn.execute(f"DELETE FROM {table}")
 
     def index(self, doc: SearchDocRow) -> None:
@@ -162,13 +188,12 @@ class SQLiteSearch(Role):
                 )
                 assert cursor.lastrowid is not None
                 ids[term] = cursor.lastrowid
-        self._conn.executemany(
-            "INSERT INTO search_postings (term_id, doc, tf) VALUES (?, ?, ?)",
-            [(ids[term], rid, tf) for term, tf in doc.terms],
-        )
-        self._conn.executemany(
-            "UPDATE search_terms SET df = df + 1 WHERE term_id = ?",
-            [(ids[term],) for term, _ in doc.terms],
+        # The memory's postings wait in one row of its scope; the term-keyed postings
+        # and the document frequencies are changed only by a merge (see ``_merge``).
+        pairs = sorted((ids[term], tf) for term, tf in doc.terms)
+        self._conn.execute(
+            "INSERT INTO search_pending (scope_id, doc, postings) VALUES (?, ?, ?)",
+            (sid, rid, json.dumps(pairs, separators=(",", ":"))),
         )
         self._conn.execute(
             "INSERT INTO search_stats (scope_id, docs, length) VALUES (?, 1, ?) "
@@ -176,24 +201,97 @@ class SQLiteSearch(Role):
             "length = length + excluded.length",
             (sid, doc.length),
         )
+        (waiting,) = self._conn.execute(
+            "SELECT COUNT(*) FROM search_pending WHERE scope_id = ?", (sid,)
+        ).fetchone()
+        if waiting >= PENDING_BOUND:
+            self._merge(sid)
+
+    def _merge(self, sid: int) -> None:
+        """Move every pending posting of the scope into ``search_postings`` and count it
+        in its term's stored document frequency."""
+        postings = sorted(
+            (term_id, doc, tf) for doc, pairs in self._pending(sid) for term_id, tf in pairs
+        )
+        self._conn.executemany(
+            "INSERT INTO search_postings (term_id, doc, tf) VALUES (?, ?, ?)", postings
+        )
+        added = Counter(term_id for term_id, _, _ in postings)
+        self._conn.executemany(
+            "UPDATE search_terms SET df = df + ? WHERE term_id = ?",
+            [(count, term_id) for term_id, count in sorted(added.items())],
+        )
+        self._conn.execute("DELETE FROM search_pending WHERE scope_id = ?", (sid,))
+
+    def _pending(self, sid: int, doc: int | None = None) -> list[tuple[int, list[tuple[int, int]]]]:
+        """The scope's pending rows (or the one of ``doc``, whatever its scope column) as
+        ``(doc, [(term_id, tf)])``; a row that is not a list of integer pairs fails
+        closed."""
+        if doc is None:
+            rows = self._conn.execute(
+                "SELECT doc, postings FROM search_pending WHERE scope_id = ?", (sid,)
+            )
+        else:
+            rows = self._conn.execute(
+                "SELECT doc, postings FROM search_pending WHERE doc = ?", (doc,)
+            )
+        return [(row_doc, _pairs(text)) for row_doc, text in rows]
+
+    def _waiting(self, sid: int, term_ids: set[int]) -> dict[int, int]:
+        """How many pending rows of the scope hold each of these terms (absent: none)."""
+        rows = self._conn.execute(
+            f"SELECT term_id FROM ({PENDING_PAIRS} WHERE x.scope_id = ?) "
+            "WHERE term_id IN (SELECT value FROM json_each(?))",
+            (sid, json.dumps(sorted(term_ids))),
+        ).fetchall()
+        return dict(Counter(term_id for (term_id,) in rows if type(term_id) is int))
+
+    def _drop_unheld(self, sid: int, term_ids: set[int]) -> None:
+        """Delete those of these terms that neither a merged nor a pending posting of
+        the scope holds any longer."""
+        ordered = sorted(term_ids)
+        # Only a term without merged postings can be unheld: most removals find none, and
+        # read no pending row.
+        spent = {
+            term_id
+            for start in range(0, len(ordered), CHUNK)
+            for (term_id,) in self._conn.execute(
+                "SELECT term_id FROM search_terms WHERE df <= 0 AND term_id IN "
+                f"({','.join('?' * len(ordered[start : start + CHUNK]))})",
+                ordered[start : start + CHUNK],
+            ).fetchall()
+        }
+        if not spent:
+            return
+        unheld = sorted(spent - set(self._waiting(sid, spent)))
+        for start in range(0, len(unheld), CHUNK):
+            chunk = unheld[start : start + CHUNK]
+            marks = ",".join("?" * len(chunk))
+            self._conn.execute(
+                f"DELETE FROM search_terms WHERE df <= 0 AND term_id IN ({marks})", chunk
+            )
 
     def unindex(self, scope: ScopeKey, memory_id: str) -> None:
         sid = self._scope_id(scope)
         rid = None if sid is None else self._memory_rid(sid, memory_id)
-        if rid is None:
+        if sid is None or rid is None:
             return
         found = self._conn.execute(
             "SELECT length FROM search_docs WHERE doc = ? AND scope_id = ?", (rid, sid)
         ).fetchone()
+        touched = {term_id for _, pairs in self._pending(sid, rid) for term_id, _ in pairs}
+        # Pending postings too are removed by memory: nothing may outlive it.
+        self._conn.execute("DELETE FROM search_pending WHERE doc = ?", (rid,))
         terms_of_doc = "SELECT term_id FROM search_postings WHERE doc = ?"
+        touched.update(
+            term_id for (term_id,) in self._conn.execute(terms_of_doc, (rid,)).fetchall()
+        )
         self._conn.execute(
             f"UPDATE search_terms SET df = df - 1 WHERE term_id IN ({terms_of_doc})", (rid,)
         )
-        self._conn.execute(
-            f"DELETE FROM search_terms WHERE df <= 0 AND term_id IN ({terms_of_doc})", (rid,)
-        )
         # Postings are removed by memory even without an entry: nothing may outlive it.
         self._conn.execute("DELETE FROM search_postings WHERE doc = ?", (rid,))
+        self._drop_unheld(sid, touched)
         if found is not None:
             self._conn.execute(
                 "UPDATE search_stats SET docs = docs - 1, length = length - ? WHERE scope_id = ?",
@@ -231,7 +329,11 @@ class SQLiteSearch(Role):
                 # A key stored twice is corruption (verify reports it); take the first.
                 if term not in first or term_id < first[term][0]:
                     first[term] = (term_id, df)
-        return {term: df for term, (_, df) in first.items()}
+        if not first:
+            return {}
+        # Pending postings count too: at most ``PENDING_BOUND - 1`` rows to read.
+        waiting = self._waiting(sid, {term_id for term_id, _ in first.values()})
+        return {term: df + waiting.get(term_id, 0) for term, (term_id, df) in first.items()}
 
     def candidates(
         self,
@@ -255,25 +357,36 @@ class SQLiteSearch(Role):
         term = bm25_term(
             SQLITE, "p.tf", "d.length", "q.weight", Param(k1), Param(b), Param(average_length)
         )
-        params: list[Any] = [p for pair in weights for p in pair]
-        params += [*term.params, sid, sid, as_of, as_of]
         filters, extra = eligibility_filters(
             as_of, kinds, min_trust, claim_statuses, claim_kind, period=period
         )
-        params += extra
+        params: list[Any] = [p for pair in weights for p in pair]
+        params.append(sid)
+        branch_params = [*term.params, sid, sid, as_of, as_of, *extra]
+        params += [*branch_params, *branch_params]
         params.append(window - 1)
-        # CROSS JOIN keeps the query terms outermost: each term's postings are one range
-        # of the primary key, and nothing else of the scope is read.
+
+        def branch(postings: str) -> str:
+            return (
+                f"SELECT p.doc AS doc, {term.sql} AS part "
+                "FROM q CROSS JOIN search_terms t INDEXED BY search_terms_lookup "
+                "ON t.scope_id = ? AND t.bucket = q.term & 65535 AND t.term = q.term "
+                f"JOIN {postings} p ON p.term_id = t.term_id "
+                "JOIN search_docs d ON d.doc = p.doc "
+                f"WHERE d.scope_id = ? AND d.created_at <= ? AND d.recall_until > ?{filters}"
+            )
+
+        # CROSS JOIN keeps the query terms outermost: each term's merged postings are one
+        # range of the primary key, and nothing else of the scope is read but its
+        # pending rows (fewer than ``PENDING_BOUND``). A memory's postings are either
+        # all merged or all pending, so each sum adds the terms of one branch.
         rows = self._conn.execute(
             f"WITH q (term, weight) AS (VALUES {values}), "
+            f"w AS MATERIALIZED ({PENDING_PAIRS} WHERE x.scope_id = ?), "
             "scored AS MATERIALIZED ("
-            f"SELECT p.doc AS doc, SUM({term.sql}) AS score "
-            "FROM q CROSS JOIN search_terms t INDEXED BY search_terms_lookup "
-            "ON t.scope_id = ? AND t.bucket = q.term & 65535 AND t.term = q.term "
-            "JOIN search_postings p ON p.term_id = t.term_id "
-            "JOIN search_docs d ON d.doc = p.doc "
-            f"WHERE d.scope_id = ? AND d.created_at <= ? AND d.recall_until > ?{filters} "
-            "GROUP BY p.doc) "
+            "SELECT doc, SUM(part) AS score FROM ("
+            f"{branch('search_postings')} UNION ALL {branch('w')}) "
+            "GROUP BY doc) "
             "SELECT m.memory_id, s.score, d.created_at, d.clear_until, d.recall_until, "
             "(SELECT COUNT(*) FROM scored) "
             "FROM scored s JOIN search_docs d ON d.doc = s.doc "
@@ -306,8 +419,12 @@ class SQLiteSearch(Role):
                     for t, f in self._conn.execute(
                         "SELECT t.term, p.tf FROM search_postings p "
                         "JOIN search_terms t ON t.term_id = p.term_id "
-                        "WHERE p.doc = ? AND t.scope_id = ? ORDER BY t.term",
-                        (r[0], sid),
+                        "WHERE p.doc = ? AND t.scope_id = ? UNION ALL "
+                        f"SELECT t.term, w.tf FROM ({PENDING_PAIRS} "
+                        "WHERE x.scope_id = ? AND x.doc = ?) w "
+                        "JOIN search_terms t ON t.term_id = w.term_id "
+                        "WHERE t.scope_id = w.scope_id ORDER BY 1",
+                        (r[0], sid, sid, r[0]),
                     )
                 )
                 docs.append(SearchDocRow(scope, r[1], r[2], r[3], r[4], r[5], r[6], r[7], terms))
@@ -333,14 +450,19 @@ class SQLiteSearch(Role):
         if clause is None:
             return
         where, params = clause
+        # A term's document frequency is its stored (merged) one plus its pending
+        # postings, which count among its postings too.
         for r in self._rows(
-            f"SELECT {SCOPE_COLUMNS}, x.term, x.df, "
-            "(SELECT COUNT(*) FROM search_postings p WHERE p.term_id = x.term_id), "
+            f"WITH w AS MATERIALIZED (SELECT v.term_id AS term_id, COUNT(*) AS n "
+            f"FROM ({PENDING_PAIRS}) v GROUP BY v.term_id) "
+            f"SELECT {SCOPE_COLUMNS}, x.term, x.df + IFNULL(w.n, 0), "
+            "(SELECT COUNT(*) FROM search_postings p WHERE p.term_id = x.term_id) "
+            "+ IFNULL(w.n, 0), "
             "(SELECT COUNT(*) FROM search_terms y INDEXED BY search_terms_lookup "
             "WHERE y.scope_id = x.scope_id AND y.bucket = x.bucket AND y.term = x.term "
             "AND y.term_id < x.term_id) "
             "FROM search_terms x JOIN scopes s ON s.scope_id = x.scope_id "
-            f"WHERE 1 = 1{where} ORDER BY x.term_id",
+            f"LEFT JOIN w ON w.term_id = x.term_id WHERE 1 = 1{where} ORDER BY x.term_id",
             params,
         ):
             yield SearchTermRow((r[0], r[1], r[2]), *r[3:])
@@ -380,7 +502,18 @@ class SQLiteSearch(Role):
             "SELECT 1 FROM search_docs d WHERE d.doc = p.doc AND d.scope_id = t.scope_id)))",
             params,
         ).fetchone()
-        return int(count)
+        # A pending row without its entry, or naming a term its scope lacks, is one too.
+        pending = self._scope_clause(scope, "x.scope_id")
+        assert pending is not None
+        (waiting,) = self._conn.execute(
+            f"SELECT COUNT(*) FROM search_pending x WHERE 1 = 1{pending[0]} AND (NOT EXISTS ("
+            "SELECT 1 FROM search_docs d WHERE d.doc = x.doc AND d.scope_id = x.scope_id) "
+            f"OR EXISTS (SELECT 1 FROM ({PENDING_PAIRS}) v WHERE v.scope_id = x.scope_id "
+            "AND v.doc = x.doc AND NOT EXISTS (SELECT 1 FROM search_terms t "
+            "WHERE t.term_id = v.term_id AND t.scope_id = v.scope_id)))",
+            pending[1],
+        ).fetchone()
+        return int(count) + int(waiting)
 
     def _rows(self, sql: str, params: Sequence[Any]) -> Iterator[Sequence[Any]]:
         cursor = self._conn.execute(sql, params)

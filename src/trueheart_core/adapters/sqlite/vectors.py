@@ -7,7 +7,7 @@ import json
 from collections.abc import Callable, Iterator, MutableMapping, Sequence
 from typing import Any
 
-from trueheart_core.adapters.sqlite.search import SQLiteSearch, eligibility_filters
+from trueheart_core.adapters.sqlite.search import PENDING_PAIRS, SQLiteSearch, eligibility_filters
 from trueheart_core.adapters.sqlite.session import (
     CHUNK,
     SCOPE_COLUMNS,
@@ -236,9 +236,11 @@ class SQLiteVectors(Role):
                 "SELECT COUNT(*) FROM memories m INDEXED BY memories_by_id "
                 f"WHERE m.scope_id = ? AND m.memory_id IN ({marks}) "
                 "AND EXISTS (SELECT 1 FROM search_docs d WHERE d.doc = m.rid) "
-                "AND EXISTS (SELECT 1 FROM search_postings p "
-                "WHERE p.doc = m.rid AND p.term_id IN (SELECT value FROM json_each(?)))",
-                [sid, *chunk, json.dumps(term_ids)],
+                "AND (EXISTS (SELECT 1 FROM search_postings p "
+                "WHERE p.doc = m.rid AND p.term_id IN (SELECT value FROM json_each(?))) "
+                f"OR EXISTS (SELECT 1 FROM ({PENDING_PAIRS}) w WHERE w.scope_id = m.scope_id "
+                "AND w.doc = m.rid AND w.term_id IN (SELECT value FROM json_each(?))))",
+                [sid, *chunk, json.dumps(term_ids), json.dumps(term_ids)],
             ).fetchone()
             total += int(count)
         return total
