@@ -105,4 +105,8 @@ class SearchIndex(Protocol):
         """Every scope's stored statistics (or recomputed ones only) with both values."""
 
     def orphan_postings(self, scope: ScopeKey | None) -> int:
-        """How many postings have no search entry for their memory."""
+        """How many postings have no search entry for their memory. For one scope: the
+        postings of its terms without an entry of the scope for their memory, and the
+        postings of its entries whose term is gone or another scope's, read through the
+        scope's own rows; a posting whose term and entry are both gone belongs to no scope,
+        and only the whole-store count includes it."""

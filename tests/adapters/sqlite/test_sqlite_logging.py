@@ -8,9 +8,17 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from conformance_builders import NOW, event
+from conformance_builders import NOW, SCOPE, event
 
-from trueheart_core import RepositoryBusy, RepositoryCorruption, SQLiteRepository, TrueHeart
+from trueheart_core import (
+    EntityType,
+    GovernanceAction,
+    GovernanceCommand,
+    RepositoryBusy,
+    RepositoryCorruption,
+    SQLiteRepository,
+    TrueHeart,
+)
 
 
 def test_a_foreign_file_is_refused_with_a_warning(
@@ -56,3 +64,58 @@ def test_a_write_refused_as_busy_is_a_warning(
         timed = [r for r in caplog.records if r.name == "trueheart_core.slow"]
         assert len(timed) == 1 and timed[0].getMessage().startswith("write operation ingest")
         service.ingest_event(event("evt-zq"))  # the store is usable again
+
+
+def _erasure_messages(caplog: pytest.LogCaptureFixture) -> list[tuple[int, str]]:
+    return [
+        (r.levelno, r.getMessage()) for r in caplog.records if r.name == "trueheart_core.erasure"
+    ]
+
+
+def test_erasure_scrubs_are_logged_done_and_postponed(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "store.db"
+    repository = SQLiteRepository(path, busy_timeout=0.2)
+    service = TrueHeart(repository, clock=lambda: NOW)
+    for n in range(3):
+        service.ingest_event(event(f"evt-zq{n}", content=f"zqx body {n}"))
+    readers: list[sqlite3.Connection] = []
+
+    def pin_a_snapshot_at_commit(statement: str) -> None:
+        if statement == "COMMIT" and not readers:
+            reader = sqlite3.connect(path, isolation_level=None)
+            reader.execute("BEGIN")
+            reader.execute("SELECT count(*) FROM raw_events").fetchone()
+            readers.append(reader)
+
+    delete = GovernanceCommand(
+        SCOPE, GovernanceAction.DELETE, EntityType.RAW_EVENT, "evt-zq0", NOW, "request"
+    )
+    connection = repository._conn  # the adapter's connection, for the trace hook only
+    assert connection is not None
+    with caplog.at_level(logging.DEBUG, logger="trueheart_core"):
+        connection.set_trace_callback(pin_a_snapshot_at_commit)
+        try:
+            with pytest.raises(RepositoryBusy):
+                service.govern(delete)
+        finally:
+            connection.set_trace_callback(None)
+            for reader in readers:
+                reader.close()
+        assert _erasure_messages(caplog) == [
+            (logging.WARNING, "erasure scrub postponed: a reader holds the WAL")
+        ]
+        caplog.clear()
+        service.stats()  # the next call finishes the scrub first
+        (done,) = _erasure_messages(caplog)
+        assert done[0] == logging.INFO
+        assert done[1].startswith("erasure scrub: WAL copied into the file and truncated in ")
+        caplog.clear()
+        service.erase_subject(SCOPE, occurred_at=NOW)
+        messages = _erasure_messages(caplog)
+    assert [level for level, _ in messages] == [logging.INFO, logging.INFO]
+    assert messages[0][1].startswith("erasure scrub: database file rewritten in ")
+    assert messages[1][1].startswith("erasure scrub: WAL copied into the file and truncated in ")
+    assert "zqx" not in caplog.text and SCOPE.subject_id not in caplog.text
+    repository.close()

@@ -296,12 +296,39 @@ class SQLiteRepository:
     def _scrub(self, conn: sqlite3.Connection) -> bool:
         """Make removed bytes leave the files: rewrite the database first when a bulk
         erasure asked for it, then copy the WAL into the file and truncate it. False
-        when another connection holds it up (it is retried before the next unit)."""
+        when another connection holds it up (it is retried before the next unit).
+        Logged on ``trueheart_core.erasure`` when it scrubs an erasure: done (``INFO``),
+        postponed (``WARNING``); the check before an erasing unit is not logged."""
+        owed = self._erasure_pending
+        started = time.perf_counter()
         if self._rewrite_pending:
-            if not conn_mod.rewrite(conn):
+            try:
+                rewritten = conn_mod.rewrite(conn)
+            except RepositoryFull:
+                logs.ERASURE.warning("erasure scrub postponed: the file rewrite needs disk space")
+                raise
+            if not rewritten:
+                logs.ERASURE.warning("erasure scrub postponed: another connection holds the store")
                 return False
             self._rewrite_pending = False
-        return conn_mod.checkpoint_truncate(conn)
+            logs.ERASURE.info(
+                "erasure scrub: database file rewritten in %.3f s", time.perf_counter() - started
+            )
+        try:
+            done = conn_mod.checkpoint_truncate(conn)
+        except RepositoryFull:
+            if owed:
+                logs.ERASURE.warning("erasure scrub postponed: the checkpoint needs disk space")
+            raise
+        if owed:
+            if done:
+                logs.ERASURE.info(
+                    "erasure scrub: WAL copied into the file and truncated in %.3f s",
+                    time.perf_counter() - started,
+                )
+            else:
+                logs.ERASURE.warning("erasure scrub postponed: a reader holds the WAL")
+        return done
 
     # --- operations: backup and file sizes -------------------------------------------
 

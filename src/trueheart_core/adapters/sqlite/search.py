@@ -454,7 +454,7 @@ class SQLiteSearch(Role):
         # postings, which count among its postings too.
         for r in self._rows(
             f"WITH w AS MATERIALIZED (SELECT v.term_id AS term_id, COUNT(*) AS n "
-            f"FROM ({PENDING_PAIRS}) v GROUP BY v.term_id) "
+            f"FROM ({PENDING_PAIRS} WHERE 1 = 1{where}) v GROUP BY v.term_id) "
             f"SELECT {SCOPE_COLUMNS}, x.term, x.df + IFNULL(w.n, 0), "
             "(SELECT COUNT(*) FROM search_postings p WHERE p.term_id = x.term_id) "
             "+ IFNULL(w.n, 0), "
@@ -463,7 +463,7 @@ class SQLiteSearch(Role):
             "AND y.term_id < x.term_id) "
             "FROM search_terms x JOIN scopes s ON s.scope_id = x.scope_id "
             f"LEFT JOIN w ON w.term_id = x.term_id WHERE 1 = 1{where} ORDER BY x.term_id",
-            params,
+            [*params, *params],
         ):
             yield SearchTermRow((r[0], r[1], r[2]), *r[3:])
 
@@ -489,19 +489,33 @@ class SQLiteSearch(Role):
             yield SearchStatsRow((r[0], r[1], r[2]), *r[3:])
 
     def orphan_postings(self, scope: ScopeKey | None) -> int:
-        # A posting belongs to a scope through its term; one whose term is gone belongs
-        # to none, and is counted in every check.
-        clause = self._scope_clause(scope, "t.scope_id")
-        if clause is None:
-            return 0
-        where, params = clause
-        (count,) = self._conn.execute(
-            "SELECT COUNT(*) FROM search_postings p "
-            "LEFT JOIN search_terms t ON t.term_id = p.term_id "
-            f"WHERE (t.term_id IS NULL OR (1 = 1{where} AND NOT EXISTS ("
-            "SELECT 1 FROM search_docs d WHERE d.doc = p.doc AND d.scope_id = t.scope_id)))",
-            params,
-        ).fetchone()
+        if scope is None:
+            # A posting belongs to a scope through its term; one whose term is gone
+            # belongs to none, and the whole-store check counts it.
+            (count,) = self._conn.execute(
+                "SELECT COUNT(*) FROM search_postings p "
+                "LEFT JOIN search_terms t ON t.term_id = p.term_id "
+                "WHERE t.term_id IS NULL OR NOT EXISTS (SELECT 1 FROM search_docs d "
+                "WHERE d.doc = p.doc AND d.scope_id = t.scope_id)"
+            ).fetchone()
+        else:
+            sid = self._scope_id(scope)
+            if sid is None:
+                return 0
+            # Within a scope: the postings of its terms whose memory is not one of its
+            # entries, and the postings of its entries whose term is gone or another
+            # scope's; each read through the scope's own terms and entries.
+            (count,) = self._conn.execute(
+                "SELECT (SELECT COUNT(*) FROM search_terms t INDEXED BY search_terms_lookup "
+                "JOIN search_postings p ON p.term_id = t.term_id WHERE t.scope_id = ?1 "
+                "AND NOT EXISTS (SELECT 1 FROM search_docs d "
+                "WHERE d.doc = p.doc AND d.scope_id = ?1)) "
+                "+ (SELECT COUNT(*) FROM search_docs d INDEXED BY search_docs_by_scope "
+                "JOIN search_postings p INDEXED BY search_postings_by_doc ON p.doc = d.doc "
+                "LEFT JOIN search_terms t ON t.term_id = p.term_id WHERE d.scope_id = ?1 "
+                "AND (t.term_id IS NULL OR t.scope_id IS NOT ?1))",
+                (sid,),
+            ).fetchone()
         # A pending row without its entry, or naming a term its scope lacks, is one too.
         pending = self._scope_clause(scope, "x.scope_id")
         assert pending is not None
