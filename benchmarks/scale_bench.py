@@ -11,11 +11,12 @@ ten memories, one claim per memory), plus the scopes that are measured: every ti
 works on a scope of 50 memories (five events, 50 claims) of its own, so what it costs
 can only depend on the rest of the store through the store's size. Measured per store:
 ``stats(scope)``, ``verify_integrity(scope)``, ``erase_subject`` of a fresh 50-memory
-scope, the delete of a raw event with ten dependent memories (a governance cascade), and
-a forget of one memory; and, as the floor of an erasure, a rewrite of the same file
-(``VACUUM`` and a WAL checkpoint on a connection of its own), which the erasure's byte
-guarantee needs and whose cost is the file's. The stores are built once through the public API (on
-``/dev/shm`` when it exists, then copied to a temporary directory on the disk) and all
+scope (with the default rewrite of the file, and with ``rewrite=False``), the delete of
+a raw event with ten dependent memories (a governance cascade), and a forget of one
+memory; and, as the floor of the default erasure, a rewrite of the same file (``VACUUM``
+and a WAL checkpoint on a connection of its own), whose cost is the file's. The stores
+are built once through the public API (on ``/dev/shm`` when it exists, then copied to a
+temporary directory on the disk) and all
 stay open; the samples of the stores are taken in rotation, call by call, so that a
 drift of the machine affects every size alike. The figure of each operation and size is
 the median wall time; the ratio is that median at the largest size divided by its median
@@ -75,7 +76,7 @@ WORDS = tuple(
         )
     ).split()
 )
-OPERATIONS = ("stats", "verify", "erase", "cascade", "forget", "rewrite")
+OPERATIONS = ("stats", "verify", "erase", "erase_in_place", "cascade", "forget", "rewrite")
 FLOORS = {"rewrite": "erase"}  # floor operation: the operation it bounds from below
 
 
@@ -166,10 +167,11 @@ def sample(store: Store, operation: str) -> None:
         store.timed(operation, lambda: th.stats(measured))
     elif operation == "verify":
         store.timed(operation, lambda: th.verify_integrity(measured))
-    elif operation == "erase":
+    elif operation in ("erase", "erase_in_place"):
         target = store.next_scope()
         populate(th, target, MEASURED)
-        store.timed(operation, lambda: th.erase_subject(target, occurred_at=BASE))
+        rewrite = operation == "erase"
+        store.timed(operation, lambda: th.erase_subject(target, occurred_at=BASE, rewrite=rewrite))
     elif operation == "cascade":
         target = store.next_scope()
         populate(th, target, CASCADE)
@@ -180,7 +182,7 @@ def sample(store: Store, operation: str) -> None:
     elif operation == "rewrite":
         # The floor of an erasure: rewriting the same file (what the byte guarantee
         # needs after a bulk delete), on a connection of its own, with nothing erased.
-        def rewrite() -> None:
+        def vacuum() -> None:
             conn = sqlite3.connect(store.path, isolation_level=None)
             try:
                 conn.execute("VACUUM")
@@ -188,7 +190,7 @@ def sample(store: Store, operation: str) -> None:
             finally:
                 conn.close()
 
-        store.timed(operation, rewrite)
+        store.timed(operation, vacuum)
     else:
         target = store.next_scope()
         populate(th, target, 1)
@@ -243,7 +245,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             for store in stores:
                 store.th.close()
     print(f"\nmedian ms of {repeat} calls (a 50-memory scope; stores of 20 other scopes)")
-    print(f"{'operation':<10}" + "".join(f"{size:>12,}" for size in sizes) + "    ratio")
+    print(f"{'operation':<15}" + "".join(f"{size:>12,}" for size in sizes) + "    ratio")
     targets: list[dict[str, Any]] = []
     results: dict[str, dict[str, float]] = {}
     for operation in OPERATIONS:
@@ -251,7 +253,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         ratio = medians[-1] / medians[0]
         results[operation] = {str(s.size): m for s, m in zip(stores, medians, strict=True)}
         results[operation]["ratio"] = ratio
-        print(f"{operation:<10}" + "".join(f"{m:>12.2f}" for m in medians) + f"   {ratio:6.2f}x")
+        print(f"{operation:<15}" + "".join(f"{m:>12.2f}" for m in medians) + f"   {ratio:6.2f}x")
         if operation in FLOORS:
             continue
         targets.append(

@@ -366,6 +366,13 @@ def test_every_method_gives_what_the_sync_face_gives(
         erased = await both.one("erase_subject", OTHER_SCOPE, occurred_at=NOW)
         assert (erased.erased, erased.event_ids) == (planned.erased, planned.event_ids)
         assert service.scopes() == (SCOPE,)
+        a, s = await both("erase_subject", OTHER_SCOPE, occurred_at=NOW, rewrite=False)
+        assert a == s and a.erased.total == 0
+        # Compaction changes no answer.
+        before = service.recall(RecallQuery(SCOPE, NOW))
+        a, s = await both("compact")
+        assert a is s is None
+        assert service.recall(RecallQuery(SCOPE, NOW)) == before
         # Backup: the copy holds what the store holds.
         report = await both.one("backup", backup_target)
         assert report.pages > 0

@@ -43,28 +43,43 @@ class StoreOperations(Protocol):
         scope holds (keys ``memory``, ``lineage_edge``, ``claim``, ``search_entry``,
         ``search_term``). Served by indexes."""
 
-    def scope_event_ids(self, scope: ScopeKey) -> list[str]:
-        """The IDs of every receipt of the exact scope."""
+    def scope_event_ids(self, scope: ScopeKey, *, thorough: bool = True) -> list[str]:
+        """The IDs of every receipt of the exact scope: read from the table itself when
+        ``thorough`` (so that a row a damaged index lost is still found; the cost grows
+        with the table), else through an index of the scope."""
 
-    def scope_memory_fingerprints(self, scope: ScopeKey) -> list[tuple[str, object]]:
+    def scope_memory_fingerprints(
+        self, scope: ScopeKey, *, thorough: bool = True
+    ) -> list[tuple[str, object]]:
         """``(memory_id, stored dependency fingerprint)`` of every memory of the exact
-        scope, active and sealed."""
+        scope, active and sealed (``thorough`` as for :meth:`scope_event_ids`)."""
 
-    def scope_claim_ids(self, scope: ScopeKey) -> list[str]:
-        """The IDs of every claim row of the exact scope."""
+    def scope_claim_ids(self, scope: ScopeKey, *, thorough: bool = True) -> list[str]:
+        """The IDs of every claim row of the exact scope (``thorough`` as for
+        :meth:`scope_event_ids`)."""
 
-    def erase_scope(self, scope: ScopeKey) -> dict[str, int]:
+    def erase_scope(self, scope: ScopeKey, *, rewrite: bool = True) -> dict[str, int]:
         """Remove every row held in the exact scope except its tombstones, its audit rows
         and the scope's own row: receipts, bodies, extraction records, memories, lineage
         edges, claim rows, search entries, postings, terms and statistics (and any later
         scoped artifact). A few statements per table, whatever the number of rows.
-        Returns the rows removed per artifact (the names of :meth:`StoreOperations.count_rows` that
-        it
-        removes). Before returning it checks, reading the tables themselves and not
-        their indexes, that none of the scope's removable rows is left, and raises
-        ``RepositoryCorruption`` (the caller rolls back) if one is: a damaged index must
-        not turn an erasure into a silent no-op. The scope is found even when its index
-        entry is lost."""
+        Returns the rows removed per artifact (the names of
+        :meth:`StoreOperations.count_rows` that it removes). The scope is found even when
+        its index entry is lost.
+
+        With ``rewrite`` (the default) it checks before returning, reading the tables
+        themselves and not their indexes, that none of the scope's removable rows is
+        left, and raises ``RepositoryCorruption`` (the caller rolls back) if one is: a
+        damaged index must not turn an erasure into a silent no-op; and it asks for the
+        storage to be rewritten after the commit, so that no copy of a removed row is
+        left anywhere in it. Without ``rewrite`` it costs what the scope holds: it finds
+        the rows through the scope's indexes, first overwrites every stored text and
+        byte of them in place, so that moving rows between pages as they go copies none
+        of it, and checks through the same indexes that none is left."""
+
+    def request_rewrite(self) -> None:
+        """Ask for the whole storage to be rewritten into fresh pages after this unit
+        commits (as an erasure with ``rewrite`` does)."""
 
     def rebuild_storage_indexes(self) -> int:
         """Rebuild every index of the storage engine from its table; returns how many."""

@@ -54,6 +54,7 @@ Operation = Literal[
     "erase",
     "stats",
     "rebuild",
+    "compact",
 ]
 
 

@@ -314,11 +314,17 @@ class AsyncTrueHeart:
 
     @same_docs_as(TrueHeart.erase_subject)
     async def erase_subject(
-        self, scope: Scope, *, occurred_at: datetime, dry_run: bool = False
+        self, scope: Scope, *, occurred_at: datetime, dry_run: bool = False, rewrite: bool = True
     ) -> ErasureReceipt:
         return await self._run(
-            lambda: self._service.erase_subject(scope, occurred_at=occurred_at, dry_run=dry_run)
+            lambda: self._service.erase_subject(
+                scope, occurred_at=occurred_at, dry_run=dry_run, rewrite=rewrite
+            )
         )
+
+    @same_docs_as(TrueHeart.compact)
+    async def compact(self) -> None:
+        return await self._run(self._service.compact)
 
     @same_docs_as(TrueHeart.stats)
     async def stats(self, scope: Scope | None = None) -> StoreStats:

@@ -57,32 +57,37 @@ def _ids(values: object, diagnostic: str) -> tuple[str, ...]:
     return tuple(sorted(set(values)))
 
 
-def plan(uow: UnitOfWork, scope: Scope, *, count: bool) -> ErasurePlan:
-    """Read what the exact scope holds (its rows counted only when ``count``). Stored
-    IDs are used as they are: erasure is not blocked by the corruption of what it
-    erases."""
+def plan(uow: UnitOfWork, scope: Scope, *, count: bool, thorough: bool = True) -> ErasurePlan:
+    """Read what the exact scope holds (its rows counted only when ``count``), from the
+    tables themselves when ``thorough``, else through the scope's indexes. Stored IDs
+    are used as they are: erasure is not blocked by the corruption of what it erases."""
     key = scope_key(scope)
-    event_ids = _ids(uow.operations.scope_event_ids(key), "invalid raw event record")
-    memories = uow.operations.scope_memory_fingerprints(key)
+    ops = uow.operations
+    event_ids = _ids(ops.scope_event_ids(key, thorough=thorough), "invalid raw event record")
+    memories = ops.scope_memory_fingerprints(key, thorough=thorough)
     memory_ids = _ids([m for m, _ in memories], "invalid memory record")
     # A memory tombstone always carries a fingerprint; a damaged one is kept as text.
     fingerprints = {m: f if isinstance(f, str) else str(f) for m, f in memories}
-    claim_ids = _ids(uow.operations.scope_claim_ids(key), "invalid claim record")
+    claim_ids = _ids(ops.scope_claim_ids(key, thorough=thorough), "invalid claim record")
     return ErasurePlan(
         event_ids,
         tuple((m, fingerprints[m]) for m in memory_ids),
         claim_ids,
-        artifact_counts(uow.operations.count_rows(key, from_tables=True))
-        if count
-        else ArtifactCounts(),
+        artifact_counts(ops.count_rows(key, from_tables=thorough)) if count else ArtifactCounts(),
     )
 
 
 def erase(
-    uow: UnitOfWork, scope: Scope, planned: ErasurePlan, occurred_at: datetime
+    uow: UnitOfWork,
+    scope: Scope,
+    planned: ErasurePlan,
+    occurred_at: datetime,
+    *,
+    rewrite: bool = True,
 ) -> ArtifactCounts:
-    """Tombstone every planned event and memory, remove every row of the scope, and
-    write the summary audit row; returns the rows removed per class."""
+    """Tombstone every planned event and memory, remove every row of the scope (see
+    ``StoreOperations.erase_scope`` for ``rewrite``), and write the summary audit row;
+    returns the rows removed per class."""
     for event_id in planned.event_ids:
         uow.tombstones.insert(
             records.tombstone_row(
@@ -100,12 +105,14 @@ def erase(
                 policy.GOVERNANCE_REASON,
             )
         )
-    removed = artifact_counts(uow.operations.erase_scope(scope_key(scope)))
+    removed = artifact_counts(uow.operations.erase_scope(scope_key(scope), rewrite=rewrite))
     writing.audit(uow, scope, ERASE_ACTION, EntityType.SUBJECT, scope.subject_id, occurred_at)
     return removed
 
 
-def remaining(uow: UnitOfWork, scope: Scope) -> ArtifactCounts:
-    """What the exact scope still holds, per class, read from the tables themselves (not
-    from indexes that a damaged store may have lost)."""
-    return artifact_counts(uow.operations.count_rows(scope_key(scope), from_tables=True))
+def remaining(uow: UnitOfWork, scope: Scope, *, thorough: bool = True) -> ArtifactCounts:
+    """What the exact scope still holds, per class: read from the tables themselves when
+    ``thorough`` (not from indexes that a damaged store may have lost), else through the
+    scope's indexes."""
+    key = scope_key(scope)
+    return artifact_counts(uow.operations.count_rows(key, from_tables=thorough))

@@ -662,7 +662,10 @@ class TrueHeart:
 
     def verify_integrity(self, scope: Scope | None = None) -> IntegrityReport:
         """Check every stored row (of one scope, or of the whole store) without changing
-        anything, and report body-free problems. Cost grows with the store."""
+        anything, and report body-free problems. The whole-store check's cost grows with
+        the store, and it alone runs the storage engine's own consistency check; a
+        scope's check reads the scope's rows through its indexes, at a cost that follows
+        the scope."""
         if scope is not None and not isinstance(scope, Scope):
             raise ValidationError("scope", "must be a Scope")
         with self._repository.unit_of_work("verify", write=False) as uow:
@@ -671,7 +674,7 @@ class TrueHeart:
     # --- operations: subject erasure, statistics, index rebuild, backup ------------------
 
     def erase_subject(
-        self, scope: Scope, *, occurred_at: datetime, dry_run: bool = False
+        self, scope: Scope, *, occurred_at: datetime, dry_run: bool = False, rewrite: bool = True
     ) -> ErasureReceipt:
         """Erase everything held in the exact scope, in one transaction: receipts and
         bodies, memories (active and sealed), lineage edges, claim rows, extraction
@@ -685,18 +688,29 @@ class TrueHeart:
         ``remaining`` (read in a new transaction) counts what the scope still holds.
 
         ``dry_run=True`` changes nothing (a read-only transaction) and returns what would
-        be erased, with ``remaining=None``. Cost: a few statements per table; a scope's
-        receipts, bodies, extraction records and search entries are found by reading
-        those tables whole, since the schema has no index of them by scope.
+        be erased, with ``remaining=None``.
+
+        ``rewrite=True`` (the default) makes the guarantee exact and costs what the store
+        holds: the IDs to tombstone, the check that nothing of the scope is left and
+        ``remaining`` are read from the tables themselves (so that a damaged index cannot
+        hide a row), and the whole file is rewritten after the commit, which leaves no
+        copy of any removed row anywhere in it. ``rewrite=False`` costs what the scope
+        holds: its rows are found through the scope's indexes, every stored text and
+        byte of them is overwritten in place before they are deleted, and the WAL is
+        truncated; copies that earlier page reorganisations of the storage engine left
+        in unused page space are not reached, until :meth:`compact` rewrites the file.
+        See ``docs/operations.md``.
         """
         if not isinstance(scope, Scope):
             raise ValidationError("scope", "must be a Scope")
         when = v.utc("occurred_at", occurred_at)
         if not isinstance(dry_run, bool):
             raise ValidationError("dry_run", "must be a bool")
+        if not isinstance(rewrite, bool):
+            raise ValidationError("rewrite", "must be a bool")
         if dry_run:
             with self._repository.unit_of_work("erase", write=False) as uow:
-                planned = erasure.plan(uow, scope, count=True)
+                planned = erasure.plan(uow, scope, count=True, thorough=rewrite)
             return ErasureReceipt(
                 scope,
                 when,
@@ -707,11 +721,11 @@ class TrueHeart:
                 planned.claim_ids,
             )
         with self._repository.unit_of_work("erase", write=True, erasing=True) as uow:
-            planned = erasure.plan(uow, scope, count=False)
-            removed = erasure.erase(uow, scope, planned, when)
+            planned = erasure.plan(uow, scope, count=False, thorough=rewrite)
+            removed = erasure.erase(uow, scope, planned, when, rewrite=rewrite)
             uow.commit()
         with self._repository.unit_of_work("erase", write=False) as uow:
-            left = erasure.remaining(uow, scope)
+            left = erasure.remaining(uow, scope, thorough=rewrite)
         return ErasureReceipt(
             scope,
             when,
@@ -723,13 +737,23 @@ class TrueHeart:
             left,
         )
 
+    def compact(self) -> None:
+        """Rewrite the whole store into fresh pages, then truncate the WAL, in one
+        erasing unit of work: no copy of any removed row is left in unused page space
+        (the storage engine leaves such copies when it reorganises pages, and forget,
+        delete, expiry and ``erase_subject(..., rewrite=False)`` do not reach them).
+        Costs what the store holds and holds the write lock meanwhile; a store with no
+        files (``:memory:``) has nothing to rewrite."""
+        with self._repository.unit_of_work("compact", write=True, erasing=True) as uow:
+            uow.operations.request_rewrite()
+            uow.commit()
+
     def stats(self, scope: Scope | None = None) -> StoreStats:
         """Row counts of the whole store, or of one exact scope, and the size of the
         stored data (``None`` when the backend cannot tell, as for ``:memory:``), in one
         read transaction.
-        Body-free. Counts of a scope use an index of the scope where the schema has one;
-        receipts, bodies, extraction records, tombstones and search entries are counted
-        by reading their tables."""
+        Body-free. Counts of a scope are read through indexes of the scope, at a cost
+        that follows the scope's rows, not the store's."""
         if scope is not None and not isinstance(scope, Scope):
             raise ValidationError("scope", "must be a Scope")
         repository = self._repository

@@ -22,6 +22,7 @@ from trueheart_core import (
     ClaimDraft,
     MemoryDraft,
     RawEventDraft,
+    RecallQuery,
     RetentionPolicy,
     Scope,
     SourceRef,
@@ -29,6 +30,7 @@ from trueheart_core import (
     TrueHeart,
     TrustLevel,
 )
+from trueheart_core.adapters.sqlite.operations import BODY_COLUMNS
 
 NOW = datetime(2026, 8, 13, 12, tzinfo=UTC)
 SCOPE = Scope("tenant", "owner", "subject")
@@ -131,3 +133,37 @@ def test_erasure_deletes_through_the_scope_indexes_and_checks_the_tables(
     checks = [s for s in statements if "NOT INDEXED" in s]
     checked = _scanned_tables(tmp_path / "store.db", checks)
     assert {"memories", "claims", "vectors", "search_terms", "raw_events"} <= checked
+
+
+def test_erasure_without_a_rewrite_reads_only_the_scope(
+    traced: tuple[TrueHeart, list[str]], tmp_path: Path
+) -> None:
+    service, statements = traced
+    receipt = service.erase_subject(SCOPE, occurred_at=NOW, rewrite=False)
+    assert receipt.erased.memory == 21 and receipt.remaining is not None
+    assert not [s for s in statements if "NOT INDEXED" in s]
+    assert len([s for s in statements if s.lstrip().upper().startswith("UPDATE")]) >= 7
+    assert _scanned_tables(tmp_path / "store.db", statements) <= REGISTRIES
+    assert service.recall(RecallQuery(OTHER, NOW, 50)) != ()
+
+
+def test_the_blanked_columns_are_every_column_no_index_holds(tmp_path: Path) -> None:
+    # An erasure without a rewrite overwrites these in place; a column added to a scoped
+    # table must be added there (or be held by an index, which holds no body).
+    with TrueHeart(SQLiteRepository(tmp_path / "store.db"), clock=lambda: NOW):
+        pass
+    conn = sqlite3.connect(tmp_path / "store.db")
+    try:
+        for table, blanked in BODY_COLUMNS.items():
+            columns = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+            # the receipts' status decides their expiry index's rows (a partial index)
+            indexed = {"scope_id", "status"} | {
+                row[1] for row in conn.execute(f"PRAGMA table_info({table})") if row[5]
+            }
+            for (name,) in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = ?", (table,)
+            ).fetchall():
+                indexed |= {row[2] for row in conn.execute(f"PRAGMA index_info({name})")}
+            assert set(blanked) == columns - indexed, table
+    finally:
+        conn.close()

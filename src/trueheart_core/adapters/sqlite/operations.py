@@ -61,6 +61,65 @@ _KEPT_ROWS: Sequence[tuple[str, str, str]] = (
     ("audit", "audit", "scope_id = ?"),
 )
 
+BODY_COLUMNS: dict[str, tuple[str, ...]] = {
+    # Every column of a scoped table that no index holds, and that can hold text or bytes
+    # of what the host stored (an erasure without a rewrite overwrites them in place
+    # first). By design no index holds body text, so an overwrite touches one cell.
+    "raw_events": (
+        "source_id",
+        "source_type",
+        "source_occurred_at",
+        "trust",
+        "source_metadata",
+        "content_hash",
+        "ingested_at",
+        "clear_for",
+        "recall_for",
+        "metadata",
+        "digest",
+    ),
+    "raw_bodies": ("content", "digest"),
+    "memories": ("content", "dependency_fingerprint", "trust", "metadata", "digest"),
+    "lineage": ("trust", "clear_for", "recall_for", "digest"),
+    "claims": (
+        "subject",
+        "predicate",
+        "value",
+        "valid_from",
+        "valid_to",
+        "confidence",
+        "authority",
+        "digest",
+    ),
+    "extractions": ("extractor", "claim_ids", "spans", "diagnostics", "digest"),
+    "vectors": (
+        "memory_id",
+        "clear_until",
+        "recall_until",
+        "trust",
+        "kind",
+        "content_hash",
+        "vector",
+        "digest",
+        "sketch",
+        "sketch_scale",
+        "sketch_error",
+    ),
+}
+
+
+def _blanked(column: str) -> str:
+    """An expression of the same stored size as ``column`` that holds none of its bytes:
+    text becomes as many ``0`` characters as it has bytes, bytes become zero bytes, and
+    numbers and NULL stay (they are fixed-size and carry no text)."""
+    octets = f"length(CAST({column} AS BLOB))"
+    return (
+        f"{column} = CASE typeof({column}) "
+        f"WHEN 'text' THEN substr(hex(zeroblob({octets})), 1, {octets}) "
+        f"WHEN 'blob' THEN zeroblob(length({column})) ELSE {column} END"
+    )
+
+
 _WHOLE_STORE: dict[str, str] = {
     # Whole-store counts: every row of the table (receipts with a body need the join).
     "raw_event_with_body": "EXISTS (SELECT 1 FROM raw_bodies b "
@@ -204,23 +263,31 @@ class SQLiteOperations(Role):
         )
         return found
 
-    def scope_event_ids(self, scope: ScopeKey) -> list[str]:
-        return self._ids("SELECT event_id FROM raw_events NOT INDEXED WHERE scope_id = ?", scope)
+    def scope_event_ids(self, scope: ScopeKey, *, thorough: bool = True) -> list[str]:
+        return self._ids("SELECT event_id FROM raw_events{} WHERE scope_id = ?", scope, thorough)
 
-    def scope_memory_fingerprints(self, scope: ScopeKey) -> list[tuple[str, object]]:
+    def scope_memory_fingerprints(
+        self, scope: ScopeKey, *, thorough: bool = True
+    ) -> list[tuple[str, object]]:
         return self._ids(
-            "SELECT memory_id, dependency_fingerprint FROM memories NOT INDEXED WHERE scope_id = ?",
+            "SELECT memory_id, dependency_fingerprint FROM memories{} WHERE scope_id = ?",
             scope,
+            thorough,
         )
 
-    def scope_claim_ids(self, scope: ScopeKey) -> list[str]:
-        return self._ids("SELECT claim_id FROM claims NOT INDEXED WHERE scope_id = ?", scope)
+    def scope_claim_ids(self, scope: ScopeKey, *, thorough: bool = True) -> list[str]:
+        return self._ids("SELECT claim_id FROM claims{} WHERE scope_id = ?", scope, thorough)
 
-    def erase_scope(self, scope: ScopeKey) -> dict[str, int]:
+    def request_rewrite(self) -> None:
+        self.rewrite_requested = True
+
+    def erase_scope(self, scope: ScopeKey, *, rewrite: bool = True) -> dict[str, int]:
         sid = self._scope_id(scope, thorough=True)
         removed: dict[str, int] = {}
         if sid is None:
             return {artifact: 0 for artifact, _, _ in SCOPED_ROWS}
+        if not rewrite:
+            return self._erase_in_place(scope, sid)
         terms = self._scope_terms(sid)
         params = [sid] * _PENDING_OF_SCOPE.count("?")
         (pending,) = self._conn.execute(
@@ -257,12 +324,41 @@ class SQLiteOperations(Role):
         self._conn.execute("REINDEX")
         return len(names)
 
-    def _ids(self, sql: str, scope: ScopeKey) -> list[Any]:
-        # Erasure plans with these: read from the tables, so that no row a damaged index
-        # lost escapes its tombstone.
+    def _erase_in_place(self, scope: ScopeKey, sid: int) -> dict[str, int]:
+        """Erase the scope through its indexes without a rewrite of the file: every body
+        column of its rows is overwritten in place with as many blank bytes first, so
+        that the page merges its deletions cause copy only blanks; then every row goes
+        (``secure_delete`` zeroes the deleted cells), and the scope's indexes must find
+        none left."""
+        params = [sid] * _PENDING_OF_SCOPE.count("?")
+        for table, columns in BODY_COLUMNS.items():
+            condition = next(c for _, t, c in SCOPED_ROWS if t == table)
+            self._conn.execute(
+                f"UPDATE {table} SET {', '.join(_blanked(c) for c in columns)} WHERE {condition}",
+                [sid] * condition.count("?"),
+            )
+        (pending,) = self._conn.execute(
+            _PENDING_COUNT.format(where=_PENDING_OF_SCOPE), params
+        ).fetchone()
+        self._conn.execute(f"DELETE FROM search_pending WHERE {_PENDING_OF_SCOPE}", params)
+        removed = {"search_posting": int(pending)}
+        for artifact, table, condition in SCOPED_ROWS:
+            cursor = self._conn.execute(
+                f"DELETE FROM {table} WHERE {condition}", [sid] * condition.count("?")
+            )
+            removed[artifact] = removed.get(artifact, 0) + cursor.rowcount
+        left = self.count_rows(scope)
+        if any(left[artifact] for artifact, _, _ in SCOPED_ROWS):
+            raise RepositoryCorruption("erasure incomplete: stored rows and their indexes disagree")
+        return removed
+
+    def _ids(self, sql: str, scope: ScopeKey, thorough: bool) -> list[Any]:
+        # Erasure plans with these: read from the tables when ``thorough``, so that no
+        # row a damaged index lost escapes its tombstone; else through the scope index.
         sid = self._scope_id(scope, thorough=True)
         if sid is None:
             return []
+        sql = sql.format(" NOT INDEXED" if thorough else "")
         return [tuple(r) if len(r) > 1 else r[0] for r in self._conn.execute(sql, (sid,))]
 
     def _scope_terms(self, sid: int) -> list[int]:

@@ -46,6 +46,7 @@ DIAGNOSTICS: dict[Operation, str] = {
     "erase": "subject erasure failed",
     "stats": "statistics read failed",
     "rebuild": "index rebuild failed",
+    "compact": "store compaction failed",
 }
 
 _UPGRADE_NEEDS_WRITE = "schema upgrade needs a writable store"
