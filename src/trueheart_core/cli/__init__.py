@@ -22,15 +22,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from trueheart_core.cli import render
-from trueheart_core.cli.failures import CommandFailure
+from trueheart_core.cli.failures import CommandFailure, status_of
 from trueheart_core.cli.parser import UsageError, build_parser
 from trueheart_core.errors import (
-    EntityDeleted,
-    EntityNotFound,
     RepositoryBusy,
     RepositoryCorruption,
     RepositoryReadOnly,
-    ScopeMismatch,
     TrueHeartError,
 )
 
@@ -48,16 +45,6 @@ EXIT_CODES = {
 }
 
 _ABOUT_THE_FILE = (RepositoryCorruption, RepositoryBusy, RepositoryReadOnly)
-
-
-def _status(error: TrueHeartError) -> int:
-    if isinstance(error, EntityNotFound | ScopeMismatch | EntityDeleted):
-        return EXIT_CODES["not_found"]
-    if isinstance(error, RepositoryCorruption):
-        return EXIT_CODES["corruption"]
-    if isinstance(error, RepositoryBusy | RepositoryReadOnly):
-        return EXIT_CODES["busy_or_read_only"]
-    return EXIT_CODES["error"]
 
 
 def _wants_json(argv: Sequence[str]) -> bool:
@@ -170,7 +157,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         message = str(error)
         if isinstance(error, _ABOUT_THE_FILE) and path is not None:
             message = f"{path}: {message}"
-        return _fail(type(error).__name__, message, _status(error), as_json)
+        return _fail(type(error).__name__, message, status_of(error), as_json)
     except OSError as error:
         # The operating system's fixed text (such as "Permission denied"), and the
         # path it concerns when it names one.
