@@ -25,6 +25,12 @@ from trueheart_core.cli.scopes import format_scope
 from trueheart_core.domain.model import Scope
 from trueheart_core.domain.semantic.embedders import Embedder
 from trueheart_core.domain.semantic.model import SemanticStatus
+from trueheart_core.errors import (
+    RepositoryBusy,
+    RepositoryCorruption,
+    RepositoryReadOnly,
+    SemanticProjectionError,
+)
 from trueheart_core.service.trueheart import TrueHeart
 
 __all__ = ["EmbedderRefused", "load_embedder", "semantic_status", "semantic_sync"]
@@ -134,7 +140,15 @@ def _sync(service: TrueHeart, scope: Scope, batch: int, about: str) -> tuple[int
             embedded = done
             shown.update(done, total)
 
-        status = service.sync_semantic(scope, batch, progress=report)
+        try:
+            status = service.sync_semantic(scope, batch, progress=report)
+        except SemanticProjectionError as error:
+            # Vectors that could not be stored because of the file itself: reported as
+            # that (exit status 5 or 4), as any other write to such a store is.
+            cause = error.__cause__
+            if isinstance(cause, RepositoryBusy | RepositoryReadOnly | RepositoryCorruption):
+                raise cause from None
+            raise
     return embedded, status
 
 
