@@ -34,7 +34,7 @@ import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, BinaryIO, TextIO
+from typing import Any, TextIO
 
 from trueheart_core.cli import progress, render
 from trueheart_core.cli.common import OK, opened
@@ -270,21 +270,14 @@ def read_lines(source: Iterable[bytes]) -> Lines:
     return Lines(tuple(events), tuple(memories))
 
 
-def _input(path: str) -> BinaryIO:
-    if path == "-":
-        return sys.stdin.buffer
-    return open(path, "rb")  # closed by the caller
-
-
 def ingest(args: argparse.Namespace, out: TextIO) -> int:
     if not os.path.exists(args.db):  # before reading any input
         raise DatabaseMissing(args.db)
-    source = _input(args.file)
-    try:
-        lines = read_lines(source)
-    finally:
-        if source is not sys.stdin.buffer:
-            source.close()
+    if args.file == "-":
+        lines = read_lines(sys.stdin.buffer)
+    else:
+        with open(args.file, "rb") as source:
+            lines = read_lines(source)
     total = len(lines.events) + len(lines.memories)
     stored = 0
     with (
