@@ -2,7 +2,8 @@
 
 A thin layer over :class:`trueheart_core.TrueHeart`: every subcommand takes the
 database path as its first argument, prints aligned text (or one JSON document with
-``--json``) on stdout, and exits with 0 on success, 2 on a usage error, 3 when the
+``--json``) on stdout, and exits with 0 on success, 2 on a usage error (or an
+``--embedder`` path that names no embedder), 3 when the
 database, an entity or (for ``erase-subject``) the scope is not found (or was deleted),
 4 on corruption (or problems found by ``verify``, or an erasure that did not verify), 5
 when the store is busy or read-only, 130 when interrupted (Ctrl-C), 141 when stdout was
