@@ -127,6 +127,8 @@ def test_from_stdin(store: Path, tmp_path: Path) -> None:
         (json.dumps({**_event("evt-9", SECRET), "scope": "a/b"}), "field scope must be tenant"),
         (json.dumps({**_event("evt-9", SECRET), "retention": {"raw_ttl": "1y"}}), "retention"),
         (json.dumps({**_event("evt-9", SECRET), "event_id": " "}), "event_id"),
+        (json.dumps({**_event("evt-9", SECRET), "retention": {SECRET: "1d"}}), "retention may"),
+        (json.dumps({**_event("evt-9", SECRET), "metadata": [SECRET]}), "metadata must be"),
         (json.dumps({k: v for k, v in _memory("m").items() if k != "kind"}), "missing field kind"),
         (json.dumps(_memory("m", source_event_ids=[1])), "field source_event_ids must be"),
     ],

@@ -35,6 +35,8 @@ def cwd_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]
         "    return HashingEmbedder(dimensions=16)\n"
         "def broken():\n"
         "    raise RuntimeError('Drinks green tea.')\n"
+        "def exits():\n"
+        "    raise SystemExit('Drinks green tea.')\n"
         "def wrong():\n"
         "    return 42\n"
         "number = 7\n",
@@ -131,6 +133,7 @@ def test_a_module_of_the_current_directory(
         ("cli_embedders:absent", "module cli_embedders has no absent"),
         ("cli_embedders:number", "is not an embedder, nor a class or function that makes one"),
         ("cli_embedders:broken", "calling it without arguments failed"),
+        ("cli_embedders:exits", "calling it without arguments failed"),
         ("cli_embedders:wrong", "calling it did not return an embedder"),
     ],
 )
@@ -146,6 +149,7 @@ def test_a_bad_embedder_path_exits_2_and_changes_nothing(
     message = f"--embedder {embedder}: {why}"
     assert (status, err) == (2, f"trueheart: {message}\n")
     assert json.loads(out) == {"error": "EmbedderRefused", "exit_status": 2, "message": message}
+    assert "Drinks" not in err + out
     assert dump(store) == before
 
 

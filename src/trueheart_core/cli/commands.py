@@ -13,7 +13,16 @@ given.
 
 from __future__ import annotations
 
-from trueheart_core.cli.common import confirmed, opened, progress
+from trueheart_core.cli.common import (
+    CORRUPT,
+    OK,
+    confirmed,
+    hint,
+    now,
+    on_terminal,
+    opened,
+    progress,
+)
 from trueheart_core.cli.failures import DatabaseMissing
 from trueheart_core.cli.governance import (
     delete_event,
@@ -28,7 +37,14 @@ from trueheart_core.cli.maintenance import backup, rebuild
 from trueheart_core.cli.reads import audit, recall, scopes, search, show, stats, verify
 from trueheart_core.cli.semantic import semantic_status, semantic_sync
 
+# The helpers' earlier names here, for the subcommand modules that import them.
+_now = now
+_hint = hint
+_on_terminal = on_terminal
+
 __all__ = [
+    "CORRUPT",
+    "OK",
     "DatabaseMissing",
     "audit",
     "backup",

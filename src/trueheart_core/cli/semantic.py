@@ -64,7 +64,7 @@ def load_embedder(path: str) -> Embedder:
         value: Any = importlib.import_module(module_name)
     except ImportError:
         raise EmbedderRefused(path, f"cannot import module {module_name}") from None
-    except Exception:  # the module's own failure: its text is not ours to show
+    except (Exception, SystemExit):  # the module's own failure: its text is not shown
         raise EmbedderRefused(path, f"importing module {module_name} failed") from None
     for part in attribute.split("."):
         try:
@@ -77,7 +77,7 @@ def load_embedder(path: str) -> Embedder:
         raise EmbedderRefused(path, "is not an embedder, nor a class or function that makes one")
     try:
         made = value()
-    except Exception:
+    except (Exception, SystemExit):
         raise EmbedderRefused(path, "calling it without arguments failed") from None
     if not _is_embedder(made):
         raise EmbedderRefused(path, "calling it did not return an embedder")
