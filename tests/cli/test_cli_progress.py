@@ -9,6 +9,7 @@ import json
 import os
 import re
 import select
+import signal
 import subprocess
 import sys
 import time
@@ -92,6 +93,19 @@ def test_after_a_failure_the_plain_line_has_no_time() -> None:
     os.close(master)
     assert text.endswith("\rtrueheart: rebuilding\x1b[K\r\n")
     assert "done in" not in text
+
+
+def test_settle_ends_a_line_left_drawn() -> None:
+    master, stream = _terminal()
+    task = progress.Task("verifying", stream).__enter__()  # as if its block never ended
+    progress.settle()
+    progress.settle()  # once only
+    task.__exit__(None, None, None)  # and nothing more after it
+    stream.close()
+    text = _drain(master).decode()
+    os.close(master)
+    assert text.endswith("\rtrueheart: verifying\x1b[K\r\n")
+    assert text.count("\n") == 1
 
 
 def test_off_a_terminal_one_line_and_nothing_else() -> None:
@@ -225,3 +239,56 @@ def test_ingest_draws_a_bar_and_an_error_starts_its_own_line(store: Path) -> Non
         "trueheart: line 3: entity not found: x; stored before it: 1 events, 1 memories\r\n"
     )
     assert "Hikes" not in shown and "hike" not in shown
+
+
+def test_ctrl_c_while_drawing_leaves_the_plain_line_then_the_error(
+    store: Path, tmp_path: Path
+) -> None:
+    (tmp_path / "slow_embedder.py").write_text(
+        "import time\n"
+        "from trueheart_core import HashingEmbedder\n"
+        "class Slow(HashingEmbedder):\n"
+        "    def embed_documents(self, texts):\n"
+        "        time.sleep(60)\n"
+        "        return super().embed_documents(texts)\n",
+        encoding="utf-8",
+    )
+    env = {key: value for key, value in os.environ.items() if not key.startswith("PYTHON")}
+    env.update(PYTHONPATH=str(SRC), TERM="xterm", COLUMNS="200")
+    args = ("semantic-sync", str(store), "--embedder", "slow_embedder:Slow", "--scope")
+    master, slave = pty.openpty()
+    try:
+        child = subprocess.Popen(
+            [sys.executable, "-m", "trueheart_core.cli", *args, "acme/agent/user-1"],
+            cwd=tmp_path,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=slave,
+        )
+    finally:
+        os.close(slave)
+    try:
+        shown = b""
+        deadline = time.monotonic() + 60
+        while b"(1 of 1) in" not in shown:
+            ready, _, _ = select.select([master], [], [], max(0.0, deadline - time.monotonic()))
+            assert ready, shown
+            shown += os.read(master, 4096)
+        child.send_signal(signal.SIGINT)
+        shown += _drain(master)
+        assert child.stdout is not None
+        out = child.stdout.read().decode()
+        child.wait(timeout=60)
+    finally:
+        os.close(master)
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    text = shown.decode()
+    assert (child.returncode, out) == (130, ""), text
+    assert text.endswith(
+        f"\rtrueheart: embedding acme/agent/user-1 (1 of 1) in {store}\x1b[K\r\n"
+        "trueheart: interrupted\r\n"
+    ), text
+    assert "Traceback" not in text

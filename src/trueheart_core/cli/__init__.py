@@ -22,7 +22,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from trueheart_core.cli import render
+from trueheart_core.cli import progress, render
 from trueheart_core.cli.failures import CommandFailure, status_of
 from trueheart_core.cli.parser import UsageError, build_parser
 from trueheart_core.errors import (
@@ -85,6 +85,7 @@ def _broken_pipe() -> int:
 def _fail(name: str, message: str, status: int, as_json: bool) -> int:
     """Report a failure: one line on stderr and, with ``--json``, one JSON object on
     stdout. Returns ``status``."""
+    progress.settle()
     try:
         sys.stdout.flush()  # what a command printed before it failed comes first
     except BrokenPipeError:

@@ -7,13 +7,16 @@ times a second until the task ends: with a bar and ``done/total`` counts once th
 reports them through :meth:`Task.update`, otherwise with a spinner; the elapsed time is
 shown either way. When the task ends, the drawn line is replaced by the plain line
 (followed, after a success, by the elapsed time), so that whatever is written next starts
-on a line of its own.
+on a line of its own. If a failure escapes before the task could end it (a Ctrl-C at
+the wrong instant), :func:`settle`, which the command line calls before it reports any
+failure, ends the line the same way.
 
 Nothing here reads or shows a body: the message is the command's own fixed text.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import sys
@@ -22,7 +25,7 @@ import time
 from types import TracebackType
 from typing import TextIO
 
-__all__ = ["Task", "draws", "task"]
+__all__ = ["Task", "draws", "settle", "task"]
 
 _SPINNER = "|/-\\"
 _BAR = 20
@@ -54,6 +57,7 @@ class Task:
         self._stopped = threading.Event()
         self._thread: threading.Thread | None = None
         self._started = time.monotonic()
+        self._finished = False
 
     def __enter__(self) -> Task:
         self._started = time.monotonic()
@@ -61,9 +65,16 @@ class Task:
             self._stream.write(self._message + "\n")
             self._stream.flush()
             return self
-        self._draw()
-        self._thread = threading.Thread(target=self._spin, name="trueheart-progress", daemon=True)
-        self._thread.start()
+        _DRAWN[:] = [self]
+        try:
+            self._draw()
+            self._thread = threading.Thread(
+                target=self._spin, name="trueheart-progress", daemon=True
+            )
+            self._thread.start()
+        except BaseException:  # such as Ctrl-C: the line still ends
+            self.finish(ok=False)
+            raise
         return self
 
     def __exit__(
@@ -72,16 +83,27 @@ class Task:
         error: BaseException | None,
         traceback: TracebackType | None,
     ) -> None:
-        if not self._drawing:
+        self.finish(ok=kind is None)
+
+    def finish(self, *, ok: bool) -> None:
+        """Stop drawing and leave the plain line (with the elapsed time when ``ok``);
+        does nothing off a terminal or once done."""
+        if not self._drawing or self._finished:
             return
         self._stopped.set()
-        if self._thread is not None:
-            self._thread.join()
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            with contextlib.suppress(RuntimeError):  # interrupted while starting
+                thread.join()
         elapsed = time.monotonic() - self._started
-        ending = "" if kind is not None else f" (done in {elapsed:.1f}s)"
-        with self._lock:
+        ending = f" (done in {elapsed:.1f}s)" if ok else ""
+        with self._lock, contextlib.suppress(OSError, ValueError):  # the terminal went away
             self._stream.write(f"\r{self._message}{ending}\x1b[K\n")
             self._stream.flush()
+        # Only now: a Ctrl-C before this point leaves the line to settle() to end.
+        self._finished = True
+        if _DRAWN and _DRAWN[0] is self:
+            _DRAWN.clear()
 
     def update(self, done: int, total: int | None = None) -> None:
         """Report ``done`` of ``total`` items (``total`` as before when omitted)."""
@@ -117,6 +139,16 @@ class Task:
                 self._stream.flush()
             except (OSError, ValueError):  # the terminal went away: stop drawing
                 self._stopped.set()
+
+
+_DRAWN: list[Task] = []  # the task whose line is being drawn, if any
+
+
+def settle() -> None:
+    """End the line of a task still drawn (as after a failure), so that an error
+    message written next starts on a line of its own; a no-op otherwise."""
+    for drawn in list(_DRAWN):
+        drawn.finish(ok=False)
 
 
 def task(message: str, total: int | None = None, stream: TextIO | None = None) -> Task:
