@@ -224,6 +224,10 @@ def build_parser() -> Parser:
     )
     p = sub("ingest", commands.ingest, "ingest events and memories from JSON Lines")
     p.add_argument("file", metavar="FILE", help="a JSON Lines file, or - for stdin")
+    p.epilog = (
+        'Each line is one JSON object, {"type": "event", ...} or {"type": "memory", ...}; '
+        "docs/cli.md lists the fields. Every line is checked before anything is written."
+    )
     p = sub("backup", commands.backup, "copy the store to a new file")
     p.add_argument("target", metavar="TARGET", help="path of the copy (must not exist)")
     text = "create a demo store and walk through its lifecycle"
