@@ -47,6 +47,13 @@ SUBCOMMANDS = (
     "rebuild",
     "backup",
     "demo",
+    "seal",
+    "restore",
+    "delete-event",
+    "expire",
+    "semantic-status",
+    "semantic-sync",
+    "ingest",
 )
 
 

@@ -1,5 +1,7 @@
 """The examples of docs/cli.md are real: every ``console`` block is run again, in the
 order of the document, in an empty directory, and its output and exit status compared.
+The input files the examples read are the document's ``jsonl NAME`` blocks, written into
+that directory first.
 
 Only the sizes of files (which depend on SQLite's page allocation) are compared as
 numbers of any value.
@@ -19,6 +21,7 @@ DOC = Path(__file__).resolve().parents[2] / "docs" / "cli.md"
 SRC = Path(__file__).resolve().parents[2] / "src"
 CAPTURED_IN = "/tmp/clidocs"
 _BLOCK = re.compile(r"```console\n(.*?)```", re.DOTALL)
+_FILE = re.compile(r"```jsonl (\S+)\n(.*?)```", re.DOTALL)
 _SIZES = re.compile(
     r'^(\s*"?(?:storage_bytes|database_bytes|wal_bytes|pages|bytes)"?:?\s+)\d+(,?)$'
 )
@@ -42,8 +45,10 @@ def _normalised(lines: list[str], directory: str) -> list[str]:
 def test_the_documented_examples_run_as_shown(tmp_path: Path) -> None:
     env = {key: value for key, value in os.environ.items() if not key.startswith("PYTHON")}
     env.update(PYTHONPATH=str(SRC), COLUMNS="80")
+    for name, text in _FILE.findall(DOC.read_text(encoding="utf-8")):
+        (tmp_path / name).write_text(text, encoding="utf-8")
     examples = _examples()
-    assert len(examples) == 25
+    assert len(examples) == 35
     for args, expected, status in examples:
         if args == ["verify", "copy.db"]:
             # the documented change behind the library's back

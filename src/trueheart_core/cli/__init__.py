@@ -2,7 +2,8 @@
 
 A thin layer over :class:`trueheart_core.TrueHeart`: every subcommand takes the
 database path as its first argument, prints aligned text (or one JSON document with
-``--json``) on stdout, and exits with 0 on success, 2 on a usage error, 3 when the
+``--json``) on stdout, and exits with 0 on success, 2 on a usage error (or an
+``--embedder`` path that names no embedder), 3 when the
 database, an entity or (for ``erase-subject``) the scope is not found (or was deleted),
 4 on corruption (or problems found by ``verify``, or an erasure that did not verify), 5
 when the store is busy or read-only, 130 when interrupted (Ctrl-C), 141 when stdout was
@@ -21,16 +22,13 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from trueheart_core.cli import render
-from trueheart_core.cli.failures import CommandFailure
+from trueheart_core.cli import progress, render
+from trueheart_core.cli.failures import CommandFailure, status_of
 from trueheart_core.cli.parser import UsageError, build_parser
 from trueheart_core.errors import (
-    EntityDeleted,
-    EntityNotFound,
     RepositoryBusy,
     RepositoryCorruption,
     RepositoryReadOnly,
-    ScopeMismatch,
     TrueHeartError,
 )
 
@@ -48,16 +46,6 @@ EXIT_CODES = {
 }
 
 _ABOUT_THE_FILE = (RepositoryCorruption, RepositoryBusy, RepositoryReadOnly)
-
-
-def _status(error: TrueHeartError) -> int:
-    if isinstance(error, EntityNotFound | ScopeMismatch | EntityDeleted):
-        return EXIT_CODES["not_found"]
-    if isinstance(error, RepositoryCorruption):
-        return EXIT_CODES["corruption"]
-    if isinstance(error, RepositoryBusy | RepositoryReadOnly):
-        return EXIT_CODES["busy_or_read_only"]
-    return EXIT_CODES["error"]
 
 
 def _wants_json(argv: Sequence[str]) -> bool:
@@ -97,6 +85,7 @@ def _broken_pipe() -> int:
 def _fail(name: str, message: str, status: int, as_json: bool) -> int:
     """Report a failure: one line on stderr and, with ``--json``, one JSON object on
     stdout. Returns ``status``."""
+    progress.settle()
     try:
         sys.stdout.flush()  # what a command printed before it failed comes first
     except BrokenPipeError:
@@ -170,7 +159,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         message = str(error)
         if isinstance(error, _ABOUT_THE_FILE) and path is not None:
             message = f"{path}: {message}"
-        return _fail(type(error).__name__, message, _status(error), as_json)
+        return _fail(type(error).__name__, message, status_of(error), as_json)
     except OSError as error:
         # The operating system's fixed text (such as "Permission denied"), and the
         # path it concerns when it names one.

@@ -11,6 +11,15 @@ import shlex
 
 from trueheart_core.cli.scopes import format_scope
 from trueheart_core.domain.model import Scope
+from trueheart_core.errors import (
+    EntityDeleted,
+    EntityNotFound,
+    RepositoryBusy,
+    RepositoryCorruption,
+    RepositoryReadOnly,
+    ScopeMismatch,
+    TrueHeartError,
+)
 
 __all__ = [
     "CommandFailure",
@@ -19,7 +28,20 @@ __all__ = [
     "TargetExists",
     "TargetRefused",
     "UnknownScope",
+    "status_of",
 ]
+
+
+def status_of(error: TrueHeartError) -> int:
+    """The exit status of a library error: 3 not found, 4 corruption, 5 busy or
+    read-only, 1 otherwise."""
+    if isinstance(error, EntityNotFound | ScopeMismatch | EntityDeleted):
+        return 3
+    if isinstance(error, RepositoryCorruption):
+        return 4
+    if isinstance(error, RepositoryBusy | RepositoryReadOnly):
+        return 5
+    return 1
 
 
 class CommandFailure(Exception):

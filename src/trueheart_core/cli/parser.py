@@ -16,6 +16,7 @@ import trueheart_core
 from trueheart_core.cli import commands, demo, serve_mcp
 from trueheart_core.cli.scopes import ScopeSyntaxError, parse_scope
 from trueheart_core.domain.model import Scope
+from trueheart_core.service.trueheart import MAX_SYNC_BATCH
 
 __all__ = ["Parser", "UsageError", "build_parser"]
 
@@ -82,6 +83,16 @@ def _positive(text: str) -> int:
     return value
 
 
+def _batch(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("must be a whole number") from None
+    if not 1 <= value <= MAX_SYNC_BATCH:
+        raise argparse.ArgumentTypeError(f"must be from 1 through {MAX_SYNC_BATCH}")
+    return value
+
+
 def _seconds(text: str) -> float:
     try:
         value = float(text)
@@ -97,7 +108,8 @@ def build_parser() -> Parser:
     parser = Parser(
         prog="trueheart",
         description="Operate a TrueHeart Core store: statistics, verification, reads, "
-        "governance, erasure, index rebuilds, backups and an MCP server.",
+        "ingest, governance, expiry, erasure, index rebuilds, semantic projection, backups "
+        "and an MCP server.",
         epilog=SCOPE_SYNTAX,
     )
     parser.add_argument(
@@ -161,12 +173,61 @@ def build_parser() -> Parser:
     p.add_argument("memory_id", metavar="MEMORY_ID")
     p.add_argument("--at", type=_instant, metavar="TIME", help="when (default: now)")
     p.add_argument("--reason", default="command line request", help="not stored")
+    for name, run, what in (
+        ("seal", commands.seal, "seal one memory (kept, no longer recalled or searched)"),
+        ("restore", commands.restore, "restore one sealed memory"),
+    ):
+        p = sub(name, run, what, scope="required")
+        p.add_argument("memory_id", metavar="MEMORY_ID")
+        p.add_argument("--at", type=_instant, metavar="TIME", help="when (default: now)")
+        p.add_argument("--reason", default="command line request", help="not stored")
+    p = sub(
+        "delete-event",
+        commands.delete_event,
+        "delete one event and every memory derived from it",
+        scope="required",
+        asks=True,
+    )
+    p.add_argument("event_id", metavar="EVENT_ID")
+    p.add_argument("--at", type=_instant, metavar="TIME", help="when (default: now)")
+    p.add_argument("--reason", default="command line request", help="not stored")
+    p = sub("expire", commands.expire, "remove the raw bodies whose retention ended")
+    p.add_argument(
+        "--at", type=_instant, metavar="TIME", help="expire what is due by then (default: now)"
+    )
     p = sub(
         "erase-subject", commands.erase_subject, "erase a whole scope", scope="required", asks=True
     )
     p.add_argument("--at", type=_instant, metavar="TIME", help="when (default: now)")
     p.add_argument("--dry-run", action="store_true", help="report only, change nothing")
     sub("rebuild", commands.rebuild, "rebuild every derived index")
+    sub(
+        "semantic-status",
+        commands.semantic_status,
+        "how far the memories are embedded, by scope",
+        scope="optional",
+    )
+    p = sub(
+        "semantic-sync",
+        commands.semantic_sync,
+        "embed the missing and stale memories, by scope",
+        scope="optional",
+    )
+    p.add_argument(
+        "--embedder",
+        required=True,
+        metavar="MODULE:ATTR",
+        help="the embedder, or a class or function making one without arguments",
+    )
+    p.add_argument(
+        "--batch", type=_batch, default=64, metavar="N", help="1 to 4096 per call (default 64)"
+    )
+    p = sub("ingest", commands.ingest, "ingest events and memories from JSON Lines")
+    p.add_argument("file", metavar="FILE", help="a JSON Lines file, or - for stdin")
+    p.epilog = (
+        'Each line is one JSON object, {"type": "event", ...} or {"type": "memory", ...}; '
+        "docs/cli.md lists the fields. Every line is checked before anything is written."
+    )
     p = sub("backup", commands.backup, "copy the store to a new file")
     p.add_argument("target", metavar="TARGET", help="path of the copy (must not exist)")
     text = "create a demo store and walk through its lifecycle"

@@ -15,7 +15,7 @@ from datetime import timedelta
 from typing import TextIO
 
 from trueheart_core.adapters.sqlite import SQLiteRepository
-from trueheart_core.cli.commands import progress
+from trueheart_core.cli.common import progress
 from trueheart_core.cli.failures import CommandFailure, DatabaseMissing
 from trueheart_core.cli.scopes import format_scope
 from trueheart_core.domain.model import RetentionPolicy, TrustLevel

@@ -1,0 +1,108 @@
+"""What every subcommand shares: opening the store, the confirmation prompt, the
+one-line progress and hint messages on stderr, and the default time.
+
+Read-only commands open the store read-only and never create a file; every command but
+``demo`` refuses a path where no database exists. Destructive commands ask for
+confirmation when stdin is a terminal, unless ``--yes`` is given.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import TextIO
+
+from trueheart_core.adapters.sqlite import SQLiteRepository
+from trueheart_core.cli import render
+from trueheart_core.cli.failures import DatabaseMissing, NotConfirmed
+from trueheart_core.cli.scopes import format_scope
+from trueheart_core.domain.semantic.embedders import Embedder
+from trueheart_core.service.trueheart import TrueHeart
+
+__all__ = [
+    "CORRUPT",
+    "OK",
+    "confirmed",
+    "hint",
+    "now",
+    "on_terminal",
+    "opened",
+    "progress",
+]
+
+OK = 0
+CORRUPT = 4
+
+
+def progress(message: str) -> None:
+    """One progress line on stderr, before a long operation."""
+    sys.stderr.write(f"trueheart: {message}\n")
+    sys.stderr.flush()
+
+
+def hint(args: argparse.Namespace, as_of: datetime, out: TextIO, what: str) -> None:
+    """One line on stderr when a read shows nothing (text output only), after what
+    ``out`` holds so far."""
+    out.flush()
+    progress(
+        f"hint: {what} in {format_scope(args.scope)} as of {render.when(as_of)}; "
+        f"try another --as-of, or list the scopes with 'trueheart scopes {shlex.quote(args.db)}'"
+    )
+
+
+def on_terminal() -> bool:
+    """Whether stdin is a terminal (where destructive commands ask first)."""
+    stdin = sys.stdin
+    try:
+        return stdin is not None and stdin.isatty()
+    except ValueError:  # closed
+        return False
+
+
+def confirmed(args: argparse.Namespace, question: str, answer: str | None = None) -> None:
+    """Ask ``question`` on stderr when stdin is a terminal and ``--yes`` was not given,
+    and raise :class:`NotConfirmed` unless the reply is ``answer`` (or, when ``answer``
+    is ``None``, y or yes). Off a terminal, or with ``--yes``, proceeds without asking."""
+    if args.yes or not on_terminal():
+        return
+    sys.stderr.write(f"trueheart: {question} ")
+    sys.stderr.flush()
+    try:
+        reply = sys.stdin.readline().strip()  # "" at the end of input: declined
+    except OSError:  # the terminal went away
+        reply = ""
+    accepted = reply.lower() in ("y", "yes") if answer is None else reply == answer
+    if not accepted:
+        raise NotConfirmed
+
+
+@contextmanager
+def opened(
+    args: argparse.Namespace,
+    *,
+    write: bool,
+    embedder: Embedder | None = None,
+) -> Iterator[TrueHeart]:
+    """The store at ``args.db``; read-only unless ``write``. Never creates a file. With
+    ``embedder``, the service projects into its vector space only when asked
+    (``auto_index=False``)."""
+    if not os.path.exists(args.db):
+        raise DatabaseMissing(args.db)
+    repository = SQLiteRepository(args.db, busy_timeout=args.busy_timeout, read_only=not write)
+    try:
+        service = TrueHeart(repository, embedder=embedder, auto_index=False)
+    except BaseException:
+        repository.close()
+        raise
+    with service:
+        yield service
+
+
+def now(value: datetime | None) -> datetime:
+    """``value``, or the current time in UTC."""
+    return datetime.now(UTC) if value is None else value

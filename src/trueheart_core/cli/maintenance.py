@@ -1,0 +1,51 @@
+"""The maintenance subcommands: ``rebuild`` (every derived index) and ``backup`` (an
+online copy into a new file). Both show their progress on stderr."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from typing import TextIO
+
+from trueheart_core.cli import progress, render
+from trueheart_core.cli.common import OK, opened
+from trueheart_core.cli.failures import TargetExists, TargetRefused
+from trueheart_core.errors import ValidationError
+
+__all__ = ["backup", "rebuild"]
+
+
+def rebuild(args: argparse.Namespace, out: TextIO) -> int:
+    with (
+        opened(args, write=True) as service,
+        progress.task(f"rebuilding the indexes of {args.db}"),
+    ):
+        report = service.rebuild_indexes()
+    doc = render.rebuild(report)
+    if args.json:
+        render.document(out, doc)
+    else:
+        render.pairs(out, list(doc.items()))
+    return OK
+
+
+def backup(args: argparse.Namespace, out: TextIO) -> int:
+    if os.path.lexists(args.target):
+        raise TargetExists(args.target, "backup writes a new file")
+    with (
+        opened(args, write=False) as service,
+        progress.task(f"backing up {args.db} to {args.target}"),
+    ):
+        try:
+            report = service.backup(args.target)
+        except ValidationError as error:
+            field, _, rule = str(error).partition(": ")
+            if field != "path":
+                raise
+            raise TargetRefused(args.target, rule) from None
+    doc = render.backup(report)
+    if args.json:
+        render.document(out, doc)
+    else:
+        render.pairs(out, list(doc.items()))
+    return OK

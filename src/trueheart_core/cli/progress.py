@@ -1,0 +1,156 @@
+"""Progress of a long command on stderr.
+
+Off a terminal (a pipe, a file, a scheduler's log), a task writes one line,
+``trueheart: <message>``, when it starts, and nothing more. When stderr is a terminal
+(and ``TERM`` is not ``dumb``), the same line is drawn in place and redrawn about ten
+times a second until the task ends: with a bar and ``done/total`` counts once the task
+reports them through :meth:`Task.update`, otherwise with a spinner; the elapsed time is
+shown either way. When the task ends, the drawn line is replaced by the plain line
+(followed, after a success, by the elapsed time), so that whatever is written next starts
+on a line of its own. If a failure escapes before the task could end it (a Ctrl-C at
+the wrong instant), :func:`settle`, which the command line calls before it reports any
+failure, ends the line the same way.
+
+Nothing here reads or shows a body: the message is the command's own fixed text.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import sys
+import threading
+import time
+from types import TracebackType
+from typing import TextIO
+
+__all__ = ["Task", "draws", "settle", "task"]
+
+_SPINNER = "|/-\\"
+_BAR = 20
+_INTERVAL = 0.1
+
+
+def draws(stream: TextIO | None) -> bool:
+    """Whether progress is drawn on ``stream``: a terminal, with ``TERM`` not ``dumb``."""
+    if stream is None or os.environ.get("TERM") == "dumb":
+        return False
+    try:
+        return stream.isatty()
+    except (ValueError, AttributeError):  # closed, or not a real stream
+        return False
+
+
+class Task:
+    """One long step of a command; use as a context manager (see the module
+    docstring)."""
+
+    def __init__(self, message: str, stream: TextIO, total: int | None = None) -> None:
+        self._message = f"trueheart: {message}"
+        self._stream = stream
+        self._total = total
+        self._done = 0
+        self._frame = 0
+        self._drawing = draws(stream)
+        self._lock = threading.Lock()
+        self._stopped = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._started = time.monotonic()
+        self._finished = False
+
+    def __enter__(self) -> Task:
+        self._started = time.monotonic()
+        if not self._drawing:
+            self._stream.write(self._message + "\n")
+            self._stream.flush()
+            return self
+        _DRAWN[:] = [self]
+        try:
+            self._draw()
+            self._thread = threading.Thread(
+                target=self._spin, name="trueheart-progress", daemon=True
+            )
+            self._thread.start()
+        except BaseException:  # such as Ctrl-C: the line still ends
+            self.finish(ok=False)
+            raise
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.finish(ok=kind is None)
+
+    def finish(self, *, ok: bool) -> None:
+        """Stop drawing and leave the plain line (with the elapsed time when ``ok``);
+        does nothing off a terminal or once done."""
+        if not self._drawing or self._finished:
+            return
+        self._stopped.set()
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            with contextlib.suppress(RuntimeError):  # interrupted while starting
+                thread.join()
+        elapsed = time.monotonic() - self._started
+        ending = f" (done in {elapsed:.1f}s)" if ok else ""
+        with self._lock, contextlib.suppress(OSError, ValueError):  # the terminal went away
+            self._stream.write(f"\r{self._message}{ending}\x1b[K\n")
+            self._stream.flush()
+        # Only now: a Ctrl-C before this point leaves the line to settle() to end.
+        self._finished = True
+        if _DRAWN and _DRAWN[0] is self:
+            _DRAWN.clear()
+
+    def update(self, done: int, total: int | None = None) -> None:
+        """Report ``done`` of ``total`` items (``total`` as before when omitted)."""
+        if total is not None:
+            self._total = total
+        self._done = done
+        if self._drawing:
+            self._draw()
+
+    def _spin(self) -> None:
+        while not self._stopped.wait(_INTERVAL):
+            self._draw()
+
+    def _draw(self) -> None:
+        with self._lock:
+            if self._stopped.is_set():
+                return
+            elapsed = time.monotonic() - self._started
+            total = self._total
+            if total:
+                done = min(self._done, total)
+                filled = _BAR * done // total
+                state = (
+                    f"[{'#' * filled}{'.' * (_BAR - filled)}] {done}/{total} {100 * done // total}%"
+                )
+            else:
+                state = _SPINNER[self._frame % len(_SPINNER)]
+                self._frame += 1
+            width = shutil.get_terminal_size((80, 24)).columns - 1
+            line = f"{self._message} {state} {elapsed:.1f}s"
+            try:
+                self._stream.write(f"\r{line[: max(width, 1)]}\x1b[K")
+                self._stream.flush()
+            except (OSError, ValueError):  # the terminal went away: stop drawing
+                self._stopped.set()
+
+
+_DRAWN: list[Task] = []  # the task whose line is being drawn, if any
+
+
+def settle() -> None:
+    """End the line of a task still drawn (as after a failure), so that an error
+    message written next starts on a line of its own; a no-op otherwise."""
+    for drawn in list(_DRAWN):
+        drawn.finish(ok=False)
+
+
+def task(message: str, total: int | None = None, stream: TextIO | None = None) -> Task:
+    """A :class:`Task` on ``stream`` (default: ``sys.stderr`` at the time of the call)."""
+    return Task(message, sys.stderr if stream is None else stream, total)

@@ -1,0 +1,123 @@
+"""What the tests of the newer subcommands share: a small store, an in-process call of
+``trueheart_core.cli.main``, a stdin that looks like a terminal, and a call made by a
+user who cannot write the store."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import pickle
+import shutil
+import sys
+import tempfile
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from trueheart_core import (
+    MemoryDraft,
+    RawEventDraft,
+    RetentionPolicy,
+    Scope,
+    SourceRef,
+    SQLiteRepository,
+    TrueHeart,
+    TrustLevel,
+)
+from trueheart_core.cli import main
+
+NOW = datetime(2026, 8, 13, 12, 0, tzinfo=UTC)
+SCOPE = Scope("acme", "agent", "user-1")
+OTHER = Scope("acme", "agent", "user-2")
+RETENTION = RetentionPolicy(timedelta(days=7), timedelta(days=30), timedelta(days=90))
+NOBODY = 65534
+
+
+def event(event_id: str, scope: Scope, content: str) -> RawEventDraft:
+    source = SourceRef("chat", "chat", NOW, TrustLevel.OBSERVED)
+    return RawEventDraft(event_id, scope, source, content, RETENTION)
+
+
+def memory(memory_id: str, scope: Scope, source: str, content: str) -> MemoryDraft:
+    return MemoryDraft(memory_id, scope, content, (source,), "fact", TrustLevel.OBSERVED, NOW)
+
+
+def build(path: Path) -> Path:
+    """Two events and three memories in SCOPE (mem-1 from evt-1, mem-2 and mem-3 from
+    evt-2), and one event and memory in OTHER, all at NOW."""
+    with TrueHeart(SQLiteRepository(path), clock=lambda: NOW) as service:
+        service.ingest_events(
+            [
+                event("evt-1", SCOPE, "I drink green tea."),
+                event("evt-2", SCOPE, "My sister lives in Lisbon."),
+                event("evt-1", OTHER, "I prefer black tea."),
+            ]
+        )
+        service.materialize_once(memory("mem-1", SCOPE, "evt-1", "Drinks green tea."))
+        service.materialize_once(memory("mem-2", SCOPE, "evt-2", "Sister in Lisbon."))
+        service.materialize_once(memory("mem-3", SCOPE, "evt-2", "Visits Lisbon often."))
+        service.materialize_once(memory("mem-1", OTHER, "evt-1", "Takes black tea."))
+    return path
+
+
+def call(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    status = main(list(args))
+    captured = capsys.readouterr()
+    return status, captured.out, captured.err
+
+
+class FakeTerminal(io.StringIO):
+    """A stdin that says it is a terminal and holds the answer to type."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+@contextlib.contextmanager
+def unwritable(path: Path) -> Iterator[Path]:
+    """A copy of the store at ``path`` in a directory that, like the copy, the user
+    :func:`as_reader` runs as cannot write."""
+    directory = Path(tempfile.mkdtemp(prefix="trueheart-cli-ro-"))
+    copy = directory / path.name
+    shutil.copyfile(path, copy)
+    copy.chmod(0o444)
+    directory.chmod(0o555)
+    try:
+        yield copy
+    finally:
+        directory.chmod(0o755)
+        shutil.rmtree(directory)
+
+
+def as_reader(*args: str) -> tuple[int, str, str]:
+    """``main(args)`` in a forked child, as ``nobody`` when the tests run as root
+    (whom file modes do not stop) and as this user otherwise; returns the exit status,
+    stdout and stderr."""
+    if not hasattr(os, "fork"):
+        pytest.skip("needs fork")
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child reports through the pipe
+        os.close(read)
+        out, err = io.StringIO(), io.StringIO()
+        status = 99
+        try:
+            if os.geteuid() == 0:
+                os.setgid(NOBODY)
+                os.setuid(NOBODY)
+            sys.stdin = io.StringIO("")
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                status = main(list(args))
+        finally:
+            with os.fdopen(write, "wb") as pipe:
+                pipe.write(pickle.dumps((status, out.getvalue(), err.getvalue())))
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as pipe:
+        data = pipe.read()
+    os.waitpid(pid, 0)
+    result: tuple[int, str, str] = pickle.loads(data)
+    return result
