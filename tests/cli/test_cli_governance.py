@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
-from cli_support import SCOPE, FakeTerminal, as_reader, build, call, unwritable
+from cli_support import OTHER, SCOPE, FakeTerminal, as_reader, build, call, unwritable
 from store_dump import dump
 
 from trueheart_core import SQLiteRepository, TrueHeart
@@ -230,3 +230,33 @@ def test_seal_and_restore_never_ask(
     monkeypatch.setattr("sys.stdin", FakeTerminal("no\n"))
     assert call(capsys, "seal", str(store), *WHERE, "mem-1")[:2] == (0, "sealed mem-1\n")
     assert call(capsys, "restore", str(store), *WHERE, "mem-1")[:2] == (0, "restored mem-1\n")
+
+
+def test_erase_subject_without_a_rewrite_then_compact(
+    store: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    status, out, err = call(
+        capsys, "erase-subject", str(store), *WHERE, "--no-rewrite", "--at", AT, "--json"
+    )
+    assert status == 0, err
+    receipt = json.loads(out)
+    assert receipt["verified"] is True and receipt["memory_ids"] == ["mem-1", "mem-2", "mem-3"]
+    data = store.read_bytes()
+    assert b"Lisbon" not in data and b"green tea" not in data
+    assert b"black tea" in data  # the other scope's event stays
+    status, out, err = call(capsys, "compact", str(store), "--json")
+    assert status == 0, err
+    sizes = json.loads(out)
+    assert set(sizes) == {"database_bytes_before", "database_bytes"}
+    assert 0 < sizes["database_bytes"] <= sizes["database_bytes_before"]
+    with TrueHeart(SQLiteRepository(store, read_only=True)) as service:
+        assert service.verify_integrity().ok
+        assert [m.memory_id for m in service.list_memories(OTHER).items] == ["mem-1"]
+
+
+def test_compact_of_a_missing_store_exits_3(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    status, _, err = call(capsys, "compact", str(tmp_path / "nothing.db"))
+    assert status == 3 and err.startswith("trueheart: ")
+    assert not (tmp_path / "nothing.db").exists()

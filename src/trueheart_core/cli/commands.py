@@ -33,7 +33,7 @@ from trueheart_core.cli.governance import (
     seal,
 )
 from trueheart_core.cli.ingest import ingest
-from trueheart_core.cli.maintenance import backup, rebuild
+from trueheart_core.cli.maintenance import backup, compact, rebuild
 from trueheart_core.cli.reads import audit, recall, scopes, search, show, stats, verify
 from trueheart_core.cli.semantic import semantic_status, semantic_sync
 
@@ -48,6 +48,7 @@ __all__ = [
     "DatabaseMissing",
     "audit",
     "backup",
+    "compact",
     "confirmed",
     "delete_event",
     "erase_subject",

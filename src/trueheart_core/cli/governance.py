@@ -125,7 +125,9 @@ def erase_subject(args: argparse.Namespace, out: TextIO) -> int:
             )
         verb = "planning the erasure of" if args.dry_run else "erasing"
         with progress.task(f"{verb} {format_scope(args.scope)} in {args.db}"):
-            receipt = service.erase_subject(args.scope, occurred_at=at, dry_run=args.dry_run)
+            receipt = service.erase_subject(
+                args.scope, occurred_at=at, dry_run=args.dry_run, rewrite=args.rewrite
+            )
     if args.json:
         render.document(out, render.erasure(receipt))
     else:

@@ -1,5 +1,6 @@
-"""The maintenance subcommands: ``rebuild`` (every derived index) and ``backup`` (an
-online copy into a new file). Both show their progress on stderr."""
+"""The maintenance subcommands: ``rebuild`` (every derived index), ``compact`` (a rewrite
+of the file into fresh pages) and ``backup`` (an online copy into a new file). Each
+shows its progress on stderr."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from trueheart_core.cli.common import OK, opened
 from trueheart_core.cli.failures import TargetExists, TargetRefused
 from trueheart_core.errors import ValidationError
 
-__all__ = ["backup", "rebuild"]
+__all__ = ["backup", "compact", "rebuild"]
 
 
 def rebuild(args: argparse.Namespace, out: TextIO) -> int:
@@ -22,6 +23,20 @@ def rebuild(args: argparse.Namespace, out: TextIO) -> int:
     ):
         report = service.rebuild_indexes()
     doc = render.rebuild(report)
+    if args.json:
+        render.document(out, doc)
+    else:
+        render.pairs(out, list(doc.items()))
+    return OK
+
+
+def compact(args: argparse.Namespace, out: TextIO) -> int:
+    with opened(args, write=True) as service:
+        before = service.stats()
+        with progress.task(f"rewriting {args.db} into fresh pages"):
+            service.compact()
+        after = service.stats()
+    doc = {"database_bytes_before": before.database_bytes, "database_bytes": after.database_bytes}
     if args.json:
         render.document(out, doc)
     else:

@@ -200,7 +200,14 @@ def build_parser() -> Parser:
     )
     p.add_argument("--at", type=_instant, metavar="TIME", help="when (default: now)")
     p.add_argument("--dry-run", action="store_true", help="report only, change nothing")
+    p.add_argument(
+        "--no-rewrite",
+        dest="rewrite",
+        action="store_false",
+        help="cost what the scope holds: do not rewrite the file (see compact)",
+    )
     sub("rebuild", commands.rebuild, "rebuild every derived index")
+    sub("compact", commands.compact, "rewrite the store into fresh pages")
     sub(
         "semantic-status",
         commands.semantic_status,
