@@ -3,9 +3,9 @@
 Service-layer functions over one unit of work. A page walks the claims of the scope (or
 of one subject, or one subject and predicate) in answer order, ``(subject, predicate,
 created_at, claim_id)``, through the port's keyset reads (``ClaimStore.page``), in
-batches: the first batch holds ``limit + 1`` claims (at least :data:`FIRST_BATCH`), and
-when the claims a query leaves out (not known at ``known_at``, or of another status)
-force it to read on, each further batch is four times larger, up to :data:`LAST_BATCH`.
+batches: the first batch holds ``limit + 1`` claims, and when the claims a query leaves
+out (not known at ``known_at``, or of another status) force it to read on, each further
+batch is four times larger, up to :data:`LAST_BATCH` claims.
 
 A page ends just before the claim that would be its ``limit + 1``-th; its cursor names
 the last claim it read (shown or not), and the next page reads on after that claim. The
@@ -41,8 +41,6 @@ from trueheart_core.service.records import scope_key, to_us
 
 _CURSOR_VERSION = "c1"
 _INVALID_CLAIM = "invalid claim record"
-FIRST_BATCH = 64
-"""The fewest claims the first read of a page asks for."""
 LAST_BATCH = 4096
 """The most claims one read of a page asks for."""
 
@@ -159,7 +157,7 @@ def page(uow: UnitOfWork, query: ClaimQuery) -> ClaimSet:
     assert limit is not None and known_at is not None
     after = None if query.cursor is None else _anchor(uow, query, query.cursor)
     walk = _Walk(uow, query, after)
-    size = max(limit + 1, FIRST_BATCH)
+    size = limit + 1
     more = False
     while not more:
         claims, views = _batch(uow, query, after, size)

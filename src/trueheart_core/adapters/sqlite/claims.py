@@ -95,13 +95,31 @@ class SQLiteClaims(Role):
         sid = self._scope_id(scope)
         if sid is None:
             return []
+        # Row values compare column by column: texts in BINARY collation (UTF-8 bytes,
+        # which is code-point order), then integers. With a LIMIT, SQLite's sorter keeps
+        # only the first rows. First, without reading memory rows, the (subject,
+        # predicate) of the ``limit``-th claim of the groups after the cursor's: the
+        # page ends in that group or before it, so only the claims up to it are joined
+        # to their memory rows to be sorted by ``created_at``.
         where, params = _selection(sid, subject, predicate)
+        later, later_params = where, list(params)
         if after is not None:
-            # A row value compares column by column: texts in BINARY collation (UTF-8
-            # bytes, which is code-point order), then integers.
-            where += " AND (c.subject, c.predicate, m.created_at, c.claim_id) > (?, ?, ?, ?)"
-            params += list(after)
-        # With a LIMIT, SQLite's sorter keeps only the ``limit`` first rows.
+            later += " AND (c.subject, c.predicate) > (?, ?)"
+            later_params += [after[0], after[1]]
+        bound = self._conn.execute(
+            "SELECT c.subject, c.predicate FROM claims c INDEXED BY claims_by_subject "
+            f"WHERE {later} ORDER BY c.subject, c.predicate LIMIT 1 OFFSET ?",
+            [*later_params, limit - 1],
+        ).fetchone()
+        if after is not None:
+            where += (
+                " AND (c.subject, c.predicate) >= (?, ?)"
+                " AND (c.subject, c.predicate, m.created_at, c.claim_id) > (?, ?, ?, ?)"
+            )
+            params += [after[0], after[1], *after]
+        if bound is not None:
+            where += " AND (c.subject, c.predicate) <= (?, ?)"
+            params += list(bound)
         return [
             ClaimRow(scope, *r)
             for r in self._conn.execute(
