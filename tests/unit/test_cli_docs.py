@@ -43,7 +43,7 @@ def test_the_documented_examples_run_as_shown(tmp_path: Path) -> None:
     env = {key: value for key, value in os.environ.items() if not key.startswith("PYTHON")}
     env.update(PYTHONPATH=str(SRC), COLUMNS="80")
     examples = _examples()
-    assert len(examples) == 25
+    assert len(examples) == 26
     for args, expected, status in examples:
         if args == ["verify", "copy.db"]:
             # the documented change behind the library's back
