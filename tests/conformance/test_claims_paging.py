@@ -198,6 +198,39 @@ def test_a_page_reads_as_far_as_needed_past_claims_it_leaves_out(service: TrueHe
     _assert_pages_make_the_answer(service, ClaimQuery(SCOPE, MAY))
 
 
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"statuses": (SUPERSEDED,)},
+        {"statuses": (CURRENT,)},
+        {"statuses": (ENDED,)},
+        {"known_at": APRIL},
+    ],
+    ids=["superseded", "current", "ended", "past"],
+)
+def test_pages_across_many_groups_with_claims_left_out(
+    service: TrueHeart, fields: dict[str, Any]
+) -> None:
+    """Forty subjects, each with a superseded claim and its superseder, every fifth with
+    a conflicting claim and every seventh with an ended one: pages read on across groups
+    whose claims they leave out."""
+    ingest_ids(service, "evt-1")
+    put = service.materialize_claim
+    for index in range(40):
+        subject = f"user:{index:02d}"
+        put(claim(f"c-{index:02d}-a", created_at=MARCH, subject=subject))
+        later: dict[str, Any] = {"created_at": MAY, "supersedes": f"c-{index:02d}-a"}
+        put(claim(f"c-{index:02d}-b", subject=subject, value="light", **later))
+        if index % 5 == 0:
+            put(claim(f"c-{index:02d}-c", created_at=MARCH, subject=subject, value="blue"))
+        if index % 7 == 0:
+            put(claim(f"c-{index:02d}-d", created_at=MARCH, subject=subject, valid_to=APRIL))
+    whole = _assert_pages_make_the_answer(service, ClaimQuery(SCOPE, JUNE, **fields))
+    assert whole.claims
+    if "known_at" not in fields:
+        assert len(whole.conflicts) == 8
+
+
 def test_a_page_that_ends_inside_a_group_leaves_its_conflict_to_a_later_page(
     service: TrueHeart,
 ) -> None:
