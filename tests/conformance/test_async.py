@@ -302,6 +302,10 @@ def test_every_method_gives_what_the_sync_face_gives(
         assert a == s and {item.memory.memory_id for item in a} >= {"mem-1", "mem-4"}
         a, s = await both("claims", ClaimQuery(SCOPE, NOW))
         assert a == s and a.claims
+        a, s = await both("claims", ClaimQuery(SCOPE, NOW, limit=1))
+        assert a == s and len(a.claims) == 1 and a.next_cursor is not None
+        a, s = await both("claims", ClaimQuery(SCOPE, NOW, limit=1000, cursor=a.next_cursor))
+        assert a == s and a.claims and a.next_cursor is None
         a, s = await both("get_claims", SCOPE, ["claim-1", "claim-4"], as_of=NOW)
         assert a == s and len(a) == 2
         a, s = await both("get_extraction", SCOPE, "evt-5")

@@ -48,7 +48,7 @@ def test_the_documented_examples_run_as_shown(tmp_path: Path) -> None:
     for name, text in _FILE.findall(DOC.read_text(encoding="utf-8")):
         (tmp_path / name).write_text(text, encoding="utf-8")
     examples = _examples()
-    assert len(examples) == 36
+    assert len(examples) == 37
     for args, expected, status in examples:
         if args == ["verify", "copy.db"]:
             # the documented change behind the library's back

@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import NoReturn, TextIO
 
 import trueheart_core
-from trueheart_core.cli import commands, demo, serve_mcp
+from trueheart_core.cli import claims, commands, demo, serve_mcp
 from trueheart_core.cli.scopes import ScopeSyntaxError, parse_scope
 from trueheart_core.domain.model import Scope
 from trueheart_core.service.trueheart import MAX_SYNC_BATCH
@@ -160,6 +160,18 @@ def build_parser() -> Parser:
     p.add_argument("--as-of", type=_instant, help="ISO 8601 time (default: now)")
     p.add_argument("--limit", type=_limit, default=20, help="1 to 100 (default 20)")
     p.add_argument("--kind", action="append", default=[], help="only this kind (repeatable)")
+    p = sub("claims", claims.claims, "one page of the claims of a scope", scope="required")
+    p.add_argument("--subject", help="only claims about this subject")
+    p.add_argument("--predicate", help="only claims with this predicate")
+    p.add_argument("--as-of", type=_instant, metavar="TIME", help="valid time (default: now)")
+    p.add_argument("--known-at", type=_instant, metavar="TIME", help="default: --as-of")
+    p.add_argument(
+        "--limit",
+        type=claims.page_limit,
+        default=claims.DEFAULT_LIMIT,
+        help="1 to 1000 (default 100)",
+    )
+    p.add_argument("--cursor", help="the cursor a previous page printed")
     p = sub("search", commands.search, "search the memories of a scope", scope="required")
     p.add_argument("text", metavar="TEXT", help="what to search for")
     p.add_argument("--as-of", type=_instant, help="ISO 8601 time (default: now)")

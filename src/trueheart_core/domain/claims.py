@@ -45,6 +45,7 @@ from trueheart_core.domain.reprs import body_free_repr
 from trueheart_core.errors import ValidationError
 
 __all__ = [
+    "MAX_CLAIM_PAGE",
     "MAX_VALUE_CHARS",
     "ClaimConflict",
     "ClaimDraft",
@@ -64,6 +65,8 @@ __all__ = [
 ]
 
 MAX_VALUE_CHARS = v.MAX_CLAIM_VALUE_CHARS
+MAX_CLAIM_PAGE = 1000
+"""The largest ``ClaimQuery.limit``."""
 CLAIM_KIND = "claim"
 """The kind of the memory that carries a claim."""
 DEFAULT_AUTHORITY = "application"
@@ -229,7 +232,14 @@ class ClaimConflict(_Reducible):
 class ClaimQuery(_Reducible):
     """Which claims of one exact scope to read, at valid time ``as_of`` and transaction
     time ``known_at`` (``None``: the same instant as ``as_of``), optionally for one
-    subject and predicate and some statuses (empty: every status)."""
+    subject and predicate and some statuses (empty: every status).
+
+    ``limit`` (1 through 1000) asks for one page of at most that many claims, and
+    ``cursor`` (which needs a ``limit``) for the page after the one whose
+    ``ClaimSet.next_cursor`` it is; a cursor only works for the query that made it
+    (same scope, times, subject, predicate and statuses; the limit may change). The
+    default ``limit=None`` answers with every claim at once, which reads the whole scope
+    (or subject) into memory: pass a limit for a scope that may hold many claims."""
 
     scope: Scope
     as_of: datetime
@@ -237,6 +247,8 @@ class ClaimQuery(_Reducible):
     subject: str | None = None
     predicate: str | None = None
     statuses: tuple[ClaimStatus, ...] = ()
+    limit: int | None = None
+    cursor: str | None = None
 
     __repr__ = body_free_repr("subject", "predicate")
 
@@ -254,17 +266,35 @@ class ClaimQuery(_Reducible):
             isinstance(s, ClaimStatus) for s in self.statuses
         ):
             raise ValidationError("statuses", "must be a tuple of ClaimStatus")
+        if self.limit is not None and (
+            isinstance(self.limit, bool)
+            or not isinstance(self.limit, int)
+            or not 1 <= self.limit <= MAX_CLAIM_PAGE
+        ):
+            raise ValidationError("limit", f"must be from 1 through {MAX_CLAIM_PAGE}")
+        if self.cursor is not None:
+            if not isinstance(self.cursor, str) or not self.cursor:
+                raise ValidationError("cursor", "must be a cursor returned by the same query")
+            if self.limit is None:
+                raise ValidationError("cursor", "needs a limit")
 
 
 @dataclass(frozen=True, slots=True)
 class ClaimSet(_Reducible):
     """The answer to a :class:`ClaimQuery`: views in (subject, predicate, created_at,
-    claim_id) order, and the conflicts among the current claims."""
+    claim_id) order, and the conflicts among the current claims (in claim-ID order).
+
+    Without a limit it holds every claim and every conflict, and ``next_cursor`` is
+    ``None``. A page holds the next claims in that order, and the conflicts of each
+    (subject, predicate) whose claims end on it, computed over all its claims: the
+    claims and conflicts of all pages together are those of the unpaged answer.
+    ``next_cursor`` is ``None`` on the last page."""
 
     as_of: datetime
     known_at: datetime
     claims: tuple[ClaimView, ...]
     conflicts: tuple[ClaimConflict, ...]
+    next_cursor: str | None = None
 
     def __post_init__(self) -> None:
         _set(self, "as_of", v.utc("as_of", self.as_of))
@@ -277,6 +307,8 @@ class ClaimSet(_Reducible):
             isinstance(c, ClaimConflict) for c in self.conflicts
         ):
             raise ValidationError("conflicts", "must be a tuple of ClaimConflict")
+        if self.next_cursor is not None and not isinstance(self.next_cursor, str):
+            raise ValidationError("next_cursor", "must be a string or None")
 
 
 # --- pure rules -----------------------------------------------------------------------

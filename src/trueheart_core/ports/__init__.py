@@ -25,6 +25,7 @@ from trueheart_core.ports.repository import (
 from trueheart_core.ports.rows import (
     AuditRow,
     BodyRow,
+    ClaimPosition,
     ClaimRow,
     EdgeRow,
     EventRow,
@@ -55,6 +56,7 @@ __all__ = [
     "AuditRow",
     "BodyRow",
     "Capability",
+    "ClaimPosition",
     "ClaimRow",
     "ClaimStore",
     "EdgeRow",

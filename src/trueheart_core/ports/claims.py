@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Protocol
 
-from trueheart_core.ports.rows import ClaimRow, ExtractionRow, ScopeKey
+from trueheart_core.ports.rows import ClaimPosition, ClaimRow, ExtractionRow, ScopeKey
 
 
 class ClaimStore(Protocol):
@@ -25,6 +25,28 @@ class ClaimStore(Protocol):
     def about(self, scope: ScopeKey, subject: str | None, predicate: str | None) -> list[ClaimRow]:
         """Every claim of the exact scope, or those of one subject (and predicate), read
         through an index of the scope by subject and predicate."""
+
+    def page(
+        self,
+        scope: ScopeKey,
+        subject: str | None,
+        predicate: str | None,
+        after: ClaimPosition | None,
+        limit: int,
+    ) -> list[ClaimRow]:
+        """Up to ``limit`` claims of the exact scope (or of one subject, or one subject
+        and predicate, as :meth:`about` selects) in answer order: ``subject``, then
+        ``predicate`` (both in code-point order), then the ``created_at`` of the claim's
+        memory row (integer microseconds), then ``claim_id``; only those strictly after
+        ``after`` (that order's key of a claim: ``(subject, predicate, created_at,
+        claim_id)``) when it is given.
+
+        Reads through the index of the scope by subject and predicate and holds no more
+        than ``limit`` rows at once: memory is bounded by ``limit``, whatever the size
+        of the scope (without a subject, every claim of the scope is compared, in the
+        store, to find them). A claim row without its memory row sorts first among the
+        claims of its subject and predicate; whoever loads it reports it as corrupt.
+        """
 
     def superseders_of(self, scope: ScopeKey, claim_ids: Sequence[str]) -> list[ClaimRow]:
         """The claims of the exact scope whose ``supersedes`` names one of these IDs."""

@@ -14,6 +14,7 @@ from typing import Literal
 __all__ = [
     "AuditRow",
     "BodyRow",
+    "ClaimPosition",
     "ClaimRow",
     "EdgeRow",
     "EventRow",
@@ -221,6 +222,11 @@ class SearchStatsRow:
     length: int
     actual_docs: int
     actual_length: int
+
+
+ClaimPosition = tuple[str, str, int, str]
+"""Where a claim stands in answer order: ``(subject, predicate, created_at, claim_id)``,
+``created_at`` (its memory's) in integer microseconds."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -135,13 +135,13 @@ def answer(uow: UnitOfWork, query: ClaimQuery) -> ClaimSet:
     if query.subject is not None and any(r.subject != query.subject for r in rows):
         loading.corrupt(_INVALID_CLAIM)
     claims = [c for c in load(uow, scope, rows) if is_known(c, known_at)]
-    views = _views(uow, scope, claims, query.as_of, known_at)
+    views = known_views(uow, scope, claims, query.as_of, known_at)
     views.sort(key=view_order)
     shown = [v for v in views if not query.statuses or v.status in query.statuses]
     return ClaimSet(query.as_of, known_at, tuple(shown), conflicts(views))
 
 
-def _views(
+def known_views(
     uow: UnitOfWork,
     scope: Scope,
     claims: Sequence[ClaimRecord],
@@ -266,4 +266,4 @@ def views_for(
     """The views, known and valid at ``as_of``, of those of these memories that are
     claims (the others are absent)."""
     claims = load(uow, scope, uow.claims.get(scope_key(scope), memory_ids))
-    return {view.claim.claim_id: view for view in _views(uow, scope, claims, as_of, as_of)}
+    return {view.claim.claim_id: view for view in known_views(uow, scope, claims, as_of, as_of)}

@@ -57,15 +57,19 @@ def _listing_id(scope: Scope, statuses: tuple[MemoryStatus, ...], kinds: tuple[s
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
-def encode_cursor(listing: str, last_id: str) -> str:
-    """An opaque cursor: the listing's fingerprint and the last ID returned."""
-    payload = json.dumps([_CURSOR_VERSION, listing, last_id], ensure_ascii=True)
+def encode_cursor(listing: str, last_id: str, version: str = _CURSOR_VERSION) -> str:
+    """An opaque cursor: its kind's ``version``, the listing's fingerprint and the last
+    ID returned."""
+    payload = json.dumps([version, listing, last_id], ensure_ascii=True)
     return base64.urlsafe_b64encode(payload.encode("ascii")).decode("ascii").rstrip("=")
 
 
-def decode_cursor(cursor: object, listing: str) -> str:
-    """The last ID of a cursor made by the same listing; ``ValidationError`` otherwise."""
-    invalid = ValidationError("cursor", "must be a cursor returned by the same listing")
+def decode_cursor(
+    cursor: object, listing: str, version: str = _CURSOR_VERSION, made_by: str = "listing"
+) -> str:
+    """The last ID of a cursor of this ``version`` made by the same listing;
+    ``ValidationError`` (``must be a cursor returned by the same <made_by>``) otherwise."""
+    invalid = ValidationError("cursor", f"must be a cursor returned by the same {made_by}")
     if not isinstance(cursor, str) or not cursor or len(cursor) > 2048 or not cursor.isascii():
         raise invalid
     try:
@@ -76,7 +80,7 @@ def decode_cursor(cursor: object, listing: str) -> str:
     if (
         not isinstance(value, list)
         or len(value) != 3
-        or value[0] != _CURSOR_VERSION
+        or value[0] != version
         or value[1] != listing
         or not isinstance(value[2], str)
     ):

@@ -67,8 +67,8 @@ from trueheart_core.ports import (
     SupportsBackup,
     SupportsStorageSizes,
 )
-from trueheart_core.service import claims as claiming
 from trueheart_core.service import (
+    claim_pages,
     erasure,
     expiry,
     governance,
@@ -79,6 +79,7 @@ from trueheart_core.service import (
     records,
     writing,
 )
+from trueheart_core.service import claims as claiming
 from trueheart_core.service import search as searching
 from trueheart_core.service import semantic as projecting
 from trueheart_core.service.recall import recall as recall_memories
@@ -275,10 +276,24 @@ class TrueHeart:
     def claims(self, query: ClaimQuery) -> ClaimSet:
         """What we believed at ``query.known_at`` about ``query.as_of``: the known claims
         of the exact scope (optionally one subject and predicate) with their status, and
-        the conflicts among the current ones. See :mod:`trueheart_core.domain.claims`."""
+        the conflicts among the current ones. See :mod:`trueheart_core.domain.claims`.
+
+        Without ``query.limit`` the answer holds every claim (the whole scope, or
+        subject, is read into memory). With a limit it is one page, in the same
+        (subject, predicate, created_at, claim_id) order, whose memory is bounded by the
+        limit; pass its ``next_cursor`` as ``query.cursor`` (same query otherwise) for
+        the next page. Each conflict is on the page that holds the last claim of its
+        subject and predicate, so the pages' claims and conflicts together are those of
+        the unpaged answer. A cursor of another query, or not made by a page, raises
+        ``ValidationError`` (``cursor: must be a cursor returned by the same query``),
+        and so does one whose last claim has since been deleted (``cursor: names a claim
+        that is no longer held``): start again without a cursor.
+        """
         if not isinstance(query, ClaimQuery):
             raise ValidationError("query", "must be a ClaimQuery")
         with self._repository.unit_of_work("read", write=False) as uow:
+            if query.limit is not None:
+                return claim_pages.page(uow, query)
             return claiming.answer(uow, query)
 
     def ingest_derived(

@@ -11,7 +11,7 @@ from trueheart_core.adapters.sqlite.session import (
     CHUNK,
     Role,
 )
-from trueheart_core.ports import ClaimRow, ExtractionRow, ScopeKey
+from trueheart_core.ports import ClaimPosition, ClaimRow, ExtractionRow, ScopeKey
 
 _CLAIM_COLUMNS = (
     "c.claim_id, c.subject, c.predicate, c.value, c.valid_from, c.valid_to, c.confidence, "
@@ -23,6 +23,24 @@ def text_key(text: str) -> int:
     """The indexed form of a subject or predicate: a signed 64-bit BLAKE2b hash."""
     digest = hashlib.blake2b(text.encode("utf-8"), digest_size=8, person=b"trueheart.claim")
     return int.from_bytes(digest.digest(), "big", signed=True)
+
+
+def _selection(sid: int, subject: str | None, predicate: str | None) -> tuple[str, list[Any]]:
+    """The WHERE clause (over ``claims c``) and parameters that select the claims of a
+    scope, or of one subject (and predicate): the keys select through the index, the
+    texts are compared in the rows."""
+    where = "c.scope_id = ?"
+    params: list[Any] = [sid]
+    if subject is not None:
+        where += " AND c.subject_key = ? AND c.subject = ?"
+        params += [text_key(subject), subject]
+        if predicate is not None:
+            where += " AND c.predicate_key = ? AND c.predicate = ?"
+            params += [text_key(predicate), predicate]
+    elif predicate is not None:
+        where += " AND c.predicate = ?"
+        params.append(predicate)
+    return where, params
 
 
 class SQLiteClaims(Role):
@@ -57,23 +75,59 @@ class SQLiteClaims(Role):
         sid = self._scope_id(scope)
         if sid is None:
             return []
-        where = "c.scope_id = ?"
-        params: list[Any] = [sid]
-        # The keys select through the index; the texts are compared in the rows.
-        if subject is not None:
-            where += " AND c.subject_key = ? AND c.subject = ?"
-            params += [text_key(subject), subject]
-            if predicate is not None:
-                where += " AND c.predicate_key = ? AND c.predicate = ?"
-                params += [text_key(predicate), predicate]
-        elif predicate is not None:
-            where += " AND c.predicate = ?"
-            params.append(predicate)
+        where, params = _selection(sid, subject, predicate)
         return [
             ClaimRow(scope, *r)
             for r in self._conn.execute(
                 f"SELECT {_CLAIM_COLUMNS} FROM claims c INDEXED BY claims_by_subject WHERE {where}",
                 params,
+            )
+        ]
+
+    def page(
+        self,
+        scope: ScopeKey,
+        subject: str | None,
+        predicate: str | None,
+        after: ClaimPosition | None,
+        limit: int,
+    ) -> list[ClaimRow]:
+        sid = self._scope_id(scope)
+        if sid is None:
+            return []
+        # Row values compare column by column: texts in BINARY collation (UTF-8 bytes,
+        # which is code-point order), then integers. With a LIMIT, SQLite's sorter keeps
+        # only the first rows. First, without reading memory rows, the (subject,
+        # predicate) of the ``limit``-th claim of the groups after the cursor's: the
+        # page ends in that group or before it, so only the claims up to it are joined
+        # to their memory rows to be sorted by ``created_at``.
+        where, params = _selection(sid, subject, predicate)
+        later, later_params = where, list(params)
+        if after is not None:
+            later += " AND (c.subject, c.predicate) > (?, ?)"
+            later_params += [after[0], after[1]]
+        bound = self._conn.execute(
+            "SELECT c.subject, c.predicate FROM claims c INDEXED BY claims_by_subject "
+            f"WHERE {later} ORDER BY c.subject, c.predicate LIMIT 1 OFFSET ?",
+            [*later_params, limit - 1],
+        ).fetchone()
+        if after is not None:
+            where += (
+                " AND (c.subject, c.predicate) >= (?, ?)"
+                " AND (c.subject, c.predicate, m.created_at, c.claim_id) > (?, ?, ?, ?)"
+            )
+            params += [after[0], after[1], *after]
+        if bound is not None:
+            where += " AND (c.subject, c.predicate) <= (?, ?)"
+            params += list(bound)
+        return [
+            ClaimRow(scope, *r)
+            for r in self._conn.execute(
+                f"SELECT {_CLAIM_COLUMNS} FROM claims c INDEXED BY claims_by_subject "
+                "LEFT JOIN memories m ON m.memory_id = c.claim_id AND m.scope_id = c.scope_id "
+                f"WHERE {where} ORDER BY c.subject, c.predicate, m.created_at, c.claim_id "
+                "LIMIT ?",
+                [*params, limit],
             )
         ]
 
