@@ -54,6 +54,8 @@ Operation = Literal[
     "erase",
     "stats",
     "rebuild",
+    "export",
+    "import",
 ]
 
 

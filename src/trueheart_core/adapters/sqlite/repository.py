@@ -46,6 +46,8 @@ DIAGNOSTICS: dict[Operation, str] = {
     "erase": "subject erasure failed",
     "stats": "statistics read failed",
     "rebuild": "index rebuild failed",
+    "export": "store export failed",
+    "import": "store import failed",
 }
 
 _UPGRADE_NEEDS_WRITE = "schema upgrade needs a writable store"
