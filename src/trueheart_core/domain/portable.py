@@ -76,9 +76,11 @@ def line_digest(obj: dict[str, Any]) -> str:
     return _sha256(canonical({k: v for k, v in obj.items() if k != "digest"}))
 
 
-def chain_start(header_line: str) -> str:
-    """``h0``: the SHA-256 hex of the header line (its canonical JSON, no newline)."""
-    return _sha256(header_line)
+def chain_start(header: dict[str, Any]) -> str:
+    """``h0``: the SHA-256 hex of the canonical JSON of the header object without its
+    ``exported_at`` member, so that two exports of the same rows have the same digest
+    whenever they were made."""
+    return _sha256(canonical({k: v for k, v in header.items() if k != "exported_at"}))
 
 
 def chain_next(previous: str, digest: str) -> str:
