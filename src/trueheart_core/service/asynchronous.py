@@ -344,5 +344,5 @@ class AsyncTrueHeart:
         return await self._run(lambda: self._service.export_store(out, scope=scope))
 
     @same_docs_as(TrueHeart.import_store)
-    async def import_store(self, lines: Iterable[str]) -> ImportReceipt:
+    async def import_store(self, lines: Iterable[str] | Iterable[bytes]) -> ImportReceipt:
         return await self._run(lambda: self._service.import_store(lines))

@@ -822,7 +822,7 @@ class TrueHeart:
         logs.STORE.info("store exported: %d rows", receipt.rows)
         return receipt
 
-    def import_store(self, lines: Iterable[str]) -> ImportReceipt:
+    def import_store(self, lines: Iterable[str] | Iterable[bytes]) -> ImportReceipt:
         """Store the rows of a TrueHeart export (``lines``: a file opened for reading,
         or any iterable of its lines as ``str`` or UTF-8 ``bytes``, each with its
         newline) into this store, which must be empty, in one writing transaction: all
