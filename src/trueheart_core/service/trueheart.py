@@ -800,7 +800,8 @@ class TrueHeart:
         call per line, as of one consistent snapshot (one reading transaction). Streamed:
         each line is written as soon as its row is read, so memory use does not grow with
         the store. Every row is verified as it is read (``RepositoryCorruption`` for one
-        that does not). Derived indexes and semantic vectors are not exported. A writer
+        that does not; the lines written before it have no trailer, so an import refuses
+        them). Derived indexes and semantic vectors are not exported. A writer
         that refuses text (a binary file, a closed one) raises ``ValidationError``; an
         ``OSError`` of the writer propagates. Returns the rows written per kind and the
         file's digest."""
