@@ -423,7 +423,9 @@ def _damaged(text: str) -> Iterator[tuple[str, str, int | None, str]]:
     out_of_order = _rechained(lines[:1] + lines[-2:-1] + lines[1:-2] + lines[-1:])
     yield "kinds out of order", out_of_order, 3, "rows out of order"
     binary = "".join(lines[:2]) + "\udcff\n"
-    yield "not text", binary, 3, "not a line of canonical JSON"
+    yield "not text", binary, 3, "not UTF-8 text"
+    surrogate = "".join(_edit(lines, body_line, content="\udcff"))
+    yield "lone surrogate", surrogate, body_line + 1, "not UTF-8 text"
 
 
 def test_a_damaged_or_foreign_file_is_refused_naming_its_line_and_nothing_is_stored(

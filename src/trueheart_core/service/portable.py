@@ -157,8 +157,10 @@ class _Lines:
             raw = next(self.source)
         except StopIteration:
             return None
-        except (UnicodeError, ValueError):
+        except UnicodeError:
             raise ImportRefused("not UTF-8 text", self.number) from None
+        except ValueError:  # a closed file
+            raise ValidationError("lines", "must be readable") from None
         if isinstance(raw, bytes | bytearray):
             try:
                 raw = bytes(raw).decode("utf-8")
@@ -166,6 +168,10 @@ class _Lines:
                 raise ImportRefused("not UTF-8 text", self.number) from None
         if not isinstance(raw, str):
             raise ValidationError("lines", "must yield str or bytes lines")
+        try:
+            raw.encode("utf-8")  # a str line may hold lone surrogates
+        except UnicodeError:
+            raise ImportRefused("not UTF-8 text", self.number) from None
         if not raw.endswith("\n"):
             raise ImportRefused("incomplete line (the file is truncated)", self.number)
         text = raw[:-1]
@@ -211,7 +217,15 @@ def _store_line(uow: UnitOfWork, obj: Row, scope: Scope | None) -> None:
         if scope is not None and key != scope_key(scope):
             raise rows.Problem("row outside the exported scope")
         rows.STORES[obj["kind"]](uow, key, obj)
-    except (RowInvalid, ValidationError, ValueError, TypeError, KeyError, OverflowError):
+    except (
+        RowInvalid,
+        ValidationError,
+        ValueError,
+        TypeError,
+        KeyError,
+        OverflowError,
+        RecursionError,
+    ):
         raise rows.Problem(rows.INVALID_ROW) from None
 
 
