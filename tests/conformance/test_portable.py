@@ -426,6 +426,9 @@ def _damaged(text: str) -> Iterator[tuple[str, str, int | None, str]]:
     yield "not text", binary, 3, "not UTF-8 text"
     surrogate = "".join(_edit(lines, body_line, content="\udcff"))
     yield "lone surrogate", surrogate, body_line + 1, "not UTF-8 text"
+    lone = _line_of(lines, "body", event_id="evt-5")  # its one memory was forgotten
+    no_body = _rechained([*lines[:lone], *lines[lone + 1 :]])
+    yield "body dropped", no_body, None, "the imported store does not verify (body_status_mismatch)"
 
 
 def test_a_damaged_or_foreign_file_is_refused_naming_its_line_and_nothing_is_stored(
@@ -439,7 +442,8 @@ def test_a_damaged_or_foreign_file_is_refused_naming_its_line_and_nothing_is_sto
             target.import_store(io.StringIO(damaged))
         message = str(caught.value)
         assert caught.value.line == number, name
-        assert message.startswith(f"import refused: line {number}: {problem}"), (name, message)
+        where = "" if number is None else f"line {number}: "
+        assert message.startswith(f"import refused: {where}{problem}"), (name, message)
         assert "zqx" not in message and "synthetic" not in message and "shared" not in message
         assert caught.value.__context__ is None and caught.value.__cause__ is None
         assert _is_empty(target), name
