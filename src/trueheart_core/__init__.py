@@ -56,6 +56,7 @@ from trueheart_core.domain.operations import (
     IndexRebuildReport,
     StoreStats,
 )
+from trueheart_core.domain.portable import ExportReceipt, ImportReceipt
 from trueheart_core.domain.search.capsule import TokenEstimator, Utf8BytesEstimator
 from trueheart_core.domain.search.model import (
     CapsuleDecision,
@@ -83,6 +84,7 @@ from trueheart_core.errors import (
     EntityDeleted,
     EntityNotFound,
     IdempotencyConflict,
+    ImportRefused,
     InvalidTransition,
     ProviderError,
     RepositoryBusy,
@@ -126,6 +128,7 @@ __all__ = [
     "EntityNotFound",
     "EntityType",
     "ErasureReceipt",
+    "ExportReceipt",
     "ExtractedClaim",
     "ExtractionDiagnostic",
     "ExtractionRecord",
@@ -135,6 +138,8 @@ __all__ = [
     "GovernanceResult",
     "HashingEmbedder",
     "IdempotencyConflict",
+    "ImportReceipt",
+    "ImportRefused",
     "IndexRebuildReport",
     "IngestResult",
     "IntegrityProblem",

@@ -4,7 +4,7 @@ Every error the library raises on purpose derives from :class:`TrueHeartError`.
 Messages are fixed format strings: they never contain event or memory bodies,
 rejected values, or the database driver's own error text. ``args`` holds the
 single formatted message; the only structured attributes are the ID and commit flag
-of :class:`SemanticProjectionError`.
+of :class:`SemanticProjectionError` and the line number of :class:`ImportRefused`.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ __all__ = [
     "EntityDeleted",
     "EntityNotFound",
     "IdempotencyConflict",
+    "ImportRefused",
     "InvalidTransition",
     "ProviderError",
     "RepositoryBusy",
@@ -143,6 +144,19 @@ class EmbedderMismatch(TrueHeartError):
 
     def __init__(self, diagnostic: str) -> None:
         super().__init__(f"embedder mismatch: {diagnostic}")
+
+
+class ImportRefused(TrueHeartError):
+    """An import was refused and nothing was stored: the target store is not empty, or
+    the file is not a sound export of this format version (truncated, reordered, edited,
+    of another version, or holding a row its own tombstones forbid). ``line`` is the
+    1-based number of the line at fault (``None`` when no one line is), and the message
+    names the problem and that number only, never the line's content."""
+
+    def __init__(self, problem: str, line: int | None = None) -> None:
+        where = "" if line is None else f"line {line}: "
+        super().__init__(f"import refused: {where}{problem}")
+        self.line = line
 
 
 class ProviderError(TrueHeartError):

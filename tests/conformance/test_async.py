@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import io
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -382,6 +383,13 @@ def test_every_method_gives_what_the_sync_face_gives(
         assert report.pages > 0
         copy = TrueHeart(open_backup(backup_target), clock=clock)
         assert copy.recall(RecallQuery(SCOPE, NOW)) == service.recall(RecallQuery(SCOPE, NOW))
+        # Export and import: both faces write the same file; this store is not empty.
+        out, again = io.StringIO(), io.StringIO()
+        exported = await both.one("export_store", out, scope=SCOPE)
+        assert exported == service.export_store(again, scope=SCOPE) and exported.rows > 0
+        assert out.getvalue() == again.getvalue()
+        with raises_same(lambda: service.import_store(io.StringIO(out.getvalue()))):
+            await both.one("import_store", io.StringIO(out.getvalue()))
         await face.aclose()
 
     run(scenario())

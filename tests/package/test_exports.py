@@ -95,6 +95,8 @@ NEW_IN_0_5 = [
 
 NEW_IN_0_6 = ["RepositoryFull", "AsyncTrueHeart", "TimeOrder", "TimeTrace"]
 
+NEW_IN_EXPORT = ["ExportReceipt", "ImportReceipt", "ImportRefused"]
+
 NEW_IN_OPERATIONS = [
     "ArtifactClass",
     "ArtifactCounts",
@@ -117,7 +119,15 @@ def test_all_is_plain_sorted_with_version_last() -> None:
 
 
 def test_all_is_exactly_the_documented_surface() -> None:
-    names = NAMES_0_1_2[:-1] + NEW_IN_0_2 + NEW_IN_0_3 + NEW_IN_0_5 + NEW_IN_0_6 + NEW_IN_OPERATIONS
+    names = (
+        NAMES_0_1_2[:-1]
+        + NEW_IN_0_2
+        + NEW_IN_0_3
+        + NEW_IN_0_5
+        + NEW_IN_0_6
+        + NEW_IN_OPERATIONS
+        + NEW_IN_EXPORT
+    )
     expected = [*sorted(names), "__version__"]
     assert list(trueheart_core.__all__) == expected
 
@@ -128,7 +138,7 @@ def test_sqlite_repository_sorts_before_scope() -> None:
 
 
 @pytest.mark.parametrize(
-    "name", NAMES_0_1_2 + NEW_IN_0_2 + NEW_IN_0_3 + NEW_IN_0_6 + NEW_IN_OPERATIONS
+    "name", NAMES_0_1_2 + NEW_IN_0_2 + NEW_IN_0_3 + NEW_IN_0_6 + NEW_IN_OPERATIONS + NEW_IN_EXPORT
 )
 def test_every_exported_name_resolves(name: str) -> None:
     assert getattr(trueheart_core, name) is not None

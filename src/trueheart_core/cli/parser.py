@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import NoReturn, TextIO
 
 import trueheart_core
-from trueheart_core.cli import claims, commands, demo, serve_mcp
+from trueheart_core.cli import claims, commands, demo, portable, serve_mcp
 from trueheart_core.cli.scopes import ScopeSyntaxError, parse_scope
 from trueheart_core.domain.model import Scope
 from trueheart_core.service.trueheart import MAX_SYNC_BATCH
@@ -108,8 +108,8 @@ def build_parser() -> Parser:
     parser = Parser(
         prog="trueheart",
         description="Operate a TrueHeart Core store: statistics, verification, reads, "
-        "ingest, governance, expiry, erasure, index rebuilds, semantic projection, backups "
-        "and an MCP server.",
+        "ingest, governance, expiry, erasure, index rebuilds, semantic projection, backups, "
+        "export and import, and an MCP server.",
         epilog=SCOPE_SYNTAX,
     )
     parser.add_argument(
@@ -249,6 +249,7 @@ def build_parser() -> Parser:
     )
     p = sub("backup", commands.backup, "copy the store to a new file")
     p.add_argument("target", metavar="TARGET", help="path of the copy (must not exist)")
+    portable.add_parsers(sub)
     text = "create a demo store and walk through its lifecycle"
     p = subs.add_parser("demo", help=text, description=text)
     p.add_argument("path", metavar="PATH", help="path of the new store (must not exist)")

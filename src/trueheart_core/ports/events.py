@@ -26,8 +26,13 @@ class EventStore(Protocol):
     def id_elsewhere(self, event_id: str, scope: ScopeKey) -> bool:
         """Whether a receipt with this ID exists in any *other* scope. Served by an index."""
 
-    def insert(self, row: EventRow, body: BodyRow) -> None:
-        """Store a new receipt and its body."""
+    def insert(self, row: EventRow, body: BodyRow | None) -> None:
+        """Store a new receipt and its body; ``None`` stores the receipt alone (an
+        import restores an expired receipt so, and an active one's body with
+        :meth:`EventStore.insert_body`)."""
+
+    def insert_body(self, body: BodyRow) -> None:
+        """Store the body of a receipt of the same scope and ID stored without one."""
 
     def expirable(self, as_of: int, limit: int) -> list[EventRow]:
         """Up to ``limit`` receipts, in any scope, whose body is present and

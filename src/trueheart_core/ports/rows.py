@@ -56,6 +56,8 @@ Operation = Literal[
     "stats",
     "rebuild",
     "compact",
+    "export",
+    "import",
 ]
 
 

@@ -8,7 +8,7 @@ returns or raises what it raises. The methods' docstrings are the sync face's ow
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import TypeVar
 
@@ -43,6 +43,7 @@ from trueheart_core.domain.operations import (
     IndexRebuildReport,
     StoreStats,
 )
+from trueheart_core.domain.portable import ExportReceipt, ImportReceipt, TextWriter
 from trueheart_core.domain.search.capsule import TokenEstimator
 from trueheart_core.domain.search.model import MemoryCapsule, MemoryPage, SearchQuery
 from trueheart_core.domain.semantic.embedders import Embedder
@@ -343,3 +344,11 @@ class AsyncTrueHeart:
     @same_docs_as(TrueHeart.backup)
     async def backup(self, path: str | os.PathLike[str]) -> BackupReport:
         return await self._run(lambda: self._service.backup(path))
+
+    @same_docs_as(TrueHeart.export_store)
+    async def export_store(self, out: TextWriter, *, scope: Scope | None = None) -> ExportReceipt:
+        return await self._run(lambda: self._service.export_store(out, scope=scope))
+
+    @same_docs_as(TrueHeart.import_store)
+    async def import_store(self, lines: Iterable[str] | Iterable[bytes]) -> ImportReceipt:
+        return await self._run(lambda: self._service.import_store(lines))

@@ -140,7 +140,7 @@ def _check_memories(
             for memory in memories:
                 found.checked += 1
                 try:
-                    _check_memory(memory, edges[memory.memory_id], sources)
+                    check_memory(memory, edges[memory.memory_id], sources)
                 except RowInvalid as error:
                     found.add(EntityType.MEMORY.value, memory.memory_id, memory.scope, error.code)
                     continue
@@ -184,9 +184,9 @@ def _check_search_index(uow: UnitOfWork, key: ScopeKey | None, found: _Findings)
         found.add("search_index", "", key, "posting_without_entry")
 
 
-def _check_memory(
-    memory: MemoryRow, edges: Sequence[EdgeRow], sources: dict[str, EventRow]
-) -> None:
+def check_memory(memory: MemoryRow, edges: Sequence[EdgeRow], sources: dict[str, EventRow]) -> None:
+    """Verify a memory row with its edges against its source receipts (raising
+    :class:`RowInvalid`): digests, fingerprint, snapshots, trust ceiling, deadlines."""
     record = records.memory_from_row(memory, edges)
     snapshots = [records.check_edge(e) for e in edges]
     recomputed = policy.dependency_fingerprint(record.scope, record.kind, record.source_event_ids)

@@ -8,7 +8,7 @@ on the repository port. It never sees SQL.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TypeVar
 
@@ -49,6 +49,7 @@ from trueheart_core.domain.operations import (
     IndexRebuildReport,
     StoreStats,
 )
+from trueheart_core.domain.portable import ExportReceipt, ImportReceipt, TextWriter
 from trueheart_core.domain.search.capsule import TokenEstimator, Utf8BytesEstimator
 from trueheart_core.domain.search.model import MemoryCapsule, MemoryPage, SearchQuery, status_filter
 from trueheart_core.domain.semantic.embedders import Embedder
@@ -75,6 +76,7 @@ from trueheart_core.service import (
     integrity,
     loading,
     maintenance,
+    portable,
     reading,
     records,
     writing,
@@ -830,6 +832,61 @@ class TrueHeart:
             raise ValidationError("repository", "does not support backup")
         pages, size = repository.backup(target)
         return BackupReport(target, pages, size)
+
+    def export_store(self, out: TextWriter, *, scope: Scope | None = None) -> ExportReceipt:
+        """Write the store (or only the exact ``scope``) to ``out`` as a TrueHeart export:
+        JSON Lines of format version 1 (``docs/export-format.md``), one ``out.write``
+        call per line, as of one consistent snapshot (one reading transaction). Streamed:
+        each line is written as soon as its row is read, so memory use does not grow with
+        the store. Every row is verified as it is read (``RepositoryCorruption`` for one
+        that does not; the lines written before it have no trailer, so an import refuses
+        them). Derived indexes and semantic vectors are not exported. A writer
+        that refuses text (a binary file, a closed one) raises ``ValidationError``; an
+        ``OSError`` of the writer propagates. Returns the rows written per kind and the
+        file's digest."""
+        if scope is not None and not isinstance(scope, Scope):
+            raise ValidationError("scope", "must be a Scope or None")
+        write = getattr(out, "write", None)
+        if not callable(write):
+            raise ValidationError("out", "must be a writable text stream")
+
+        def emit(line: str) -> None:
+            try:
+                write(line)
+            except (TypeError, ValueError, UnicodeError):
+                raise ValidationError("out", "must be a writable text stream") from None
+
+        exported_at = self._now()
+        with self._repository.unit_of_work("export", write=False) as uow:
+            receipt = portable.export(uow, scope, exported_at, emit)
+        logs.STORE.info("store exported: %d rows", receipt.rows)
+        return receipt
+
+    def import_store(self, lines: Iterable[str] | Iterable[bytes]) -> ImportReceipt:
+        """Store the rows of a TrueHeart export (``lines``: a file opened for reading,
+        or any iterable of its lines as ``str`` or UTF-8 ``bytes``, each with its
+        newline) into this store, which must be empty, in one writing transaction: all
+        or nothing. IDs, times, trust, statuses, lineage, tombstones and audit records
+        are stored exactly as exported; the search index is built from the memories, and
+        semantic vectors are not (``semantic_status`` shows them pending until
+        ``sync_semantic``). Before committing, the whole store is verified as
+        ``verify_integrity`` does.
+
+        Raises ``ImportRefused`` when the store is not empty or the file is not a sound
+        export: another format or schema version, a line that is not canonical JSON or
+        whose digest does not match, rows out of order, a missing or wrong trailer (a
+        truncated, reordered or edited file), an invalid row, or a row that a tombstone
+        of the file forbids. Its message names the problem and the line number, never
+        the line's content; nothing is stored."""
+        if isinstance(lines, str | bytes | bytearray) or not callable(
+            getattr(lines, "__iter__", None)
+        ):
+            raise ValidationError("lines", "must be an iterable of lines, such as a file")
+        with self._repository.unit_of_work("import", write=True) as uow:
+            receipt = portable.import_lines(uow, lines)
+            uow.commit()
+        logs.STORE.info("store imported: %d rows", receipt.rows)
+        return receipt
 
 
 # --- helpers: one function per rule, shared by the operations above ----------------------

@@ -52,7 +52,7 @@ class SQLiteEvents(Role):
         ).fetchone()
         return row is not None
 
-    def insert(self, row: EventRow, body: BodyRow) -> None:
+    def insert(self, row: EventRow, body: BodyRow | None) -> None:
         sid = self._ensure_scope(row.scope)
         self._conn.execute(
             "INSERT INTO raw_events (scope_id, event_id, source_id, source_type, "
@@ -77,9 +77,13 @@ class SQLiteEvents(Role):
                 row.digest,
             ),
         )
+        if body is not None:
+            self.insert_body(body)
+
+    def insert_body(self, body: BodyRow) -> None:
         self._conn.execute(
             "INSERT INTO raw_bodies (scope_id, event_id, content, digest) VALUES (?, ?, ?, ?)",
-            (sid, body.event_id, body.content, body.digest),
+            (self._ensure_scope(body.scope), body.event_id, body.content, body.digest),
         )
 
     def expirable(self, as_of: int, limit: int) -> list[EventRow]:

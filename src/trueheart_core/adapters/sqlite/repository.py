@@ -47,6 +47,8 @@ DIAGNOSTICS: dict[Operation, str] = {
     "stats": "statistics read failed",
     "rebuild": "index rebuild failed",
     "compact": "store compaction failed",
+    "export": "store export failed",
+    "import": "store import failed",
 }
 
 _UPGRADE_NEEDS_WRITE = "schema upgrade needs a writable store"

@@ -1,0 +1,175 @@
+"""``export`` and ``import``: a store (or one scope) as a TrueHeart export file, and an
+export file into an empty store (see docs/export-format.md).
+
+``export`` opens the store read-only and writes the file to ``--output`` (a new file) or
+to stdout, then reports what it wrote: on stdout (text, or one JSON document with
+``--json``) when the file went to ``--output``, and as one line on stderr when the export
+itself went to stdout. ``import`` creates the store when no file is at ``DB`` (and
+removes it again when the import is refused), reads ``FILE`` (``-`` for stdin) and
+prints what it stored.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import os
+import sys
+from collections.abc import Callable, Iterator
+from typing import Any, BinaryIO, TextIO
+
+from trueheart_core.adapters.sqlite import SQLiteRepository
+from trueheart_core.cli import render
+from trueheart_core.cli.commands import opened, progress
+from trueheart_core.cli.failures import CommandFailure, TargetExists
+from trueheart_core.domain.portable import ExportReceipt, ImportReceipt
+from trueheart_core.service.trueheart import TrueHeart
+
+__all__ = ["add_parsers", "export", "import_"]
+
+OK = 0
+STDIO = "-"
+
+Sub = Callable[..., argparse.ArgumentParser]
+
+
+class ExportNeedsOutput(CommandFailure):
+    """``--json`` of an export written to stdout: the document would mix with the
+    export (exit status 2)."""
+
+    status = 2
+
+    def __init__(self) -> None:
+        super().__init__("--json needs --output FILE: the export itself goes to stdout")
+
+
+class ImportFileMissing(CommandFailure):
+    """No file to import at the given path (exit status 3)."""
+
+    status = 3
+
+    def __init__(self, path: str) -> None:
+        super().__init__(f"{path}: export file not found")
+
+
+def add_parsers(sub: Sub) -> None:
+    """Register ``export`` and ``import`` with the parser's subcommand factory."""
+    p = sub("export", export, "write the store to a TrueHeart export file", scope="optional")
+    p.add_argument(
+        "--output",
+        "-o",
+        default=STDIO,
+        metavar="FILE",
+        help="path of the new export file (must not exist), or - for stdout (default)",
+    )
+    p = sub("import", import_, "load a TrueHeart export file into an empty store")
+    p.add_argument("file", metavar="FILE", help="path of the export file, or - for stdin")
+
+
+def _receipt(value: ExportReceipt | ImportReceipt) -> dict[str, Any]:
+    doc: dict[str, Any] = {
+        "scope": render.scope_text(value.scope),
+        "rows": value.rows,
+        "rows_by_kind": dict(value.counts),
+        "digest": value.digest,
+    }
+    if isinstance(value, ExportReceipt):
+        doc["exported_at"] = render.when(value.exported_at)
+    else:
+        doc["search_entries"] = value.search_entries
+    return doc
+
+
+def _report(args: argparse.Namespace, out: TextIO, doc: dict[str, Any]) -> None:
+    if args.json:
+        render.document(out, doc)
+        return
+    items: list[tuple[str, object]] = [
+        ("scope", doc["scope"] or "(whole store)"),
+        ("rows", doc["rows"]),
+    ]
+    items += [(f"rows of kind {kind}", n) for kind, n in doc["rows_by_kind"].items()]
+    items += [(k, v) for k, v in doc.items() if k not in ("scope", "rows", "rows_by_kind")]
+    render.pairs(out, items)
+
+
+@contextlib.contextmanager
+def _utf8(stream: TextIO) -> Iterator[TextIO]:
+    """UTF-8 text with ``\\n`` line ends over a text stream's bytes (when it has them),
+    whatever the locale's encoding; the stream itself is left open."""
+    stream.flush()
+    raw = getattr(stream, "buffer", None)
+    if raw is None:
+        yield stream
+        return
+    wrapper = io.TextIOWrapper(raw, encoding="utf-8", newline="\n")
+    try:
+        yield wrapper
+    finally:
+        wrapper.flush()
+        wrapper.detach()
+
+
+def export(args: argparse.Namespace, out: TextIO) -> int:
+    to_stdout = args.output == STDIO
+    if to_stdout and args.json:
+        raise ExportNeedsOutput()
+    if not to_stdout and os.path.lexists(args.output):
+        raise TargetExists(args.output, "export writes a new file")
+    with opened(args, write=False) as service:
+        if to_stdout:
+            with _utf8(out) as text:
+                receipt = service.export_store(text, scope=args.scope)
+            progress(f"exported {receipt.rows} rows, digest {receipt.digest}")
+            return OK
+        progress(f"exporting {args.db} to {args.output}")
+        receipt = _export_to_file(service, args.output, args)
+    _report(args, out, _receipt(receipt))
+    return OK
+
+
+def _export_to_file(service: TrueHeart, path: str, args: argparse.Namespace) -> ExportReceipt:
+    """Export into a new file at ``path``; a file left part-way is removed."""
+    try:
+        handle = open(path, "x", encoding="utf-8", newline="\n")  # noqa: SIM115
+    except FileExistsError:
+        raise TargetExists(path, "export writes a new file") from None
+    try:
+        with handle:
+            return service.export_store(handle, scope=args.scope)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.remove(path)
+        raise
+
+
+def _lines(path: str) -> contextlib.AbstractContextManager[BinaryIO]:
+    if path == STDIO:
+        return contextlib.nullcontext(sys.stdin.buffer)
+    try:
+        return open(path, "rb")
+    except FileNotFoundError:
+        raise ImportFileMissing(path) from None
+
+
+def _remove_store(path: str) -> None:
+    for name in (path, f"{path}-wal", f"{path}-shm", f"{path}-journal"):
+        with contextlib.suppress(OSError):
+            os.remove(name)
+
+
+def import_(args: argparse.Namespace, out: TextIO) -> int:
+    created = not os.path.lexists(args.db)
+    with _lines(args.file) as source:
+        progress(f"importing {'stdin' if args.file == STDIO else args.file} into {args.db}")
+        try:
+            repository = SQLiteRepository(args.db, busy_timeout=args.busy_timeout)
+            with TrueHeart(repository) as service:
+                receipt = service.import_store(source)
+        except BaseException:
+            if created:
+                _remove_store(args.db)
+            raise
+    _report(args, out, _receipt(receipt))
+    return OK

@@ -1,0 +1,281 @@
+"""Export of a store (or one scope) as portable JSON Lines, and its import into an
+empty store (see ``docs/export-format.md``).
+
+Service-layer functions over one unit of work; the caller opens it (a reading one for
+an export, a writing one for an import, which the caller commits). An export streams the
+port's row iterators and writes each line as it is made: memory use does not grow with
+the store. Every row is verified as it is read, so a damaged store is never exported.
+An import checks each line (its digest, the chain, the order of kinds, the row itself)
+as it stores it, refuses a row that a tombstone of the file forbids, builds the search
+index the normal way, and finally verifies the whole store it built; any failure raises
+``ImportRefused`` and the caller's unit rolls back.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from trueheart_core.domain import portable as fmt
+from trueheart_core.domain.model import Scope
+from trueheart_core.domain.portable import ExportReceipt, ImportReceipt
+from trueheart_core.errors import ImportRefused, ValidationError
+from trueheart_core.ports import (
+    ClaimRow,
+    EdgeRow,
+    MemoryRow,
+    ScopeKey,
+    UnitOfWork,
+)
+from trueheart_core.service import integrity, loading, records
+from trueheart_core.service import portable_rows as rows
+from trueheart_core.service import search as searching
+from trueheart_core.service.records import RowInvalid, scope_key
+
+Write = Callable[[str], None]
+Row = dict[str, Any]
+
+
+def _verified(diagnostic: str, check: Callable[..., object], *args: Any) -> None:
+    try:
+        check(*args)
+    except (RowInvalid, ValueError, TypeError, OverflowError):
+        loading.corrupt(diagnostic)
+
+
+def _events(uow: UnitOfWork, key: ScopeKey | None) -> Iterator[Row]:
+    for row in uow.events.iter(key):
+        _verified("invalid raw event record", records.receipt_from_row, row)
+        yield rows.event_line(row)
+
+
+def _bodies(uow: UnitOfWork, key: ScopeKey | None) -> Iterator[Row]:
+    for body in uow.events.iter_bodies(key):
+        receipt = uow.events.get(body.scope, (body.event_id,)).get(body.event_id)
+        if receipt is None:
+            loading.corrupt("invalid raw body record")
+        _verified("invalid raw body record", records.check_body, body, receipt.content_hash)
+        yield rows.body_line(body)
+
+
+def _memory_row(uow: UnitOfWork, row: MemoryRow) -> list[EdgeRow]:
+    edges = uow.memories.edges(row.scope, (row.memory_id,))
+    _verified("invalid memory record", records.memory_from_row, row, edges)
+    return edges
+
+
+def _memories(uow: UnitOfWork, key: ScopeKey | None) -> Iterator[Row]:
+    for row in uow.memories.iter(key):
+        yield rows.memory_line(row, _memory_row(uow, row))
+
+
+def _claims(uow: UnitOfWork, key: ScopeKey | None) -> Iterator[Row]:
+    for row in uow.claims.iter(key):
+        memory = uow.memories.get(row.scope, row.claim_id)
+        if memory is None:
+            loading.corrupt("invalid claim record")
+        edges = _memory_row(uow, memory)
+        _verified("invalid claim record", _claim_of, row, memory, edges)
+        yield rows.claim_line(row)
+
+
+def _claim_of(row: ClaimRow, memory: MemoryRow, edges: list[EdgeRow]) -> None:
+    records.claim_from_row(row, records.memory_from_row(memory, edges))
+
+
+def _extractions(uow: UnitOfWork, key: ScopeKey | None) -> Iterator[Row]:
+    for row in uow.claims.iter_extractions(key):
+        _verified("invalid extraction record", records.extraction_from_row, row)
+        yield rows.extraction_line(row)
+
+
+def _tombstones(uow: UnitOfWork, key: ScopeKey | None) -> Iterator[Row]:
+    for row in uow.tombstones.iter(key):
+        _verified("invalid tombstone", records.check_tombstone, row)
+        yield rows.tombstone_line(row)
+
+
+def _audits(uow: UnitOfWork, key: ScopeKey | None) -> Iterator[Row]:
+    for row in uow.audit.iter(key):
+        _verified("invalid audit record", records.audit_from_row, row)
+        yield rows.audit_line(row)
+
+
+_EXPORTERS: tuple[Callable[[UnitOfWork, ScopeKey | None], Iterator[Row]], ...] = (
+    _events,
+    _bodies,
+    _memories,
+    _claims,
+    _extractions,
+    _tombstones,
+    _audits,
+)
+
+
+def export(
+    uow: UnitOfWork, scope: Scope | None, exported_at: datetime, write: Write
+) -> ExportReceipt:
+    """Write the header, every row of the scope (or the store) kind by kind, and the
+    trailer, one line per ``write`` call, each line as soon as its row is read."""
+    key = None if scope is None else scope_key(scope)
+    header = {
+        "format": fmt.FORMAT,
+        "version": fmt.VERSION,
+        "schema": fmt.SCHEMA,
+        "scope": fmt.scope_object(scope),
+        "exported_at": fmt.iso(records.to_us(exported_at)),
+    }
+    write(fmt.canonical(header) + "\n")
+    chain = fmt.chain_start(header)
+    counts: dict[str, int] = {}
+    for kind, exporter in zip(fmt.KINDS, _EXPORTERS, strict=True):
+        for obj in exporter(uow, key):
+            digest = fmt.line_digest(obj)
+            obj["digest"] = digest
+            write(fmt.canonical(obj) + "\n")
+            chain = fmt.chain_next(chain, digest)
+            counts[kind] = counts.get(kind, 0) + 1
+    total = sum(counts.values())
+    write(fmt.canonical({"kind": fmt.END, "rows": total, "digest": chain}) + "\n")
+    return ExportReceipt(scope, exported_at, total, fmt.kind_counts(counts), chain)
+
+
+@dataclass(slots=True)
+class _Lines:
+    """The lines of a file, numbered from 1, each checked to be one canonical JSON
+    object ending with a newline."""
+
+    source: Iterator[object]
+    number: int = 0
+
+    def next(self) -> tuple[str, Row] | None:
+        self.number += 1
+        try:
+            raw = next(self.source)
+        except StopIteration:
+            return None
+        except UnicodeError:
+            raise ImportRefused("not UTF-8 text", self.number) from None
+        except ValueError:  # a closed file
+            raise ValidationError("lines", "must be readable") from None
+        if isinstance(raw, bytes | bytearray):
+            try:
+                raw = bytes(raw).decode("utf-8")
+            except UnicodeError:
+                raise ImportRefused("not UTF-8 text", self.number) from None
+        if not isinstance(raw, str):
+            raise ValidationError("lines", "must yield str or bytes lines")
+        try:
+            raw.encode("utf-8")  # a str line may hold lone surrogates
+        except UnicodeError:
+            raise ImportRefused("not UTF-8 text", self.number) from None
+        if not raw.endswith("\n"):
+            raise ImportRefused("incomplete line (the file is truncated)", self.number)
+        text = raw[:-1]
+        try:
+            obj = json.loads(text)
+            if not isinstance(obj, dict) or fmt.canonical(obj) != text:
+                raise ValueError("not canonical")
+        except (ValueError, TypeError, RecursionError):
+            raise ImportRefused("not a line of canonical JSON", self.number) from None
+        return text, obj
+
+
+def _header(lines: _Lines) -> tuple[Row, Scope | None]:
+    found = lines.next()
+    if found is None:
+        raise ImportRefused("empty file", 1)
+    _, obj = found
+    if set(obj) != {"format", "version", "schema", "scope", "exported_at"} or (
+        obj["format"] != fmt.FORMAT
+    ):
+        raise ImportRefused("not a TrueHeart export header", 1)
+    if type(obj["version"]) is not int or obj["version"] != fmt.VERSION:
+        raise ImportRefused("unsupported format version", 1)
+    if type(obj["schema"]) is not int or obj["schema"] != fmt.SCHEMA:
+        raise ImportRefused("unsupported schema version", 1)
+    try:
+        fmt.microseconds(obj["exported_at"])
+        scope = None if obj["scope"] is None else records.scope_of(rows.scope_key_of(obj["scope"]))
+    except (ValueError, ValidationError, RowInvalid):
+        raise ImportRefused("invalid header", 1) from None
+    return obj, scope
+
+
+def _require_empty(uow: UnitOfWork) -> None:
+    counts = uow.operations.count_rows(None)
+    if any(value != 0 for value in counts.values()):
+        raise ImportRefused("the target store is not empty")
+
+
+def _store_line(uow: UnitOfWork, obj: Row, scope: Scope | None) -> None:
+    try:
+        key = rows.scope_key_of(obj["scope"])
+        if scope is not None and key != scope_key(scope):
+            raise rows.Problem("row outside the exported scope")
+        rows.STORES[obj["kind"]](uow, key, obj)
+    except (
+        RowInvalid,
+        ValidationError,
+        ValueError,
+        TypeError,
+        KeyError,
+        OverflowError,
+        RecursionError,
+    ):
+        raise rows.Problem(rows.INVALID_ROW) from None
+
+
+def import_lines(uow: UnitOfWork, source: Iterable[object]) -> ImportReceipt:
+    """Store every row of an export into the empty store of ``uow``, then build the
+    search index and verify the store; raise ``ImportRefused`` at the first fault."""
+    _require_empty(uow)
+    lines = _Lines(iter(source))
+    header, scope = _header(lines)
+    chain = fmt.chain_start(header)
+    counts: dict[str, int] = {}
+    position = 0
+    while True:
+        found = lines.next()
+        if found is None:
+            raise ImportRefused("no trailer (the file is truncated)", lines.number)
+        _, obj = found
+        kind = obj.get("kind")
+        if kind == fmt.END:
+            _trailer(obj, chain, sum(counts.values()), lines.number)
+            break
+        if not isinstance(kind, str) or kind not in fmt.KINDS:
+            raise ImportRefused("unknown kind", lines.number)
+        if fmt.KINDS.index(kind) < position:
+            raise ImportRefused("rows out of order", lines.number)
+        position = fmt.KINDS.index(kind)
+        digest = obj.get("digest")
+        if not isinstance(digest, str) or digest != fmt.line_digest(obj):
+            raise ImportRefused("line digest mismatch", lines.number)
+        chain = fmt.chain_next(chain, digest)
+        del obj["digest"]
+        try:
+            _store_line(uow, obj, scope)
+        except rows.Problem as problem:
+            raise ImportRefused(problem.problem, lines.number) from None
+        counts[kind] = counts.get(kind, 0) + 1
+    if lines.next() is not None:
+        raise ImportRefused("lines after the trailer", lines.number)
+    indexed = searching.rebuild(uow)
+    report = integrity.verify(uow, None)
+    if report.problems:
+        raise ImportRefused(f"the imported store does not verify ({report.problems[0].code})")
+    total = sum(counts.values())
+    return ImportReceipt(scope, total, fmt.kind_counts(counts), chain, indexed)
+
+
+def _trailer(obj: Row, chain: str, rows: int, number: int) -> None:
+    if set(obj) != {"kind", "rows", "digest"}:
+        raise ImportRefused("invalid trailer", number)
+    if type(obj["rows"]) is not int or obj["rows"] != rows:
+        raise ImportRefused("row count mismatch (the file is truncated or edited)", number)
+    if obj["digest"] != chain:
+        raise ImportRefused("file digest mismatch (rows reordered, removed or edited)", number)

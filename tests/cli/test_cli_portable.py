@@ -1,0 +1,192 @@
+"""``trueheart export`` and ``trueheart import``, run as ``python -m trueheart_core.cli``
+in a child process: files and stdout, scopes, reports, refusals and exit statuses."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from trueheart_core import (
+    EntityType,
+    GovernanceAction,
+    GovernanceCommand,
+    MemoryDraft,
+    RawEventDraft,
+    RecallQuery,
+    RetentionPolicy,
+    Scope,
+    SourceRef,
+    SQLiteRepository,
+    TrueHeart,
+    TrustLevel,
+)
+
+SRC = Path(__file__).resolve().parents[2] / "src"
+NOW = datetime(2026, 8, 13, 12, 0, tzinfo=UTC)
+SCOPE = Scope("acme", "agent", "user-1")
+ODD = Scope("acme", "a/b", "50%")
+RETENTION = RetentionPolicy(timedelta(days=7), timedelta(days=30), timedelta(days=90))
+
+
+def run(cwd: Path, *args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+    env = {key: value for key, value in os.environ.items() if not key.startswith("PYTHON")}
+    env["PYTHONPATH"] = str(SRC)
+    env["PYTHONIOENCODING"] = "ascii"  # the export is UTF-8 whatever the locale says
+    return subprocess.run(
+        [sys.executable, "-m", "trueheart_core.cli", *args],
+        cwd=cwd,
+        env=env,
+        input=stdin,
+        stdin=None if stdin is not None else subprocess.DEVNULL,
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def ok_json(cwd: Path, *args: str) -> Any:
+    done = run(cwd, *args, "--json")
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def last_error(done: subprocess.CompletedProcess[bytes]) -> str:
+    assert b"Traceback" not in done.stderr
+    return done.stderr.decode().splitlines()[-1]
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Path:
+    path = tmp_path / "store.db"
+    source = SourceRef("chat", "chat", NOW, TrustLevel.OBSERVED)
+    with TrueHeart(SQLiteRepository(path), clock=lambda: NOW) as service:
+        service.ingest_events(
+            [
+                RawEventDraft("evt-1", SCOPE, source, "I drink green tea. ✓", RETENTION),
+                RawEventDraft("evt-2", SCOPE, source, "My sister lives in Lisbon.", RETENTION),
+                RawEventDraft("evt-1", ODD, source, "odd scope body", RETENTION),
+            ]
+        )
+        for memory_id, scope, event_id, content in (
+            ("mem-1", SCOPE, "evt-1", "Drinks green tea."),
+            ("mem-2", SCOPE, "evt-2", "Sister in Lisbon."),
+            ("mem-3", SCOPE, "evt-2", "Visits Lisbon often."),
+            ("mem-1", ODD, "evt-1", "odd scope memory"),
+        ):
+            service.materialize_once(
+                MemoryDraft(
+                    memory_id, scope, content, (event_id,), "fact", TrustLevel.OBSERVED, NOW
+                )
+            )
+        service.govern(
+            GovernanceCommand(
+                SCOPE, GovernanceAction.FORGET, EntityType.MEMORY, "mem-3", NOW, "request"
+            )
+        )
+    return path
+
+
+def _recall(path: Path, scope: Scope) -> object:
+    with TrueHeart(SQLiteRepository(path, read_only=True)) as service:
+        return service.recall(RecallQuery(scope, NOW))
+
+
+def test_export_to_a_file_and_import_it_into_a_new_store(store: Path, tmp_path: Path) -> None:
+    exported = ok_json(tmp_path, "export", str(store), "--output", "out.jsonl")
+    assert exported["rows"] == sum(exported["rows_by_kind"].values())
+    assert exported["rows_by_kind"]["memory"] == 3 and exported["scope"] is None
+    lines = (tmp_path / "out.jsonl").read_bytes().decode("utf-8").splitlines()
+    assert json.loads(lines[0])["format"] == "trueheart-export"
+    assert "✓" in lines[1] + lines[2] + lines[3] + lines[4] + lines[5] + lines[6]
+    imported = ok_json(tmp_path, "import", "new.db", "out.jsonl")
+    assert (imported["rows"], imported["digest"]) == (exported["rows"], exported["digest"])
+    assert imported["search_entries"] == 3
+    for scope in (SCOPE, ODD):
+        assert _recall(tmp_path / "new.db", scope) == _recall(store, scope)
+    verified = run(tmp_path, "verify", "new.db")
+    assert verified.returncode == 0, verified.stderr
+
+
+def test_export_to_stdout_reports_on_stderr_and_pipes_into_import(
+    store: Path, tmp_path: Path
+) -> None:
+    done = run(tmp_path, "export", str(store), "--scope", "acme/a%2Fb/50%25")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.decode("utf-8").splitlines()
+    assert json.loads(lines[0])["scope"] == {
+        "tenant_id": "acme",
+        "owner_id": "a/b",
+        "subject_id": "50%",
+    }
+    assert last_error(done).startswith(f"trueheart: exported {len(lines) - 2} rows, digest ")
+    imported = run(tmp_path, "import", "odd.db", "-", "--json", stdin=done.stdout)
+    assert imported.returncode == 0, imported.stderr
+    assert json.loads(imported.stdout)["scope"] == "acme/a%2Fb/50%25"
+    assert _recall(tmp_path / "odd.db", ODD) == _recall(store, ODD)
+    assert _recall(tmp_path / "odd.db", SCOPE) == ()
+
+
+def test_text_reports(store: Path, tmp_path: Path) -> None:
+    done = run(tmp_path, "export", str(store), "-o", "out.jsonl")
+    assert done.returncode == 0, done.stderr
+    text = done.stdout.decode()
+    assert text.startswith("scope ") and "(whole store)" in text
+    assert "rows of kind event" in text and "digest" in text and "exported_at" in text
+    done = run(tmp_path, "import", "new.db", "out.jsonl")
+    assert done.returncode == 0, done.stderr
+    assert "search_entries" in done.stdout.decode()
+
+
+def test_export_refuses_an_existing_output_and_json_to_stdout(store: Path, tmp_path: Path) -> None:
+    (tmp_path / "taken.jsonl").write_text("mine", encoding="utf-8")
+    done = run(tmp_path, "export", str(store), "-o", "taken.jsonl")
+    assert done.returncode == 1
+    assert last_error(done) == "trueheart: taken.jsonl: must not exist (export writes a new file)"
+    assert (tmp_path / "taken.jsonl").read_text(encoding="utf-8") == "mine"
+    done = run(tmp_path, "export", str(store), "--json")
+    assert done.returncode == 2
+    assert json.loads(done.stdout)["error"] == "ExportNeedsOutput"
+    missing = run(tmp_path, "export", "missing.db", "-o", "x.jsonl")
+    assert missing.returncode == 3 and not (tmp_path / "x.jsonl").exists()
+    assert not (tmp_path / "missing.db").exists()
+
+
+def test_import_refuses_a_store_that_is_not_empty(store: Path, tmp_path: Path) -> None:
+    assert run(tmp_path, "export", str(store), "-o", "out.jsonl").returncode == 0
+    before = store.read_bytes()
+    done = run(tmp_path, "import", str(store), "out.jsonl")
+    assert done.returncode == 1
+    assert last_error(done) == "trueheart: import refused: the target store is not empty"
+    assert store.exists() and _recall(store, SCOPE) != ()
+    assert len(store.read_bytes()) == len(before)
+
+
+def test_a_refused_import_leaves_no_new_store(store: Path, tmp_path: Path) -> None:
+    assert run(tmp_path, "export", str(store), "-o", "out.jsonl").returncode == 0
+    whole = (tmp_path / "out.jsonl").read_bytes()
+    (tmp_path / "cut.jsonl").write_bytes(whole[: len(whole) // 2])
+    done = run(tmp_path, "import", "new.db", "cut.jsonl", "--json")
+    assert done.returncode == 1
+    error = json.loads(done.stdout)
+    assert error["error"] == "ImportRefused"
+    assert error["message"].startswith("import refused: line ")
+    assert "tea" not in error["message"] and "Lisbon" not in error["message"]
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith("new.db")] == []
+    missing = run(tmp_path, "import", "new.db", "nothing.jsonl")
+    assert missing.returncode == 3
+    assert last_error(missing) == "trueheart: nothing.jsonl: export file not found"
+    assert not (tmp_path / "new.db").exists()
+
+
+def test_import_into_an_existing_empty_store(store: Path, tmp_path: Path) -> None:
+    assert run(tmp_path, "export", str(store), "-o", "out.jsonl").returncode == 0
+    SQLiteRepository(tmp_path / "empty.db").close()
+    imported = ok_json(tmp_path, "import", "empty.db", "out.jsonl")
+    assert imported["rows_by_kind"]["memory"] == 3

@@ -1,0 +1,633 @@
+"""Export of a store as portable JSON Lines and its import into an empty store: a rich
+store round-trips with every read answer unchanged, a scope export holds only that
+scope, a damaged or foreign file is refused naming the line only and leaves the target
+empty, erased subjects stay erased, and the export is streamed."""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import json
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import datetime, timedelta
+from typing import Any
+
+import pytest
+from conformance_builders import (
+    ERASED_AT,
+    NOW,
+    OTHER_SCOPE,
+    SCOPE,
+    claim,
+    command,
+    event,
+    memory,
+    populate_subject,
+)
+
+from trueheart_core import (
+    AsyncTrueHeart,
+    ClaimQuery,
+    EntityDeleted,
+    EntityType,
+    ExportReceipt,
+    GovernanceAction,
+    HashingEmbedder,
+    ImportReceipt,
+    ImportRefused,
+    MemoryStatus,
+    RecallQuery,
+    Scope,
+    SearchQuery,
+    TrueHeart,
+    TrueHeartError,
+    ValidationError,
+)
+from trueheart_core.domain import portable as fmt
+from trueheart_core.ports import Repository
+from trueheart_core.service import records
+
+ERASED_SCOPE = Scope("tenant", "owner", "erased-subject")
+THIRD_SCOPE = Scope("tenant-2", "owner-2", "subject")
+LATER = NOW + timedelta(days=3)
+
+
+def populate(service: TrueHeart) -> None:
+    """Every kind of row: several scopes, events with and without bodies, memories with
+    lineage (active, sealed, forgotten, deleted), claims (one superseded), an extraction,
+    expired retention, an erased subject, a deleted event, and their audit records."""
+    populate_subject(service)
+    service.ingest_events(
+        [
+            event("evt-s", content="supersede source"),
+            event("evt-d", content="to be deleted"),
+            event("evt-e1", scope=ERASED_SCOPE, content="zqxerasedraw body"),
+            event("evt-t", scope=THIRD_SCOPE, content="third scope raw", metadata={"k": [1, 2.5]}),
+        ]
+    )
+    service.materialize_claim(
+        claim("claim-2", ("evt-s",), value="light", supersedes="claim-1", created_at=LATER)
+    )
+    service.materialize_once(memory("mem-d", ("evt-d",), content="depends on deleted"))
+    service.materialize_once(memory("mem-del", ("evt-s",), content="deleted memory zqx"))
+    service.materialize_once(
+        memory("mem-e1", ("evt-e1",), scope=ERASED_SCOPE, content="zqxerasedmem note")
+    )
+    service.materialize_once(
+        memory(
+            "mem-t",
+            ("evt-t",),
+            scope=THIRD_SCOPE,
+            content="third scope memory shared",
+            kind="plan",
+            metadata={"nested": {"ü": "✓"}},
+        )
+    )
+    service.govern(command(GovernanceAction.DELETE, "mem-del"))
+    service.govern(command(GovernanceAction.DELETE, "evt-d", entity_type=EntityType.RAW_EVENT))
+    service.erase_subject(ERASED_SCOPE, occurred_at=ERASED_AT)
+
+
+SCOPES = (SCOPE, OTHER_SCOPE, ERASED_SCOPE, THIRD_SCOPE)
+
+
+def _outcome(call: Callable[[], object]) -> object:
+    try:
+        return call()
+    except TrueHeartError as error:
+        return (type(error).__name__, str(error))
+
+
+def _stats(service: TrueHeart, scope: Scope | None) -> object:
+    found = service.stats(scope)
+    # Sizes are the storage's own; every count must match.
+    return dataclasses.replace(
+        found, database_bytes=None, wal_bytes=None, storage_bytes=None, storage_detail=()
+    )
+
+
+IDS = [
+    "evt-0",
+    "evt-1",
+    "evt-2",
+    "evt-3",
+    "evt-4",
+    "evt-5",
+    "evt-old",
+    "evt-x",
+    "evt-s",
+    "evt-d",
+    "evt-e1",
+    "evt-t",
+    "mem-0",
+    "mem-1",
+    "mem-2",
+    "mem-3",
+    "mem-4",
+    "mem-5",
+    "mem-sealed",
+    "mem-old",
+    "mem-d",
+    "mem-del",
+    "mem-e1",
+    "mem-t",
+    "claim-1",
+    "claim-2",
+    "missing",
+]
+
+
+def answers(service: TrueHeart) -> dict[str, object]:
+    """Every read answer of the populated store."""
+    found: dict[str, object] = {
+        "scopes": service.scopes(),
+        "stats": _stats(service, None),
+        "integrity": service.verify_integrity(),
+    }
+    for scope in SCOPES:
+        name = "/".join((scope.tenant_id, scope.owner_id, scope.subject_id))
+        for as_of in (NOW, LATER, NOW + timedelta(days=200)):
+            found[f"{name} recall {as_of}"] = service.recall(RecallQuery(scope, as_of))
+            found[f"{name} search {as_of}"] = service.search(SearchQuery(scope, "shared", as_of))
+            found[f"{name} claims {as_of}"] = service.claims(ClaimQuery(scope, as_of))
+        for status in (None, MemoryStatus.SEALED):
+            found[f"{name} list {status}"] = service.list_memories(scope, status=status)
+        found[f"{name} audit"] = service.audit(scope, limit=100)
+        found[f"{name} stats"] = _stats(service, scope)
+        found[f"{name} verify"] = service.verify_integrity(scope)
+        for entity_id in IDS:
+            found[f"{name} memory {entity_id}"] = _outcome(
+                lambda s=scope, i=entity_id: service.get_memory(s, i)
+            )
+            found[f"{name} receipt {entity_id}"] = _outcome(
+                lambda s=scope, i=entity_id: service.get_receipt(s, i)
+            )
+            found[f"{name} extraction {entity_id}"] = _outcome(
+                lambda s=scope, i=entity_id: service.get_extraction(s, i)
+            )
+    return found
+
+
+def exported(service: TrueHeart, scope: Scope | None = None) -> tuple[str, ExportReceipt]:
+    out = io.StringIO()
+    receipt = service.export_store(out, scope=scope)
+    return out.getvalue(), receipt
+
+
+def _without_exported_at(text: str) -> list[str]:
+    lines = text.splitlines(keepends=True)
+    header = json.loads(lines[0])
+    header["exported_at"] = ""
+    return [json.dumps(header), *lines[1:]]
+
+
+def _is_empty(service: TrueHeart) -> bool:
+    stats = service.stats()
+    return (
+        stats.events,
+        stats.memories,
+        stats.claims,
+        stats.extraction_records,
+        stats.tombstones,
+        stats.audit_records,
+        stats.search_entries,
+    ) == (0, 0, 0, 0, 0, 0, 0) and exported(service)[1].rows == 0
+
+
+def test_a_rich_store_round_trips_with_every_answer_unchanged(
+    service: TrueHeart, fresh_repository: Callable[[], Repository], clock: Callable[[], datetime]
+) -> None:
+    populate(service)
+    before = answers(service)
+    assert before["integrity"] == service.verify_integrity()
+    assert service.verify_integrity().problems == ()
+    text, receipt = exported(service)
+    target = TrueHeart(fresh_repository(), clock=clock)
+    imported = target.import_store(io.StringIO(text))
+    assert isinstance(imported, ImportReceipt)
+    assert (imported.rows, imported.counts, imported.digest) == (
+        receipt.rows,
+        receipt.counts,
+        receipt.digest,
+    )
+    assert imported.scope is None and imported.search_entries > 0
+    after = answers(target)
+    assert after.keys() == before.keys()
+    for key in before:
+        assert after[key] == before[key], key
+    assert target.verify_integrity().problems == ()
+    counts = dict(receipt.counts)
+    assert all(counts[kind] > 0 for kind in fmt.KINDS), counts
+    assert receipt.rows == sum(counts.values()) == len(text.splitlines()) - 2
+
+
+def test_the_export_of_an_import_is_the_same_file_but_its_time(
+    service: TrueHeart, fresh_repository: Callable[[], Repository]
+) -> None:
+    populate(service)
+    text, _ = exported(service)
+    target = TrueHeart(fresh_repository(), clock=lambda: NOW + timedelta(days=9))
+    target.import_store(io.StringIO(text))
+    again, receipt = exported(target)
+    assert receipt.exported_at == NOW + timedelta(days=9)
+    assert again != text
+    assert _without_exported_at(again) == _without_exported_at(text)
+    assert again.splitlines()[-1] == text.splitlines()[-1]  # the digest ignores the time
+
+
+def test_the_file_is_the_documented_format(service: TrueHeart) -> None:
+    populate(service)
+    text, receipt = exported(service)
+    lines = text.split("\n")
+    assert lines[-1] == ""  # every line ends with a newline
+    objects = [json.loads(line) for line in lines[:-1]]
+    for line, obj in zip(lines, objects, strict=False):
+        assert line == json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    header, rows, trailer = objects[0], objects[1:-1], objects[-1]
+    assert header == {
+        "format": "trueheart-export",
+        "version": 1,
+        "schema": fmt.SCHEMA,
+        "scope": None,
+        "exported_at": "2026-08-13T12:00:00.000000Z",
+    }
+    chain = fmt.chain_start(json.loads(lines[0]))
+    kinds = []
+    for obj in rows:
+        digest = obj.pop("digest")
+        assert digest == fmt.line_digest(obj)
+        chain = fmt.chain_next(chain, digest)
+        kinds.append(obj["kind"])
+    assert kinds == sorted(kinds, key=fmt.KINDS.index)
+    assert trailer == {"kind": "end", "rows": len(rows), "digest": chain}
+    assert chain == receipt.digest
+    by_kind = {obj["kind"]: obj for obj in rows}
+    assert by_kind["event"]["ingested_at"] == "2026-08-13T12:00:00.000000Z"
+    assert {obj["status"] for obj in rows if obj["kind"] == "event"} == {"active", "expired"}
+    assert all(isinstance(obj["content"], str) for obj in rows if obj["kind"] == "body")
+    assert {"evt-0", "evt-1"} <= {
+        edge["event_id"] for obj in rows if obj["kind"] == "memory" for edge in obj["lineage"]
+    }
+
+
+def test_a_scope_export_holds_only_that_scope(
+    service: TrueHeart, fresh_repository: Callable[[], Repository], clock: Callable[[], datetime]
+) -> None:
+    populate(service)
+    text, receipt = exported(service, THIRD_SCOPE)
+    assert receipt.scope == THIRD_SCOPE
+    objects = [json.loads(line) for line in text.splitlines()]
+    assert objects[0]["scope"] == {
+        "tenant_id": "tenant-2",
+        "owner_id": "owner-2",
+        "subject_id": "subject",
+    }
+    assert all(obj["scope"] == objects[0]["scope"] for obj in objects[1:-1])
+    assert dict(receipt.counts)["memory"] == 1
+    target = TrueHeart(fresh_repository(), clock=clock)
+    assert target.import_store(io.StringIO(text)).scope == THIRD_SCOPE
+    assert target.scopes() == (THIRD_SCOPE,)
+    assert target.list_memories(THIRD_SCOPE) == service.list_memories(THIRD_SCOPE)
+    assert target.verify_integrity().problems == ()
+    # A row of another scope in a scope's file is refused.
+    foreign, _ = exported(service, OTHER_SCOPE)
+    own = text.splitlines(keepends=True)
+    mixed = _rechained(own[:2] + foreign.splitlines(keepends=True)[1:2] + own[2:])
+    other = TrueHeart(fresh_repository(), clock=clock)
+    with pytest.raises(ImportRefused, match="row outside the exported scope"):
+        other.import_store(io.StringIO(mixed))
+    assert _is_empty(other)
+
+
+def test_an_erased_subject_stays_erased_after_import(
+    service: TrueHeart, fresh_repository: Callable[[], Repository], clock: Callable[[], datetime]
+) -> None:
+    populate(service)
+    text, _ = exported(service)
+    assert "zqxerased" not in text
+    target = TrueHeart(fresh_repository(), clock=clock)
+    target.import_store(io.StringIO(text))
+    for store in (service, target):
+        with pytest.raises(EntityDeleted):
+            store.ingest_event(event("evt-e1", scope=ERASED_SCOPE, content="zqxerasedraw body"))
+        store.ingest_event(event("evt-new", scope=ERASED_SCOPE))
+        with pytest.raises(EntityDeleted):
+            store.materialize_once(memory("mem-e1", ("evt-new",), scope=ERASED_SCOPE))
+        with pytest.raises(EntityDeleted):
+            store.get_memory(ERASED_SCOPE, "mem-e1")
+        # The deleted event and memory of a live scope stay deleted too.
+        with pytest.raises(EntityDeleted):
+            store.ingest_event(event("evt-d", content="to be deleted"))
+        with pytest.raises(EntityDeleted):
+            store.materialize_once(memory("mem-del", ("evt-s",), content="deleted memory zqx"))
+    assert [a.action for a in target.audit(ERASED_SCOPE)] == [
+        a.action for a in service.audit(ERASED_SCOPE)
+    ]
+
+
+def test_vectors_are_not_exported_and_sync_re_derives_them(
+    repository: Repository,
+    fresh_repository: Callable[[], Repository],
+    clock: Callable[[], datetime],
+) -> None:
+    source = TrueHeart(repository, clock=clock, embedder=HashingEmbedder())
+    populate(source)
+    status = source.semantic_status(SCOPE)
+    assert status.memories > 0 and status.indexed == status.memories
+    text, _ = exported(source)
+    assert "vector" not in text
+    target = TrueHeart(fresh_repository(), clock=clock, embedder=HashingEmbedder())
+    target.import_store(io.StringIO(text))
+    pending = target.semantic_status(SCOPE)
+    assert (pending.memories, pending.indexed) == (status.memories, 0)
+    assert len(pending.missing_memory_ids) + len(pending.missing_claim_ids) == status.memories
+    synced = target.sync_semantic(SCOPE)
+    assert synced == status
+    query = SearchQuery(SCOPE, "memory shared", NOW)
+    assert target.search(query) == source.search(query)
+
+
+# --- refusals ---------------------------------------------------------------------------
+
+
+def _rechained(lines: list[str]) -> str:
+    """Lines with fresh row digests and a fresh trailer: a file edited by someone who
+    recomputed every digest."""
+    header = lines[0].rstrip("\n")
+    chain = fmt.chain_start(json.loads(header))
+    out = [header + "\n"]
+    rows = 0
+    for line in lines[1:]:
+        obj = json.loads(line)
+        if obj["kind"] == "end":
+            continue
+        obj["digest"] = fmt.line_digest(obj)
+        chain = fmt.chain_next(chain, obj["digest"])
+        out.append(fmt.canonical(obj) + "\n")
+        rows += 1
+    out.append(fmt.canonical({"kind": "end", "rows": rows, "digest": chain}) + "\n")
+    return "".join(out)
+
+
+def _line_of(lines: list[str], kind: str, **fields: Any) -> int:
+    for number, line in enumerate(lines):
+        obj = json.loads(line)
+        if obj.get("kind") == kind and all(obj.get(k) == v for k, v in fields.items()):
+            return number
+    raise AssertionError(kind)
+
+
+def _edit(lines: list[str], number: int, **changes: Any) -> list[str]:
+    obj = json.loads(lines[number])
+    obj.update(changes)
+    return [*lines[:number], fmt.canonical(obj) + "\n", *lines[number + 1 :]]
+
+
+def _damaged(text: str) -> Iterator[tuple[str, str, int | None, str]]:
+    """``(name, file, line number, problem)`` of each refused file."""
+    lines = text.splitlines(keepends=True)
+    memory_line = _line_of(lines, "memory", memory_id="mem-1")
+    body_line = _line_of(lines, "body")
+    yield "truncated", "".join(lines[:-1]), len(lines), "no trailer (the file is truncated)"
+    yield "cut in a line", "".join(lines)[:-5], len(lines), "incomplete line"
+    yield "row dropped", "".join(lines[:-2] + lines[-1:]), len(lines) - 1, "row count mismatch"
+    swapped = [*lines[:1], lines[2], lines[1], *lines[3:]]
+    yield "reordered", "".join(swapped), len(lines), "file digest mismatch"
+    body = json.loads(lines[body_line])
+    body["content"] = body["content"] + "!"
+    edited = [*lines[:body_line], fmt.canonical(body) + "\n", *lines[body_line + 1 :]]
+    yield "edited", "".join(edited), body_line + 1, "line digest mismatch"
+    rechained = _rechained(_edit(lines, body_line, content=body["content"]))
+    yield "edited and rechained", rechained, body_line + 1, "invalid row"
+    trust = _rechained(_edit(lines, memory_line, trust=2))
+    yield "trust raised and rechained", trust, memory_line + 1, "invalid row"
+    spaced = [*lines[:1], lines[1].replace(":", ": ", 1), *lines[2:]]
+    yield "not canonical", "".join(spaced), 2, "not a line of canonical JSON"
+    header = json.loads(lines[0])
+    yield (
+        "wrong version",
+        fmt.canonical({**header, "version": 2}) + "\n" + "".join(lines[1:]),
+        1,
+        "unsupported format version",
+    )
+    yield (
+        "wrong schema",
+        fmt.canonical({**header, "schema": 5}) + "\n" + "".join(lines[1:]),
+        1,
+        "unsupported schema version",
+    )
+    yield "not an export", '{"hello":1}\n', 1, "not a TrueHeart export header"
+    yield "empty", "", 1, "empty file"
+    yield "after the trailer", text + lines[1], len(lines) + 1, "lines after the trailer"
+    out_of_order = _rechained(lines[:1] + lines[-2:-1] + lines[1:-2] + lines[-1:])
+    yield "kinds out of order", out_of_order, 3, "rows out of order"
+    binary = "".join(lines[:2]) + "\udcff\n"
+    yield "not text", binary, 3, "not UTF-8 text"
+    surrogate = "".join(_edit(lines, body_line, content="\udcff"))
+    yield "lone surrogate", surrogate, body_line + 1, "not UTF-8 text"
+    lone = _line_of(lines, "body", event_id="evt-5")  # its one memory was forgotten
+    no_body = _rechained([*lines[:lone], *lines[lone + 1 :]])
+    yield "body dropped", no_body, None, "the imported store does not verify (body_status_mismatch)"
+
+
+def test_a_damaged_or_foreign_file_is_refused_naming_its_line_and_nothing_is_stored(
+    service: TrueHeart, fresh_repository: Callable[[], Repository], clock: Callable[[], datetime]
+) -> None:
+    populate(service)
+    text, _ = exported(service)
+    target = TrueHeart(fresh_repository(), clock=clock)
+    for name, damaged, number, problem in _damaged(text):
+        with pytest.raises(ImportRefused) as caught:
+            target.import_store(io.StringIO(damaged))
+        message = str(caught.value)
+        assert caught.value.line == number, name
+        where = "" if number is None else f"line {number}: "
+        assert message.startswith(f"import refused: {where}{problem}"), (name, message)
+        assert "zqx" not in message and "synthetic" not in message and "shared" not in message
+        assert caught.value.__context__ is None and caught.value.__cause__ is None
+        assert _is_empty(target), name
+    assert target.import_store(io.StringIO(text)).rows > 0
+
+
+def _forged_tombstone(line: str, entity_id: str) -> str:
+    """The tombstone of ``line`` naming another ID, with the row digest a store would
+    have written for it."""
+    obj = json.loads(line)
+    scope = Scope(**obj["scope"])
+    entity_type = EntityType(obj["entity_type"])
+    row = records.tombstone_row(
+        scope,
+        entity_type,
+        entity_id,
+        obj["fingerprint"],
+        records.from_us(fmt.microseconds(obj["deleted_at"])),
+        obj["reason"],
+    )
+    obj.update(entity_id=entity_id, row_digest=row.digest)
+    return fmt.canonical(obj) + "\n"
+
+
+@pytest.mark.parametrize(
+    ("entity_type", "tombstoned", "live"),
+    [("memory", "mem-5", "mem-1"), ("raw_event", "evt-d", "evt-1")],
+)
+def test_a_row_that_a_tombstone_of_the_file_forbids_is_refused(
+    service: TrueHeart,
+    fresh_repository: Callable[[], Repository],
+    clock: Callable[[], datetime],
+    entity_type: str,
+    tombstoned: str,
+    live: str,
+) -> None:
+    populate(service)
+    lines = exported(service)[0].splitlines(keepends=True)
+    number = _line_of(lines, "tombstone", entity_type=entity_type, entity_id=tombstoned)
+    forged = [*lines[:number], _forged_tombstone(lines[number], live), *lines[number + 1 :]]
+    target = TrueHeart(fresh_repository(), clock=clock)
+    with pytest.raises(ImportRefused) as caught:
+        target.import_store(io.StringIO(_rechained(forged)))
+    assert str(caught.value) == (
+        f"import refused: line {number + 1}: a tombstone forbids a row of the file"
+    )
+    assert _is_empty(target)
+    # The same tombstone naming its own ID imports.
+    assert target.import_store(io.StringIO("".join(lines))).rows == len(lines) - 2
+
+
+def test_a_store_that_is_not_empty_is_refused(
+    service: TrueHeart, fresh_repository: Callable[[], Repository], clock: Callable[[], datetime]
+) -> None:
+    populate(service)
+    text, _ = exported(service)
+    target = TrueHeart(fresh_repository(), clock=clock)
+    target.ingest_event(event("evt-own"))
+    before = exported(target)[0]
+    with pytest.raises(ImportRefused, match=r"^import refused: the target store is not empty$"):
+        target.import_store(io.StringIO(text))
+    assert exported(target)[0] == before
+    with pytest.raises(ImportRefused, match="not empty"):
+        service.import_store(io.StringIO(text))
+
+
+def test_bad_arguments_are_validation_errors(service: TrueHeart) -> None:
+    with pytest.raises(ValidationError, match=r"^lines: "):
+        service.import_store("a string is not a file")  # type: ignore[arg-type]
+    with pytest.raises(ValidationError, match=r"^lines: "):
+        service.import_store(42)  # type: ignore[arg-type]
+    with pytest.raises(ValidationError, match=r"^out: "):
+        service.export_store(object())  # type: ignore[arg-type]
+    with pytest.raises(ValidationError, match=r"^out: "):
+        service.export_store(io.BytesIO())  # type: ignore[arg-type]
+    with pytest.raises(ValidationError, match=r"^scope: "):
+        service.export_store(io.StringIO(), scope="t/o/s")  # type: ignore[arg-type]
+    with pytest.raises(ValidationError, match=r"^lines: "):
+        service.import_store([3])  # type: ignore[list-item]
+
+
+def test_bytes_lines_are_read_as_utf8(
+    service: TrueHeart, fresh_repository: Callable[[], Repository], clock: Callable[[], datetime]
+) -> None:
+    populate(service)
+    text, receipt = exported(service)
+    target = TrueHeart(fresh_repository(), clock=clock)
+    assert target.import_store(io.BytesIO(text.encode("utf-8"))).digest == receipt.digest
+    other = TrueHeart(fresh_repository(), clock=clock)
+    bad = text.encode("utf-8").replace(b"synthetic", b"synth\xfftic", 1)
+    with pytest.raises(ImportRefused, match=r"^import refused: line \d+: not UTF-8 text$"):
+        other.import_store(io.BytesIO(bad))
+    assert _is_empty(other)
+
+
+class _Watching:
+    """A writer that records, for each line, how many rows the store had handed out."""
+
+    def __init__(self, handed_out: list[int]) -> None:
+        self.handed_out = handed_out
+        self.seen: list[int] = []
+
+    def write(self, text: str) -> int:
+        self.seen.append(self.handed_out[0])
+        return len(text)
+
+
+class _CountingRepository:
+    """A repository whose receipt iterator counts what it hands out."""
+
+    def __init__(self, inner: Repository, handed_out: list[int]) -> None:
+        self._inner = inner
+        self._handed_out = handed_out
+        self.capabilities = inner.capabilities
+
+    def close(self) -> None:
+        self._inner.close()
+
+    @contextmanager
+    def unit_of_work(self, operation: Any, *, write: bool, erasing: bool = False) -> Iterator[Any]:
+        with self._inner.unit_of_work(operation, write=write, erasing=erasing) as uow:
+            yield _CountingUnit(uow, self._handed_out)
+
+
+class _CountingUnit:
+    def __init__(self, inner: Any, handed_out: list[int]) -> None:
+        self._inner = inner
+        self._handed_out = handed_out
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    @property
+    def events(self) -> Any:
+        return _CountingEvents(self._inner.events, self._handed_out)
+
+
+class _CountingEvents:
+    def __init__(self, inner: Any, handed_out: list[int]) -> None:
+        self._inner = inner
+        self._handed_out = handed_out
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def iter(self, scope: Any) -> Iterator[Any]:
+        for row in self._inner.iter(scope):
+            self._handed_out[0] += 1
+            yield row
+
+
+def test_the_export_is_streamed_line_by_line(
+    repository: Repository, clock: Callable[[], datetime]
+) -> None:
+    service = TrueHeart(repository, clock=clock)
+    service.ingest_events([event(f"evt-{i}") for i in range(50)])
+    handed_out = [0]
+    counting = TrueHeart(_CountingRepository(repository, handed_out), clock=clock)  # type: ignore[arg-type]
+    writer = _Watching(handed_out)
+    receipt = counting.export_store(writer)
+    assert dict(receipt.counts)["event"] == 50
+    event_lines = writer.seen[1:51]
+    # The line of the k-th receipt was written when the store had handed out k rows:
+    # each line leaves before the next row is read.
+    assert event_lines == list(range(1, 51))
+
+
+def test_the_async_face_exports_and_imports(
+    repository: Repository,
+    fresh_repository: Callable[[], Repository],
+    clock: Callable[[], datetime],
+) -> None:
+    import asyncio
+
+    async def run() -> tuple[ExportReceipt, ImportReceipt]:
+        async with AsyncTrueHeart(repository, clock=clock) as source:
+            await source.ingest_event(event("evt-1"))
+            out = io.StringIO()
+            exported_receipt = await source.export_store(out)
+        async with AsyncTrueHeart(fresh_repository(), clock=clock) as target:
+            imported = await target.import_store(io.StringIO(out.getvalue()))
+            assert (await target.get_receipt(SCOPE, "evt-1")).event_id == "evt-1"
+        return exported_receipt, imported
+
+    exported_receipt, imported = asyncio.run(run())
+    assert exported_receipt.digest == imported.digest
+    assert exported_receipt.rows == imported.rows == 3  # event, body, audit
