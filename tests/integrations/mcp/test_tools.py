@@ -467,6 +467,34 @@ def test_claims_round_trip(service: TrueHeart, clock: Clock, connect: Connect) -
     run(body)
 
 
+def test_claims_answer_one_bounded_page(service: TrueHeart, connect: Connect) -> None:
+    # Five subjects, each with two conflicting current values: ten claims.
+    async def body() -> None:
+        async with connect() as client:
+            for n in range(5):
+                for value in ("tea", "coffee"):
+                    structured(
+                        await client.call_tool(
+                            "remember_claim",
+                            {"subject": f"user:{n}", "predicate": "drinks", "value": value},
+                        )
+                    )
+            every = structured(await client.call_tool("claims", {"limit": 100}))
+            page = structured(await client.call_tool("claims", {"limit": 3}))
+            bad = await client.call_tool("claims", {"limit": 101})
+        assert len(every["claims"]) == 10 and every["truncated"] is False
+        assert len(every["conflicts"]) == 5
+        assert page["truncated"] is True
+        assert page["claims"] == every["claims"][:3]
+        # the first subject's two claims are on the page, the second's only one
+        listed = {c["claim_id"] for c in page["claims"]}
+        assert page["conflicts"] == [c for c in every["conflicts"] if set(c) <= listed]
+        assert len(page["conflicts"]) == 1
+        assert "limit" in error_text(bad)
+
+    run(body)
+
+
 # --- audit ------------------------------------------------------------------------------------
 
 

@@ -13,6 +13,7 @@ from agents_scripted import Items, ScriptedModel, Step, call, output_of, reply, 
 from agents_support import OTHER_SCOPE, SCOPE, Clock
 
 from trueheart_core import (
+    ClaimDraft,
     EntityDeleted,
     EntityNotFound,
     MemoryDraft,
@@ -294,6 +295,44 @@ def test_claims_are_remembered_superseded_and_listed(memory: TrueHeart, clock: C
     hits = output_of(items, "c5")["memories"]
     assert hits[0]["memory_id"] == second
     assert hits[0]["claim"]["value"] == "light"
+
+
+def test_the_claims_tool_answers_one_page_of_fifty(memory: TrueHeart, clock: Clock) -> None:
+    # 26 subjects with two conflicting values each: 52 claims, one page short.
+    source = SourceRef("src", "chat", clock(), TrustLevel.OBSERVED)
+    memory.ingest_derived(
+        RawEventDraft("evt-claims", SCOPE, source, "what they drink", DEFAULT_MEMORY_RETENTION),
+        claims=[
+            ClaimDraft(
+                f"c-{n:02d}-{value}",
+                SCOPE,
+                f"user:{n:02d}",
+                "drinks",
+                value,
+                ("evt-claims",),
+                TrustLevel.OBSERVED,
+                clock(),
+            )
+            for n in range(26)
+            for value in ("tea", "coffee")
+        ],
+    )
+    model, _ = run(
+        [
+            call("claims", {"subject": None, "predicate": None}, "all"),
+            call("claims", {"subject": "user:25", "predicate": None}, "one"),
+            reply("ok"),
+        ],
+        memory_tools(memory, SCOPE, clock=clock),
+    )
+    items = model.inputs[-1]
+    page, one = output_of(items, "all"), output_of(items, "one")
+    assert len(page["claims"]) == 50 and page["truncated"] is True
+    # 25 subjects' claims are all listed, each a conflict; the last subject's are not
+    assert len(page["conflicts"]) == 25
+    assert {c["subject"] for c in page["claims"]} == {f"user:{n:02d}" for n in range(25)}
+    assert len(one["claims"]) == 2 and one["truncated"] is False
+    assert len(one["conflicts"]) == 1
 
 
 def test_tool_errors_carry_library_messages_and_never_the_content(

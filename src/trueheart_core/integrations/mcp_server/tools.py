@@ -77,6 +77,7 @@ SOURCE_TYPE = "mcp"
 """The ``source_type`` of every event the tools store."""
 DEFAULT_SEARCH_LIMIT = 10
 DEFAULT_RECALL_LIMIT = 20
+DEFAULT_CLAIMS_LIMIT = 50
 DEFAULT_BUDGET = 512
 MAX_BUDGET = 1_048_576
 MAX_LIMIT = 100
@@ -688,11 +689,15 @@ class MemoryTools:
                 "Claims",
                 "The claims known now, optionally about one subject and predicate, each "
                 "with its status at a time (current, superseded, not_yet_valid or ended), "
-                "and the conflicts among the current ones (claim IDs that disagree).",
+                "and the conflicts among the current ones (claim IDs that disagree). At "
+                "most limit claims, in subject and predicate order; truncated is true when "
+                "there are more (ask about one subject or predicate to see them), and "
+                "conflicts cover the subjects and predicates whose claims are all listed.",
                 _object(
                     {
                         "subject": {"type": "string", "maxLength": 128},
                         "predicate": {"type": "string", "maxLength": 128},
+                        "limit": _limit(DEFAULT_CLAIMS_LIMIT),
                         "as_of": {
                             "type": "string",
                             "description": "the time the statuses are for, ISO 8601 date "
@@ -706,6 +711,7 @@ class MemoryTools:
                         "known_at": _TIME,
                         "claims": {"type": "array", "items": _CLAIM_VIEW},
                         "conflicts": {"type": "array", "items": _IDS},
+                        "truncated": {"type": "boolean"},
                     }
                 ),
                 read_only=True,
@@ -851,14 +857,20 @@ class MemoryTools:
         predicate = args.optional_text("predicate")
         now = self._now()
         as_of = args.instant("as_of") or now
+        limit = args.whole("limit", 1, MAX_LIMIT, DEFAULT_CLAIMS_LIMIT)
+        # One page: its cost follows the limit, and its conflicts are those of the groups
+        # it holds whole (each conflict is on the page of its group's last claim).
         answer = self._service.claims(
-            ClaimQuery(self._scope, as_of, known_at=now, subject=subject, predicate=predicate)
+            ClaimQuery(
+                self._scope, as_of, known_at=now, subject=subject, predicate=predicate, limit=limit
+            )
         )
         return {
             "as_of": _when(answer.as_of),
             "known_at": _when(answer.known_at),
             "claims": [_claim_view(view) for view in answer.claims],
             "conflicts": [list(conflict.claim_ids) for conflict in answer.conflicts],
+            "truncated": answer.next_cursor is not None,
         }
 
 

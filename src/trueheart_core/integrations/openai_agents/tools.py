@@ -359,19 +359,28 @@ def _forget_tool(binding: _Binding) -> FunctionTool:
 def _claims_tool(binding: _Binding) -> FunctionTool:
     def claims(subject: str | None, predicate: str | None) -> str:
         """List the structured claims (subject, predicate, value) known now, with their
-        status and any conflicts among the current ones.
+        status and any conflicts among the current ones. At most 50 claims: truncated is
+        true when there are more (ask about one subject or predicate to see them), and
+        conflicts cover the subjects and predicates whose claims are all listed.
 
         Args:
             subject: Only claims about this subject, or null for every subject.
             predicate: Only claims with this predicate, or null for every predicate.
         """
+        # One page of MAX_CLAIMS: the cost follows the page, not the scope.
         answer = binding.service.claims(
-            ClaimQuery(binding.scope, now(binding.clock), subject=subject, predicate=predicate)
+            ClaimQuery(
+                binding.scope,
+                now(binding.clock),
+                subject=subject,
+                predicate=predicate,
+                limit=MAX_CLAIMS,
+            )
         )
         return to_json(
             {
-                "claims": [_claim_json(view) for view in answer.claims[:MAX_CLAIMS]],
-                "truncated": len(answer.claims) > MAX_CLAIMS,
+                "claims": [_claim_json(view) for view in answer.claims],
+                "truncated": answer.next_cursor is not None,
                 "conflicts": [list(c.claim_ids) for c in answer.conflicts],
             }
         )
