@@ -4,8 +4,9 @@ Damage is made with real byte edits of a real store: a lost or wrong index entry
 changed stored definition, seeded random single-byte edits of the schema pages and of
 table pages, and NULLs or values of the wrong type in every stored column. Every call
 runs in a child process with a deadline, so a hang fails instead of stalling the suite.
-The rules checked: only ``TrueHeartError`` escapes; an erasure that returns normally
-left none of the erased bodies in the database file or its WAL; ``verify_integrity``
+The rules checked: only ``TrueHeartError`` escapes (an erasure without a rewrite, which
+trusts the scope's indexes, included); an erasure that returns normally left none of the
+erased bodies in the database file or its WAL; ``verify_integrity``
 never says ``ok`` about a store it could not read.
 """
 
@@ -151,11 +152,28 @@ def _exercise(path: Path) -> list[str]:
                 report = result
                 assert not (report.ok and report.rows_checked == 0), "ok without reading rows"  # type: ignore[attr-defined]
             outcomes.append(f"{name}: ok")
+    outcomes.append(_erase_in_place(path))
     try:
         outcomes.append(_erase_and_check(path))
     except TrueHeartError as error:
         outcomes.append(f"erase: {type(error).__name__}")
     return outcomes
+
+
+def _erase_in_place(path: Path) -> str:
+    """Erase SCOPE without a rewrite, on a copy of the damaged store: it trusts the
+    scope's indexes, so only its errors are checked (nothing but a ``TrueHeartError``)."""
+    copy = path.with_name(f"{path.stem}-in-place.db")
+    shutil.copyfile(path, copy)
+    try:
+        with TrueHeart(SQLiteRepository(copy), clock=lambda: NOW) as service:
+            receipt = service.erase_subject(SCOPE, occurred_at=NOW, rewrite=False)
+        return f"erase in place: verified {receipt.verified}"
+    except TrueHeartError as error:
+        return f"erase in place: {type(error).__name__}"
+    finally:
+        for side in ("", "-wal", "-shm"):
+            Path(f"{copy}{side}").unlink(missing_ok=True)
 
 
 def _assert_safe(outcome: tuple[str, object]) -> list[str]:
