@@ -5,6 +5,7 @@ ways), and a compaction that changes no answer."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -26,6 +27,7 @@ from trueheart_core import (
     ClaimQuery,
     EntityDeleted,
     RecallQuery,
+    RepositoryReadOnly,
     SearchQuery,
     TrueHeart,
     ValidationError,
@@ -116,3 +118,19 @@ def test_compaction_after_an_erasure_without_a_rewrite(
     service.compact()
     assert found_in_storage(repository, SUBJECT_WORDS) == []
     assert found_in_storage(repository, OTHER_WORDS) == list(OTHER_WORDS)
+
+
+@pytest.mark.requires(Capability.READ_ONLY_OPEN)
+def test_a_read_only_store_refuses_both(
+    repository: Repository, service: TrueHeart, reopen: Callable[..., Repository]
+) -> None:
+    populate_subject(service)
+    repository.close()
+    reader = TrueHeart(reopen(read_only=True))
+    with pytest.raises(
+        RepositoryReadOnly, match=r"^repository read-only: store compaction failed$"
+    ):
+        reader.compact()
+    with pytest.raises(RepositoryReadOnly):
+        reader.erase_subject(SCOPE, occurred_at=ERASED_AT, rewrite=False)
+    assert reader.stats(SCOPE).memories == 9
