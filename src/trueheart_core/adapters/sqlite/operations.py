@@ -283,23 +283,21 @@ class SQLiteOperations(Role):
 
     def erase_scope(self, scope: ScopeKey, *, rewrite: bool = True) -> dict[str, int]:
         sid = self._scope_id(scope, thorough=True)
-        removed: dict[str, int] = {}
         if sid is None:
             return {artifact: 0 for artifact, _, _ in SCOPED_ROWS}
         if not rewrite:
-            return self._erase_in_place(scope, sid)
+            # Through the scope's indexes: blanks first, so that the page merges of the
+            # deletions copy only blanks (``secure_delete`` zeroes the deleted cells).
+            self._blank(sid)
+            removed = self._delete_scope(sid)
+            left = self.count_rows(scope)
+            if any(left[artifact] for artifact, _, _ in SCOPED_ROWS):
+                raise RepositoryCorruption(
+                    "erasure incomplete: stored rows and their indexes disagree"
+                )
+            return removed
         terms = self._scope_terms(sid)
-        params = [sid] * _PENDING_OF_SCOPE.count("?")
-        (pending,) = self._conn.execute(
-            _PENDING_COUNT.format(where=_PENDING_OF_SCOPE), params
-        ).fetchone()
-        self._conn.execute(f"DELETE FROM search_pending WHERE {_PENDING_OF_SCOPE}", params)
-        removed["search_posting"] = int(pending)
-        for artifact, table, condition in SCOPED_ROWS:
-            cursor = self._conn.execute(
-                f"DELETE FROM {table} WHERE {condition}", [sid] * condition.count("?")
-            )
-            removed[artifact] = removed.get(artifact, 0) + cursor.rowcount
+        removed = self._delete_scope(sid)
         left = self._table_counts(sid, terms)
         (stray,) = self._conn.execute(
             "SELECT COUNT(*) FROM search_pending NOT INDEXED WHERE scope_id = ?", (sid,)
@@ -324,19 +322,19 @@ class SQLiteOperations(Role):
         self._conn.execute("REINDEX")
         return len(names)
 
-    def _erase_in_place(self, scope: ScopeKey, sid: int) -> dict[str, int]:
-        """Erase the scope through its indexes without a rewrite of the file: every body
-        column of its rows is overwritten in place with as many blank bytes first, so
-        that the page merges its deletions cause copy only blanks; then every row goes
-        (``secure_delete`` zeroes the deleted cells), and the scope's indexes must find
-        none left."""
-        params = [sid] * _PENDING_OF_SCOPE.count("?")
+    def _blank(self, sid: int) -> None:
+        """Overwrite in place every body column of the scope's rows with as many blank
+        bytes: each row keeps its size, so SQLite rewrites its cell where it is."""
         for table, columns in BODY_COLUMNS.items():
             condition = next(c for _, t, c in SCOPED_ROWS if t == table)
             self._conn.execute(
                 f"UPDATE {table} SET {', '.join(_blanked(c) for c in columns)} WHERE {condition}",
                 [sid] * condition.count("?"),
             )
+
+    def _delete_scope(self, sid: int) -> dict[str, int]:
+        """Delete every removable row of the scope; the rows removed per artifact."""
+        params = [sid] * _PENDING_OF_SCOPE.count("?")
         (pending,) = self._conn.execute(
             _PENDING_COUNT.format(where=_PENDING_OF_SCOPE), params
         ).fetchone()
@@ -347,9 +345,6 @@ class SQLiteOperations(Role):
                 f"DELETE FROM {table} WHERE {condition}", [sid] * condition.count("?")
             )
             removed[artifact] = removed.get(artifact, 0) + cursor.rowcount
-        left = self.count_rows(scope)
-        if any(left[artifact] for artifact, _, _ in SCOPED_ROWS):
-            raise RepositoryCorruption("erasure incomplete: stored rows and their indexes disagree")
         return removed
 
     def _ids(self, sql: str, scope: ScopeKey, thorough: bool) -> list[Any]:
