@@ -4,8 +4,8 @@ the subject's words left anywhere in the backend's storage (``Capability.FORENSI
 The subject's rows are interleaved with another subject's in every table, so deleting
 them reorganises storage around rows that stay (in SQLite: merges b-tree pages); what is
 rebuilt must not keep stale copies of erased rows, with the rewrite of the file and
-without it (where the erased rows are overwritten in place before they go: without that,
-this test finds stale copies). The build takes a few seconds (ingest
+without it (where the erased rows are overwritten in place before they go, so that the
+merges copy only blanks). The build takes a few seconds (ingest
 batches, then one materialisation per memory); the test has no timed assertion.
 """
 
