@@ -87,11 +87,12 @@ def opened(
     *,
     write: bool,
     embedder: Embedder | None = None,
+    create: bool = False,
 ) -> Iterator[TrueHeart]:
-    """The store at ``args.db``; read-only unless ``write``. Never creates a file. With
-    ``embedder``, the service projects into its vector space only when asked
-    (``auto_index=False``)."""
-    if not os.path.exists(args.db):
+    """The store at ``args.db``; read-only unless ``write``. Creates no file unless
+    ``create`` (for a writing command that fills a new store). With ``embedder``, the
+    service projects into its vector space only when asked (``auto_index=False``)."""
+    if not (create and write) and not os.path.exists(args.db):
         raise DatabaseMissing(args.db)
     repository = SQLiteRepository(args.db, busy_timeout=args.busy_timeout, read_only=not write)
     try:

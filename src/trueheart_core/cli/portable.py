@@ -19,7 +19,6 @@ import sys
 from collections.abc import Callable, Iterator
 from typing import Any, BinaryIO, TextIO
 
-from trueheart_core.adapters.sqlite import SQLiteRepository
 from trueheart_core.cli import render
 from trueheart_core.cli.commands import opened, progress
 from trueheart_core.cli.failures import CommandFailure, TargetExists
@@ -164,8 +163,7 @@ def import_(args: argparse.Namespace, out: TextIO) -> int:
     with _lines(args.file) as source:
         progress(f"importing {'stdin' if args.file == STDIO else args.file} into {args.db}")
         try:
-            repository = SQLiteRepository(args.db, busy_timeout=args.busy_timeout)
-            with TrueHeart(repository) as service:
+            with opened(args, write=True, create=True) as service:
                 receipt = service.import_store(source)
         except BaseException:
             if created:
