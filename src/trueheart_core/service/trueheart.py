@@ -283,7 +283,8 @@ class TrueHeart:
         Without ``query.limit`` the answer holds every claim (the whole scope, or
         subject, is read into memory). With a limit it is one page, in the same
         (subject, predicate, created_at, claim_id) order, whose memory is bounded by the
-        limit; pass its ``next_cursor`` as ``query.cursor`` (same query otherwise) for
+        limit and one subject and predicate's claims (see ``docs/claims.md``); pass its
+        ``next_cursor`` as ``query.cursor`` (same query otherwise) for
         the next page. Each conflict is on the page that holds the last claim of its
         subject and predicate, so the pages' claims and conflicts together are those of
         the unpaged answer. A cursor of another query, or not made by a page, raises
