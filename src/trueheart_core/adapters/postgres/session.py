@@ -1,0 +1,180 @@
+"""What every role of a PostgreSQL unit of work shares: the transaction's connection,
+the encoding of caller text, scope conditions, streamed scans, and the column lists and
+row builders of the tables several roles read."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+from trueheart_core.ports import EventRow, MemoryRow, ScopeKey
+
+if TYPE_CHECKING:
+    import psycopg
+
+CHUNK = 500
+"""How many rows a streamed scan fetches at a time, and how many values one ``= ANY``
+list holds."""
+
+KEY = "tenant_id, owner_id, subject_id"
+
+
+def scoped(alias: str = "") -> str:
+    """The condition that selects the exact scope, with three ``%s`` parameters (see
+    :meth:`Session.key`): ``tenant_id = %s AND owner_id = %s AND subject_id = %s``."""
+    a = f"{alias}." if alias else ""
+    return f"{a}tenant_id = %s AND {a}owner_id = %s AND {a}subject_id = %s"
+
+
+def same_scope(left: str, right: str) -> str:
+    """The join condition of two aliases of rows of the same scope."""
+    return " AND ".join(f"{left}.{c} = {right}.{c}" for c in ("tenant_id", "owner_id", "subject_id"))
+
+
+def enc(value: str) -> bytes:
+    """Caller text as stored (UTF-8 bytes in a ``BYTEA`` column; see ``schema``)."""
+    return value.encode("utf-8")
+
+
+def enc_opt(value: str | None) -> bytes | None:
+    return None if value is None else value.encode("utf-8")
+
+
+def dec(value: object) -> Any:
+    """Stored caller text back as ``str``. Anything else (a tampered value, bytes that
+    are not UTF-8) is returned as it is, for the service's checks to refuse."""
+    if isinstance(value, bytes | memoryview):
+        raw = bytes(value)
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError:
+            return raw
+    return value
+
+
+def key_of(r: Sequence[Any]) -> ScopeKey:
+    """The scope of a row whose first three columns are its stored scope IDs."""
+    return (dec(r[0]), dec(r[1]), dec(r[2]))
+
+
+EVENT_COLUMNS = (
+    "{a}.event_id, {a}.source_id, {a}.source_type, {a}.source_occurred_at, {a}.trust, "
+    "{a}.source_metadata, {a}.content_hash, {a}.ingested_at, {a}.raw_expires_at, "
+    "{a}.clear_for, {a}.recall_for, {a}.status, {a}.metadata, {a}.digest, "
+    "EXISTS (SELECT 1 FROM raw_bodies b WHERE b.tenant_id = {a}.tenant_id "
+    "AND b.owner_id = {a}.owner_id AND b.subject_id = {a}.subject_id "
+    "AND b.event_id = {a}.event_id)"
+)
+MEMORY_COLUMNS = (
+    "{a}.memory_id, {a}.content, {a}.dependency_fingerprint, {a}.kind, {a}.trust, "
+    "{a}.created_at, {a}.clear_until, {a}.recall_until, {a}.status, {a}.metadata, {a}.digest"
+)
+EVENT_E = EVENT_COLUMNS.format(a="e")
+MEMORY_M = MEMORY_COLUMNS.format(a="m")
+
+
+def event_row(scope: ScopeKey, r: Sequence[Any]) -> EventRow:
+    """An :class:`EventRow` from the columns of ``EVENT_COLUMNS``."""
+    return EventRow(
+        scope,
+        dec(r[0]),
+        dec(r[1]),
+        dec(r[2]),
+        *r[3:11],
+        r[11],
+        r[12],
+        r[13],
+        bool(r[14]),
+    )
+
+
+def memory_row(scope: ScopeKey, r: Sequence[Any]) -> MemoryRow:
+    """A :class:`MemoryRow` from the columns of ``MEMORY_COLUMNS``."""
+    return MemoryRow(
+        scope, dec(r[0]), dec(r[1]), r[2], dec(r[3]), r[4], r[5], r[6], r[7], r[8], r[9], r[10]
+    )
+
+
+_cursor_names = itertools.count(1)
+
+
+class Session:
+    """One transaction's connection, shared by the roles of its unit.
+
+    ``scratch`` is the repository's dictionary for data the service derives from the
+    store (see ``VectorStore.scratch``). ``erasing`` tells the roles that the unit is an
+    erasing one (the repository rewrites what it removed after the commit).
+    """
+
+    def __init__(
+        self,
+        conn: psycopg.Connection[tuple[Any, ...]],
+        scratch: dict[object, object],
+        *,
+        write: bool,
+    ) -> None:
+        self.conn = conn
+        self.scratch = scratch
+        self.write = write
+        self.ensured: set[ScopeKey] = set()
+        self.rewrite_requested = False
+        self.touched_tables: set[str] = set()
+
+    @staticmethod
+    def key(scope: ScopeKey) -> tuple[bytes, bytes, bytes]:
+        """The scope's three IDs as the parameters of :func:`scoped`."""
+        return (enc(scope[0]), enc(scope[1]), enc(scope[2]))
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> psycopg.Cursor[tuple[Any, ...]]:
+        """Run one statement in the unit's transaction (``%s`` parameters)."""
+        return self.conn.execute(sql, params)  # type: ignore[arg-type]
+
+    def one(self, sql: str, params: Sequence[Any] = ()) -> tuple[Any, ...] | None:
+        return self.execute(sql, params).fetchone()
+
+    def all(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        return self.execute(sql, params).fetchall()
+
+    def stream(self, sql: str, params: Sequence[Any] = ()) -> Iterator[tuple[Any, ...]]:
+        """The rows of a query, fetched ``CHUNK`` at a time through a server-side cursor
+        of the unit's transaction (so memory holds one chunk). Only valid inside the unit
+        of work."""
+        cursor = self.conn.cursor(name=f"trueheart_scan_{next(_cursor_names)}")
+        cursor.itersize = CHUNK
+        try:
+            cursor.execute(sql, params)  # type: ignore[arg-type]
+            yield from cursor
+        finally:
+            cursor.close()
+
+    def ensure_scope(self, scope: ScopeKey) -> None:
+        """Record the scope in ``scopes`` (once per unit; a no-op when it is there)."""
+        if scope in self.ensured:
+            return
+        self.execute(
+            f"INSERT INTO scopes ({KEY}) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",
+            self.key(scope),
+        )
+        self.ensured.add(scope)
+
+    def chunks(self, values: Sequence[Any]) -> Iterator[list[Any]]:
+        """``values`` in lists of at most ``CHUNK`` (for ``= ANY(%s)`` parameters)."""
+        for start in range(0, len(values), CHUNK):
+            yield list(values[start : start + CHUNK])
+
+
+def changed(cursor: psycopg.Cursor[tuple[Any, ...]], rows: int) -> None:
+    """Check that a statement changed exactly ``rows`` rows (else the store's rows and
+    what the service read disagree: ``RepositoryCorruption``, which rolls back)."""
+    from trueheart_core.errors import RepositoryCorruption
+
+    if cursor.rowcount != rows:
+        raise RepositoryCorruption("stored rows and their indexes disagree")
+
+
+class Role:
+    """The base of each role of a PostgreSQL unit of work."""
+
+    def __init__(self, session: Session) -> None:
+        self._s = session
