@@ -1,0 +1,145 @@
+"""The PostgreSQL events role (see ``ports.events``): statements over the unit of work's
+connection, and nothing else."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+from trueheart_core.adapters.postgres.claims import PostgresClaims
+from trueheart_core.adapters.postgres.scans import scan
+from trueheart_core.adapters.postgres.session import (
+    EVENT_COLUMNS,
+    EVENT_E,
+    KEY,
+    Role,
+    Session,
+    changed,
+    dec,
+    enc,
+    event_row,
+    key_of,
+    scoped,
+)
+from trueheart_core.ports import BodyRow, EventRow, ScopeKey
+
+_EVENT_X = EVENT_COLUMNS.format(a="x")
+
+
+class PostgresEvents(Role):
+    """The events role over one transaction."""
+
+    def __init__(self, session: Session, claims: PostgresClaims) -> None:
+        super().__init__(session)
+        self._claims = claims
+
+    def get(self, scope: ScopeKey, event_ids: Sequence[str]) -> dict[str, EventRow]:
+        found: dict[str, EventRow] = {}
+        for chunk in self._s.chunks([enc(event_id) for event_id in event_ids]):
+            for r in self._s.all(
+                f"SELECT {EVENT_E} FROM raw_events e WHERE {scoped('e')} AND e.event_id = ANY(%s)",
+                (*self._s.key(scope), chunk),
+            ):
+                row = event_row(scope, r)
+                found[row.event_id] = row
+        return found
+
+    def id_elsewhere(self, event_id: str, scope: ScopeKey) -> bool:
+        # Through ``raw_events_by_id``: the ID in every scope, the exact one left out.
+        return (
+            self._s.one(
+                f"SELECT 1 FROM raw_events WHERE event_id = %s AND ({KEY}) <> (%s, %s, %s) LIMIT 1",
+                (enc(event_id), *self._s.key(scope)),
+            )
+            is not None
+        )
+
+    def insert(self, row: EventRow, body: BodyRow | None) -> None:
+        self._s.ensure_scope(row.scope)
+        self._s.execute(
+            f"INSERT INTO raw_events ({KEY}, event_id, source_id, source_type, "
+            "source_occurred_at, trust, source_metadata, content_hash, ingested_at, "
+            "raw_expires_at, clear_for, recall_for, status, metadata, digest) "
+            "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+            (
+                *self._s.key(row.scope),
+                enc(row.event_id),
+                enc(row.source_id),
+                enc(row.source_type),
+                row.source_occurred_at,
+                row.trust,
+                row.source_metadata,
+                row.content_hash,
+                row.ingested_at,
+                row.raw_expires_at,
+                row.clear_for,
+                row.recall_for,
+                row.status,
+                row.metadata,
+                row.digest,
+            ),
+        )
+        if body is not None:
+            self.insert_body(body)
+
+    def insert_body(self, body: BodyRow) -> None:
+        self._s.ensure_scope(body.scope)
+        self._s.execute(
+            f"INSERT INTO raw_bodies ({KEY}, event_id, content, digest) "
+            "VALUES (%s, %s, %s, %s, %s, %s)",
+            (*self._s.key(body.scope), enc(body.event_id), enc(body.content), body.digest),
+        )
+
+    def expirable(self, as_of: int, limit: int) -> list[EventRow]:
+        # ``raw_events_expiry`` holds only active receipts (the ones with a body), in
+        # deadline order, so the walk stops at ``limit``.
+        rows = self._s.all(
+            f"SELECT e.tenant_id, e.owner_id, e.subject_id, {EVENT_E} FROM raw_events e "
+            "WHERE e.status = 'active' AND e.raw_expires_at <= %s "
+            "ORDER BY e.raw_expires_at LIMIT %s",
+            (as_of, limit),
+        )
+        return [event_row(key_of(r), r[3:]) for r in rows]
+
+    def expire(self, row: EventRow) -> None:
+        key = self._s.key(row.scope)
+        event_id = enc(row.event_id)
+        self._s.touched_tables.add("raw_bodies")
+        changed(
+            self._s.execute(
+                f"DELETE FROM raw_bodies WHERE {scoped()} AND event_id = %s", (*key, event_id)
+            ),
+            1,
+        )
+        changed(
+            self._s.execute(
+                f"UPDATE raw_events SET status = %s, digest = %s WHERE {scoped()} "
+                "AND event_id = %s",
+                (row.status, row.digest, *key, event_id),
+            ),
+            1,
+        )
+
+    def delete(self, scope: ScopeKey, event_id: str) -> None:
+        self._claims.delete_extraction(scope, event_id)
+        key = self._s.key(scope)
+        stored = enc(event_id)
+        self._s.touched_tables.update(("raw_bodies", "raw_events"))
+        self._s.execute(
+            f"DELETE FROM raw_bodies WHERE {scoped()} AND event_id = %s", (*key, stored)
+        )
+        changed(
+            self._s.execute(
+                f"DELETE FROM raw_events WHERE {scoped()} AND event_id = %s", (*key, stored)
+            ),
+            1,
+        )
+
+    def iter(self, scope: ScopeKey | None) -> Iterator[EventRow]:
+        for key, r in scan(self._s, _EVENT_X, "raw_events", "x.event_id", scope):
+            yield event_row(key, r)
+
+    def iter_bodies(self, scope: ScopeKey | None) -> Iterator[BodyRow]:
+        for key, r in scan(
+            self._s, "x.event_id, x.content, x.digest", "raw_bodies", "x.event_id", scope
+        ):
+            yield BodyRow(key, dec(r[0]), dec(r[1]), r[2])
