@@ -164,55 +164,50 @@ class PostgresSearch(Role):
         self._s.touched_tables.update(SEARCH_TABLES)
 
     def index(self, doc: SearchDocRow) -> None:
-        key = self._s.key(doc.scope)
-        if doc.memory_id is None or (
-            self._s.one(
-                f"SELECT 1 FROM memories WHERE {scoped()} AND memory_id = %s",
-                (*key, enc(doc.memory_id)),
-            )
-            is None
-        ):
+        if doc.memory_id is None:
             raise RepositoryCorruption("invalid search index")
-        memory_id = enc(doc.memory_id)
-        self._s.execute(
+        # One statement: the entry is made from the memory row it names (none when the
+        # memory is missing), and its postings, document frequencies and statistics
+        # from the entry. Term keys go in order, so that concurrent writers lock term
+        # rows in one order; a key given twice fails on the primary key, as a sound
+        # entry never holds one.
+        pairs = sorted(doc.terms)
+        row = self._s.one(
+            "WITH e AS ("
             f"INSERT INTO search_docs ({KEY}, memory_id, length, created_at, clear_until, "
-            "recall_until, trust, kind) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+            "recall_until, trust, kind) "
+            "SELECT m.tenant_id, m.owner_id, m.subject_id, m.memory_id, "
+            "%s, %s, %s, %s, %s, %s "
+            f"FROM memories m WHERE {scoped('m')} AND m.memory_id = %s "
+            f"RETURNING {KEY}, memory_id, length), "
+            "u AS (SELECT * FROM unnest(CAST(%s AS BIGINT[]), CAST(%s AS INTEGER[])) "
+            "AS u (term, tf)), "
+            f"posted AS (INSERT INTO search_postings ({KEY}, term, memory_id, tf) "
+            "SELECT e.tenant_id, e.owner_id, e.subject_id, u.term, e.memory_id, u.tf "
+            "FROM e CROSS JOIN u), "
+            f"counted AS (INSERT INTO search_terms AS t ({KEY}, term, df) "
+            "SELECT e.tenant_id, e.owner_id, e.subject_id, u.term, 1 FROM e CROSS JOIN u "
+            f"ORDER BY u.term ON CONFLICT ({KEY}, term) DO UPDATE SET df = t.df + 1), "
+            f"summed AS (INSERT INTO search_stats AS x ({KEY}, docs, length) "
+            "SELECT e.tenant_id, e.owner_id, e.subject_id, 1, e.length FROM e "
+            f"ON CONFLICT ({KEY}) DO UPDATE SET docs = x.docs + 1, "
+            "length = x.length + excluded.length) "
+            "SELECT COUNT(*) FROM e",
             (
-                *key,
-                memory_id,
                 doc.length,
                 doc.created_at,
                 doc.clear_until,
                 doc.recall_until,
                 doc.trust,
                 enc(doc.kind),
+                *self._s.key(doc.scope),
+                enc(doc.memory_id),
+                [term for term, _ in pairs],
+                [tf for _, tf in pairs],
             ),
         )
-        if doc.terms:
-            # Term keys in order, so that concurrent writers take their row locks in one
-            # order; a key given twice fails on the primary key, as a sound entry never
-            # holds one.
-            pairs = sorted(doc.terms)
-            terms = [term for term, _ in pairs]
-            self._s.execute(
-                f"INSERT INTO search_postings ({KEY}, term, memory_id, tf) "
-                "SELECT %s, %s, %s, u.term, %s, u.tf "
-                "FROM unnest(CAST(%s AS BIGINT[]), CAST(%s AS INTEGER[])) AS u (term, tf)",
-                (*key, memory_id, terms, [tf for _, tf in pairs]),
-            )
-            self._s.execute(
-                f"INSERT INTO search_terms AS t ({KEY}, term, df) "
-                "SELECT %s, %s, %s, u.term, 1 FROM unnest(CAST(%s AS BIGINT[])) AS u (term) "
-                "ORDER BY u.term "
-                f"ON CONFLICT ({KEY}, term) DO UPDATE SET df = t.df + 1",
-                (*key, terms),
-            )
-        self._s.execute(
-            f"INSERT INTO search_stats AS x ({KEY}, docs, length) VALUES (%s, %s, %s, 1, %s) "
-            f"ON CONFLICT ({KEY}) DO UPDATE SET docs = x.docs + 1, "
-            "length = x.length + excluded.length",
-            (*key, doc.length),
-        )
+        if row is None or row[0] != 1:
+            raise RepositoryCorruption("invalid search index")
 
     def unindex(self, scope: ScopeKey, memory_id: str) -> None:
         key = self._s.key(scope)
