@@ -212,34 +212,34 @@ class PostgresSearch(Role):
     def unindex(self, scope: ScopeKey, memory_id: str) -> None:
         key = self._s.key(scope)
         mid = enc(memory_id)
-        # Postings are removed by memory even without an entry: nothing may outlive it.
-        terms = [
-            term
-            for (term,) in self._s.all(
-                f"DELETE FROM search_postings WHERE {scoped()} AND memory_id = %s RETURNING term",
-                (*key, mid),
-            )
-        ]
-        if terms:
-            self._s.execute(
-                f"UPDATE search_terms SET df = df - 1 WHERE {scoped()} AND term = ANY(%s)",
-                (*key, terms),
-            )
-            self._s.execute(
-                f"DELETE FROM search_terms WHERE {scoped()} AND term = ANY(%s) AND df <= 0",
-                (*key, terms),
-            )
-            self._s.touched_tables.update(("search_postings", "search_terms"))
-        found = self._s.one(
-            f"DELETE FROM search_docs WHERE {scoped()} AND memory_id = %s RETURNING length",
-            (*key, mid),
+        # One statement, whose parts all read the snapshot before it: postings go by
+        # memory even without an entry (nothing may outlive it); a term row or the
+        # statistics row that would count nothing afterwards goes, any other is
+        # lowered (each row is changed by one part only).
+        row = self._s.one(
+            "WITH gone AS ("
+            f"DELETE FROM search_postings WHERE {scoped()} AND memory_id = %s RETURNING term), "
+            "dropped AS ("
+            f"DELETE FROM search_terms t WHERE {scoped('t')} AND t.df <= 1 "
+            "AND t.term IN (SELECT term FROM gone)), "
+            "lowered AS ("
+            f"UPDATE search_terms t SET df = t.df - 1 WHERE {scoped('t')} AND t.df > 1 "
+            "AND t.term IN (SELECT term FROM gone)), "
+            "entry AS ("
+            f"DELETE FROM search_docs WHERE {scoped()} AND memory_id = %s RETURNING length), "
+            "emptied AS ("
+            f"DELETE FROM search_stats x WHERE {scoped('x')} AND x.docs <= 1 "
+            "AND EXISTS (SELECT 1 FROM entry)), "
+            "reduced AS ("
+            "UPDATE search_stats x SET docs = x.docs - 1, "
+            "length = x.length - (SELECT length FROM entry) "
+            f"WHERE {scoped('x')} AND x.docs > 1 AND EXISTS (SELECT 1 FROM entry)) "
+            "SELECT (SELECT COUNT(*) FROM gone), (SELECT COUNT(*) FROM entry)",
+            (*key, mid, *key, *key, *key, mid, *key, *key),
         )
-        if found is not None:
-            self._s.execute(
-                f"UPDATE search_stats SET docs = docs - 1, length = length - %s WHERE {scoped()}",
-                (found[0], *key),
-            )
-            self._s.execute(f"DELETE FROM search_stats WHERE {scoped()} AND docs <= 0", key)
+        if row is not None and row[0]:
+            self._s.touched_tables.update(("search_postings", "search_terms"))
+        if row is not None and row[1]:
             self._s.touched_tables.update(("search_docs", "search_stats"))
 
     def statistics(self, scope: ScopeKey) -> tuple[int, int]:
