@@ -18,6 +18,7 @@ from typing import Any
 from trueheart_core.adapters.postgres.session import (
     KEY,
     Role,
+    Session,
     changed,
     dec,
     enc,
@@ -48,13 +49,13 @@ SEARCH_TABLES = ("search_postings", "search_terms", "search_docs", "search_stats
 """The tables of the search index."""
 
 
-def scope_filter(scope: ScopeKey | None, alias: str) -> tuple[str, list[Any]]:
+def scope_filter(session: Session, scope: ScopeKey | None, alias: str) -> tuple[str, list[Any]]:
     """A condition selecting one scope's rows of ``alias`` (``TRUE`` for the whole
-    store), with its parameters."""
+    store), with its parameters (through :meth:`Session.key`, which locks the scope in a
+    writing unit)."""
     if scope is None:
         return "TRUE", []
-    a, b, c = (enc(part) for part in scope)
-    return scoped(alias), [a, b, c]
+    return scoped(alias), list(session.key(scope))
 
 
 def eligibility_filters(
@@ -351,7 +352,7 @@ class PostgresSearch(Role):
         return docs
 
     def iter_docs(self, scope: ScopeKey | None) -> Iterator[SearchDocRow]:
-        where, params = scope_filter(scope, "d")
+        where, params = scope_filter(self._s, scope, "d")
         for r in self._s.stream(
             f"SELECT d.tenant_id, d.owner_id, d.subject_id, d.memory_id, "
             "m.memory_id IS NOT NULL, d.length, d.created_at, d.clear_until, "
@@ -363,7 +364,7 @@ class PostgresSearch(Role):
             yield _doc(key_of(r), dec(r[3]) if r[4] else None, r[5:])
 
     def iter_terms(self, scope: ScopeKey | None) -> Iterator[SearchTermRow]:
-        where, params = scope_filter(scope, "t")
+        where, params = scope_filter(self._s, scope, "t")
         # The primary key holds each term key once per scope: no row has duplicates.
         for r in self._s.stream(
             "SELECT t.tenant_id, t.owner_id, t.subject_id, t.term, t.df, "
@@ -376,8 +377,8 @@ class PostgresSearch(Role):
             yield SearchTermRow(key_of(r), r[3], r[4], r[5], 0)
 
     def iter_stats(self, scope: ScopeKey | None) -> Iterator[SearchStatsRow]:
-        stored, stored_params = scope_filter(scope, "x")
-        actual, actual_params = scope_filter(scope, "d")
+        stored, stored_params = scope_filter(self._s, scope, "x")
+        actual, actual_params = scope_filter(self._s, scope, "d")
         # Stored statistics next to recomputed ones, and recomputed ones of a scope that
         # has entries but no stored row.
         for r in self._s.stream(
@@ -395,7 +396,7 @@ class PostgresSearch(Role):
     def orphan_postings(self, scope: ScopeKey | None) -> int:
         # A posting names its scope, its memory and its term key: it is an orphan when
         # its scope has no entry for the memory or no row for the term.
-        where, params = scope_filter(scope, "p")
+        where, params = scope_filter(self._s, scope, "p")
         row = self._s.one(
             f"SELECT COUNT(*) FROM search_postings p WHERE {where} AND ("
             f"NOT EXISTS (SELECT 1 FROM search_docs d WHERE {same_scope('d', 'p')} "

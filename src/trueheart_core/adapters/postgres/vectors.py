@@ -266,7 +266,7 @@ class PostgresVectors(Role):
         return total
 
     def iter(self, scope: ScopeKey | None) -> Iterator[VectorRow]:
-        where, params = scope_filter(scope, "v")
+        where, params = scope_filter(self._s, scope, "v")
         for r in self._s.stream(
             "SELECT v.tenant_id, v.owner_id, v.subject_id, v.memory_id, "
             "m.memory_id IS NOT NULL, v.space_id, v.content_hash, v.vector, v.digest, "
@@ -278,7 +278,7 @@ class PostgresVectors(Role):
             yield VectorRow(key_of(r), dec(r[3]) if r[4] else "", *r[5:])
 
     def disagreeing(self, scope: ScopeKey | None) -> list[tuple[ScopeKey, str]]:
-        where, params = scope_filter(scope, "v")
+        where, params = scope_filter(self._s, scope, "v")
         rows = self._s.all(
             "SELECT v.tenant_id, v.owner_id, v.subject_id, v.memory_id FROM vectors v "
             f"JOIN memories m ON {_MEMORY_OF_V} WHERE {where} AND {_COPIES_DIFFER} "
