@@ -141,8 +141,8 @@ def open_schema(conn: psycopg.Connection[tuple[Any, ...]], name: str, *, read_on
                 raise RepositoryCorruption("invalid schema catalog")
             if read_only:
                 raise RepositoryReadOnly(_CREATE_NEEDS_WRITE)
-            for statement in schema.create_statements(name):
-                conn.execute(statement)
+            # One round trip: the statements hold no parameters.
+            conn.execute(";\n".join(schema.create_statements(name)).encode("utf-8"))
             conn.execute("COMMIT")
             return schema.SCHEMA_VERSION
         row = conn.execute(f"SELECT application, schema_version FROM {quoted}.meta").fetchall()
