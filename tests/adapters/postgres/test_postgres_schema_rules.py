@@ -11,7 +11,7 @@ from typing import Any
 
 from trueheart_core import PostgresRepository
 from trueheart_core.adapters.postgres.operations import KEPT_TABLES, SCOPED_ROWS
-from trueheart_core.adapters.postgres.schema import GLOBAL_TABLES, TABLES
+from trueheart_core.adapters.postgres.schema import GLOBAL_TABLES, TABLES, UNSAMPLED
 
 SCOPE_COLUMNS = ("tenant_id", "owner_id", "subject_id")
 
@@ -128,3 +128,26 @@ def test_erasure_removes_or_keeps_every_table_of_a_scope() -> None:
     assert set(erased) | KEPT_TABLES == scoped
     assert not set(erased) & KEPT_TABLES
     assert "vector_generations" in KEPT_TABLES, "a vector generation never goes back"
+
+
+def test_no_column_of_caller_text_is_sampled_for_the_planner(
+    repository: PostgresRepository, pg: Any, pg_schema: str
+) -> None:
+    """``ANALYZE`` keeps samples in ``pg_statistic``, where an erasure cannot reach:
+    every byte column of an erased table is unsampled but the scope IDs and entity IDs
+    (which tombstones keep anyway)."""
+    rows = pg.execute(
+        "SELECT c.relname, a.attname, format_type(a.atttypid, a.atttypmod), "
+        "a.attstattarget FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid "
+        "WHERE c.relnamespace = %s::regnamespace AND c.relkind = 'r' AND a.attnum > 0 "
+        "AND NOT a.attisdropped",
+        (pg_schema,),
+    ).fetchall()
+    unsampled = {(table, column) for table, columns in UNSAMPLED.items() for column in columns}
+    assert {(t, c) for t, c, _, target in rows if target == 0} == unsampled
+    erased = {table for _, table in SCOPED_ROWS}
+    ids = {*SCOPE_COLUMNS, "event_id", "memory_id", "claim_id"}
+    sampled_bytes = {
+        (t, c) for t, c, kind, target in rows if t in erased and kind == "bytea" and target != 0
+    }
+    assert {c for _, c in sampled_bytes} <= ids, sampled_bytes
