@@ -82,7 +82,9 @@ def expected(conn: psycopg.Connection[tuple[Any, ...]], version: int) -> Catalog
     cached = _EXPECTED.get((server, version))
     if cached is not None:
         return cached
-    conn.execute("BEGIN")
+    # Read-write even on a read-only repository: only temporary objects are made, and
+    # the transaction is rolled back.
+    conn.execute("BEGIN ISOLATION LEVEL READ COMMITTED READ WRITE")
     try:
         conn.execute("SET LOCAL search_path = pg_temp")
         for step in range(1, version + 1):
@@ -139,8 +141,8 @@ def open_schema(conn: psycopg.Connection[tuple[Any, ...]], name: str, *, read_on
                 raise RepositoryCorruption("invalid schema catalog")
             if read_only:
                 raise RepositoryReadOnly(_CREATE_NEEDS_WRITE)
-            for statement in schema.create_statements(name):
-                conn.execute(statement)
+            # One round trip: the statements hold no parameters.
+            conn.execute(";\n".join(schema.create_statements(name)).encode("utf-8"))
             conn.execute("COMMIT")
             return schema.SCHEMA_VERSION
         row = conn.execute(f"SELECT application, schema_version FROM {quoted}.meta").fetchall()

@@ -2,11 +2,16 @@
 
 A pool of connections per repository, safe to share between threads; any number of
 processes on any number of hosts may open the same store. Each unit of work is one
-transaction on one pooled connection: a writing unit runs at ``SERIALIZABLE``, so every
-rule the service checks inside it (idempotent replays, tombstones, audit rows with their
-change) holds as if the writers ran one at a time, and a conflict with a concurrent
-writer rolls it back as ``RepositoryConflict``, which the service retries; a reading unit
-runs at ``REPEATABLE READ READ ONLY``, one consistent snapshot.
+transaction on one pooled connection. A writing unit runs at ``READ COMMITTED`` under
+advisory locks (see ``session.Session``): an exclusive lock on each scope it touches,
+taken before the scope's first statement, and the store's lock, shared, or exclusive for
+the operations that change many scopes at once. So the writers of one scope run one at
+a time, as on SQLite's single writer, and every rule the service checks inside a unit
+(idempotent replays, tombstones, audit rows with their change) holds; writers of
+different scopes run at once. A lock not granted within ``lock_timeout`` is
+``RepositoryBusy``; a deadlock (a unit that touches several scopes, against another in
+the opposite order) rolls one back as ``RepositoryConflict``, which the service retries.
+A reading unit runs at ``REPEATABLE READ READ ONLY``: one consistent snapshot.
 """
 
 from __future__ import annotations
@@ -38,7 +43,13 @@ from trueheart_core.errors import (
 from trueheart_core.ports import Capability, Operation
 
 _SCRUB_TABLES: tuple[str, ...] = tuple(t for t in ddl.TABLES if t not in ("meta", "scopes"))
-"""The tables an erasing unit may remove rows from, which the scrub after it vacuums."""
+"""The tables an erasure that did not say which tables it changed has rewritten."""
+
+
+_REWRITE_OWED = "erasure rewrite incomplete"
+_WHOLE_STORE: frozenset[Operation] = frozenset({"expire", "rebuild", "import", "compact"})
+"""Writing operations that change rows of many scopes: they hold the store's lock
+exclusively, so no scope's writer runs meanwhile (every other writer holds it shared)."""
 
 
 def _seconds(field: str, value: object, *, low: float, high: float) -> float:
@@ -131,10 +142,9 @@ class PostgresRepository:
         self._read_only = read_only
         self._scratch: dict[object, object] = {}
         self._lock = threading.Lock()
-        # Tables an erasing unit committed changes to but whose scrub has not run yet,
-        # and whether it asked for a rewrite.
+        # Tables an erasure asked to rewrite, whose rewrite has not run yet.
         self._owed: set[str] = set()
-        self._rewrite_owed = False
+        self._lock_timeout = locks
         self._pool: psycopg_pool.ConnectionPool[psycopg.Connection[tuple[Any, ...]]] | None = None
         options = conn_mod.options_text(
             conn_mod.connection_settings(
@@ -220,15 +230,24 @@ class PostgresRepository:
         if write and self._read_only:
             raise RepositoryReadOnly(diagnostic)
         with conn_mod.translate(diagnostic), pool.connection() as conn:
-            if self._owed:
-                self._scrub(conn)
+            if erasing and self._owed:
+                # An earlier erasure's rewrite first: an erasing call that returns has
+                # left none of what it or any erasure before it removed.
+                self._rewrite(conn)
             conn.execute(
-                "BEGIN ISOLATION LEVEL SERIALIZABLE"
+                "BEGIN ISOLATION LEVEL READ COMMITTED READ WRITE"
                 if write
                 else "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
             )
-            uow = PostgresUnitOfWork(conn, self._scratch, write=write)
+            uow = PostgresUnitOfWork(conn, self._scratch, write=write, store=self._schema)
             try:
+                if write:
+                    lock = (
+                        "pg_advisory_xact_lock"
+                        if operation in _WHOLE_STORE
+                        else "pg_advisory_xact_lock_shared"
+                    )
+                    conn.execute(f"SELECT {lock}(%s)", (uow.session.store_lock,))
                 catalog.check_version(conn)
                 yield uow
             finally:
@@ -238,38 +257,63 @@ class PostgresRepository:
             if uow.committed and erasing:
                 # Nothing erased may stay in what the service derived from the store.
                 self._scratch.clear()
-                with self._lock:
-                    self._owed.update(uow.session.touched_tables or _SCRUB_TABLES)
-                    self._rewrite_owed = self._rewrite_owed or uow.session.rewrite_requested
-                self._scrub(conn)
+                if uow.session.rewrite_requested:
+                    with self._lock:
+                        self._owed.update(uow.session.touched_tables or _SCRUB_TABLES)
+                    self._rewrite(conn)
 
-    def _scrub(self, conn: psycopg.Connection[tuple[Any, ...]]) -> None:
-        """Vacuum the tables an erasing unit changed (``VACUUM FULL`` when it asked for a
-        rewrite), so that the removed rows leave the tables' pages. Runs outside any
-        transaction, after the commit; when it cannot run (a lock held past the lock
-        timeout) the change stays committed and the scrub is owed: it is retried before
-        the next unit of work and by :meth:`close`. Logged on ``trueheart_core.erasure``."""
+    def _rewrite(self, conn: psycopg.Connection[tuple[Any, ...]]) -> None:
+        """Rewrite the tables an erasure asked to rewrite (``VACUUM FULL``: new files
+        that hold only the rows that stay), after its commit and outside any transaction.
+
+        A transaction that began before the commit may still see the removed rows, and
+        ``VACUUM FULL`` copies every row some snapshot may see; so first it waits, up to
+        the lock timeout, until every transaction of the database that was open at the
+        commit has ended (prepared transactions included). When that, or the table
+        locks, cannot be had in time, the change stays committed and the rewrite is owed:
+        ``RepositoryBusy("erasure rewrite incomplete")``, and every later erasing call
+        (and :meth:`close`) tries it first. Logged on ``trueheart_core.erasure``."""
         with self._lock:
-            tables, full = sorted(self._owed), self._rewrite_owed
+            tables = sorted(self._owed)
         if not tables:
             return
         started = time.perf_counter()
+        if not self._older_snapshots_ended(conn):
+            logs.ERASURE.warning("erasure rewrite postponed: an older transaction is open")
+            raise RepositoryBusy(_REWRITE_OWED)
         listed = ", ".join(ddl.quote(t) for t in tables)
         try:
-            conn.execute(f"VACUUM (FULL, ANALYZE) {listed}" if full else f"VACUUM {listed}")
-        except psycopg.Error:
-            logs.ERASURE.warning("erasure scrub postponed: the tables could not be vacuumed")
-            raise
+            conn.execute(f"VACUUM (FULL, ANALYZE) {listed}")
+        except psycopg.errors.LockNotAvailable:
+            logs.ERASURE.warning("erasure rewrite postponed: the tables are in use")
+            raise RepositoryBusy(_REWRITE_OWED) from None
         with self._lock:
             self._owed.difference_update(tables)
-            if full:
-                self._rewrite_owed = False
         logs.ERASURE.info(
-            "erasure scrub: %d tables %s in %.3f s",
+            "erasure rewrite: %d tables rewritten in %.3f s",
             len(tables),
-            "rewritten" if full else "vacuumed",
             time.perf_counter() - started,
         )
+
+    def _older_snapshots_ended(self, conn: psycopg.Connection[tuple[Any, ...]]) -> bool:
+        """Wait (up to the lock timeout) until no transaction of the database that began
+        before now is still open; False if one still is."""
+        (now,) = conn.execute("SELECT clock_timestamp()").fetchone() or (None,)
+        deadline = time.monotonic() + self._lock_timeout
+        while True:
+            row = conn.execute(
+                "SELECT (SELECT count(*) FROM pg_stat_activity WHERE datname = "
+                "current_database() AND pid <> pg_backend_pid() AND xact_start < %s "
+                "AND (backend_xmin IS NOT NULL OR backend_xid IS NOT NULL)) + "
+                "(SELECT count(*) FROM pg_prepared_xacts WHERE database = current_database() "
+                "AND prepared < %s)",
+                (now, now),
+            ).fetchone()
+            if row is not None and row[0] == 0:
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.02)
 
     # --- operations: sizes ------------------------------------------------------------
 
@@ -298,7 +342,7 @@ class PostgresRepository:
         pool = self._pool
         if pool is not None and self._owed:
             with contextlib.suppress(Exception), pool.connection(timeout=5) as conn:
-                self._scrub(conn)
+                self._rewrite(conn)
         self._scratch.clear()
         self._close_pool()
 

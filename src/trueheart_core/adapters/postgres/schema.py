@@ -166,6 +166,51 @@ _V1: Sequence[str] = (
         FOR EACH ROW EXECUTE FUNCTION vector_generation_bump()""",
 )
 
+UNSAMPLED: Mapping[str, tuple[str, ...]] = {
+    # Columns that ``ANALYZE`` never samples (statistics target 0): the text and bytes a
+    # caller stored, and the keys and hashes derived from them. The server keeps a
+    # sample of every analysed column (its most common values and histogram bounds) in
+    # the database's ``pg_statistic`` catalog, out of reach of an erasure of the rows.
+    # IDs and scope IDs stay sampled: tombstones and audit rows keep them anyway.
+    "raw_events": (
+        "source_id",
+        "source_type",
+        "source_metadata",
+        "content_hash",
+        "clear_for",
+        "recall_for",
+        "metadata",
+        "digest",
+    ),
+    "raw_bodies": ("content", "digest"),
+    "memories": ("content", "dependency_fingerprint", "kind", "metadata", "digest"),
+    "lineage": ("clear_for", "recall_for", "digest"),
+    "claims": (
+        "subject",
+        "predicate",
+        "value",
+        "authority",
+        "supersedes",
+        "digest",
+        "subject_key",
+        "predicate_key",
+    ),
+    "extractions": ("extractor", "claim_ids", "spans", "diagnostics", "digest"),
+    "search_docs": ("kind",),
+    "search_terms": ("term",),
+    "search_postings": ("term",),
+    "vectors": ("kind", "content_hash", "vector", "digest", "sketch"),
+}
+
+_V1 = (
+    *_V1,
+    *(
+        f"ALTER TABLE {table} ALTER COLUMN {column} SET STATISTICS 0"
+        for table, columns in UNSAMPLED.items()
+        for column in columns
+    ),
+)
+
 MIGRATIONS: Mapping[int, Sequence[str]] = {1: _V1}
 """Statements that take a schema from version ``n - 1`` to version ``n``."""
 
