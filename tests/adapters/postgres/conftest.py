@@ -18,9 +18,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import postgres_configuration
 import pytest
 
+import postgres_configuration
 from trueheart_core import PostgresRepository
 
 _CONFORMANCE = str(Path(__file__).resolve().parents[2] / "conformance")

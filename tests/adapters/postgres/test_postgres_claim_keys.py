@@ -25,7 +25,7 @@ from trueheart_core import (
     TrueHeart,
     TrustLevel,
 )
-from trueheart_core.adapters.sqlite.claims import text_key
+from trueheart_core.adapters.sql.keys import text_key
 
 NOW = datetime(2026, 8, 13, 12, 0, tzinfo=UTC)
 SCOPE = Scope("tenant", "owner", "subject")

@@ -2,7 +2,7 @@
 connection, and nothing else.
 
 A claim row's ``subject_key`` and ``predicate_key`` are the SQLite adapter's
-:func:`~trueheart_core.adapters.sqlite.claims.text_key` of its texts, so that
+:func:`~trueheart_core.adapters.sql.keys.text_key` of its texts, so that
 ``stale_keys`` and ``rekey`` mean the same on both backends; the index of the scope by
 those keys selects a subject's claims, and the texts themselves are compared in the rows.
 """
@@ -21,7 +21,7 @@ from trueheart_core.adapters.postgres.session import (
     enc_opt,
     scoped,
 )
-from trueheart_core.adapters.sqlite.claims import text_key
+from trueheart_core.adapters.sql.keys import text_key
 from trueheart_core.ports import ClaimPosition, ClaimRow, ExtractionRow, ScopeKey
 
 _CLAIM_COLUMNS = (

@@ -213,12 +213,15 @@ class PostgresOperations(Role):
         With ``rewrite`` the deletions and the check after them read the heaps, not the
         indexes (a damaged index cannot hide a row from either), and the repository is
         asked to rewrite the touched tables after the commit (``VACUUM FULL``). Without
-        it, rows are found through the scope's key and checked the same way; the
-        repository's plain ``VACUUM`` after the commit prunes the dead rows, which
-        leaves their bytes in the free space of pages that keep live rows until that
-        space is reused (see the PostgreSQL erasure tests for what is measured).
+        it, rows are found through the scope's key and checked the same way; the removed
+        row versions stay in their pages until the server's own vacuum prunes them
+        (which leaves their bytes in free page space until it is reused) or ``compact``
+        rewrites the tables (see the PostgreSQL erasure tests for what is measured).
+        A rewrite needs the role that owns the tables: without it, this raises
+        ``RepositoryReadOnly`` before anything is deleted.
         """
         if rewrite:
+            self._s.require_owner()
             with self._tables_only():
                 removed = self._delete_scope(scope)
                 left = self._counts(scope)
@@ -237,6 +240,7 @@ class PostgresOperations(Role):
         return removed
 
     def request_rewrite(self) -> None:
+        self._s.require_owner()
         self._s.rewrite_requested = True
 
     def rebuild_storage_indexes(self) -> int:

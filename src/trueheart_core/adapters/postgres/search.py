@@ -160,6 +160,8 @@ class PostgresSearch(Role):
         )
 
     def clear(self) -> None:
+        # A change of every scope: no other writer may run meanwhile.
+        self._s.lock_store()
         for table in SEARCH_TABLES:
             self._s.execute(f"DELETE FROM {table}")
         self._s.touched_tables.update(SEARCH_TABLES)

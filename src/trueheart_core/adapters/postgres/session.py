@@ -9,7 +9,7 @@ import itertools
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from trueheart_core.errors import RepositoryCorruption
+from trueheart_core.errors import RepositoryCorruption, RepositoryReadOnly
 from trueheart_core.ports import EventRow, MemoryRow, ScopeKey
 
 if TYPE_CHECKING:
@@ -160,6 +160,18 @@ class Session:
             )
             self.locked.add(scope)
         return ids
+
+    def require_owner(self) -> None:
+        """Fail with ``RepositoryReadOnly`` unless this connection's role may rewrite
+        every table of the store (``VACUUM FULL`` needs the owner's role; for any other
+        role the server skips the table with a mere warning, which would leave an
+        erasure's rows in place while the call reported success)."""
+        row = self.one(
+            "SELECT bool_and(pg_has_role(c.relowner, 'USAGE')) FROM pg_class c "
+            "WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind = 'r'"
+        )
+        if row is None or row[0] is not True:
+            raise RepositoryReadOnly("rewriting the store's tables needs the role that owns them")
 
     def lock_store(self) -> None:
         """Take the store's lock exclusively (for a change of the whole store made in a

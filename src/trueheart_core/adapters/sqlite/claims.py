@@ -3,10 +3,10 @@ connection, and nothing else."""
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from trueheart_core.adapters.sql.keys import text_key
 from trueheart_core.adapters.sqlite.session import (
     CHUNK,
     Role,
@@ -17,12 +17,6 @@ _CLAIM_COLUMNS = (
     "c.claim_id, c.subject, c.predicate, c.value, c.valid_from, c.valid_to, c.confidence, "
     "c.authority, c.supersedes, c.digest"
 )
-
-
-def text_key(text: str) -> int:
-    """The indexed form of a subject or predicate: a signed 64-bit BLAKE2b hash."""
-    digest = hashlib.blake2b(text.encode("utf-8"), digest_size=8, person=b"trueheart.claim")
-    return int.from_bytes(digest.digest(), "big", signed=True)
 
 
 def _selection(sid: int, subject: str | None, predicate: str | None) -> tuple[str, list[Any]]:
