@@ -16,9 +16,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from trueheart_core import (
+    EntityType,
     GovernanceAction,
     GovernanceCommand,
-    EntityType,
     MemoryDraft,
     RawEventDraft,
     RecallQuery,
@@ -45,23 +45,31 @@ def _fill(memory: TrueHeart, scope: Scope, now: datetime) -> None:
         )
         memory.materialize_once(
             MemoryDraft(
-                f"memory-{number}", scope, text, (f"event-{number}",), "fact",
-                TrustLevel.OBSERVED, now,
+                f"memory-{number}",
+                scope,
+                text,
+                (f"event-{number}",),
+                "fact",
+                TrustLevel.OBSERVED,
+                now,
             )
         )
 
 
 def main(url: str) -> None:
     """Fill a SQLite store, move it to PostgreSQL with export and import, and use it."""
-    from trueheart_core import PostgresRepository
+    # Imported here: without a server the example needs no extra installed.
+    from trueheart_core import PostgresRepository  # noqa: PLC0415
 
     now = datetime(2026, 8, 13, 12, 0, tzinfo=UTC)
     scope = Scope("synthetic-tenant", "synthetic-owner", "synthetic-subject")
     exported = io.StringIO()
-    with tempfile.TemporaryDirectory() as directory:
-        with TrueHeart(SQLiteRepository(Path(directory) / "memory.db"), clock=lambda: now) as local:
-            _fill(local, scope, now)
-            local.export_store(exported)
+    with (
+        tempfile.TemporaryDirectory() as directory,
+        TrueHeart(SQLiteRepository(Path(directory) / "memory.db"), clock=lambda: now) as local,
+    ):
+        _fill(local, scope, now)
+        local.export_store(exported)
     server = PostgresRepository(url, schema=SCHEMA)
     try:
         with TrueHeart(server, clock=lambda: now) as shared:
@@ -87,7 +95,7 @@ def main(url: str) -> None:
 
 def _drop(url: str) -> None:
     """Remove the example's schema (the example leaves nothing behind)."""
-    import psycopg
+    import psycopg  # noqa: PLC0415 (the postgres extra)
 
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute(f"DROP SCHEMA IF EXISTS {SCHEMA} CASCADE")
