@@ -201,9 +201,16 @@ def __getattr__(name: str) -> object:
     """``PostgresRepository`` is imported on first use, so that ``import trueheart_core``
     loads no third-party module (it needs the ``postgres`` extra: psycopg)."""
     if name == "PostgresRepository":
-        from trueheart_core.adapters.postgres import (  # noqa: PLC0415 (lazy on purpose)
-            PostgresRepository,
-        )
-
+        try:
+            from trueheart_core.adapters.postgres import (  # noqa: PLC0415 (lazy on purpose)
+                PostgresRepository,
+            )
+        except ModuleNotFoundError as missing:
+            if missing.name not in ("psycopg", "psycopg_pool"):
+                raise
+            raise ImportError(
+                "PostgresRepository needs the postgres extra: "
+                "pip install 'trueheart-core[postgres]'"
+            ) from None
         return PostgresRepository
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

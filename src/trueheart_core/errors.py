@@ -102,7 +102,10 @@ class RepositoryBusy(TrueHeartError):
     because another connection held a read transaction beyond the busy timeout: one that
     began during the call, or before it while the WAL was empty (the check before the
     work only sees readers of the WAL's frames). Every later call on the same repository
-    retries the scrub first, and so does ``close()``.
+    retries the scrub first, and so does ``close()``. On PostgreSQL, ``erasure rewrite
+    incomplete`` is the same: the erasure was committed, but the rewrite of its tables
+    waited for an older transaction (or the tables' locks) past the lock timeout; every
+    later erasing call, and ``close()``, runs it first.
     """
 
     def __init__(self, diagnostic: str) -> None:

@@ -97,6 +97,8 @@ NEW_IN_0_6 = ["RepositoryFull", "AsyncTrueHeart", "TimeOrder", "TimeTrace"]
 
 NEW_IN_EXPORT = ["ExportReceipt", "ImportReceipt", "ImportRefused"]
 
+NEW_IN_POSTGRES = ["PostgresRepository", "RepositoryConflict", "RepositoryUnavailable"]
+
 NEW_IN_OPERATIONS = [
     "ArtifactClass",
     "ArtifactCounts",
@@ -127,6 +129,7 @@ def test_all_is_exactly_the_documented_surface() -> None:
         + NEW_IN_0_6
         + NEW_IN_OPERATIONS
         + NEW_IN_EXPORT
+        + NEW_IN_POSTGRES
     )
     expected = [*sorted(names), "__version__"]
     assert list(trueheart_core.__all__) == expected
@@ -138,9 +141,18 @@ def test_sqlite_repository_sorts_before_scope() -> None:
 
 
 @pytest.mark.parametrize(
-    "name", NAMES_0_1_2 + NEW_IN_0_2 + NEW_IN_0_3 + NEW_IN_0_6 + NEW_IN_OPERATIONS + NEW_IN_EXPORT
+    "name",
+    NAMES_0_1_2
+    + NEW_IN_0_2
+    + NEW_IN_0_3
+    + NEW_IN_0_6
+    + NEW_IN_OPERATIONS
+    + NEW_IN_EXPORT
+    + NEW_IN_POSTGRES,
 )
 def test_every_exported_name_resolves(name: str) -> None:
+    if name == "PostgresRepository":
+        pytest.importorskip("psycopg", reason="PostgresRepository needs the postgres extra")
     assert getattr(trueheart_core, name) is not None
 
 

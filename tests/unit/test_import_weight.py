@@ -17,7 +17,8 @@ def test_import_loads_no_provider(package: str) -> None:
     code = (
         f"import sys, {package}\n"
         "loaded = [m for m in ('torch', 'transformers', 'numpy', 'mcp', 'agents', 'openai',"
-        " 'trueheart_core.providers', 'evicortex.providers', 'trueheart_core.integrations')"
+        " 'trueheart_core.providers', 'evicortex.providers', 'trueheart_core.integrations',"
+        " 'psycopg', 'psycopg_pool', 'trueheart_core.adapters.postgres')"
         " if m in sys.modules]\n"
         "print(','.join(loaded))\n"
     )
@@ -32,6 +33,51 @@ def test_import_loads_no_provider(package: str) -> None:
     )
     assert completed.returncode == 0, completed.stderr
     assert completed.stdout == "\n"
+
+
+def test_the_postgresql_adapter_is_imported_on_first_use() -> None:
+    pytest.importorskip("psycopg", reason="needs the postgres extra")
+    code = (
+        "import sys, trueheart_core\n"
+        "before = 'psycopg' in sys.modules\n"
+        "from trueheart_core import PostgresRepository\n"
+        "print(before, 'psycopg' in sys.modules, PostgresRepository.__module__)\n"
+    )
+    completed = subprocess.run(
+        [sys.executable, "-c", code],
+        env={**os.environ, "PYTHONPATH": str(SRC)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout == "False True trueheart_core.adapters.postgres.repository\n"
+
+
+def test_without_the_extra_the_postgresql_adapter_says_what_to_install() -> None:
+    code = (
+        "import sys\n"
+        "sys.modules['psycopg'] = None  # as if the postgres extra were not installed\n"
+        "import trueheart_core\n"
+        "try:\n"
+        "    trueheart_core.PostgresRepository\n"
+        "except ImportError as error:\n"
+        "    print(type(error).__name__, error)\n"
+    )
+    completed = subprocess.run(
+        [sys.executable, "-c", code],
+        env={**os.environ, "PYTHONPATH": str(SRC)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout == (
+        "ImportError PostgresRepository needs the postgres extra: "
+        "pip install 'trueheart-core[postgres]'\n"
+    )
 
 
 @pytest.mark.parametrize(
