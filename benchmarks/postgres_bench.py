@@ -1,0 +1,723 @@
+"""Latency of every operation of ``bench.py``, and search, on PostgreSQL against plain
+psycopg floors; then write throughput with 1, 4 and 16 writer processes on PostgreSQL and
+on SQLite.
+
+Run from the project root::
+
+    .venv/bin/python benchmarks/postgres_bench.py --url postgresql://user@host/db
+    .venv/bin/python benchmarks/postgres_bench.py --quick         # under a minute
+    .venv/bin/python benchmarks/postgres_bench.py --json results.json
+
+The server is ``--url``, else ``TRUEHEART_TEST_POSTGRES_URL``, else a throwaway cluster
+started for the run (``tests/postgres_cluster.py``) with the server's durable defaults:
+every commit is flushed (``fsync`` and ``synchronous_commit`` on), unlike the test
+cluster. On a named server everything goes into schemas made for the run
+(``trueheart_bench_*`` for the store, ``trueheart_floor_*`` for the floors), dropped at
+the end; nothing else is touched.
+
+Latency. The fixtures are built through the public API (with ``synchronous_commit`` off
+for the builder's own session only, to build fast; the measured repository keeps the
+server's setting). Each figure is the median and the 90th percentile of the wall time of
+single calls after warm-up calls, with the garbage collector paused, exactly as in
+``bench.py``, whose operations and fixtures this reuses. The floors do the least
+comparable work on one plain psycopg connection in autocommit mode: one committed
+one-row ``INSERT`` (for every write), one indexed ``SELECT`` of one row, of 20 and of 100
+rows (for the reads), a connection that reads the schema's catalog (for the open). They
+are sampled in rotation with the operations measured against them
+(``harness.run_interleaved``). The WAL-frame counts of ``bench.py`` are SQLite's and
+have no counterpart here.
+
+Throughput. N processes (``multiprocessing`` with ``spawn``), each with its own
+repository and scope, start together and call ``ingest_event`` with new events for a
+fixed time; the figure is the calls that returned, per second of that window, summed
+over the processes. The same runs on one SQLite file (WAL, the library's settings) on
+the same machine, in the run's temporary directory. A call that fails with
+``RepositoryBusy`` is retried and counted.
+
+The figures are information: the exit status is 0 whatever they are.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import importlib.util
+import json
+import multiprocessing
+import os
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Protocol, cast
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from bench import (
+    BATCH,
+    DEPENDENTS,
+    EVENT_BODY,
+    EXPIRE_SET,
+    FADING_AS_OF,
+    FLOOR_ROW_TEXT,
+    FULL,
+    MEMORY_BODY,
+    QUICK,
+    READ_SLICE,
+    RECALL_AS_OF,
+    SHORT_RAW,
+    Case,
+    Fixture,
+    Plan,
+    Result,
+    anything,
+    command,
+    erase_cases,
+    event,
+    ingest_many,
+    is_tuple_of,
+    memory,
+    repeated,
+    scope,
+    summarise,
+    write_cases,
+)
+from harness import Clock, machine, run_interleaved
+
+from trueheart_core import (
+    EntityType,
+    GovernanceAction,
+    MemoryDraft,
+    RecallQuery,
+    RepositoryBusy,
+    Scope,
+    SearchQuery,
+    SQLiteRepository,
+    TrueHeart,
+)
+
+try:
+    import psycopg
+except ImportError:  # pragma: no cover - reported at start
+    psycopg = None  # type: ignore[assignment]
+
+ROOT = Path(__file__).resolve().parents[1]
+FULL_SIZES = (100, 1_000, 10_000)
+QUICK_SIZES = (100, 1_000)
+SEARCH_MEMORIES = 1_000
+TOPICS = 50  # distinct topic words in the search scope: a topic query matches 1 in 50
+WRITERS = (1, 4, 16)
+FULL_SECONDS = 10.0  # the throughput window of each run
+QUICK_SECONDS = 2.0
+
+FLOOR_NAMES = {
+    "insert": "committed insert",
+    "row": "one-row select",
+    "top20": "top-20 select",
+    "top100": "top-100 select",
+    "open": "connect, read catalog",
+}
+
+
+# --- the server ---------------------------------------------------------------------------
+
+
+class ClusterLike(Protocol):
+    """What this program uses of ``tests/postgres_cluster.Cluster``."""
+
+    url: str
+
+    def stop(self) -> None: ...
+
+
+def start_cluster() -> ClusterLike:
+    """A throwaway durable cluster from the tests' helper (loaded by path: ``tests`` is
+    not a package)."""
+    path = ROOT / "tests" / "postgres_cluster.py"
+    spec = importlib.util.spec_from_file_location("postgres_cluster", path)
+    if spec is None or spec.loader is None:
+        raise SystemExit(f"cannot load {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up there
+    spec.loader.exec_module(module)
+    reason = module.unavailable()
+    if reason:
+        raise SystemExit(f"no PostgreSQL server: {reason}; pass --url")
+    start = cast(Callable[..., ClusterLike], module.start)
+    return start(durable=True)
+
+
+def with_options(url: str, options: str) -> str:
+    """The URL with libpq ``options`` (server settings of the session) added."""
+    parts = urlsplit(url)
+    query = [(k, v) for k, v in parse_qsl(parts.query) if k != "options"]
+    query.append(("options", options))
+    return urlunsplit((parts.scheme, parts.netloc, parts.path, urlencode(query), parts.fragment))
+
+
+@contextmanager
+def server(url: str | None) -> Iterator[str]:
+    """The URL of the server to measure: the one named, or a throwaway cluster's."""
+    if url:
+        yield url
+        return
+    cluster = start_cluster()
+    try:
+        yield cluster.url
+    finally:
+        cluster.stop()
+
+
+def drop_schemas(url: str, names: Sequence[str]) -> None:
+    assert psycopg is not None
+    with psycopg.connect(url, autocommit=True) as conn:
+        for name in names:
+            conn.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
+
+
+def server_settings(url: str) -> dict[str, str]:
+    assert psycopg is not None
+    with psycopg.connect(url, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT name, setting FROM pg_settings WHERE name = ANY(%s)",
+            (["server_version", "fsync", "synchronous_commit", "full_page_writes"],),
+        ).fetchall()
+    return {str(name): str(setting) for name, setting in rows}
+
+
+def postgres(url: str, schema: str, **options: Any) -> TrueHeart:
+    from trueheart_core import PostgresRepository
+
+    clock = options.pop("clock", None) or Clock()
+    return TrueHeart(PostgresRepository(url, schema=schema, **options), clock=clock)
+
+
+# --- fixtures -------------------------------------------------------------------------------
+
+TOPIC_WORDS = tuple(
+    a + b + c
+    for a in ("ka", "lo", "mi", "nu", "pe")
+    for b in ("ri", "so", "ta", "ve", "zo")
+    for c in ("dan", "mex")
+)[:TOPICS]
+
+
+def search_memory(memory_id: str, source_id: str, k: int) -> MemoryDraft:
+    base = memory(scope("search"), memory_id, source_id, k)
+    return MemoryDraft(
+        base.memory_id,
+        base.scope,
+        f"{MEMORY_BODY} Topic {TOPIC_WORDS[k % TOPICS]}.",
+        base.source_event_ids,
+        base.kind,
+        base.trust,
+        base.created_at,
+    )
+
+
+def build_store(th: TrueHeart, plan: Plan, sizes: Sequence[int]) -> Fixture:
+    """The scopes of ``bench.build_store`` (for ``sizes``), and ``search``: memories
+    that share the body of every other memory and differ in one topic word."""
+    n = 0
+    for size in sizes:
+        s = scope(f"recall-{size}")
+        sources = [f"e{k}" for k in range(max(1, size // DEPENDENTS))]
+        ingest_many(th, [event(s, eid, k) for k, eid in enumerate(sources)])
+        for k in range(size):
+            n += 1
+            th.materialize_once(memory(s, f"m{k}", sources[k // DEPENDENTS], n))
+        s = scope(f"audit-{size}")
+        ingest_many(th, [event(s, f"e{k}", k) for k in range(size)])
+
+    s = scope("search")
+    th.ingest_event(event(s, "src", 0))
+    for k in range(SEARCH_MEMORIES):
+        th.materialize_once(search_memory(f"s{k}", "src", k))
+
+    s = scope("govern")
+    th.ingest_event(event(s, "src", 0))
+    targets = plan.warmup + plan.govern_repeat
+    seal_ids = [f"seal{k}" for k in range(targets)]
+    restore_ids = [f"restore{k}" for k in range(targets)]
+    for memory_id in seal_ids + restore_ids:
+        n += 1
+        th.materialize_once(memory(s, memory_id, "src", n))
+    for memory_id in restore_ids:
+        th.govern(command(s, GovernanceAction.SEAL, EntityType.MEMORY, memory_id))
+
+    s = scope("delete")
+    targets = plan.warmup + plan.erase_repeat
+    delete_ids = [f"d{k}" for k in range(targets)]
+    ingest_many(th, [event(s, eid, k) for k, eid in enumerate(delete_ids)])
+    for eid in delete_ids:
+        for j in range(DEPENDENTS):
+            n += 1
+            th.materialize_once(memory(s, f"{eid}-m{j}", eid, n))
+
+    s = scope("expire")
+    batches = plan.warmup + plan.erase_repeat
+    ingest_many(
+        th,
+        [
+            event(s, f"x{b}-{j}", b * 3600, SHORT_RAW)
+            for b in range(batches)
+            for j in range(EXPIRE_SET)
+        ],
+    )
+
+    th.ingest_event(event(scope("ingest"), "replayed", 0))
+    th.ingest_events([event(scope("batch"), "first", 0)])
+    s = scope("materialize")
+    th.ingest_event(event(s, "src", 0))
+    th.materialize_once(memory(s, "replayed", "src", 0))
+    return Fixture(seal_ids, restore_ids, delete_ids, batches)
+
+
+def count_rows(url: str, schema: str) -> dict[str, int]:
+    assert psycopg is not None
+    tables = ("raw_events", "raw_bodies", "memories", "lineage", "tombstones", "audit")
+    with psycopg.connect(url, autocommit=True) as conn:
+        counted = {}
+        for t in tables:
+            row = conn.execute(f'SELECT count(*) FROM "{schema}".{t}').fetchone()
+            counted[t] = int(row[0]) if row else 0
+    return counted
+
+
+# --- floors -------------------------------------------------------------------------------
+
+
+def floor_cases(conn: Any, schema: str, plan: Plan) -> tuple[Case, list[Case]]:
+    """The committed one-row insert, and the indexed selects of 1, 20 and 100 rows from a
+    table of 10,000 (the shape of ``bench.py``'s floors)."""
+    conn.execute(f'CREATE SCHEMA "{schema}"')
+    conn.execute(
+        f'CREATE TABLE "{schema}".items (id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, '
+        "scope TEXT NOT NULL, created_at BIGINT NOT NULL, body TEXT NOT NULL)"
+    )
+    conn.execute(
+        f'CREATE TABLE "{schema}".rows (id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, '
+        "scope TEXT NOT NULL, created_at BIGINT NOT NULL, body TEXT NOT NULL)"
+    )
+    conn.execute(f'CREATE INDEX rows_recent ON "{schema}".rows (scope, created_at DESC, id)')
+    with conn.transaction(), conn.cursor() as cursor:
+        cursor.executemany(
+            f'INSERT INTO "{schema}".rows (scope, created_at, body) VALUES (%s, %s, %s)',
+            [("floor-scope", n, FLOOR_ROW_TEXT) for n in range(10_000)],
+        )
+    conn.execute(f'ANALYZE "{schema}".rows')
+    insert_sql = f'INSERT INTO "{schema}".items (scope, created_at, body) VALUES (%s, %s, %s)'
+
+    def insert(i: int) -> Callable[[], object]:
+        params = ("floor-scope", i, EVENT_BODY)
+        return lambda: conn.execute(insert_sql, params)
+
+    inserted = Case(
+        "floor: committed insert", "1 row", None, insert, anything, plan.commit_repeat, plan.warmup
+    )
+    selects = []
+    for label, limit in (("one-row", 1), ("top-20", 20), ("top-100", 100)):
+        sql = (
+            f'SELECT id, scope, created_at, body FROM "{schema}".rows WHERE scope = %s '
+            f"ORDER BY created_at DESC, id LIMIT {limit}"
+        )
+        if limit == 1:
+            sql = f'SELECT id, scope, created_at, body FROM "{schema}".rows WHERE id = %s'
+
+        def select(sql: str = sql, limit: int = limit) -> object:
+            key: object = 5_000 if limit == 1 else "floor-scope"
+            return tuple(conn.execute(sql, (key,)).fetchall())
+
+        selects.append(
+            Case(
+                f"floor: indexed {label} select",
+                "10,000",
+                None,
+                repeated(select),
+                is_tuple_of(limit),
+                plan.read_repeat,
+                plan.warmup * 10,
+            )
+        )
+    return inserted, selects
+
+
+def list_page(th: TrueHeart, s: Scope, limit: int) -> object:
+    return th.list_memories(s, limit=limit).items
+
+
+def search_items(th: TrueHeart, query: SearchQuery) -> object:
+    return th.search(query).items
+
+
+def nonempty(result: object) -> bool:
+    return isinstance(result, tuple) and len(result) > 0
+
+
+# --- reads ------------------------------------------------------------------------------
+
+
+def read_cases(th: TrueHeart, plan: Plan, sizes: Sequence[int]) -> list[Case]:
+    """Recall, list and audit at each size, with limits 20 and 100, and search."""
+    cases = []
+
+    def add(name: str, size: str, floor: str, call: Callable[[], object], n: int) -> None:
+        expect = is_tuple_of(n) if n else nonempty
+        warm = plan.warmup * 10
+        cases.append(Case(name, size, floor, repeated(call), expect, plan.read_repeat, warm))
+
+    for size in sizes:
+        for limit in (20, 100):
+            s = scope(f"recall-{size}")
+            query = RecallQuery(s, RECALL_AS_OF, limit)
+            add(
+                f"recall limit {limit}",
+                f"{size:,}",
+                f"top{limit}",
+                functools.partial(th.recall, query),
+                limit,
+            )
+    for size in sizes:
+        for limit in (20, 100):
+            page = functools.partial(list_page, th, scope(f"recall-{size}"), limit)
+            add(f"list_memories limit {limit}", f"{size:,}", f"top{limit}", page, limit)
+    for size in sizes:
+        for limit in (20, 100):
+            audit = functools.partial(th.audit, scope(f"audit-{size}"), limit=limit)
+            add(f"audit limit {limit}", f"{size:,}", f"top{limit}", audit, min(limit, size))
+    s = scope("search")
+    for label, text, n in (
+        (f"1 in {TOPICS} match", f"{TOPIC_WORDS[7]}", 0),
+        ("all match", "weekly summary", 0),
+    ):
+        found = SearchQuery(s, text, RECALL_AS_OF, budget_tokens=4096, limit=20, semantic=False)
+        search = functools.partial(search_items, th, found)
+        add(f"search, {label}", f"{SEARCH_MEMORIES:,}", "top20", search, n)
+    return cases
+
+
+def fading_cases(th: TrueHeart, plan: Plan, sizes: Sequence[int]) -> list[Case]:
+    cases = []
+    for size in (sizes[0], sizes[-1]):
+        query = RecallQuery(scope(f"recall-{size}"), FADING_AS_OF, 20)
+        cases.append(
+            Case(
+                "recall limit 20, all fading",
+                f"{size:,}",
+                "top20",
+                repeated(functools.partial(th.recall, query)),
+                is_tuple_of(20),
+                plan.fading_repeat,
+                plan.warmup,
+            )
+        )
+    return cases
+
+
+def open_cases(url: str, schema: str, plan: Plan) -> tuple[list[Case], Callable[[], None]]:
+    """Opening a repository (and its first read), against a plain connection that reads
+    the catalog of the schema's tables."""
+    from trueheart_core import PostgresRepository
+
+    assert psycopg is not None
+    opened: list[Any] = []
+
+    def closing() -> None:
+        while opened:
+            opened.pop().close()
+
+    def floor(i: int) -> Callable[[], object]:
+        closing()
+
+        def call() -> object:
+            assert psycopg is not None
+            conn = psycopg.connect(url, autocommit=True)
+            opened.append(conn)
+            return conn.execute(
+                "SELECT c.relname, a.attname, a.atttypid FROM pg_class c "
+                "JOIN pg_namespace n ON n.oid = c.relnamespace "
+                "JOIN pg_attribute a ON a.attrelid = c.oid "
+                "WHERE n.nspname = %s AND a.attnum > 0",
+                (schema,),
+            ).fetchall()
+
+        return call
+
+    def repository(i: int) -> Callable[[], object]:
+        closing()
+
+        def call() -> object:
+            repo = PostgresRepository(url, schema=schema, max_connections=1)
+            opened.append(repo)
+            return TrueHeart(repo).audit(scope("audit-100"), limit=1)
+
+        return call
+
+    cases = [
+        Case("floor: connect, read catalog", "schema", None, floor, anything, plan.open_repeat, 3),
+        Case(
+            "PostgresRepository open, audit",
+            "schema",
+            "open",
+            repository,
+            is_tuple_of(1),
+            plan.open_repeat,
+            3,
+        ),
+    ]
+    return cases, closing
+
+
+# --- throughput -----------------------------------------------------------------------------
+
+
+def throughput_worker(
+    backend: str, target: str, schema: str, worker: int, seconds: float, start: Any
+) -> dict[str, Any]:
+    """Ingest new events into this worker's own scope for ``seconds`` after every
+    writer is ready; the calls that returned, the retries of ``RepositoryBusy``, and the
+    length of the window."""
+    clock = Clock()
+    if backend == "postgres":
+        th = postgres(target, schema, clock=clock, max_connections=1)
+    else:
+        th = TrueHeart(SQLiteRepository(target), clock=clock)
+    s = scope(f"writer-{uuid.uuid4().hex[:8]}-{worker}")
+    with th:
+        th.ingest_event(event(s, "warm", 0))
+        start.wait(timeout=300)
+        began = time.perf_counter()
+        deadline = began + seconds
+        calls = busy = 0
+        while time.perf_counter() < deadline:
+            draft = event(s, f"e{calls}", calls)
+            try:
+                th.ingest_event(draft)
+            except RepositoryBusy:
+                busy += 1
+                continue
+            calls += 1
+        elapsed = time.perf_counter() - began
+    return {"calls": calls, "busy": busy, "seconds": elapsed}
+
+
+@dataclass(frozen=True)
+class Throughput:
+    backend: str
+    writers: int
+    calls: int
+    busy: int
+    seconds: float
+
+    @property
+    def per_second(self) -> float:
+        return self.calls / self.seconds
+
+
+def measure_throughput(
+    backend: str, target: str, schema: str, writers: int, seconds: float
+) -> Throughput:
+    context = multiprocessing.get_context("spawn")
+    with context.Manager() as manager:
+        barrier = manager.Barrier(writers)
+        with context.Pool(writers) as pool:
+            pending = [
+                pool.apply_async(throughput_worker, (backend, target, schema, w, seconds, barrier))
+                for w in range(writers)
+            ]
+            reports = [p.get(timeout=600) for p in pending]
+    return Throughput(
+        backend,
+        writers,
+        sum(int(r["calls"]) for r in reports),
+        sum(int(r["busy"]) for r in reports),
+        max(float(r["seconds"]) for r in reports),
+    )
+
+
+def print_throughput(rows: Sequence[Throughput]) -> None:
+    print("\nwrite throughput: ingest_event calls/s, summed over N writer processes, own scopes")
+    header = (
+        f"{'writers':>7} {'PostgreSQL/s':>13} {'SQLite/s':>10} {'PG/SQLite':>10}"
+        "  busy retries PG / SQLite"
+    )
+    print(header)
+    print("-" * len(header))
+    for writers in sorted({r.writers for r in rows}):
+        pg = next(r for r in rows if r.writers == writers and r.backend == "postgres")
+        lite = next(r for r in rows if r.writers == writers and r.backend == "sqlite")
+        print(
+            f"{writers:>7} {pg.per_second:>13.0f} {lite.per_second:>10.0f} "
+            f"{pg.per_second / lite.per_second:>9.2f}x  {pg.busy} / {lite.busy}"
+        )
+
+
+# --- report -----------------------------------------------------------------------------
+
+
+def with_ratio(result: Result, floors: dict[str, float]) -> Result:
+    if result.floor is None:
+        return result
+    return Result(
+        result.operation,
+        result.size,
+        result.median_us,
+        result.p90_us,
+        result.samples,
+        result.floor,
+        result.median_us / floors[result.floor],
+    )
+
+
+def print_table(results: Sequence[Result]) -> None:
+    header = (
+        f"{'operation':<33} {'size':<15} {'median µs':>10} {'p90 µs':>10} "
+        f"{'n':>5} {'ratio':>7}  floor"
+    )
+    print(header)
+    print("-" * len(header))
+    for r in results:
+        ratio = "" if r.ratio is None else f"{r.ratio:.2f}x"
+        floor = "" if r.floor is None else FLOOR_NAMES[r.floor]
+        print(
+            f"{r.operation:<33} {r.size:<15} {r.median_us:>10.1f} {r.p90_us:>10.1f} "
+            f"{r.samples:>5} {ratio:>7}  {floor}"
+        )
+
+
+def latency(url: str, plan: Plan, sizes: Sequence[int], run: str) -> dict[str, Any]:
+    """Build the fixtures, measure every operation against its floor, print the table."""
+    assert psycopg is not None
+    store, floor_schema = f"trueheart_bench_{run}", f"trueheart_floor_{run}"
+    try:
+        t0 = time.perf_counter()
+        builder = postgres(with_options(url, "-c synchronous_commit=off"), store)
+        try:
+            fixture = build_store(builder, plan, sizes)
+        finally:
+            builder.close()
+        rows = count_rows(url, store)
+        print(
+            f"fixtures built in {time.perf_counter() - t0:.1f} s; store rows: "
+            + ", ".join(f"{k} {v:,}" for k, v in rows.items())
+        )
+        conn = psycopg.connect(url, autocommit=True)
+        th = postgres(url, store)
+        try:
+            inserted, selects = floor_cases(conn, floor_schema, plan)
+            reads = [*selects, *read_cases(th, plan, sizes)]
+            run_interleaved(reads, READ_SLICE)
+            fading = fading_cases(th, plan, sizes)
+            run_interleaved(fading, 1)
+            writes = [inserted, *write_cases(th, fixture, plan)]
+            run_interleaved(writes, 1)
+            erases = erase_cases(th, fixture, plan)
+            run_interleaved(erases, 1)
+        finally:
+            th.close()
+            conn.close()
+        opening, close_opened = open_cases(url, store, plan)
+        try:
+            run_interleaved(opening, 1)
+        finally:
+            close_opened()
+    finally:
+        drop_schemas(url, [store, floor_schema])
+
+    floors = {
+        "insert": summarise(inserted).median_us,
+        "row": summarise(selects[0]).median_us,
+        "top20": summarise(selects[1]).median_us,
+        "top100": summarise(selects[2]).median_us,
+        "open": summarise(opening[0]).median_us,
+    }
+    ordered: list[Result] = [summarise(inserted), *(summarise(c) for c in selects)]
+    for case in writes[1:]:
+        ordered.append(summarise(case))
+        if case.operation == "ingest_events":
+            ordered.append(summarise(case, BATCH, "ingest_events, per event"))
+    for case in erases:
+        ordered.append(summarise(case))
+        if case.size == f"{EXPIRE_SET} eligible":
+            ordered.append(summarise(case, EXPIRE_SET, "expire_raw_content, per body"))
+    ordered.extend(summarise(case) for case in reads[len(selects) :])
+    ordered.extend(summarise(case) for case in fading)
+    ordered.extend(summarise(case) for case in opening)
+    results = [with_ratio(r, floors) for r in ordered]
+    print()
+    print_table(results)
+    if len(sizes) > 1:
+        print(f"\nscaling (median at {sizes[-1]:,} rows / median at {sizes[0]:,} rows)")
+        for r in results:
+            if r.size == f"{sizes[-1]:,}" and r.operation[:6] in {"recall", "list_m", "audit "}:
+                small = next(
+                    x for x in results if x.operation == r.operation and x.size == f"{sizes[0]:,}"
+                )
+                print(f"  {r.operation:<33} {r.median_us / small.median_us:.2f}x")
+    return {"store_rows": rows, "floors_us": floors, "results": [asdict(r) for r in results]}
+
+
+def throughput(url: str, work: Path, seconds: float, run: str) -> list[Throughput]:
+    store = f"trueheart_tp_{run}"
+    postgres(url, store).close()  # the schema exists before the writers start
+    TrueHeart(SQLiteRepository(work / "throughput.db")).close()
+    rows = []
+    try:
+        for writers in WRITERS:
+            for backend, target in (("postgres", url), ("sqlite", str(work / "throughput.db"))):
+                rows.append(measure_throughput(backend, target, store, writers, seconds))
+    finally:
+        drop_schemas(url, [store])
+    print_throughput(rows)
+    return rows
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0] if __doc__ else None)
+    parser.add_argument("--url", help="the PostgreSQL server (default: a throwaway cluster)")
+    parser.add_argument("--quick", action="store_true", help="fewer samples (under a minute)")
+    parser.add_argument("--json", metavar="PATH", type=Path, help="also write results as JSON")
+    parser.add_argument("--skip-latency", action="store_true", help="throughput only")
+    parser.add_argument("--skip-throughput", action="store_true", help="latency only")
+    args = parser.parse_args(argv)
+    if psycopg is None:
+        raise SystemExit("psycopg is not installed (pip install 'trueheart-core[postgres]')")
+    plan = QUICK if args.quick else FULL
+    sizes = QUICK_SIZES if args.quick else FULL_SIZES
+    seconds = QUICK_SECONDS if args.quick else FULL_SECONDS
+    started = time.perf_counter()
+    info = machine()
+    run = uuid.uuid4().hex[:10]
+    named = args.url or os.environ.get("TRUEHEART_TEST_POSTGRES_URL")
+    payload: dict[str, Any] = {"machine": info, "mode": "quick" if args.quick else "full"}
+    with server(named) as url, tempfile.TemporaryDirectory(prefix="trueheart-pgbench-") as tmp:
+        settings = server_settings(url)
+        payload["server"] = settings
+        print(
+            f"TrueHeart Core {info['trueheart_core']} (source {info['source_digest']}) | "
+            f"Python {info['python']} | PostgreSQL {settings.get('server_version')} "
+            f"(fsync {settings.get('fsync')}, synchronous_commit "
+            f"{settings.get('synchronous_commit')}) | SQLite {info['sqlite']} | "
+            f"{info['nproc']} CPUs | load {info['load_average_at_start']:.2f} | "
+            f"{'quick' if args.quick else 'full'} | "
+            f"{'named server' if named else 'throwaway durable cluster'}"
+        )
+        if not args.skip_latency:
+            payload["latency"] = latency(url, plan, sizes, run)
+        if not args.skip_throughput:
+            rows = throughput(url, Path(tmp), seconds, run)
+            payload["throughput"] = [{**asdict(r), "per_second": r.per_second} for r in rows]
+    elapsed = time.perf_counter() - started
+    load = os.getloadavg()[0]
+    print(f"\ntotal run time {elapsed:.0f} s; 1-minute load average at the end {load:.2f}")
+    payload["run_seconds"] = elapsed
+    if args.json is not None:
+        args.json.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
