@@ -102,10 +102,12 @@ class Retrying:
         while True:
             try:
                 return fn(argument)
-            except RepositoryBusy:
-                self.busy += 1
-                if time.monotonic() > deadline:
+            except RepositoryBusy as busy:
+                # SQLite's "erasure checkpoint incomplete" reports a committed change: a
+                # retry would misreport it. No other backend may raise it.
+                if "erasure checkpoint incomplete" in str(busy) or time.monotonic() > deadline:
                     raise
+                self.busy += 1
                 time.sleep(0.002)
 
 
