@@ -38,6 +38,7 @@ from typing import Protocol
 
 import pytest
 
+import postgres_configuration
 from trueheart_core import SQLiteRepository, TrueHeart
 from trueheart_core.ports import Capability, Repository
 
@@ -105,7 +106,28 @@ SQLITE_MEMORY = AdapterConfiguration(
     open_backup=_sqlite_open,
 )
 
-CONFIGURATIONS = (SQLITE_FILE, SQLITE_MEMORY)
+POSTGRES = AdapterConfiguration(
+    name="postgres",
+    new_target=postgres_configuration.new_target,
+    open=postgres_configuration.open_target,  # type: ignore[arg-type]
+    backup_target=lambda workspace: _numbered(workspace, "backup"),
+    open_backup=_sqlite_open,
+)
+
+CONFIGURATIONS = (SQLITE_FILE, SQLITE_MEMORY, POSTGRES)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _postgres_server() -> Iterator[None]:
+    """Stops the session's PostgreSQL server (started on first use) when tests end."""
+    yield
+    postgres_configuration.stop()
+
+
+@pytest.fixture
+def postgres_cluster() -> postgres_configuration.postgres_cluster.Cluster:
+    """The session's PostgreSQL server (skips the test, with the reason, without one)."""
+    return postgres_configuration.cluster()
 
 
 @pytest.fixture(params=CONFIGURATIONS, ids=[c.name for c in CONFIGURATIONS])

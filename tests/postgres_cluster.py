@@ -69,6 +69,12 @@ def unavailable() -> str | None:
     return None
 
 
+def _pg_ctl(*args: str, check: bool = True) -> None:
+    binaries = _binaries()
+    assert binaries is not None
+    subprocess.run([*_runner(), str(binaries / "pg_ctl"), *args], capture_output=True, check=check)
+
+
 def _free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         probe.bind(("127.0.0.1", 0))
@@ -114,38 +120,21 @@ class Cluster:
                 with contextlib.suppress(Exception):
                     self.drop_database(self.database_url(name))
             return
-        binaries = _binaries()
-        assert binaries is not None and self.data_directory is not None
-        subprocess.run(
-            [*_runner(), str(binaries / "pg_ctl"), "stop", "-D", str(self.data_directory)]
-            + ["-m", "immediate", "-w"],
-            capture_output=True,
-            check=False,
-        )
+        assert self.data_directory is not None
+        _pg_ctl("stop", "-D", str(self.data_directory), "-m", "immediate", "-w", check=False)
         shutil.rmtree(self._home, ignore_errors=True)
         self._home = None
 
     def kill_server(self) -> None:
         """Stop the server at once, as a crash would (no shutdown checkpoint)."""
-        binaries = _binaries()
-        assert binaries is not None and self.data_directory is not None
-        subprocess.run(
-            [*_runner(), str(binaries / "pg_ctl"), "stop", "-D", str(self.data_directory)]
-            + ["-m", "immediate", "-w"],
-            capture_output=True,
-            check=True,
-        )
+        assert self.data_directory is not None
+        _pg_ctl("stop", "-D", str(self.data_directory), "-m", "immediate", "-w")
 
     def start_server(self) -> None:
         """Start the server of this throwaway cluster again (after :meth:`kill_server`)."""
-        binaries = _binaries()
-        assert binaries is not None and self.data_directory is not None and self._home
-        subprocess.run(
-            [*_runner(), str(binaries / "pg_ctl"), "start", "-D", str(self.data_directory)]
-            + ["-l", str(self._home / "server.log"), "-w", "-t", "60"],
-            capture_output=True,
-            check=True,
-        )
+        assert self.data_directory is not None and self._home is not None
+        log = str(self._home / "server.log")
+        _pg_ctl("start", "-D", str(self.data_directory), "-l", log, "-w", "-t", "60")
 
 
 def start(*, durable: bool = False) -> Cluster:
@@ -168,9 +157,9 @@ def start(*, durable: bool = False) -> Cluster:
         os.chown(home, record.pw_uid, record.pw_gid)
     os.chmod(home, 0o700)
     port = _free_port()
+    initdb = [*runner, str(binaries / "initdb"), "-D", str(data), "-U", "postgres"]
     subprocess.run(
-        [*runner, str(binaries / "initdb"), "-D", str(data), "-U", "postgres"]
-        + ["-A", "trust", "-E", "UTF8", "--locale=C", "--no-sync"],
+        [*initdb, "-A", "trust", "-E", "UTF8", "--locale=C", "--no-sync"],
         capture_output=True,
         check=True,
     )

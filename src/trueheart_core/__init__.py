@@ -6,6 +6,8 @@ body-free audit; and erasure that reaches the database file. No runtime dependen
 no model calls, no network.
 """
 
+from typing import TYPE_CHECKING
+
 from trueheart_core._version import package_version
 from trueheart_core.adapters.sqlite import SQLiteRepository
 from trueheart_core.domain.claims import (
@@ -88,9 +90,11 @@ from trueheart_core.errors import (
     InvalidTransition,
     ProviderError,
     RepositoryBusy,
+    RepositoryConflict,
     RepositoryCorruption,
     RepositoryFull,
     RepositoryReadOnly,
+    RepositoryUnavailable,
     ScopeMismatch,
     SemanticProjectionError,
     TrueHeartError,
@@ -150,6 +154,7 @@ __all__ = [
     "MemoryPage",
     "MemoryRecord",
     "MemoryStatus",
+    "PostgresRepository",
     "ProviderError",
     "RankSignal",
     "RawEventDraft",
@@ -157,9 +162,11 @@ __all__ = [
     "RecallItem",
     "RecallQuery",
     "RepositoryBusy",
+    "RepositoryConflict",
     "RepositoryCorruption",
     "RepositoryFull",
     "RepositoryReadOnly",
+    "RepositoryUnavailable",
     "RerankCandidate",
     "RerankResult",
     "Reranker",
@@ -185,3 +192,18 @@ __all__ = [
     "ValidationError",
     "__version__",
 ]
+
+if TYPE_CHECKING:
+    from trueheart_core.adapters.postgres import PostgresRepository
+
+
+def __getattr__(name: str) -> object:
+    """``PostgresRepository`` is imported on first use, so that ``import trueheart_core``
+    loads no third-party module (it needs the ``postgres`` extra: psycopg)."""
+    if name == "PostgresRepository":
+        from trueheart_core.adapters.postgres import (  # noqa: PLC0415 (lazy on purpose)
+            PostgresRepository,
+        )
+
+        return PostgresRepository
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

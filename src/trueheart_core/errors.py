@@ -23,9 +23,11 @@ __all__ = [
     "InvalidTransition",
     "ProviderError",
     "RepositoryBusy",
+    "RepositoryConflict",
     "RepositoryCorruption",
     "RepositoryFull",
     "RepositoryReadOnly",
+    "RepositoryUnavailable",
     "ScopeMismatch",
     "SemanticProjectionError",
     "TrueHeartError",
@@ -105,6 +107,29 @@ class RepositoryBusy(TrueHeartError):
 
     def __init__(self, diagnostic: str) -> None:
         super().__init__(f"repository busy: {diagnostic}")
+
+
+class RepositoryConflict(RepositoryBusy):
+    """A concurrent transaction of another connection conflicted with this one (a
+    serialization failure or a deadlock on a database server), and the transaction was
+    rolled back: nothing of it was stored.
+
+    The service runs the whole call again, a bounded number of times with a short
+    random pause, before this error leaves it; catching it and retrying later is safe.
+    """
+
+
+class RepositoryUnavailable(TrueHeartError):
+    """The database server could not be reached, or the connection to it was lost.
+
+    Nothing of the call was committed, except when the connection was lost while the
+    commit itself was in flight: then the outcome is unknown, and replaying the same
+    call (ingest and materialize replays are idempotent) settles it. Reconnection is
+    automatic on the next call.
+    """
+
+    def __init__(self, diagnostic: str) -> None:
+        super().__init__(f"repository unavailable: {diagnostic}")
 
 
 class RepositoryCorruption(TrueHeartError):

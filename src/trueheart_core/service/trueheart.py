@@ -86,6 +86,7 @@ from trueheart_core.service import search as searching
 from trueheart_core.service import semantic as projecting
 from trueheart_core.service.recall import recall as recall_memories
 from trueheart_core.service.records import RowInvalid, scope_key
+from trueheart_core.service.retry import retry_conflicts
 from trueheart_core.service.search import hybrid
 
 __all__ = ["TrueHeart"]
@@ -101,6 +102,7 @@ def _utc_now() -> datetime:
 
 
 @body_free_errors
+@retry_conflicts(exclude=frozenset({"import_store", "export_store"}))
 class TrueHeart:
     """Governed long-term memory over a repository.
 

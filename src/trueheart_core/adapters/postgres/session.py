@@ -8,6 +8,7 @@ import itertools
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
+from trueheart_core.errors import RepositoryCorruption
 from trueheart_core.ports import EventRow, MemoryRow, ScopeKey
 
 if TYPE_CHECKING:
@@ -29,7 +30,8 @@ def scoped(alias: str = "") -> str:
 
 def same_scope(left: str, right: str) -> str:
     """The join condition of two aliases of rows of the same scope."""
-    return " AND ".join(f"{left}.{c} = {right}.{c}" for c in ("tenant_id", "owner_id", "subject_id"))
+    columns = ("tenant_id", "owner_id", "subject_id")
+    return " AND ".join(f"{left}.{c} = {right}.{c}" for c in columns)
 
 
 def enc(value: str) -> bytes:
@@ -81,7 +83,14 @@ def event_row(scope: ScopeKey, r: Sequence[Any]) -> EventRow:
         dec(r[0]),
         dec(r[1]),
         dec(r[2]),
-        *r[3:11],
+        r[3],
+        r[4],
+        r[5],
+        r[6],
+        r[7],
+        r[8],
+        r[9],
+        r[10],
         r[11],
         r[12],
         r[13],
@@ -128,7 +137,7 @@ class Session:
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> psycopg.Cursor[tuple[Any, ...]]:
         """Run one statement in the unit's transaction (``%s`` parameters)."""
-        return self.conn.execute(sql, params)  # type: ignore[arg-type]
+        return self.conn.execute(sql, params)
 
     def one(self, sql: str, params: Sequence[Any] = ()) -> tuple[Any, ...] | None:
         return self.execute(sql, params).fetchone()
@@ -143,7 +152,7 @@ class Session:
         cursor = self.conn.cursor(name=f"trueheart_scan_{next(_cursor_names)}")
         cursor.itersize = CHUNK
         try:
-            cursor.execute(sql, params)  # type: ignore[arg-type]
+            cursor.execute(sql, params)
             yield from cursor
         finally:
             cursor.close()
@@ -167,8 +176,6 @@ class Session:
 def changed(cursor: psycopg.Cursor[tuple[Any, ...]], rows: int) -> None:
     """Check that a statement changed exactly ``rows`` rows (else the store's rows and
     what the service read disagree: ``RepositoryCorruption``, which rolls back)."""
-    from trueheart_core.errors import RepositoryCorruption
-
     if cursor.rowcount != rows:
         raise RepositoryCorruption("stored rows and their indexes disagree")
 

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import quote
 
+from trueheart_core.adapters.sql.failures import MALFORMED, forget
 from trueheart_core.adapters.sqlite import schema
 from trueheart_core.errors import (
     RepositoryBusy,
@@ -39,9 +40,7 @@ _HEADER_MAGIC = b"SQLite format 3\x00"
 _HEADER_SIZE = 100
 
 
-_MALFORMED = (UnicodeError, TypeError, ValueError, ArithmeticError, LookupError)
-"""What the driver raises, or code reading a malformed row raises, besides
-``sqlite3.Error``: invalid UTF-8 in SQLite's own messages, values of the wrong type."""
+_MALFORMED = MALFORMED
 
 MAX_PATH_BYTES = 504
 """The longest absolute database path SQLite opens: its 512-byte limit less the length of
@@ -92,19 +91,6 @@ def translated(error: BaseException, diagnostic: str) -> TrueHeartError:
     if primary in (SQLITE_READONLY, SQLITE_PERM):
         return RepositoryReadOnly(diagnostic)
     return RepositoryCorruption(diagnostic)
-
-
-def forget(error: BaseException) -> None:
-    """Strip what an exception may quote of a body: arguments, traceback and chain (and
-    the text a Unicode error carries), so that keeping it as a context holds no body."""
-    error.args = ()
-    error.__traceback__ = None
-    error.__context__ = None
-    error.__cause__ = None
-    if isinstance(error, UnicodeDecodeError):
-        error.object, error.start, error.end = b"", 0, 0
-    elif isinstance(error, UnicodeEncodeError | UnicodeTranslateError):
-        error.object, error.start, error.end = "", 0, 0
 
 
 def changed(cursor: sqlite3.Cursor, rows: int) -> None:

@@ -16,6 +16,7 @@ import time
 from collections.abc import Collection, Iterator
 
 from trueheart_core import logs
+from trueheart_core.adapters.sql.failures import DIAGNOSTICS
 from trueheart_core.adapters.sqlite import backup as backup_mod
 from trueheart_core.adapters.sqlite import connection as conn_mod
 from trueheart_core.adapters.sqlite import schema
@@ -30,26 +31,6 @@ from trueheart_core.errors import (
     body_free_errors,
 )
 from trueheart_core.ports import Capability, Operation, ScopeKey
-
-DIAGNOSTICS: dict[Operation, str] = {
-    "open": "schema initialization failed",
-    "ingest": "event ingest failed",
-    "materialize": "memory materialization failed",
-    "recall": "memory recall failed",
-    "govern": "governance transaction failed",
-    "expire": "raw content expiry failed",
-    "audit": "audit read failed",
-    "verify": "integrity check failed",
-    "search": "memory search failed",
-    "read": "memory read failed",
-    "index": "search index rebuild failed",
-    "erase": "subject erasure failed",
-    "stats": "statistics read failed",
-    "rebuild": "index rebuild failed",
-    "compact": "store compaction failed",
-    "export": "store export failed",
-    "import": "store import failed",
-}
 
 _UPGRADE_NEEDS_WRITE = "schema upgrade needs a writable store"
 _SCRUB_NEEDS_SPACE = (

@@ -1,0 +1,8 @@
+"""The PostgreSQL adapter (the ``postgres`` extra: psycopg 3 and psycopg-pool).
+
+Imported only when used: ``trueheart_core.PostgresRepository`` loads it on first access.
+"""
+
+from trueheart_core.adapters.postgres.repository import PostgresRepository
+
+__all__ = ["PostgresRepository"]

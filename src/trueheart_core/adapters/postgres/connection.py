@@ -1,0 +1,150 @@
+"""Connections to the server and the one place where driver errors become library errors.
+
+:func:`translate` is the adapter's single choke point: every statement of a unit of work,
+of opening and of the post-commit maintenance runs inside it, and :func:`translated` is
+total over every exception (``tests/adapters/postgres/test_postgres_errors.py`` checks
+each SQLSTATE class and every exception class psycopg defines).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+import psycopg
+import psycopg_pool
+
+from trueheart_core.adapters.sql.failures import MALFORMED, forget
+from trueheart_core.errors import (
+    RepositoryBusy,
+    RepositoryConflict,
+    RepositoryCorruption,
+    RepositoryFull,
+    RepositoryReadOnly,
+    RepositoryUnavailable,
+    TrueHeartError,
+)
+
+_CONFLICT = frozenset({"40001", "40P01", "23505"})
+"""Serialization failure, deadlock, and a unique key taken by a concurrent transaction
+(what the service checked absent was inserted by another writer meanwhile): the whole
+call can run again and see the other's change."""
+_BUSY = frozenset({"55P03", "57014", "53300", "55006"})
+"""A lock not granted within the lock timeout, a statement cancelled by the statement
+timeout, too many connections, an object in use."""
+_READ_ONLY = frozenset({"25006", "42501"})
+"""A read-only transaction or server (a hot standby), and a role without the privilege."""
+
+
+def translated(error: BaseException, diagnostic: str) -> TrueHeartError:
+    """The library error for any exception raised while talking to the server.
+
+    ``RepositoryConflict`` for a serialization failure, a deadlock or a concurrent
+    unique key; ``RepositoryBusy`` for lock and statement timeouts, too many connections
+    and a pool with no free connection in time; ``RepositoryReadOnly`` for a read-only
+    transaction or server and a missing privilege; ``RepositoryFull`` for the server's
+    insufficient resources (disk full, out of memory); ``RepositoryUnavailable`` for a
+    connection that cannot be made or was lost, and a server shutting down; everything
+    else (an unexpected driver error, a malformed row) is ``RepositoryCorruption``.
+    """
+    if isinstance(error, psycopg_pool.PoolTimeout):
+        return RepositoryBusy(diagnostic)
+    if isinstance(error, psycopg_pool.PoolClosed):
+        return RepositoryUnavailable(diagnostic)
+    state = getattr(error, "sqlstate", None) if isinstance(error, psycopg.Error) else None
+    if isinstance(state, str):
+        if state in _CONFLICT:
+            return RepositoryConflict(diagnostic)
+        if state in _BUSY:
+            return RepositoryBusy(diagnostic)
+        if state in _READ_ONLY:
+            return RepositoryReadOnly(diagnostic)
+        if state.startswith("53"):
+            return RepositoryFull(diagnostic)
+        if state.startswith("08") or state in ("57P01", "57P02", "57P03"):
+            return RepositoryUnavailable(diagnostic)
+        return RepositoryCorruption(diagnostic)
+    if isinstance(error, psycopg.OperationalError | psycopg.InterfaceError):
+        # No SQLSTATE: the connection could not be made, or it broke mid-call.
+        return RepositoryUnavailable(diagnostic)
+    return RepositoryCorruption(diagnostic)
+
+
+@contextlib.contextmanager
+def translate(diagnostic: str) -> Iterator[None]:
+    """Turn every driver (or malformed-row) error raised inside the block into the
+    library error :func:`translated` names, with the operation's fixed ``diagnostic``.
+
+    The driver's exception, left as the ``__context__`` Python always records, is
+    stripped of its arguments, traceback and chain first, so no body survives in it
+    (a server's message may quote a value of the statement).
+    """
+    try:
+        yield
+    except TrueHeartError:
+        raise
+    except (psycopg.Error, psycopg_pool.PoolTimeout, psycopg_pool.PoolClosed) as error:
+        failure = translated(error, diagnostic)
+        forget(error)
+        raise failure from None
+    except MALFORMED as error:
+        forget(error)
+        raise RepositoryCorruption(diagnostic) from None
+
+
+def connection_settings(
+    *, schema: str, lock_timeout: float, statement_timeout: float | None, read_only: bool
+) -> dict[str, Any]:
+    """The session settings every pooled connection starts with, as libpq ``options``."""
+    return {
+        "search_path": schema,
+        "lock_timeout": f"{int(lock_timeout * 1000)}ms",
+        "statement_timeout": (
+            "0" if statement_timeout is None else f"{int(statement_timeout * 1000)}ms"
+        ),
+        "idle_in_transaction_session_timeout": "0",
+        "default_transaction_read_only": "on" if read_only else "off",
+        "client_encoding": "UTF8",
+        "TimeZone": "UTC",
+    }
+
+
+def options_text(settings: dict[str, Any]) -> str:
+    """``settings`` as the libpq ``options`` parameter (``-c name=value`` each)."""
+    return " ".join(f"-c {name}={value}" for name, value in settings.items())
+
+
+def make_pool(
+    conninfo: str,
+    *,
+    options: str,
+    max_connections: int,
+    connect_timeout: float,
+) -> psycopg_pool.ConnectionPool[psycopg.Connection[tuple[Any, ...]]]:
+    """A connection pool that opens connections lazily (at least one is made and
+    checked before this returns) and checks a connection before lending it."""
+    pool: psycopg_pool.ConnectionPool[psycopg.Connection[tuple[Any, ...]]] = (
+        psycopg_pool.ConnectionPool(
+            conninfo,
+            min_size=1,
+            max_size=max_connections,
+            kwargs={
+                "options": options,
+                "connect_timeout": max(1, int(connect_timeout)),
+                "autocommit": True,
+            },
+            timeout=connect_timeout,
+            check=psycopg_pool.ConnectionPool.check_connection,
+            open=False,
+            name="trueheart",
+            reconnect_timeout=connect_timeout,
+        )
+    )
+    try:
+        pool.open(wait=True, timeout=connect_timeout)
+    except psycopg_pool.PoolTimeout:
+        # No first connection could be made in time: the server is not there.
+        pool.close(timeout=0)
+        raise RepositoryUnavailable("could not connect to the server") from None
+    return pool

@@ -1,0 +1,295 @@
+"""The PostgreSQL repository: connecting, the schema, transactions and closing.
+
+A pool of connections per repository, safe to share between threads; any number of
+processes on any number of hosts may open the same store. Each unit of work is one
+transaction on one pooled connection: a writing unit runs at ``SERIALIZABLE``, so every
+rule the service checks inside it (idempotent replays, tombstones, audit rows with their
+change) holds as if the writers ran one at a time, and a conflict with a concurrent
+writer rolls it back as ``RepositoryConflict``, which the service retries; a reading unit
+runs at ``REPEATABLE READ READ ONLY``, one consistent snapshot.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import psycopg
+import psycopg_pool
+from psycopg.conninfo import conninfo_to_dict
+
+from trueheart_core import logs
+from trueheart_core.adapters.postgres import catalog
+from trueheart_core.adapters.postgres import connection as conn_mod
+from trueheart_core.adapters.postgres import schema as ddl
+from trueheart_core.adapters.postgres.unit_of_work import PostgresUnitOfWork
+from trueheart_core.adapters.sql.failures import DIAGNOSTICS
+from trueheart_core.errors import (
+    RepositoryBusy,
+    RepositoryReadOnly,
+    TrueHeartError,
+    ValidationError,
+    body_free_errors,
+)
+from trueheart_core.ports import Capability, Operation
+
+_SCRUB_TABLES: tuple[str, ...] = tuple(t for t in ddl.TABLES if t not in ("meta", "scopes"))
+"""The tables an erasing unit may remove rows from, which the scrub after it vacuums."""
+
+
+def _seconds(field: str, value: object, *, low: float, high: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ValidationError(field, "must be a number of seconds")
+    if not low <= value <= high:
+        raise ValidationError(field, f"must be from {low:g} through {high:g} seconds")
+    return float(value)
+
+
+def _conninfo(conninfo: object) -> str:
+    """A libpq connection string or URL, checked by libpq's own parser. The message
+    never quotes it: it may hold a password."""
+    if not isinstance(conninfo, str) or not conninfo.strip() or "\x00" in conninfo:
+        raise ValidationError("conninfo", "must be a libpq connection string or URL")
+    try:
+        conninfo_to_dict(conninfo)
+    except psycopg.Error:
+        raise ValidationError("conninfo", "must be a libpq connection string or URL") from None
+    return conninfo
+
+
+@body_free_errors
+class PostgresRepository:
+    """The PostgreSQL adapter: a store in one schema of a PostgreSQL database.
+
+    ``conninfo`` is a libpq connection string or URL (``"postgresql://user@host/db"``).
+    ``schema`` names the schema that holds the store (created with its tables when it
+    does not exist; an existing one must be exactly this version's, or an older version
+    that is upgraded). ``max_connections`` bounds the pool; ``connect_timeout`` is how
+    long a connection (or a free one from the pool) is waited for; ``lock_timeout`` how
+    long a statement waits for a row or table lock before ``RepositoryBusy``;
+    ``statement_timeout`` bounds one statement (``None``: no bound). ``read_only=True``
+    opens every transaction read-only: writes raise ``RepositoryReadOnly``.
+
+    Needs the ``postgres`` extra (psycopg 3 and psycopg-pool). Usable as a context
+    manager; :meth:`close` closes the pool.
+    """
+
+    def __init__(
+        self,
+        conninfo: str,
+        *,
+        schema: str = "trueheart",
+        max_connections: int = 10,
+        connect_timeout: float = 10.0,
+        lock_timeout: float = 5.0,
+        statement_timeout: float | None = None,
+        read_only: bool = False,
+    ) -> None:
+        target = _conninfo(conninfo)
+        if not ddl.valid_schema_name(schema):
+            raise ValidationError(
+                "schema", "must be 1 to 63 lower-case letters, digits or underscores"
+            )
+        if (
+            isinstance(max_connections, bool)
+            or not isinstance(max_connections, int)
+            or not 1 <= max_connections <= 1000
+        ):
+            raise ValidationError("max_connections", "must be an int from 1 through 1000")
+        wait = _seconds("connect_timeout", connect_timeout, low=1, high=3600)
+        locks = _seconds("lock_timeout", lock_timeout, low=0.001, high=3600)
+        bound = (
+            None
+            if statement_timeout is None
+            else _seconds("statement_timeout", statement_timeout, low=0.001, high=86400)
+        )
+        if not isinstance(read_only, bool):
+            raise ValidationError("read_only", "must be a bool")
+        self._schema = schema
+        self._read_only = read_only
+        self._scratch: dict[object, object] = {}
+        self._lock = threading.Lock()
+        # Tables an erasing unit committed changes to but whose scrub has not run yet,
+        # and whether it asked for a rewrite.
+        self._owed: set[str] = set()
+        self._rewrite_owed = False
+        self._pool: psycopg_pool.ConnectionPool[psycopg.Connection[tuple[Any, ...]]] | None = None
+        options = conn_mod.options_text(
+            conn_mod.connection_settings(
+                schema=schema, lock_timeout=locks, statement_timeout=bound, read_only=read_only
+            )
+        )
+        try:
+            with conn_mod.translate(DIAGNOSTICS["open"]):
+                self._pool = conn_mod.make_pool(
+                    target, options=options, max_connections=max_connections, connect_timeout=wait
+                )
+                with self._pool.connection() as conn:
+                    found = catalog.open_schema(conn, schema, read_only=read_only)
+        except TrueHeartError as error:
+            self._close_pool()
+            logs.STORE.warning("store refused: %s: %s", type(error).__name__, error)
+            raise
+        except BaseException:
+            self._close_pool()
+            raise
+        if found < ddl.SCHEMA_VERSION:
+            logs.STORE.info("schema upgraded from version %d to %d", found, ddl.SCHEMA_VERSION)
+        logs.STORE.debug(
+            "store opened: postgresql, %s, schema version %d",
+            "read-only" if read_only else "writable",
+            ddl.SCHEMA_VERSION,
+        )
+
+    @property
+    def capabilities(self) -> frozenset[Capability]:
+        """Persistent, shared by any number of processes, opens read-only, reports the
+        size of its tables, stores vectors. It has no file of its own to search
+        (``FORENSICS``) and no ``backup`` into a new store (use ``export_store`` and
+        ``import_store``, or the server's own backups: see ``docs/postgres.md``)."""
+        return frozenset(
+            {
+                Capability.PERSISTENT,
+                Capability.SHARED_ACROSS_PROCESSES,
+                Capability.READ_ONLY_OPEN,
+                Capability.STORAGE_SIZES,
+                Capability.VECTORS,
+            }
+        )
+
+    @property
+    def read_only(self) -> bool:
+        """Whether this repository refuses writes."""
+        return self._read_only
+
+    @property
+    def schema(self) -> str:
+        """The name of the schema that holds the store."""
+        return self._schema
+
+    def _pool_or_fail(self) -> psycopg_pool.ConnectionPool[psycopg.Connection[tuple[Any, ...]]]:
+        pool = self._pool
+        if pool is None:
+            raise ValidationError("repository", "is closed")
+        return pool
+
+    @contextlib.contextmanager
+    def unit_of_work(
+        self, operation: Operation, *, write: bool, erasing: bool = False
+    ) -> Iterator[PostgresUnitOfWork]:
+        """One transaction (see ``ports.Repository.unit_of_work``), timed and logged
+        (see :mod:`trueheart_core.logs`)."""
+        started = time.perf_counter()
+        try:
+            with self._unit_of_work(operation, write=write, erasing=erasing) as uow:
+                yield uow
+        except RepositoryBusy as error:
+            logs.busy(operation, str(error).removeprefix("repository busy: "))
+            raise
+        finally:
+            logs.unit_finished(operation, write=write, seconds=time.perf_counter() - started)
+
+    @contextlib.contextmanager
+    def _unit_of_work(
+        self, operation: Operation, *, write: bool, erasing: bool
+    ) -> Iterator[PostgresUnitOfWork]:
+        diagnostic = DIAGNOSTICS[operation]
+        pool = self._pool_or_fail()
+        if write and self._read_only:
+            raise RepositoryReadOnly(diagnostic)
+        with conn_mod.translate(diagnostic), pool.connection() as conn:
+            if self._owed:
+                self._scrub(conn)
+            conn.execute(
+                "BEGIN ISOLATION LEVEL SERIALIZABLE"
+                if write
+                else "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+            )
+            uow = PostgresUnitOfWork(conn, self._scratch, write=write)
+            try:
+                catalog.check_version(conn)
+                yield uow
+            finally:
+                if not uow.committed:
+                    with contextlib.suppress(psycopg.Error):
+                        conn.execute("ROLLBACK")
+            if uow.committed and erasing:
+                # Nothing erased may stay in what the service derived from the store.
+                self._scratch.clear()
+                with self._lock:
+                    self._owed.update(uow.session.touched_tables or _SCRUB_TABLES)
+                    self._rewrite_owed = self._rewrite_owed or uow.session.rewrite_requested
+                self._scrub(conn)
+
+    def _scrub(self, conn: psycopg.Connection[tuple[Any, ...]]) -> None:
+        """Vacuum the tables an erasing unit changed (``VACUUM FULL`` when it asked for a
+        rewrite), so that the removed rows leave the tables' pages. Runs outside any
+        transaction, after the commit; when it cannot run (a lock held past the lock
+        timeout) the change stays committed and the scrub is owed: it is retried before
+        the next unit of work and by :meth:`close`. Logged on ``trueheart_core.erasure``."""
+        with self._lock:
+            tables, full = sorted(self._owed), self._rewrite_owed
+        if not tables:
+            return
+        started = time.perf_counter()
+        listed = ", ".join(ddl.quote(t) for t in tables)
+        try:
+            conn.execute(f"VACUUM (FULL, ANALYZE) {listed}" if full else f"VACUUM {listed}")
+        except psycopg.Error:
+            logs.ERASURE.warning("erasure scrub postponed: the tables could not be vacuumed")
+            raise
+        with self._lock:
+            self._owed.difference_update(tables)
+            if full:
+                self._rewrite_owed = False
+        logs.ERASURE.info(
+            "erasure scrub: %d tables %s in %.3f s",
+            len(tables),
+            "rewritten" if full else "vacuumed",
+            time.perf_counter() - started,
+        )
+
+    # --- operations: sizes ------------------------------------------------------------
+
+    def storage_sizes(self) -> tuple[tuple[str, int], ...] | None:
+        """``(("database", bytes),)``: the size of every table of the store's schema with
+        its indexes and TOAST data (see ``ports.SupportsStorageSizes``)."""
+        pool = self._pool_or_fail()
+        with conn_mod.translate(DIAGNOSTICS["stats"]), pool.connection() as conn:
+            row = conn.execute(
+                "SELECT COALESCE(SUM(pg_total_relation_size(c.oid)), 0)::bigint FROM pg_class c "
+                "JOIN pg_namespace n ON n.oid = c.relnamespace "
+                "WHERE n.nspname = %s AND c.relkind = 'r'",
+                (self._schema,),
+            ).fetchone()
+        return (("database", int(row[0]) if row else 0),)
+
+    def _close_pool(self) -> None:
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            with contextlib.suppress(Exception):
+                pool.close(timeout=5)
+
+    def close(self) -> None:
+        """Close the pool (after any scrub still owed). Idempotent; later use raises
+        ``ValidationError``."""
+        pool = self._pool
+        if pool is not None and self._owed:
+            with contextlib.suppress(Exception), pool.connection(timeout=5) as conn:
+                self._scrub(conn)
+        self._scratch.clear()
+        self._close_pool()
+
+    def __enter__(self) -> PostgresRepository:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):
+            self.close()
