@@ -15,11 +15,10 @@ cluster. On a named server everything goes into schemas made for the run
 (``trueheart_bench_*`` for the store, ``trueheart_floor_*`` for the floors), dropped at
 the end; nothing else is touched.
 
-Latency. The fixtures are built through the public API (with ``synchronous_commit`` off
-for the builder's own session only, to build fast; the measured repository keeps the
-server's setting). Each figure is the median and the 90th percentile of the wall time of
-single calls after warm-up calls, with the garbage collector paused, exactly as in
-``bench.py``, whose operations and fixtures this reuses. The floors do the least
+Latency. The fixtures are built through the public API. Each figure is the median and
+the 90th percentile of the wall time of single calls after warm-up calls, with the
+garbage collector paused, exactly as in ``bench.py``, whose operations and fixtures
+this reuses. The floors do the least
 comparable work on one plain psycopg connection in autocommit mode: one committed
 one-row ``INSERT`` (for every write), one indexed ``SELECT`` of one row, of 20 and of 100
 rows (for the reads), a connection that reads the schema's catalog (for the open). They
@@ -54,7 +53,6 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Protocol, cast
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from bench import (
     BATCH,
@@ -148,14 +146,6 @@ def start_cluster() -> ClusterLike:
         raise SystemExit(f"no PostgreSQL server: {reason}; pass --url")
     start = cast(Callable[..., ClusterLike], module.start)
     return start(durable=True)
-
-
-def with_options(url: str, options: str) -> str:
-    """The URL with libpq ``options`` (server settings of the session) added."""
-    parts = urlsplit(url)
-    query = [(k, v) for k, v in parse_qsl(parts.query) if k != "options"]
-    query.append(("options", options))
-    return urlunsplit((parts.scheme, parts.netloc, parts.path, urlencode(query), parts.fragment))
 
 
 @contextmanager
@@ -594,7 +584,7 @@ def latency(url: str, plan: Plan, sizes: Sequence[int], run: str) -> dict[str, A
     store, floor_schema = f"trueheart_bench_{run}", f"trueheart_floor_{run}"
     try:
         t0 = time.perf_counter()
-        builder = postgres(with_options(url, "-c synchronous_commit=off"), store)
+        builder = postgres(url, store)
         try:
             fixture = build_store(builder, plan, sizes)
         finally:
