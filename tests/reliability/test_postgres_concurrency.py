@@ -171,8 +171,8 @@ def replay_worker(url: str, worker: int, start: Any) -> dict[str, Any]:
         stamps: dict[str, str] = {}
         memories: dict[str, str] = {}
         with open_service(url, worker) as service:
-            start.wait(timeout=60)
             for i in range(SHARED_EVENTS):
+                start.wait(timeout=60)  # every ID is raced afresh, not just the first
                 eid = f"e{i}"
                 receipt = retry(service.ingest_event, event_draft(shared, eid, "b " + eid))
                 stamps[eid] = receipt.ingested_at.isoformat()
