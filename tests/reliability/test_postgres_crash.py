@@ -205,7 +205,8 @@ def test_client_killed_inside_a_batch_leaves_nothing_of_it(pg_url: str) -> None:
 
 @pytest.fixture
 def own_cluster() -> Iterator[Any]:
-    """A throwaway cluster for this test alone (its server is killed)."""
+    """A throwaway cluster for this test alone (its server is killed), with the server's
+    durable defaults."""
     import postgres_cluster
 
     if postgres_cluster.URL_VARIABLE in os.environ:
@@ -213,7 +214,9 @@ def own_cluster() -> Iterator[Any]:
     reason = postgres_cluster.unavailable()
     if reason:
         pytest.skip(reason)
-    cluster = postgres_cluster.start()
+    # Durable: with synchronous_commit off (the test cluster's setting) a commit returns
+    # before its WAL record leaves the server's memory, and a crash may lose it.
+    cluster = postgres_cluster.start(durable=True)
     try:
         yield cluster
     finally:
