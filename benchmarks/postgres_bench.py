@@ -63,7 +63,6 @@ from bench import (
     FLOOR_ROW_TEXT,
     FULL,
     MEMORY_BODY,
-    QUICK,
     READ_SLICE,
     RECALL_AS_OF,
     SHORT_RAW,
@@ -104,12 +103,26 @@ except ImportError:  # pragma: no cover - reported at start
 
 ROOT = Path(__file__).resolve().parents[1]
 FULL_SIZES = (100, 1_000, 10_000)
-QUICK_SIZES = (100, 1_000)
-SEARCH_MEMORIES = 1_000
+QUICK_SIZES = (100, 500)
+QUICK_PLAN = Plan(
+    commit_repeat=40,
+    batch_repeat=8,
+    govern_repeat=30,
+    erase_repeat=5,
+    read_repeat=40,
+    fading_repeat=5,
+    open_repeat=15,
+    warmup=2,
+    frames_repeat=0,
+)
+"""``--quick``: a smoke run (every PostgreSQL write is a few milliseconds, so the
+samples of ``bench.QUICK`` would take minutes)."""
+FULL_SEARCH = 1_000  # memories in the search scope
+QUICK_SEARCH = 200
 TOPICS = 50  # distinct topic words in the search scope: a topic query matches 1 in 50
 WRITERS = (1, 4, 16)
 FULL_SECONDS = 10.0  # the throughput window of each run
-QUICK_SECONDS = 2.0
+QUICK_SECONDS = 1.5
 
 FLOOR_NAMES = {
     "insert": "committed insert",
@@ -208,7 +221,7 @@ def search_memory(memory_id: str, source_id: str, k: int) -> MemoryDraft:
     )
 
 
-def build_store(th: TrueHeart, plan: Plan, sizes: Sequence[int]) -> Fixture:
+def build_store(th: TrueHeart, plan: Plan, sizes: Sequence[int], searched: int) -> Fixture:
     """The scopes of ``bench.build_store`` (for ``sizes``), and ``search``: memories
     that share the body of every other memory and differ in one topic word."""
     n = 0
@@ -224,7 +237,7 @@ def build_store(th: TrueHeart, plan: Plan, sizes: Sequence[int]) -> Fixture:
 
     s = scope("search")
     th.ingest_event(event(s, "src", 0))
-    for k in range(SEARCH_MEMORIES):
+    for k in range(searched):
         th.materialize_once(search_memory(f"s{k}", "src", k))
 
     s = scope("govern")
@@ -350,7 +363,7 @@ def nonempty(result: object) -> bool:
 # --- reads ------------------------------------------------------------------------------
 
 
-def read_cases(th: TrueHeart, plan: Plan, sizes: Sequence[int]) -> list[Case]:
+def read_cases(th: TrueHeart, plan: Plan, sizes: Sequence[int], searched: int) -> list[Case]:
     """Recall, list and audit at each size, with limits 20 and 100, and search."""
     cases = []
 
@@ -385,7 +398,7 @@ def read_cases(th: TrueHeart, plan: Plan, sizes: Sequence[int]) -> list[Case]:
     ):
         found = SearchQuery(s, text, RECALL_AS_OF, budget_tokens=4096, limit=20, semantic=False)
         search = functools.partial(search_items, th, found)
-        add(f"search, {label}", f"{SEARCH_MEMORIES:,}", "top20", search, n)
+        add(f"search, {label}", f"{searched:,}", "top20", search, n)
     return cases
 
 
@@ -578,7 +591,7 @@ def print_table(results: Sequence[Result]) -> None:
         )
 
 
-def latency(url: str, plan: Plan, sizes: Sequence[int], run: str) -> dict[str, Any]:
+def latency(url: str, plan: Plan, sizes: Sequence[int], searched: int, run: str) -> dict[str, Any]:
     """Build the fixtures, measure every operation against its floor, print the table."""
     assert psycopg is not None
     store, floor_schema = f"trueheart_bench_{run}", f"trueheart_floor_{run}"
@@ -586,7 +599,7 @@ def latency(url: str, plan: Plan, sizes: Sequence[int], run: str) -> dict[str, A
         t0 = time.perf_counter()
         builder = postgres(url, store)
         try:
-            fixture = build_store(builder, plan, sizes)
+            fixture = build_store(builder, plan, sizes, searched)
         finally:
             builder.close()
         rows = count_rows(url, store)
@@ -598,7 +611,7 @@ def latency(url: str, plan: Plan, sizes: Sequence[int], run: str) -> dict[str, A
         th = postgres(url, store)
         try:
             inserted, selects = floor_cases(conn, floor_schema, plan)
-            reads = [*selects, *read_cases(th, plan, sizes)]
+            reads = [*selects, *read_cases(th, plan, sizes, searched)]
             run_interleaved(reads, READ_SLICE)
             fading = fading_cases(th, plan, sizes)
             run_interleaved(fading, 1)
@@ -675,8 +688,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if psycopg is None:
         raise SystemExit("psycopg is not installed (pip install 'trueheart-core[postgres]')")
-    plan = QUICK if args.quick else FULL
+    plan = QUICK_PLAN if args.quick else FULL
     sizes = QUICK_SIZES if args.quick else FULL_SIZES
+    searched = QUICK_SEARCH if args.quick else FULL_SEARCH
     seconds = QUICK_SECONDS if args.quick else FULL_SECONDS
     started = time.perf_counter()
     info = machine()
@@ -696,7 +710,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"{'named server' if named else 'throwaway durable cluster'}"
         )
         if not args.skip_latency:
-            payload["latency"] = latency(url, plan, sizes, run)
+            payload["latency"] = latency(url, plan, sizes, searched, run)
         if not args.skip_throughput:
             rows = throughput(url, Path(tmp), seconds, run)
             payload["throughput"] = [{**asdict(r), "per_second": r.per_second} for r in rows]
