@@ -24,14 +24,17 @@ one-row ``INSERT`` (for every write), one indexed ``SELECT`` of one row, of 20 a
 rows (for the reads), a connection that reads the schema's catalog (for the open). They
 are sampled in rotation with the operations measured against them
 (``harness.run_interleaved``). The WAL-frame counts of ``bench.py`` are SQLite's and
-have no counterpart here.
+have no counterpart here. ``--quick`` is a smoke run: fewer samples, smaller scopes
+(100 and 500 rows) and 10 memories with each deleted event instead of 100.
 
 Throughput. N processes (``multiprocessing`` with ``spawn``), each with its own
 repository and scope, start together and call ``ingest_event`` with new events for a
 fixed time; the figure is the calls that returned, per second of that window, summed
 over the processes. The same runs on one SQLite file (WAL, the library's settings) on
 the same machine, in the run's temporary directory. A call that fails with
-``RepositoryBusy`` is retried and counted.
+``RepositoryBusy`` (or ``RepositoryConflict``, once the service's own retries of a
+serialization failure are spent) is counted and made again; the server's count of
+rolled-back transactions during the run shows the conflicts the service retried.
 
 The figures are information: the exit status is 0 whatever they are.
 """
@@ -90,6 +93,7 @@ from trueheart_core import (
     MemoryDraft,
     RecallQuery,
     RepositoryBusy,
+    RepositoryConflict,
     Scope,
     SearchQuery,
     SQLiteRepository,
@@ -119,6 +123,7 @@ QUICK_PLAN = Plan(
 samples of ``bench.QUICK`` would take minutes)."""
 FULL_SEARCH = 1_000  # memories in the search scope
 QUICK_SEARCH = 200
+QUICK_DEPENDENTS = 10  # memories of each raw event deleted (bench.py: DEPENDENTS)
 TOPICS = 50  # distinct topic words in the search scope: a topic query matches 1 in 50
 WRITERS = (1, 4, 16)
 FULL_SECONDS = 10.0  # the throughput window of each run
@@ -221,9 +226,21 @@ def search_memory(memory_id: str, source_id: str, k: int) -> MemoryDraft:
     )
 
 
-def build_store(th: TrueHeart, plan: Plan, sizes: Sequence[int], searched: int) -> Fixture:
-    """The scopes of ``bench.build_store`` (for ``sizes``), and ``search``: memories
+@dataclass(frozen=True)
+class Shape:
+    """The sizes of the fixtures: the scopes read at each size, the memories of the
+    search scope, and the memories of each raw event that is deleted."""
+
+    sizes: tuple[int, ...]
+    searched: int
+    dependents: int
+
+
+def build_store(th: TrueHeart, plan: Plan, shape: Shape) -> Fixture:
+    """The scopes of ``bench.build_store`` (for ``shape.sizes``, with
+    ``shape.dependents`` memories of each event to delete), and ``search``: memories
     that share the body of every other memory and differ in one topic word."""
+    sizes = shape.sizes
     n = 0
     for size in sizes:
         s = scope(f"recall-{size}")
@@ -237,7 +254,7 @@ def build_store(th: TrueHeart, plan: Plan, sizes: Sequence[int], searched: int) 
 
     s = scope("search")
     th.ingest_event(event(s, "src", 0))
-    for k in range(searched):
+    for k in range(shape.searched):
         th.materialize_once(search_memory(f"s{k}", "src", k))
 
     s = scope("govern")
@@ -256,7 +273,7 @@ def build_store(th: TrueHeart, plan: Plan, sizes: Sequence[int], searched: int) 
     delete_ids = [f"d{k}" for k in range(targets)]
     ingest_many(th, [event(s, eid, k) for k, eid in enumerate(delete_ids)])
     for eid in delete_ids:
-        for j in range(DEPENDENTS):
+        for j in range(shape.dependents):
             n += 1
             th.materialize_once(memory(s, f"{eid}-m{j}", eid, n))
 
@@ -354,6 +371,10 @@ def list_page(th: TrueHeart, s: Scope, limit: int) -> object:
 
 def search_items(th: TrueHeart, query: SearchQuery) -> object:
     return th.search(query).items
+
+
+def cascaded(count: int, result: object) -> bool:
+    return len(getattr(result, "affected_ids", ())) == count
 
 
 def nonempty(result: object) -> bool:
@@ -494,35 +515,56 @@ def throughput_worker(
         start.wait(timeout=300)
         began = time.perf_counter()
         deadline = began + seconds
-        calls = busy = 0
+        calls = busy = conflicts = 0
         while time.perf_counter() < deadline:
-            draft = event(s, f"e{calls}", calls)
+            draft = event(s, f"w{worker}-e{calls}", calls)
             try:
                 th.ingest_event(draft)
+            except RepositoryConflict:
+                conflicts += 1  # the service's own retries were not enough
+                continue
             except RepositoryBusy:
                 busy += 1
                 continue
             calls += 1
         elapsed = time.perf_counter() - began
-    return {"calls": calls, "busy": busy, "seconds": elapsed}
+    return {"calls": calls, "busy": busy, "conflicts": conflicts, "seconds": elapsed}
 
 
 @dataclass(frozen=True)
 class Throughput:
+    """One run: the calls that returned in the window, the ``RepositoryBusy`` errors
+    that reached the writers (``conflicts``: those that were ``RepositoryConflict``,
+    after the service's own retries), and (PostgreSQL) the transactions the server
+    rolled back meanwhile: mostly the conflicts the service ran again on its own."""
+
     backend: str
     writers: int
     calls: int
     busy: int
+    conflicts: int
     seconds: float
+    rollbacks: int | None
 
     @property
     def per_second(self) -> float:
         return self.calls / self.seconds
 
 
+def rolled_back(url: str) -> int:
+    """The transactions the server rolled back in this database so far."""
+    assert psycopg is not None
+    with psycopg.connect(url, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT xact_rollback FROM pg_stat_database WHERE datname = current_database()"
+        ).fetchone()
+    return int(row[0]) if row else 0
+
+
 def measure_throughput(
     backend: str, target: str, schema: str, writers: int, seconds: float
 ) -> Throughput:
+    before = rolled_back(target) if backend == "postgres" else None
     context = multiprocessing.get_context("spawn")
     with context.Manager() as manager:
         barrier = manager.Barrier(writers)
@@ -532,12 +574,16 @@ def measure_throughput(
                 for w in range(writers)
             ]
             reports = [p.get(timeout=600) for p in pending]
+    if before is not None:
+        time.sleep(0.5)  # the writers' sessions report their counts as they end
     return Throughput(
         backend,
         writers,
         sum(int(r["calls"]) for r in reports),
         sum(int(r["busy"]) for r in reports),
+        sum(int(r["conflicts"]) for r in reports),
         max(float(r["seconds"]) for r in reports),
+        None if before is None else rolled_back(target) - before,
     )
 
 
@@ -545,7 +591,7 @@ def print_throughput(rows: Sequence[Throughput]) -> None:
     print("\nwrite throughput: ingest_event calls/s, summed over N writer processes, own scopes")
     header = (
         f"{'writers':>7} {'PostgreSQL/s':>13} {'SQLite/s':>10} {'PG/SQLite':>10}"
-        "  busy retries PG / SQLite"
+        "  PG rollbacks  conflict / busy errors: PG, SQLite"
     )
     print(header)
     print("-" * len(header))
@@ -554,7 +600,8 @@ def print_throughput(rows: Sequence[Throughput]) -> None:
         lite = next(r for r in rows if r.writers == writers and r.backend == "sqlite")
         print(
             f"{writers:>7} {pg.per_second:>13.0f} {lite.per_second:>10.0f} "
-            f"{pg.per_second / lite.per_second:>9.2f}x  {pg.busy} / {lite.busy}"
+            f"{pg.per_second / lite.per_second:>9.2f}x  {pg.rollbacks:>12}  "
+            f"{pg.conflicts} / {pg.busy}, {lite.conflicts} / {lite.busy}"
         )
 
 
@@ -591,15 +638,16 @@ def print_table(results: Sequence[Result]) -> None:
         )
 
 
-def latency(url: str, plan: Plan, sizes: Sequence[int], searched: int, run: str) -> dict[str, Any]:
+def latency(url: str, plan: Plan, shape: Shape, run: str) -> dict[str, Any]:
     """Build the fixtures, measure every operation against its floor, print the table."""
+    sizes = shape.sizes
     assert psycopg is not None
     store, floor_schema = f"trueheart_bench_{run}", f"trueheart_floor_{run}"
     try:
         t0 = time.perf_counter()
         builder = postgres(url, store)
         try:
-            fixture = build_store(builder, plan, sizes, searched)
+            fixture = build_store(builder, plan, shape)
         finally:
             builder.close()
         rows = count_rows(url, store)
@@ -611,13 +659,16 @@ def latency(url: str, plan: Plan, sizes: Sequence[int], searched: int, run: str)
         th = postgres(url, store)
         try:
             inserted, selects = floor_cases(conn, floor_schema, plan)
-            reads = [*selects, *read_cases(th, plan, sizes, searched)]
+            reads = [*selects, *read_cases(th, plan, shape.sizes, shape.searched)]
             run_interleaved(reads, READ_SLICE)
-            fading = fading_cases(th, plan, sizes)
+            fading = fading_cases(th, plan, shape.sizes)
             run_interleaved(fading, 1)
             writes = [inserted, *write_cases(th, fixture, plan)]
             run_interleaved(writes, 1)
             erases = erase_cases(th, fixture, plan)
+            # bench.py's delete case expects DEPENDENTS memories with each event.
+            erases[0].size = f"{shape.dependents} dependents"
+            erases[0].expect = functools.partial(cascaded, shape.dependents + 1)
             run_interleaved(erases, 1)
         finally:
             th.close()
@@ -689,8 +740,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if psycopg is None:
         raise SystemExit("psycopg is not installed (pip install 'trueheart-core[postgres]')")
     plan = QUICK_PLAN if args.quick else FULL
-    sizes = QUICK_SIZES if args.quick else FULL_SIZES
-    searched = QUICK_SEARCH if args.quick else FULL_SEARCH
+    shape = (
+        Shape(QUICK_SIZES, QUICK_SEARCH, QUICK_DEPENDENTS)
+        if args.quick
+        else Shape(FULL_SIZES, FULL_SEARCH, DEPENDENTS)
+    )
     seconds = QUICK_SECONDS if args.quick else FULL_SECONDS
     started = time.perf_counter()
     info = machine()
@@ -710,7 +764,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"{'named server' if named else 'throwaway durable cluster'}"
         )
         if not args.skip_latency:
-            payload["latency"] = latency(url, plan, sizes, searched, run)
+            payload["latency"] = latency(url, plan, shape, run)
         if not args.skip_throughput:
             rows = throughput(url, Path(tmp), seconds, run)
             payload["throughput"] = [{**asdict(r), "per_second": r.per_second} for r in rows]
