@@ -292,7 +292,7 @@ def test_server_killed_under_a_writer(own_cluster: Any) -> None:
         writer.phase = "down"
         down_since = len(writer.errors)
         deadline = time.monotonic() + 30
-        while len(writer.errors) < down_since + 5:
+        while len(writer.errors) < down_since + 3:
             assert time.monotonic() < deadline, "writes neither failed nor returned"
             time.sleep(0.01)
         # A read while the server is down fails alike.
