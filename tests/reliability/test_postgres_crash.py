@@ -334,7 +334,10 @@ def test_server_killed_under_a_writer(own_cluster: Any) -> None:
         service.ingest_event(event_draft("after-restart"))
         recalled = service.recall(RecallQuery(SCOPE, CHILD_NOW, limit=100))
         assert len(writer.memories) < 100
-        assert {item.memory.memory_id for item in recalled} == set(writer.memories)
+        recalled_ids = {item.memory.memory_id for item in recalled}
+        assert recalled_ids >= set(writer.memories)
+        # Besides, at most the one whose commit was in flight when the server died.
+        assert len(recalled_ids - set(writer.memories)) <= 1
         with TrueHeart(PostgresRepository(url), clock=lambda: PARENT_NOW) as fresh:
             assert fresh.verify_integrity().ok
             assert fresh.get_receipt(SCOPE, "after-restart").ingested_at == CHILD_NOW
