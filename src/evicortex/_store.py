@@ -58,9 +58,9 @@ from trueheart_core import (
     Scope,
     SearchQuery,
     SourceRef,
-    SQLiteRepository,
     TrueHeart,
     TrustLevel,
+    stores,
 )
 from trueheart_core import MemoryRecord as EngineMemory
 from trueheart_core.errors import EntityDeleted, EntityNotFound, ScopeMismatch, body_free_errors
@@ -113,7 +113,7 @@ class EviCortex:
             raise ValidationError("extractor", "must be a ClaimExtractor")
         clock = _Clock()
         with engine_errors():
-            repository = SQLiteRepository(path)
+            repository = stores.open_repository(path)
             try:
                 engine = TrueHeart(
                     repository,

@@ -9,7 +9,6 @@ confirmation when stdin is a terminal, unless ``--yes`` is given.
 from __future__ import annotations
 
 import argparse
-import os
 import shlex
 import sys
 from collections.abc import Iterator
@@ -17,7 +16,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import TextIO
 
-from trueheart_core.adapters.sqlite import SQLiteRepository
+from trueheart_core import stores
 from trueheart_core.cli import render
 from trueheart_core.cli.failures import DatabaseMissing, NotConfirmed
 from trueheart_core.cli.scopes import format_scope
@@ -92,9 +91,11 @@ def opened(
     """The store at ``args.db``; read-only unless ``write``. Creates no file unless
     ``create`` (for a writing command that fills a new store). With ``embedder``, the
     service projects into its vector space only when asked (``auto_index=False``)."""
-    if not (create and write) and not os.path.exists(args.db):
-        raise DatabaseMissing(args.db)
-    repository = SQLiteRepository(args.db, busy_timeout=args.busy_timeout, read_only=not write)
+    if not (create and write) and not stores.store_exists(args.db):
+        raise DatabaseMissing(stores.redacted(args.db))
+    repository = stores.open_repository(
+        args.db, busy_timeout=args.busy_timeout, read_only=not write
+    )
     try:
         service = TrueHeart(repository, embedder=embedder, auto_index=False)
     except BaseException:

@@ -29,13 +29,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, TextIO
 
+from trueheart_core import stores
 from trueheart_core.cli import progress, render
 from trueheart_core.cli.common import OK, opened
 from trueheart_core.cli.failures import CommandFailure, DatabaseMissing, status_of
@@ -271,7 +271,7 @@ def read_lines(source: Iterable[bytes]) -> Lines:
 
 
 def ingest(args: argparse.Namespace, out: TextIO) -> int:
-    if not os.path.exists(args.db):  # before reading any input
+    if not stores.store_exists(args.db):  # before reading any input
         raise DatabaseMissing(args.db)
     if args.file == "-":
         lines = read_lines(sys.stdin.buffer)

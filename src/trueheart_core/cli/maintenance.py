@@ -8,10 +8,12 @@ import argparse
 import os
 from typing import TextIO
 
+from trueheart_core import stores
 from trueheart_core.cli import progress, render
 from trueheart_core.cli.common import OK, opened
 from trueheart_core.cli.failures import TargetExists, TargetRefused
 from trueheart_core.errors import ValidationError
+from trueheart_core.service.trueheart import TrueHeart
 
 __all__ = ["backup", "compact", "rebuild"]
 
@@ -30,13 +32,20 @@ def rebuild(args: argparse.Namespace, out: TextIO) -> int:
     return OK
 
 
+def _size(args: argparse.Namespace, service: TrueHeart) -> int | None:
+    """The bytes the store takes. A file's size, not the store's statistics: those count
+    every row of the store; a server's schema has no size but theirs."""
+    if stores.is_server_url(args.db):
+        return service.stats().database_bytes
+    return os.path.getsize(args.db)
+
+
 def compact(args: argparse.Namespace, out: TextIO) -> int:
-    # The file's size, not the store's statistics: those count every row of the store.
     with opened(args, write=True) as service:
-        before = os.path.getsize(args.db)
+        before = _size(args, service)
         with progress.task(f"rewriting {args.db} into fresh pages"):
             service.compact()
-        after = os.path.getsize(args.db)
+        after = _size(args, service)
     doc = {"database_bytes_before": before, "database_bytes": after}
     if args.json:
         render.document(out, doc)

@@ -11,8 +11,10 @@ import argparse
 from collections.abc import Callable
 from datetime import datetime
 from typing import NoReturn, TextIO
+from urllib.parse import urlsplit
 
 import trueheart_core
+from trueheart_core import stores
 from trueheart_core.cli import claims, commands, demo, portable, serve_mcp
 from trueheart_core.cli.scopes import ScopeSyntaxError, parse_scope
 from trueheart_core.domain.model import Scope
@@ -103,6 +105,22 @@ def _seconds(text: str) -> float:
     return value
 
 
+def _store(text: str) -> str:
+    """A database path, or a PostgreSQL URL without a password (a password given on a
+    command line shows in process listings and shell history: libpq reads it from
+    ``PGPASSWORD`` or a password file instead)."""
+    if stores.is_server_url(text):
+        try:
+            password = urlsplit(text).password
+        except ValueError:
+            raise argparse.ArgumentTypeError("must be a valid PostgreSQL URL") from None
+        if password is not None:
+            raise argparse.ArgumentTypeError(
+                "must not hold a password: set PGPASSWORD or use a password file"
+            )
+    return text
+
+
 def build_parser() -> Parser:
     """The argument parser of every subcommand."""
     parser = Parser(
@@ -117,7 +135,12 @@ def build_parser() -> Parser:
     )
     subs = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     common = Parser(add_help=False)
-    common.add_argument("db", metavar="DB", help="path of the database file")
+    common.add_argument(
+        "db",
+        metavar="DB",
+        type=_store,
+        help="path of the database file, or a postgresql:// URL (?schema=NAME)",
+    )
     common.add_argument("--json", action="store_true", help="print one JSON document")
     common.add_argument(
         "--busy-timeout",
@@ -266,7 +289,12 @@ def _mcp(subs: argparse._SubParsersAction[Parser]) -> None:
     text = "serve the memory of one scope to MCP clients (needs the mcp extra)"
     p = subs.add_parser("mcp", help=text, description=text, epilog=SCOPE_SYNTAX)
     p.add_argument(
-        "--store", dest="db", required=True, metavar="PATH", help="path of the database file"
+        "--store",
+        dest="db",
+        required=True,
+        metavar="PATH",
+        type=_store,
+        help="path of the database file, or a postgresql:// URL (?schema=NAME)",
     )
     p.add_argument(
         "--scope",

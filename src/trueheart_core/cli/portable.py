@@ -19,6 +19,7 @@ import sys
 from collections.abc import Callable, Iterator
 from typing import Any, BinaryIO, TextIO
 
+from trueheart_core import stores
 from trueheart_core.cli import render
 from trueheart_core.cli.commands import opened, progress
 from trueheart_core.cli.failures import CommandFailure, TargetExists
@@ -159,7 +160,9 @@ def _remove_store(path: str) -> None:
 
 
 def import_(args: argparse.Namespace, out: TextIO) -> int:
-    created = not os.path.lexists(args.db)
+    # A new file that an import failed to fill is removed; a server's new schema stays
+    # (empty, as a refused import leaves it).
+    created = not stores.is_server_url(args.db) and not os.path.lexists(args.db)
     with _lines(args.file) as source:
         progress(f"importing {'stdin' if args.file == STDIO else args.file} into {args.db}")
         try:

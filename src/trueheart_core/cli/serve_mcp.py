@@ -9,12 +9,11 @@ The service is ``TrueHeart`` with its defaults: no embedder, so search is lexica
 from __future__ import annotations
 
 import argparse
-import os
 import re
 from datetime import timedelta
 from typing import TextIO
 
-from trueheart_core.adapters.sqlite import SQLiteRepository
+from trueheart_core import stores
 from trueheart_core.cli.common import progress
 from trueheart_core.cli.failures import CommandFailure, DatabaseMissing
 from trueheart_core.cli.scopes import format_scope
@@ -91,13 +90,15 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     if not http and (args.host is not None or args.port is not None):
         raise OptionConflict("--host and --port need --transport http")
     retention = _retention(args)
-    if not args.create and not os.path.exists(args.db):
-        raise DatabaseMissing(args.db)
+    if not args.create and not stores.store_exists(args.db):
+        raise DatabaseMissing(stores.redacted(args.db))
     try:  # the SDK, only now: --help and the other commands never import it
         from trueheart_core.integrations.mcp_server import server as wire  # noqa: PLC0415
     except ImportError:
         raise ExtraMissing from None
-    repository = SQLiteRepository(args.db, busy_timeout=args.busy_timeout, read_only=args.read_only)
+    repository = stores.open_repository(
+        args.db, busy_timeout=args.busy_timeout, read_only=args.read_only
+    )
     with TrueHeart(repository) as service:
         tools = MemoryTools(
             service,

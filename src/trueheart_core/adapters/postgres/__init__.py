@@ -3,6 +3,6 @@
 Imported only when used: ``trueheart_core.PostgresRepository`` loads it on first access.
 """
 
-from trueheart_core.adapters.postgres.repository import PostgresRepository
+from trueheart_core.adapters.postgres.repository import PostgresRepository, schema_exists
 
-__all__ = ["PostgresRepository"]
+__all__ = ["PostgresRepository", "schema_exists"]

@@ -61,6 +61,24 @@ def _conninfo(conninfo: object) -> str:
     return conninfo
 
 
+def schema_exists(conninfo: str, schema: str) -> bool:
+    """Whether the schema ``schema`` on the server at ``conninfo`` holds a store (its
+    ``meta`` table), without creating anything."""
+    target = _conninfo(conninfo)
+    if not ddl.valid_schema_name(schema):
+        raise ValidationError("schema", "must be 1 to 63 lower-case letters, digits or underscores")
+    with (
+        conn_mod.translate(DIAGNOSTICS["open"]),
+        psycopg.connect(target, autocommit=True, connect_timeout=10) as conn,
+    ):
+        row = conn.execute(
+            "SELECT 1 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE n.nspname = %s AND c.relname = 'meta'",
+            (schema,),
+        ).fetchone()
+    return row is not None
+
+
 @body_free_errors
 class PostgresRepository:
     """The PostgreSQL adapter: a store in one schema of a PostgreSQL database.

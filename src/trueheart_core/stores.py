@@ -1,0 +1,87 @@
+"""Opening a store by its target: the one place that names a concrete adapter for the
+command line and the evicortex face.
+
+A target is a SQLite path (``"memory.db"``, ``":memory:"``) or a PostgreSQL URL
+(``"postgresql://user@host:5432/db"``, also ``postgres://``). A URL may carry the
+library's own ``schema`` query parameter (``...?schema=agents``), the name of the schema
+that holds the store (default ``trueheart``); it is taken off before the URL reaches
+libpq. Everything else in the URL is libpq's.
+"""
+
+from __future__ import annotations
+
+import os
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from trueheart_core.adapters.sqlite import SQLiteRepository
+from trueheart_core.errors import ValidationError
+from trueheart_core.ports import Repository
+
+_SCHEMES = ("postgresql://", "postgres://")
+DEFAULT_SCHEMA = "trueheart"
+
+
+def _needs_extra() -> ValidationError:
+    return ValidationError(
+        "url", "needs the postgres extra: pip install 'trueheart-core[postgres]'"
+    )
+
+
+def is_server_url(target: object) -> bool:
+    """Whether ``target`` names a PostgreSQL server rather than a SQLite file."""
+    return isinstance(target, str) and target.startswith(_SCHEMES)
+
+
+def server_target(url: str) -> tuple[str, str]:
+    """``(conninfo, schema)`` of a PostgreSQL URL: the URL without the ``schema``
+    parameter, and the schema it names (default ``trueheart``)."""
+    parts = urlsplit(url)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    named = [value for key, value in query if key == "schema"]
+    if len(named) > 1:
+        raise ValidationError("url", "must name at most one schema")
+    rest = urlencode([(key, value) for key, value in query if key != "schema"])
+    conninfo = urlunsplit((parts.scheme, parts.netloc, parts.path, rest, parts.fragment))
+    return conninfo, named[0] if named else DEFAULT_SCHEMA
+
+
+def redacted(target: str) -> str:
+    """``target`` fit to print: a URL without its password."""
+    if not is_server_url(target):
+        return target
+    parts = urlsplit(target)
+    if parts.password is None:
+        return target
+    host = parts.netloc.rpartition("@")[2]
+    user = parts.username or ""
+    return urlunsplit((parts.scheme, f"{user}:***@{host}", parts.path, parts.query, ""))
+
+
+def store_exists(target: str) -> bool:
+    """Whether a store is at ``target`` (a file, or a schema with our tables on the
+    server); a server that cannot be reached raises ``RepositoryUnavailable``."""
+    if is_server_url(target):
+        try:
+            from trueheart_core.adapters.postgres import schema_exists  # noqa: PLC0415
+        except ImportError:
+            raise _needs_extra() from None
+        conninfo, schema = server_target(target)
+        return schema_exists(conninfo, schema)
+    return target == ":memory:" or os.path.exists(target)
+
+
+def open_repository(
+    target: str | os.PathLike[str], *, read_only: bool = False, busy_timeout: float = 5.0
+) -> Repository:
+    """A repository on ``target``: a :class:`PostgresRepository` for a URL (with
+    ``busy_timeout`` as its lock timeout), else a :class:`SQLiteRepository`."""
+    if isinstance(target, str) and is_server_url(target):
+        try:
+            from trueheart_core.adapters.postgres import PostgresRepository  # noqa: PLC0415
+        except ImportError:
+            raise _needs_extra() from None
+        conninfo, schema = server_target(target)
+        return PostgresRepository(
+            conninfo, schema=schema, read_only=read_only, lock_timeout=max(busy_timeout, 0.001)
+        )
+    return SQLiteRepository(target, busy_timeout=busy_timeout, read_only=read_only)
