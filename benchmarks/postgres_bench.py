@@ -18,23 +18,24 @@ the end; nothing else is touched.
 Latency. The fixtures are built through the public API. Each figure is the median and
 the 90th percentile of the wall time of single calls after warm-up calls, with the
 garbage collector paused, exactly as in ``bench.py``, whose operations and fixtures
-this reuses. The floors do the least
-comparable work on one plain psycopg connection in autocommit mode: one committed
-one-row ``INSERT`` (for every write), one indexed ``SELECT`` of one row, of 20 and of 100
-rows (for the reads), a connection that reads the schema's catalog (for the open). They
+this reuses. The floors do the least comparable work on one plain psycopg connection in
+autocommit mode: one committed one-row ``INSERT`` (for every write), one indexed
+``SELECT`` of one row, of 20 and of 100 rows (for the reads), a connection that reads
+the schema's catalog (for the open). They
 are sampled in rotation with the operations measured against them
 (``harness.run_interleaved``). The WAL-frame counts of ``bench.py`` are SQLite's and
 have no counterpart here. ``--quick`` is a smoke run: fewer samples, smaller scopes
 (100 and 500 rows) and 10 memories with each deleted event instead of 100.
 
-Throughput. N processes (``multiprocessing`` with ``spawn``), each with its own
-repository and scope, start together and call ``ingest_event`` with new events for a
-fixed time; the figure is the calls that returned, per second of that window, summed
-over the processes. The same runs on one SQLite file (WAL, the library's settings) on
-the same machine, in the run's temporary directory. A call that fails with
-``RepositoryBusy`` (or ``RepositoryConflict``, once the service's own retries of a
-serialization failure are spent) is counted and made again; the server's count of
-rolled-back transactions during the run shows the conflicts the service retried.
+Throughput (``postgres_throughput.py``). N processes (``multiprocessing`` with
+``spawn``), each with its own repository and scope, start together and call
+``ingest_event`` with new events for a fixed time; the figure is the calls that
+returned, per second of that window, summed over the processes. The same runs on one
+SQLite file (WAL, the library's settings) on the same machine, in the run's temporary
+directory. A call that fails with ``RepositoryBusy`` (or ``RepositoryConflict``, once
+the service's own retries of a serialization failure are spent) is counted and made
+again; the server's count of rolled-back transactions during the run shows the
+conflicts the service retried.
 
 The figures are information: the exit status is 0 whatever they are.
 """
@@ -43,19 +44,16 @@ from __future__ import annotations
 
 import argparse
 import functools
-import importlib.util
 import json
-import multiprocessing
 import os
 import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Protocol, cast
+from typing import Any
 
 from bench import (
     BATCH,
@@ -85,18 +83,17 @@ from bench import (
     summarise,
     write_cases,
 )
-from harness import Clock, machine, run_interleaved
+from harness import machine, run_interleaved
+from postgres_server import drop_schemas, postgres, server, server_settings
+from postgres_throughput import throughput
 
 from trueheart_core import (
     EntityType,
     GovernanceAction,
     MemoryDraft,
     RecallQuery,
-    RepositoryBusy,
-    RepositoryConflict,
     Scope,
     SearchQuery,
-    SQLiteRepository,
     TrueHeart,
 )
 
@@ -105,7 +102,6 @@ try:
 except ImportError:  # pragma: no cover - reported at start
     psycopg = None  # type: ignore[assignment]
 
-ROOT = Path(__file__).resolve().parents[1]
 FULL_SIZES = (100, 1_000, 10_000)
 QUICK_SIZES = (100, 500)
 QUICK_PLAN = Plan(
@@ -125,7 +121,6 @@ FULL_SEARCH = 1_000  # memories in the search scope
 QUICK_SEARCH = 200
 QUICK_DEPENDENTS = 10  # memories of each raw event deleted (bench.py: DEPENDENTS)
 TOPICS = 50  # distinct topic words in the search scope: a topic query matches 1 in 50
-WRITERS = (1, 4, 16)
 FULL_SECONDS = 10.0  # the throughput window of each run
 QUICK_SECONDS = 1.5
 
@@ -136,71 +131,6 @@ FLOOR_NAMES = {
     "top100": "top-100 select",
     "open": "connect, read catalog",
 }
-
-
-# --- the server ---------------------------------------------------------------------------
-
-
-class ClusterLike(Protocol):
-    """What this program uses of ``tests/postgres_cluster.Cluster``."""
-
-    url: str
-
-    def stop(self) -> None: ...
-
-
-def start_cluster() -> ClusterLike:
-    """A throwaway durable cluster from the tests' helper (loaded by path: ``tests`` is
-    not a package)."""
-    path = ROOT / "tests" / "postgres_cluster.py"
-    spec = importlib.util.spec_from_file_location("postgres_cluster", path)
-    if spec is None or spec.loader is None:
-        raise SystemExit(f"cannot load {path}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up there
-    spec.loader.exec_module(module)
-    reason = module.unavailable()
-    if reason:
-        raise SystemExit(f"no PostgreSQL server: {reason}; pass --url")
-    start = cast(Callable[..., ClusterLike], module.start)
-    return start(durable=True)
-
-
-@contextmanager
-def server(url: str | None) -> Iterator[str]:
-    """The URL of the server to measure: the one named, or a throwaway cluster's."""
-    if url:
-        yield url
-        return
-    cluster = start_cluster()
-    try:
-        yield cluster.url
-    finally:
-        cluster.stop()
-
-
-def drop_schemas(url: str, names: Sequence[str]) -> None:
-    assert psycopg is not None
-    with psycopg.connect(url, autocommit=True) as conn:
-        for name in names:
-            conn.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
-
-
-def server_settings(url: str) -> dict[str, str]:
-    assert psycopg is not None
-    with psycopg.connect(url, autocommit=True) as conn:
-        rows = conn.execute(
-            "SELECT name, setting FROM pg_settings WHERE name = ANY(%s)",
-            (["server_version", "fsync", "synchronous_commit", "full_page_writes"],),
-        ).fetchall()
-    return {str(name): str(setting) for name, setting in rows}
-
-
-def postgres(url: str, schema: str, **options: Any) -> TrueHeart:
-    from trueheart_core import PostgresRepository
-
-    clock = options.pop("clock", None) or Clock()
-    return TrueHeart(PostgresRepository(url, schema=schema, **options), clock=clock)
 
 
 # --- fixtures -------------------------------------------------------------------------------
@@ -495,116 +425,6 @@ def open_cases(url: str, schema: str, plan: Plan) -> tuple[list[Case], Callable[
     return cases, closing
 
 
-# --- throughput -----------------------------------------------------------------------------
-
-
-def throughput_worker(
-    backend: str, target: str, schema: str, worker: int, seconds: float, start: Any
-) -> dict[str, Any]:
-    """Ingest new events into this worker's own scope for ``seconds`` after every
-    writer is ready; the calls that returned, the retries of ``RepositoryBusy``, and the
-    length of the window."""
-    clock = Clock()
-    if backend == "postgres":
-        th = postgres(target, schema, clock=clock, max_connections=1)
-    else:
-        th = TrueHeart(SQLiteRepository(target), clock=clock)
-    s = scope(f"writer-{uuid.uuid4().hex[:8]}-{worker}")
-    with th:
-        th.ingest_event(event(s, "warm", 0))
-        start.wait(timeout=300)
-        began = time.perf_counter()
-        deadline = began + seconds
-        calls = busy = conflicts = 0
-        while time.perf_counter() < deadline:
-            draft = event(s, f"w{worker}-e{calls}", calls)
-            try:
-                th.ingest_event(draft)
-            except RepositoryConflict:
-                conflicts += 1  # the service's own retries were not enough
-                continue
-            except RepositoryBusy:
-                busy += 1
-                continue
-            calls += 1
-        elapsed = time.perf_counter() - began
-    return {"calls": calls, "busy": busy, "conflicts": conflicts, "seconds": elapsed}
-
-
-@dataclass(frozen=True)
-class Throughput:
-    """One run: the calls that returned in the window, the ``RepositoryBusy`` errors
-    that reached the writers (``conflicts``: those that were ``RepositoryConflict``,
-    after the service's own retries), and (PostgreSQL) the transactions the server
-    rolled back meanwhile: mostly the conflicts the service ran again on its own."""
-
-    backend: str
-    writers: int
-    calls: int
-    busy: int
-    conflicts: int
-    seconds: float
-    rollbacks: int | None
-
-    @property
-    def per_second(self) -> float:
-        return self.calls / self.seconds
-
-
-def rolled_back(url: str) -> int:
-    """The transactions the server rolled back in this database so far."""
-    assert psycopg is not None
-    with psycopg.connect(url, autocommit=True) as conn:
-        row = conn.execute(
-            "SELECT xact_rollback FROM pg_stat_database WHERE datname = current_database()"
-        ).fetchone()
-    return int(row[0]) if row else 0
-
-
-def measure_throughput(
-    backend: str, target: str, schema: str, writers: int, seconds: float
-) -> Throughput:
-    before = rolled_back(target) if backend == "postgres" else None
-    context = multiprocessing.get_context("spawn")
-    with context.Manager() as manager:
-        barrier = manager.Barrier(writers)
-        with context.Pool(writers) as pool:
-            pending = [
-                pool.apply_async(throughput_worker, (backend, target, schema, w, seconds, barrier))
-                for w in range(writers)
-            ]
-            reports = [p.get(timeout=600) for p in pending]
-    if before is not None:
-        time.sleep(0.5)  # the writers' sessions report their counts as they end
-    return Throughput(
-        backend,
-        writers,
-        sum(int(r["calls"]) for r in reports),
-        sum(int(r["busy"]) for r in reports),
-        sum(int(r["conflicts"]) for r in reports),
-        max(float(r["seconds"]) for r in reports),
-        None if before is None else rolled_back(target) - before,
-    )
-
-
-def print_throughput(rows: Sequence[Throughput]) -> None:
-    print("\nwrite throughput: ingest_event calls/s, summed over N writer processes, own scopes")
-    header = (
-        f"{'writers':>7} {'PostgreSQL/s':>13} {'SQLite/s':>10} {'PG/SQLite':>10}"
-        "  PG rollbacks  conflict / busy errors: PG, SQLite"
-    )
-    print(header)
-    print("-" * len(header))
-    for writers in sorted({r.writers for r in rows}):
-        pg = next(r for r in rows if r.writers == writers and r.backend == "postgres")
-        lite = next(r for r in rows if r.writers == writers and r.backend == "sqlite")
-        print(
-            f"{writers:>7} {pg.per_second:>13.0f} {lite.per_second:>10.0f} "
-            f"{pg.per_second / lite.per_second:>9.2f}x  {pg.rollbacks:>12}  "
-            f"{pg.conflicts} / {pg.busy}, {lite.conflicts} / {lite.busy}"
-        )
-
-
 # --- report -----------------------------------------------------------------------------
 
 
@@ -712,21 +532,6 @@ def latency(url: str, plan: Plan, shape: Shape, run: str) -> dict[str, Any]:
                 )
                 print(f"  {r.operation:<33} {r.median_us / small.median_us:.2f}x")
     return {"store_rows": rows, "floors_us": floors, "results": [asdict(r) for r in results]}
-
-
-def throughput(url: str, work: Path, seconds: float, run: str) -> list[Throughput]:
-    store = f"trueheart_tp_{run}"
-    postgres(url, store).close()  # the schema exists before the writers start
-    TrueHeart(SQLiteRepository(work / "throughput.db")).close()
-    rows = []
-    try:
-        for writers in WRITERS:
-            for backend, target in (("postgres", url), ("sqlite", str(work / "throughput.db"))):
-                rows.append(measure_throughput(backend, target, store, writers, seconds))
-    finally:
-        drop_schemas(url, [store])
-    print_throughput(rows)
-    return rows
 
 
 def main(argv: Sequence[str] | None = None) -> int:
