@@ -82,7 +82,9 @@ def expected(conn: psycopg.Connection[tuple[Any, ...]], version: int) -> Catalog
     cached = _EXPECTED.get((server, version))
     if cached is not None:
         return cached
-    conn.execute("BEGIN")
+    # Read-write even on a read-only repository: only temporary objects are made, and
+    # the transaction is rolled back.
+    conn.execute("BEGIN ISOLATION LEVEL READ COMMITTED READ WRITE")
     try:
         conn.execute("SET LOCAL search_path = pg_temp")
         for step in range(1, version + 1):

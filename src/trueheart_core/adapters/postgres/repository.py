@@ -2,11 +2,16 @@
 
 A pool of connections per repository, safe to share between threads; any number of
 processes on any number of hosts may open the same store. Each unit of work is one
-transaction on one pooled connection: a writing unit runs at ``SERIALIZABLE``, so every
-rule the service checks inside it (idempotent replays, tombstones, audit rows with their
-change) holds as if the writers ran one at a time, and a conflict with a concurrent
-writer rolls it back as ``RepositoryConflict``, which the service retries; a reading unit
-runs at ``REPEATABLE READ READ ONLY``, one consistent snapshot.
+transaction on one pooled connection. A writing unit runs at ``READ COMMITTED`` under
+advisory locks (see ``session.Session``): an exclusive lock on each scope it touches,
+taken before the scope's first statement, and the store's lock, shared, or exclusive for
+the operations that change many scopes at once. So the writers of one scope run one at
+a time, as on SQLite's single writer, and every rule the service checks inside a unit
+(idempotent replays, tombstones, audit rows with their change) holds; writers of
+different scopes run at once. A lock not granted within ``lock_timeout`` is
+``RepositoryBusy``; a deadlock (a unit that touches several scopes, against another in
+the opposite order) rolls one back as ``RepositoryConflict``, which the service retries.
+A reading unit runs at ``REPEATABLE READ READ ONLY``: one consistent snapshot.
 """
 
 from __future__ import annotations
@@ -39,6 +44,11 @@ from trueheart_core.ports import Capability, Operation
 
 _SCRUB_TABLES: tuple[str, ...] = tuple(t for t in ddl.TABLES if t not in ("meta", "scopes"))
 """The tables an erasing unit may remove rows from, which the scrub after it vacuums."""
+
+
+_WHOLE_STORE: frozenset[Operation] = frozenset({"expire", "rebuild", "import", "compact"})
+"""Writing operations that change rows of many scopes: they hold the store's lock
+exclusively, so no scope's writer runs meanwhile (every other writer holds it shared)."""
 
 
 def _seconds(field: str, value: object, *, low: float, high: float) -> float:
@@ -223,12 +233,19 @@ class PostgresRepository:
             if self._owed:
                 self._scrub(conn)
             conn.execute(
-                "BEGIN ISOLATION LEVEL SERIALIZABLE"
+                "BEGIN ISOLATION LEVEL READ COMMITTED READ WRITE"
                 if write
                 else "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
             )
-            uow = PostgresUnitOfWork(conn, self._scratch, write=write)
+            uow = PostgresUnitOfWork(conn, self._scratch, write=write, store=self._schema)
             try:
+                if write:
+                    lock = (
+                        "pg_advisory_xact_lock"
+                        if operation in _WHOLE_STORE
+                        else "pg_advisory_xact_lock_shared"
+                    )
+                    conn.execute(f"SELECT {lock}(%s)", (uow.session.store_lock,))
                 catalog.check_version(conn)
                 yield uow
             finally:

@@ -4,6 +4,7 @@ row builders of the tables several roles read."""
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
@@ -108,12 +109,27 @@ def memory_row(scope: ScopeKey, r: Sequence[Any]) -> MemoryRow:
 _cursor_names = itertools.count(1)
 
 
+def lock_key(*parts: bytes) -> int:
+    """A signed 64-bit advisory lock key for ``parts`` (a store's schema name, and a
+    scope's three IDs): a keyed hash, so that keys of different stores or scopes meet
+    only by a 2**-64 chance, which makes two writers wait for each other, no more."""
+    digest = hashlib.blake2b(b"\x00".join(parts), digest_size=8, person=b"trueheart-lock")
+    return int.from_bytes(digest.digest(), "big", signed=True)
+
+
 class Session:
     """One transaction's connection, shared by the roles of its unit.
 
     ``scratch`` is the repository's dictionary for data the service derives from the
-    store (see ``VectorStore.scratch``). ``erasing`` tells the roles that the unit is an
-    erasing one (the repository rewrites what it removed after the commit).
+    store (see ``VectorStore.scratch``).
+
+    A writing unit runs at ``READ COMMITTED`` and holds, until it ends, an exclusive
+    advisory lock on every scope it touches, taken by :meth:`key` before the first
+    statement that reads or writes the scope: writers of one scope run one after the
+    other, and every statement of one sees all that the writers before it committed;
+    writers of different scopes run at once. ``store_lock`` is the key of the store's own
+    lock, which the repository takes shared for such units and exclusive for those that
+    change many scopes at once (expiry, index rebuilds, import, compaction).
     """
 
     def __init__(
@@ -122,18 +138,33 @@ class Session:
         scratch: dict[object, object],
         *,
         write: bool,
+        store: str = "",
     ) -> None:
         self.conn = conn
         self.scratch = scratch
         self.write = write
+        self.store = store.encode("utf-8")
+        self.store_lock = lock_key(b"store", self.store)
+        self.locked: set[ScopeKey] = set()
         self.ensured: set[ScopeKey] = set()
         self.rewrite_requested = False
         self.touched_tables: set[str] = set()
 
-    @staticmethod
-    def key(scope: ScopeKey) -> tuple[bytes, bytes, bytes]:
-        """The scope's three IDs as the parameters of :func:`scoped`."""
-        return (enc(scope[0]), enc(scope[1]), enc(scope[2]))
+    def key(self, scope: ScopeKey) -> tuple[bytes, bytes, bytes]:
+        """The scope's three IDs as the parameters of :func:`scoped`; in a writing unit,
+        first the scope's lock (once per unit)."""
+        ids = (enc(scope[0]), enc(scope[1]), enc(scope[2]))
+        if self.write and scope not in self.locked:
+            self.conn.execute(
+                "SELECT pg_advisory_xact_lock(%s)", (lock_key(b"scope", self.store, *ids),)
+            )
+            self.locked.add(scope)
+        return ids
+
+    def lock_store(self) -> None:
+        """Take the store's lock exclusively (for a change of the whole store made in a
+        unit that began with it shared: it waits for every other writer to finish)."""
+        self.conn.execute("SELECT pg_advisory_xact_lock(%s)", (self.store_lock,))
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> psycopg.Cursor[tuple[Any, ...]]:
         """Run one statement in the unit's transaction (``%s`` parameters)."""

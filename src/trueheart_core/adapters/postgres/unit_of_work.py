@@ -34,8 +34,9 @@ class PostgresUnitOfWork:
         scratch: dict[object, object],
         *,
         write: bool,
+        store: str = "",
     ) -> None:
-        self.session = Session(conn, scratch, write=write)
+        self.session = Session(conn, scratch, write=write, store=store)
         self.committed = False
         self.search = PostgresSearch(self.session)
         self.claims = PostgresClaims(self.session)
