@@ -33,7 +33,7 @@ Throughput (``postgres_throughput.py``). N processes (``multiprocessing`` with
 returned, per second of that window, summed over the processes. The same runs on one
 SQLite file (WAL, the library's settings) on the same machine, in the run's temporary
 directory. A call that fails with ``RepositoryBusy`` (or ``RepositoryConflict``, once
-the service's own retries of a serialization failure are spent) is counted and made
+the service's own retries of a conflict are spent) is counted and made
 again; the server's count of rolled-back transactions during the run shows the
 conflicts the service retried.
 

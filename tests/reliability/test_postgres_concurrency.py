@@ -91,8 +91,9 @@ def worker_stamp(worker: int) -> datetime:
 
 
 class Retrying:
-    """Calls that retry ``RepositoryBusy`` (the one error contention may raise, after the
-    service's own bounded retries of serialization failures), counting the retries."""
+    """Calls that retry ``RepositoryBusy`` (the one error contention may raise: a lock
+    wait past the lock timeout, or a ``RepositoryConflict`` the service's own bounded
+    retries did not settle), counting the retries."""
 
     def __init__(self) -> None:
         self.busy = 0
