@@ -137,8 +137,12 @@ class Cluster:
         _pg_ctl("start", "-D", str(self.data_directory), "-l", log, "-w", "-t", "60")
 
 
-def start() -> Cluster:
-    """The environment's server, or a new throwaway cluster (see the module docstring)."""
+def start(*, durable: bool = False) -> Cluster:
+    """The environment's server, or a new throwaway cluster (see the module docstring).
+
+    A throwaway cluster skips flushes to disk (``fsync``, ``synchronous_commit`` and
+    ``full_page_writes`` off), which suits tests; ``durable=True`` keeps the server's
+    defaults (every commit flushed), for measurements that must count the flush."""
     named = os.environ.get(URL_VARIABLE)
     if named:
         return Cluster(named)
@@ -161,9 +165,10 @@ def start() -> Cluster:
     )
     settings = (
         f"port = {port}\nlisten_addresses = '127.0.0.1'\nunix_socket_directories = '{home}'\n"
-        "max_connections = 200\nfsync = off\nsynchronous_commit = off\n"
-        "full_page_writes = off\nshared_buffers = 128MB\n"
+        "max_connections = 200\nshared_buffers = 128MB\n"
     )
+    if not durable:
+        settings += "fsync = off\nsynchronous_commit = off\nfull_page_writes = off\n"
     with open(data / "postgresql.conf", "a", encoding="utf-8") as conf:
         conf.write(settings)
     cluster = Cluster(
