@@ -179,9 +179,10 @@ def _upgrade(conn: psycopg.Connection[tuple[Any, ...]], name: str) -> None:
         raise
 
 
-def check_version(conn: psycopg.Connection[tuple[Any, ...]]) -> None:
-    """Fail closed unless the stored version is the one this code reads and writes
-    (inside a unit of work: another process may have changed it since the open)."""
-    row = conn.execute("SELECT schema_version FROM meta").fetchone()
-    if row is None or schema.check_known_version(row[0]) != schema.SCHEMA_VERSION:
+def checked_meta(rows: list[tuple[Any, ...]]) -> object:
+    """The tokenizer of the ``(schema_version, tokenizer)`` row a unit of work read at
+    its start, after failing closed unless the version is the one this code reads and
+    writes (another process may have changed it since the open)."""
+    if len(rows) != 1 or schema.check_known_version(rows[0][0]) != schema.SCHEMA_VERSION:
         raise RepositoryCorruption("invalid schema version")
+    return rows[0][1]

@@ -9,6 +9,8 @@ each SQLSTATE class and every exception class psycopg defines).
 from __future__ import annotations
 
 import contextlib
+import time
+import weakref
 from collections.abc import Iterator
 from typing import Any
 
@@ -115,6 +117,28 @@ def options_text(settings: dict[str, Any]) -> str:
     return " ".join(f"-c {name}={value}" for name, value in settings.items())
 
 
+_RECENT = 1.0
+"""Seconds after its return within which a pooled connection is lent again unchecked."""
+_last_returned: weakref.WeakKeyDictionary[psycopg.Connection[Any], float] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _returned(conn: psycopg.Connection[Any]) -> None:
+    _last_returned[conn] = time.monotonic()
+
+
+def _check_if_idle(conn: psycopg.Connection[Any]) -> None:
+    """Check a connection before it is lent (one empty round trip), unless it was in
+    use a moment ago: a connection the server dropped while it sat idle (a restart, an
+    idle timeout) is replaced before any call sees it, without a round trip for every
+    unit of work of a busy process."""
+    returned = _last_returned.get(conn)
+    if returned is not None and time.monotonic() - returned < _RECENT:
+        return
+    psycopg_pool.ConnectionPool.check_connection(conn)
+
+
 def make_pool(
     conninfo: str,
     *,
@@ -135,7 +159,8 @@ def make_pool(
                 "autocommit": True,
             },
             timeout=connect_timeout,
-            check=psycopg_pool.ConnectionPool.check_connection,
+            check=_check_if_idle,
+            reset=_returned,
             open=False,
             name="trueheart",
             reconnect_timeout=connect_timeout,

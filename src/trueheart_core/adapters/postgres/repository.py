@@ -47,6 +47,20 @@ _SCRUB_TABLES: tuple[str, ...] = tuple(t for t in ddl.TABLES if t not in ("meta"
 
 
 _REWRITE_OWED = "erasure rewrite incomplete"
+_LOCK = {True: "pg_advisory_xact_lock", False: "pg_advisory_xact_lock_shared"}
+"""The store's lock: exclusive (``True``) for whole-store changes, else shared."""
+
+
+def _last_rows(cursor: psycopg.Cursor[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    """The rows of the last statement of a multi-statement query."""
+    rows: list[tuple[Any, ...]] = []
+    while True:
+        if cursor.description is not None:
+            rows = cursor.fetchall()
+        if not cursor.nextset():
+            return rows
+
+
 _WHOLE_STORE: frozenset[Operation] = frozenset({"expire", "rebuild", "import", "compact"})
 """Writing operations that change rows of many scopes: they hold the store's lock
 exclusively, so no scope's writer runs meanwhile (every other writer holds it shared)."""
@@ -145,6 +159,8 @@ class PostgresRepository:
         # Tables an erasure asked to rewrite, whose rewrite has not run yet.
         self._owed: set[str] = set()
         self._lock_timeout = locks
+        # Scopes whose row is committed (a scope's row is never deleted).
+        self._known: set[tuple[str, str, str]] = set()
         self._pool: psycopg_pool.ConnectionPool[psycopg.Connection[tuple[Any, ...]]] | None = None
         options = conn_mod.options_text(
             conn_mod.connection_settings(
@@ -234,21 +250,20 @@ class PostgresRepository:
                 # An earlier erasure's rewrite first: an erasing call that returns has
                 # left none of what it or any erasure before it removed.
                 self._rewrite(conn)
-            conn.execute(
-                "BEGIN ISOLATION LEVEL READ COMMITTED READ WRITE"
-                if write
-                else "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+            uow = PostgresUnitOfWork(
+                conn, self._scratch, write=write, store=self._schema, known=self._known
             )
-            uow = PostgresUnitOfWork(conn, self._scratch, write=write, store=self._schema)
             try:
-                if write:
-                    lock = (
-                        "pg_advisory_xact_lock"
-                        if operation in _WHOLE_STORE
-                        else "pg_advisory_xact_lock_shared"
-                    )
-                    conn.execute(f"SELECT {lock}(%s)", (uow.session.store_lock,))
-                catalog.check_version(conn)
+                # One round trip: the transaction, the store's lock (its key is our own
+                # integer) and the stored version, with the tokenizer the roles ask for.
+                begin = (
+                    "BEGIN ISOLATION LEVEL READ COMMITTED READ WRITE; "
+                    f"SELECT {_LOCK[operation in _WHOLE_STORE]}({int(uow.session.store_lock)}); "
+                    if write
+                    else "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; "
+                )
+                meta = conn.execute(begin + "SELECT schema_version, tokenizer FROM meta")
+                uow.session.tokenizer = catalog.checked_meta(_last_rows(meta))
                 yield uow
             finally:
                 if not uow.committed:

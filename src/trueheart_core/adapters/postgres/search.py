@@ -150,14 +150,16 @@ class PostgresSearch(Role):
     """The search role over one transaction."""
 
     def tokenizer(self) -> object:
-        row = self._s.one("SELECT tokenizer FROM meta WHERE singleton = 1")
-        return None if row is None else row[0]
+        # Read with the schema version when the unit began: it changes only in a unit
+        # that holds the store's lock exclusively, which no unit runs beside.
+        return self._s.tokenizer
 
     def set_tokenizer(self, identity: str) -> None:
         # ``meta`` also holds the schema's identity and version: only the one column moves.
         changed(
             self._s.execute("UPDATE meta SET tokenizer = %s WHERE singleton = 1", (identity,)), 1
         )
+        self._s.tokenizer = identity
 
     def clear(self) -> None:
         # A change of every scope: no other writer may run meanwhile.

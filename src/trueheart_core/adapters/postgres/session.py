@@ -139,8 +139,13 @@ class Session:
         *,
         write: bool,
         store: str = "",
+        known: set[ScopeKey] | None = None,
     ) -> None:
         self.conn = conn
+        # The repository's scopes whose row is committed; this unit's join on commit.
+        self.known: set[ScopeKey] = set() if known is None else known
+        # The search index's tokenizer, read when the unit began (see ``tokenizer``).
+        self.tokenizer: object = None
         self.scratch = scratch
         self.write = write
         self.store = store.encode("utf-8")
@@ -202,7 +207,7 @@ class Session:
 
     def ensure_scope(self, scope: ScopeKey) -> None:
         """Record the scope in ``scopes`` (once per unit; a no-op when it is there)."""
-        if scope in self.ensured:
+        if scope in self.ensured or scope in self.known:
             return
         self.execute(
             f"INSERT INTO scopes ({KEY}) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",

@@ -19,7 +19,7 @@ from trueheart_core.adapters.postgres.search import PostgresSearch
 from trueheart_core.adapters.postgres.session import Session
 from trueheart_core.adapters.postgres.tombstones import PostgresTombstones
 from trueheart_core.adapters.postgres.vectors import PostgresVectors
-from trueheart_core.ports import UnitOfWork
+from trueheart_core.ports import ScopeKey, UnitOfWork
 
 if TYPE_CHECKING:
     import psycopg
@@ -35,8 +35,9 @@ class PostgresUnitOfWork:
         *,
         write: bool,
         store: str = "",
+        known: set[ScopeKey] | None = None,
     ) -> None:
-        self.session = Session(conn, scratch, write=write, store=store)
+        self.session = Session(conn, scratch, write=write, store=store, known=known)
         self.committed = False
         self.search = PostgresSearch(self.session)
         self.claims = PostgresClaims(self.session)
@@ -52,6 +53,7 @@ class PostgresUnitOfWork:
     def commit(self) -> None:
         self.session.execute("COMMIT")
         self.committed = True
+        self.session.known.update(self.session.ensured)
 
 
 def _conforms(uow: PostgresUnitOfWork) -> UnitOfWork:
