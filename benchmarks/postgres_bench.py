@@ -32,10 +32,17 @@ Throughput (``postgres_throughput.py``). N processes (``multiprocessing`` with
 ``ingest_event`` with new events for a fixed time; the figure is the calls that
 returned, per second of that window, summed over the processes. The same runs on one
 SQLite file (WAL, the library's settings) on the same machine, in the run's temporary
-directory. A call that fails with ``RepositoryBusy`` (or ``RepositoryConflict``, once
-the service's own retries of a conflict are spent) is counted and made
-again; the server's count of rolled-back transactions during the run shows the
-conflicts the service retried.
+directory, and as the floor with plain psycopg connections in autocommit mode, each
+making the floor's committed one-row ``INSERT`` into a table of a schema made for the
+run: the most single-row writes per second this server and machine take. A call that
+fails with ``RepositoryBusy`` (or ``RepositoryConflict``, once the service's own
+retries of a conflict are spent) is counted and made again; the server's count of
+rolled-back transactions during the run shows the conflicts the service retried (plus
+one per writer, counted as its repository closes). Each writer also reports the CPU
+time it used in the window, and where the server runs on this machine the run reads
+the CPU time of every ``postgres`` process before and after the window (``/proc``): CPU
+per returned call shows what bounds the throughput when writers and server share the
+machine's cores.
 
 The figures are information: the exit status is 0 whatever they are.
 """
@@ -572,7 +579,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             payload["latency"] = latency(url, plan, shape, run)
         if not args.skip_throughput:
             rows = throughput(url, Path(tmp), seconds, run)
-            payload["throughput"] = [{**asdict(r), "per_second": r.per_second} for r in rows]
+            payload["throughput"] = [
+                {**asdict(r), "per_second": r.per_second, "cpu_per_call": r.cpu_per_call}
+                for r in rows
+            ]
     elapsed = time.perf_counter() - started
     load = os.getloadavg()[0]
     print(f"\ntotal run time {elapsed:.0f} s; 1-minute load average at the end {load:.2f}")

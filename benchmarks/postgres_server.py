@@ -68,6 +68,18 @@ def drop_schemas(url: str, names: Sequence[str]) -> None:
             conn.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
 
 
+def create_floor_table(url: str, schema: str) -> None:
+    """The schema and table of the plain committed insert of the write floors (the
+    shape of ``bench.py``'s floor table)."""
+    assert psycopg is not None
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(f'CREATE SCHEMA "{schema}"')
+        conn.execute(
+            f'CREATE TABLE "{schema}".items (id BIGINT GENERATED ALWAYS AS IDENTITY '
+            "PRIMARY KEY, scope TEXT NOT NULL, created_at BIGINT NOT NULL, body TEXT NOT NULL)"
+        )
+
+
 def server_settings(url: str) -> dict[str, str]:
     assert psycopg is not None
     with psycopg.connect(url, autocommit=True) as conn:

@@ -8,44 +8,61 @@ module and runs :func:`throughput_worker`, with a repository and a scope of its 
 from __future__ import annotations
 
 import multiprocessing
+import os
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench import event, scope
+from bench import EVENT_BODY, event, scope
 from harness import Clock
-from postgres_server import drop_schemas, postgres, rolled_back
+from postgres_server import create_floor_table, drop_schemas, postgres, rolled_back
 
 from trueheart_core import RepositoryBusy, RepositoryConflict, SQLiteRepository, TrueHeart
 
 WRITERS = (1, 4, 16)
 
 
-def throughput_worker(
-    backend: str, target: str, schema: str, worker: int, seconds: float, start: Any
-) -> dict[str, Any]:
-    """Ingest new events into this worker's own scope for ``seconds`` after every
-    writer is ready; the calls that returned, the ``RepositoryBusy`` errors (and of those
-    the ``RepositoryConflict`` ones) that reached the worker, and the window's length."""
+def _writer(
+    backend: str, target: str, schema: str, worker: int
+) -> tuple[Callable[[int], object], Callable[[], None]]:
+    """This worker's write of its ``n``-th item, and how to close what it opened."""
+    if backend == "floor":
+        import psycopg  # only the PostgreSQL benchmarks need it
+
+        conn = psycopg.connect(target, autocommit=True)
+        sql = f'INSERT INTO "{schema}".items (scope, created_at, body) VALUES (%s, %s, %s)'
+        name = f"writer-{worker}"
+        return (lambda n: conn.execute(sql, (name, n, EVENT_BODY))), conn.close
     clock = Clock()
     if backend == "postgres":
         th = postgres(target, schema, clock=clock, max_connections=1)
     else:
         th = TrueHeart(SQLiteRepository(target), clock=clock)
     s = scope(f"writer-{uuid.uuid4().hex[:8]}-{worker}")
-    with th:
-        th.ingest_event(event(s, "warm", 0))
+    return (lambda n: th.ingest_event(event(s, f"w{worker}-e{n}", n))), th.close
+
+
+def throughput_worker(
+    backend: str, target: str, schema: str, worker: int, seconds: float, start: Any, done: Any
+) -> dict[str, Any]:
+    """Write new items (``ingest_event`` into this worker's own scope, or the floor's
+    plain committed insert) for ``seconds`` after every writer is ready; the calls that
+    returned, the ``RepositoryBusy`` errors (and of those the ``RepositoryConflict``
+    ones) that reached the worker, the window's length and the CPU time it used."""
+    write, close = _writer(backend, target, schema, worker)
+    try:
+        write(-1)
         start.wait(timeout=300)
         began = time.perf_counter()
+        cpu_began = time.process_time()
         deadline = began + seconds
         calls = busy = conflicts = 0
         while time.perf_counter() < deadline:
-            draft = event(s, f"w{worker}-e{calls}", calls)
             try:
-                th.ingest_event(draft)
+                write(calls)
             except RepositoryConflict:
                 conflicts += 1  # the service's own retries were not enough
                 continue
@@ -54,7 +71,13 @@ def throughput_worker(
                 continue
             calls += 1
         elapsed = time.perf_counter() - began
-    return {"calls": calls, "busy": busy, "conflicts": conflicts, "seconds": elapsed}
+        cpu = time.process_time() - cpu_began
+        # the server's sessions live on until the CPU time of the server has been read
+        done.wait(timeout=300)
+        done.wait(timeout=300)
+    finally:
+        close()
+    return {"calls": calls, "busy": busy, "conflicts": conflicts, "seconds": elapsed, "cpu": cpu}
 
 
 @dataclass(frozen=True)
@@ -71,24 +94,60 @@ class Throughput:
     conflicts: int
     seconds: float
     rollbacks: int | None
+    client_cpu: float
+    server_cpu: float | None
 
     @property
     def per_second(self) -> float:
         return self.calls / self.seconds
 
+    @property
+    def cpu_per_call(self) -> tuple[float, float | None]:
+        """CPU seconds per returned call: the writers', and the local server's."""
+        server = None if self.server_cpu is None else self.server_cpu / self.calls
+        return self.client_cpu / self.calls, server
+
+
+def server_cpu() -> float | None:
+    """CPU seconds used so far by every ``postgres`` process of this machine (user and
+    system time, from ``/proc``), or None where there is none to read: a server on
+    another machine, or a system without ``/proc``."""
+    tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    total, found = 0, False
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text(encoding="ascii", errors="replace")
+        except OSError:
+            continue  # the process ended meanwhile
+        name = text[text.find("(") + 1 : text.rfind(")")]
+        if not name.startswith("postgres"):
+            continue
+        fields = text[text.rfind(")") + 2 :].split()
+        total += int(fields[11]) + int(fields[12])
+        found = True
+    return total / tick if found else None
+
 
 def measure_throughput(
     backend: str, target: str, schema: str, writers: int, seconds: float
 ) -> Throughput:
-    before = rolled_back(target) if backend == "postgres" else None
+    before = rolled_back(target) if backend != "sqlite" else None
     context = multiprocessing.get_context("spawn")
     with context.Manager() as manager:
-        barrier = manager.Barrier(writers)
+        # this process waits at both barriers too, to read the server's CPU time
+        start, done = manager.Barrier(writers + 1), manager.Barrier(writers + 1)
         with context.Pool(writers) as pool:
             pending = [
-                pool.apply_async(throughput_worker, (backend, target, schema, w, seconds, barrier))
+                pool.apply_async(
+                    throughput_worker, (backend, target, schema, w, seconds, start, done)
+                )
                 for w in range(writers)
             ]
+            start.wait(timeout=300)
+            server_before = server_cpu() if backend != "sqlite" else None
+            done.wait(timeout=600)
+            server_after = server_cpu() if server_before is not None else None
+            done.wait(timeout=300)
             reports = [p.get(timeout=600) for p in pending]
     if before is not None:
         time.sleep(0.5)  # the writers' sessions report their counts as they end
@@ -100,38 +159,65 @@ def measure_throughput(
         sum(int(r["conflicts"]) for r in reports),
         max(float(r["seconds"]) for r in reports),
         None if before is None else rolled_back(target) - before,
+        sum(float(r["cpu"]) for r in reports),
+        None if server_before is None or server_after is None else server_after - server_before,
     )
 
 
+def _micros(value: float | None) -> str:
+    return "n/a" if value is None else f"{value * 1e6:.0f}"
+
+
 def print_throughput(rows: Sequence[Throughput]) -> None:
-    print("\nwrite throughput: ingest_event calls/s, summed over N writer processes, own scopes")
+    def run(backend: str, writers: int) -> Throughput:
+        return next(r for r in rows if r.writers == writers and r.backend == backend)
+
+    print("\nwrite throughput: calls/s, summed over N writer processes, own scopes")
     header = (
-        f"{'writers':>7} {'PostgreSQL/s':>13} {'SQLite/s':>10} {'PG/SQLite':>10}"
-        "  PG rollbacks  conflict / busy errors: PG, SQLite"
+        f"{'writers':>7} {'floor/s':>8} {'PostgreSQL/s':>13} {'SQLite/s':>9} {'PG/floor':>9} "
+        f"{'PG/SQLite':>10}  PG rollbacks  conflict / busy errors: PG, SQLite"
     )
     print(header)
     print("-" * len(header))
     for writers in sorted({r.writers for r in rows}):
-        pg = next(r for r in rows if r.writers == writers and r.backend == "postgres")
-        lite = next(r for r in rows if r.writers == writers and r.backend == "sqlite")
+        floor, pg, lite = run("floor", writers), run("postgres", writers), run("sqlite", writers)
         print(
-            f"{writers:>7} {pg.per_second:>13.0f} {lite.per_second:>10.0f} "
+            f"{writers:>7} {floor.per_second:>8.0f} {pg.per_second:>13.0f} "
+            f"{lite.per_second:>9.0f} {pg.per_second / floor.per_second:>8.2f}x "
             f"{pg.per_second / lite.per_second:>9.2f}x  {pg.rollbacks:>12}  "
             f"{pg.conflicts} / {pg.busy}, {lite.conflicts} / {lite.busy}"
+        )
+    print("\nCPU per returned call, µs: the writer processes', and the local PostgreSQL server's")
+    header = (
+        f"{'writers':>7} {'floor writers':>14} {'floor server':>13} {'PG writers':>11} "
+        f"{'PG server':>10} {'SQLite':>7}"
+    )
+    print(header)
+    print("-" * len(header))
+    for writers in sorted({r.writers for r in rows}):
+        floor, pg, lite = run("floor", writers), run("postgres", writers), run("sqlite", writers)
+        print(
+            f"{writers:>7} {_micros(floor.cpu_per_call[0]):>14} "
+            f"{_micros(floor.cpu_per_call[1]):>13} {_micros(pg.cpu_per_call[0]):>11} "
+            f"{_micros(pg.cpu_per_call[1]):>10} {_micros(lite.cpu_per_call[0]):>7}"
         )
 
 
 def throughput(url: str, work: Path, seconds: float, run: str) -> list[Throughput]:
-    """Every run (each of ``WRITERS`` on each backend), printed as a table."""
-    store = f"trueheart_tp_{run}"
-    postgres(url, store).close()  # the schema exists before the writers start
-    TrueHeart(SQLiteRepository(work / "throughput.db")).close()
+    """Every run (each of ``WRITERS`` on the floor and on each backend), printed as
+    tables."""
+    store, floor = f"trueheart_tp_{run}", f"trueheart_tpfloor_{run}"
+    postgres(url, store).close()  # the schemas exist before the writers start
+    create_floor_table(url, floor)
+    lite = str(work / "throughput.db")
+    TrueHeart(SQLiteRepository(lite)).close()
+    runs = (("floor", url, floor), ("postgres", url, store), ("sqlite", lite, ""))
     rows = []
     try:
         for writers in WRITERS:
-            for backend, target in (("postgres", url), ("sqlite", str(work / "throughput.db"))):
-                rows.append(measure_throughput(backend, target, store, writers, seconds))
+            for backend, target, schema in runs:
+                rows.append(measure_throughput(backend, target, schema, writers, seconds))
     finally:
-        drop_schemas(url, [store])
+        drop_schemas(url, [store, floor])
     print_throughput(rows)
     return rows
