@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Protocol
 
-from trueheart_core.ports.rows import BodyRow, EventRow, ScopeKey
+from trueheart_core.ports.rows import AuditRow, BodyRow, EventRow, ScopeKey
 
 
 class EventStore(Protocol):
@@ -30,6 +30,17 @@ class EventStore(Protocol):
         """Store a new receipt and its body; ``None`` stores the receipt alone (an
         import restores an expired receipt so, and an active one's body with
         :meth:`EventStore.insert_body`)."""
+
+    def insert_if_new(self, row: EventRow, body: BodyRow, audit: AuditRow) -> bool:
+        """Store a new receipt with its body and its audit row (of the same scope),
+        unless the exact scope already holds a receipt, or a tombstone of any entity
+        type, with this event ID; whether they were stored.
+
+        ``False`` leaves the store as it was: the caller then reads what is there (a
+        replay, a tombstone) and decides. It is the common case of an ingest done in as
+        few statements as the backend allows; a backend may implement it as those two
+        look-ups and :meth:`insert` followed by the audit role's insert.
+        """
 
     def insert_body(self, body: BodyRow) -> None:
         """Store the body of a receipt of the same scope and ID stored without one."""

@@ -47,6 +47,21 @@ def prepare_event(draft: RawEventDraft, now: datetime) -> RawEventReceipt:
 
 
 def ingest(uow: UnitOfWork, draft: RawEventDraft, receipt: RawEventReceipt) -> RawEventReceipt:
+    body = records.body_row(draft.scope, draft.event_id, draft.content)
+    audit_row = records.audit_row(
+        new_audit_id(),
+        draft.scope,
+        "ingest",
+        EntityType.RAW_EVENT,
+        draft.event_id,
+        receipt.ingested_at,
+        policy.AUDIT_REASONS["ingest"],
+    )
+    # A new ID (no receipt and no tombstone of any type in the scope) is stored at once;
+    # anything else is looked at below: a replay, or a tombstone that may block it.
+    row = records.event_row(receipt)
+    if uow.events.insert_if_new(row, body, audit_row):
+        return receipt
     key = scope_key(draft.scope)
     if loading.blocking_tombstones(uow.tombstones.get(key, draft.event_id), EntityType.RAW_EVENT):
         raise EntityDeleted(draft.event_id)
@@ -56,10 +71,8 @@ def ingest(uow: UnitOfWork, draft: RawEventDraft, receipt: RawEventReceipt) -> R
         if not policy.receipt_matches(stored, draft, receipt.content_hash, receipt.raw_expires_at):
             raise IdempotencyConflict(draft.event_id)
         return stored
-    audit(uow, draft.scope, "ingest", EntityType.RAW_EVENT, draft.event_id, receipt.ingested_at)
-    uow.events.insert(
-        records.event_row(receipt), records.body_row(draft.scope, draft.event_id, draft.content)
-    )
+    uow.audit.insert(audit_row)
+    uow.events.insert(row, body)
     return receipt
 
 

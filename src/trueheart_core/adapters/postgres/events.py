@@ -16,11 +16,12 @@ from trueheart_core.adapters.postgres.session import (
     changed,
     dec,
     enc,
+    enc_opt,
     event_row,
     key_of,
     scoped,
 )
-from trueheart_core.ports import BodyRow, EventRow, ScopeKey
+from trueheart_core.ports import AuditRow, BodyRow, EventRow, ScopeKey
 
 _EVENT_X = EVENT_COLUMNS.format(a="x")
 
@@ -80,6 +81,65 @@ class PostgresEvents(Role):
         )
         if body is not None:
             self.insert_body(body)
+
+    def insert_if_new(self, row: EventRow, body: BodyRow, audit: AuditRow) -> bool:
+        self._s.ensure_scope(row.scope)
+        key = self._s.key(row.scope)
+        event_id = enc(row.event_id)
+        # One statement: the receipt goes in only when neither a receipt nor a tombstone
+        # of this ID is in the scope (the scope's lock is held, so no writer of the scope
+        # runs meanwhile); the body and the audit row go in with it, or not at all.
+        found = self._s.one(
+            f"WITH e AS (INSERT INTO raw_events ({KEY}, event_id, source_id, source_type, "
+            "source_occurred_at, trust, source_metadata, content_hash, ingested_at, "
+            "raw_expires_at, clear_for, recall_for, status, metadata, digest) "
+            "SELECT %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s "
+            f"WHERE NOT EXISTS (SELECT 1 FROM raw_events x WHERE {scoped('x')} "
+            "AND x.event_id = %s) "
+            f"AND NOT EXISTS (SELECT 1 FROM tombstones t WHERE {scoped('t')} "
+            "AND t.entity_id = %s) RETURNING 1), "
+            f"b AS (INSERT INTO raw_bodies ({KEY}, event_id, content, digest) "
+            "SELECT %s, %s, %s, %s, %s, %s FROM e), "
+            f"a AS (INSERT INTO audit ({KEY}, audit_id, action, entity_type, entity_id, "
+            "occurred_at, reason, metadata, digest) "
+            "SELECT %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s FROM e) "
+            "SELECT COUNT(*) FROM e",
+            (
+                *key,
+                event_id,
+                enc(row.source_id),
+                enc(row.source_type),
+                row.source_occurred_at,
+                row.trust,
+                row.source_metadata,
+                row.content_hash,
+                row.ingested_at,
+                row.raw_expires_at,
+                row.clear_for,
+                row.recall_for,
+                row.status,
+                row.metadata,
+                row.digest,
+                *key,
+                event_id,
+                *key,
+                event_id,
+                *key,
+                event_id,
+                enc(body.content),
+                body.digest,
+                *key,
+                audit.audit_id,
+                audit.action,
+                audit.entity_type,
+                enc_opt(audit.entity_id),
+                audit.occurred_at,
+                enc_opt(audit.reason),
+                audit.metadata,
+                audit.digest,
+            ),
+        )
+        return found is not None and found[0] == 1
 
     def insert_body(self, body: BodyRow) -> None:
         self._s.ensure_scope(body.scope)

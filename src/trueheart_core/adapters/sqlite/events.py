@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
+from trueheart_core.adapters.sqlite.audit import SQLiteAudit
 from trueheart_core.adapters.sqlite.claims import SQLiteClaims
 from trueheart_core.adapters.sqlite.connection import changed
 from trueheart_core.adapters.sqlite.session import (
@@ -18,15 +19,22 @@ from trueheart_core.adapters.sqlite.session import (
     event_row,
     key_of,
 )
-from trueheart_core.ports import BodyRow, EventRow, ScopeKey
+from trueheart_core.ports import AuditRow, BodyRow, EventRow, ScopeKey
+
+_INSERT = (
+    "INSERT INTO raw_events (scope_id, event_id, source_id, source_type, "
+    "source_occurred_at, trust, source_metadata, content_hash, ingested_at, "
+    "raw_expires_at, clear_for, recall_for, status, metadata, digest) "
+)
 
 
 class SQLiteEvents(Role):
     """The events role over one transaction."""
 
-    def __init__(self, session: Session, claims: SQLiteClaims) -> None:
+    def __init__(self, session: Session, claims: SQLiteClaims, audit: SQLiteAudit) -> None:
         super().__init__(session)
         self._claims = claims
+        self._audit = audit
 
     def get(self, scope: ScopeKey, event_ids: Sequence[str]) -> dict[str, EventRow]:
         sid = self._scope_id(scope)
@@ -55,30 +63,27 @@ class SQLiteEvents(Role):
     def insert(self, row: EventRow, body: BodyRow | None) -> None:
         sid = self._ensure_scope(row.scope)
         self._conn.execute(
-            "INSERT INTO raw_events (scope_id, event_id, source_id, source_type, "
-            "source_occurred_at, trust, source_metadata, content_hash, ingested_at, "
-            "raw_expires_at, clear_for, recall_for, status, metadata, digest) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                sid,
-                row.event_id,
-                row.source_id,
-                row.source_type,
-                row.source_occurred_at,
-                row.trust,
-                row.source_metadata,
-                row.content_hash,
-                row.ingested_at,
-                row.raw_expires_at,
-                row.clear_for,
-                row.recall_for,
-                row.status,
-                row.metadata,
-                row.digest,
-            ),
+            f"{_INSERT}VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            _values(sid, row),
         )
         if body is not None:
             self.insert_body(body)
+
+    def insert_if_new(self, row: EventRow, body: BodyRow, audit: AuditRow) -> bool:
+        sid = self._ensure_scope(row.scope)
+        # One statement: the receipt goes in only when neither a receipt nor a tombstone
+        # of this ID is in the scope (both found through their ID indexes).
+        cursor = self._conn.execute(
+            f"{_INSERT}SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? "
+            "WHERE NOT EXISTS (SELECT 1 FROM raw_events WHERE event_id = ? AND scope_id = ?) "
+            "AND NOT EXISTS (SELECT 1 FROM tombstones WHERE entity_id = ? AND scope_id = ?)",
+            (*_values(sid, row), row.event_id, sid, row.event_id, sid),
+        )
+        if cursor.rowcount != 1:
+            return False
+        self.insert_body(body)
+        self._audit.insert(audit)
+        return True
 
     def insert_body(self, body: BodyRow) -> None:
         self._conn.execute(
@@ -141,3 +146,24 @@ class SQLiteEvents(Role):
         )
         for r in self._scan(sql, scope, "rid"):
             yield BodyRow(key_of(r), r[3], r[4], r[5])
+
+
+def _values(sid: int, row: EventRow) -> tuple[object, ...]:
+    """The stored columns of a receipt, in the order of ``_INSERT``."""
+    return (
+        sid,
+        row.event_id,
+        row.source_id,
+        row.source_type,
+        row.source_occurred_at,
+        row.trust,
+        row.source_metadata,
+        row.content_hash,
+        row.ingested_at,
+        row.raw_expires_at,
+        row.clear_for,
+        row.recall_for,
+        row.status,
+        row.metadata,
+        row.digest,
+    )

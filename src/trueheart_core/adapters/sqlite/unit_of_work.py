@@ -36,12 +36,12 @@ class SQLiteUnitOfWork:
         self.search = SQLiteSearch(self._session)
         self.claims = SQLiteClaims(self._session)
         self.vectors = SQLiteVectors(self._session, search=self.search)
-        self.events = SQLiteEvents(self._session, claims=self.claims)
+        self.audit = SQLiteAudit(self._session)
+        self.events = SQLiteEvents(self._session, claims=self.claims, audit=self.audit)
         self.memories = SQLiteMemories(
             self._session, search=self.search, claims=self.claims, vectors=self.vectors
         )
         self.tombstones = SQLiteTombstones(self._session)
-        self.audit = SQLiteAudit(self._session)
         self.operations = SQLiteOperations(self._session)
 
     @property
