@@ -42,11 +42,11 @@ class SQLiteUnitOfWork:
             self._session, search=self.search, claims=self.claims, vectors=self.vectors
         )
         self.tombstones = SQLiteTombstones(self._session)
-        self.operations = SQLiteOperations(self._session)
+        self.operations = SQLiteOperations(self._session, search=self.search)
 
     @property
     def rewrite_requested(self) -> bool:
-        """Set by a bulk erasure: the repository rewrites the file after the commit."""
+        """Set by compaction: the repository rewrites the file after the commit."""
         return self.operations.rewrite_requested
 
     def commit(self) -> None:
