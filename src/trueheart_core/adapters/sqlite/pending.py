@@ -55,14 +55,17 @@ def pairs_of(text: object) -> tuple[tuple[int, int], ...]:
         pairs = json.loads(text) if isinstance(text, str) else None
     except ValueError:
         pairs = None
-    if not isinstance(pairs, list) or not all(
-        isinstance(pair, list)
-        and len(pair) == 2
-        and all(type(value) is int and value > 0 for value in pair)
-        for pair in pairs
-    ):
+    if type(pairs) is not list:
         raise RepositoryCorruption("invalid search index")
-    return tuple((pair[0], pair[1]) for pair in pairs)
+    found = []
+    for pair in pairs:
+        if type(pair) is not list or len(pair) != 2:
+            raise RepositoryCorruption("invalid search index")
+        term_id, tf = pair
+        if type(term_id) is not int or type(tf) is not int or term_id <= 0 or tf <= 0:
+            raise RepositoryCorruption("invalid search index")
+        found.append((term_id, tf))
+    return tuple(found)
 
 
 def pairs_text(pairs: Sequence[tuple[int, int]]) -> str:

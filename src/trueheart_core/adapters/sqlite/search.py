@@ -167,15 +167,15 @@ class SQLiteSearch(Role):
         # hundreds of corrections at once, most of them held by no memory.
         first: dict[int, int] = {}
         for start in range(0, len(terms), CHUNK):
-            chunk = list(terms[start : start + CHUNK])
-            values = ", ".join("(?)" for _ in chunk)
-            for term_id, term in self._conn.execute(
+            keys = {key_blob(term): term for term in terms[start : start + CHUNK]}
+            values = ", ".join("(?)" for _ in keys)
+            for term_id, stored in self._conn.execute(
                 f"WITH k (term) AS (VALUES {values}) SELECT t.term_id, t.term "
                 f"FROM k CROSS JOIN {_LOOKUP.format(key='k.term')}",
-                [*(key_blob(term) for term in chunk), sid],
+                [*keys, sid],
             ):
-                key = term_int(term)
-                if isinstance(key, int) and (key not in first or term_id < first[key]):
+                key = keys[stored]
+                if key not in first or term_id < first[key]:
                     first[key] = term_id
         return first
 
