@@ -1,6 +1,6 @@
-"""The maintenance subcommands: ``rebuild`` (every derived index), ``compact`` (a rewrite
-of the file into fresh pages) and ``backup`` (an online copy into a new file). Each
-shows its progress on stderr."""
+"""The maintenance subcommands: ``rebuild`` (every derived index), ``compact`` (the space
+of erased rows reclaimed by a rewrite of the store) and ``backup`` (an online copy into a
+new file). Each shows its progress on stderr."""
 
 from __future__ import annotations
 

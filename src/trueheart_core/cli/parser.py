@@ -239,10 +239,11 @@ def build_parser() -> Parser:
         "--no-rewrite",
         dest="rewrite",
         action="store_false",
-        help="cost what the scope holds: do not rewrite the file (see compact)",
+        help="do not rewrite storage (PostgreSQL: removed rows wait for compact; "
+        "SQLite erases in place either way)",
     )
     sub("rebuild", commands.rebuild, "rebuild every derived index")
-    sub("compact", commands.compact, "rewrite the store into fresh pages")
+    sub("compact", commands.compact, "reclaim what was erased: rewrite the store afresh")
     sub(
         "semantic-status",
         commands.semantic_status,

@@ -710,15 +710,15 @@ class TrueHeart:
         ``dry_run=True`` changes nothing (a read-only transaction) and returns what would
         be erased, with ``remaining=None``.
 
-        ``rewrite=True`` (the default) makes the guarantee exact and costs what the store
-        holds: the IDs to tombstone, the check that nothing of the scope is left and
-        ``remaining`` are read from the tables themselves (so that a damaged index cannot
-        hide a row), and the whole file is rewritten after the commit, which leaves no
-        copy of any removed row anywhere in it. ``rewrite=False`` costs what the scope
-        holds: its rows are found through the scope's indexes, every stored text and
-        byte of them is overwritten in place before they are deleted, and the WAL is
-        truncated; copies that earlier page reorganisations of the storage engine left
-        in unused page space are not reached, until :meth:`compact` rewrites the file.
+        ``rewrite`` says whether the backend may rewrite its storage to reach that
+        guarantee. On SQLite it never needs to: the scope's rows are found through its
+        indexes, cross-checked against its audit log (a row a damaged index lost is
+        erased too), and overwritten where they lie, at a cost that follows the scope, so
+        both values behave the same; :meth:`compact` reclaims the space of erased rows.
+        On PostgreSQL ``rewrite=True`` (the default) rewrites every table the rows were
+        removed from, at a cost that follows those tables, and ``rewrite=False`` leaves
+        the removed row versions until :meth:`compact` (see
+        ``docs/security-guarantees.md``).
         See ``docs/operations.md``.
         """
         if not isinstance(scope, Scope):
@@ -758,12 +758,14 @@ class TrueHeart:
         )
 
     def compact(self) -> None:
-        """Rewrite the whole store into fresh pages, then truncate the WAL, in one
-        erasing unit of work: no copy of any removed row is left in unused page space
-        (the storage engine leaves such copies when it reorganises pages, and forget,
-        delete, expiry and ``erase_subject(..., rewrite=False)`` do not reach them).
-        Costs what the store holds and holds the write lock meanwhile; a store with no
-        files (``:memory:``) has nothing to rewrite."""
+        """Reclaim the space of what was erased, and rewrite the whole store into fresh
+        storage, in one erasing unit of work. On SQLite, erased rows keep their size
+        (overwritten in place, see :meth:`erase_subject`) until this removes them and
+        rewrites the file, then truncates the WAL. On PostgreSQL it rewrites every table,
+        which removes the row versions that forget, delete, expiry and
+        ``erase_subject(..., rewrite=False)`` leave. Costs what the store holds and holds
+        the write lock meanwhile; a store with no files (``:memory:``) has nothing to
+        rewrite."""
         with self._repository.unit_of_work("compact", write=True, erasing=True) as uow:
             uow.operations.request_rewrite()
             uow.commit()

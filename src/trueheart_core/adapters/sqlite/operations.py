@@ -175,9 +175,10 @@ class SQLiteOperations(Role):
             artifact: int(self._conn.execute(sql, (sid,)).fetchone()[0])
             for artifact, sql in _SCOPE_COUNTS.items()
         }
-        if from_tables:
-            # Receipts and memories of the scope that its index lost count too.
-            receipts, memories = self._hidden(sid)
+        # Receipts and memories of the scope that its index lost count too: this costs
+        # what the scope's audit rows hold, so it is done whether asked for or not.
+        receipts, memories = self._hidden(sid)
+        if receipts or memories:
             counts["raw_event"] += len(receipts)
             counts["memory"] += len(memories)
             if receipts:
@@ -288,7 +289,7 @@ class SQLiteOperations(Role):
         return found
 
     def scope_event_ids(self, scope: ScopeKey, *, thorough: bool = True) -> list[str]:
-        return self._scope_ids(scope, "event_id", "raw_events", "raw_events_by_scope", thorough)
+        return self._scope_ids(scope, "event_id", "raw_events", "raw_events_by_scope")
 
     def scope_memory_fingerprints(
         self, scope: ScopeKey, *, thorough: bool = True
@@ -304,8 +305,7 @@ class SQLiteOperations(Role):
                 (sid,),
             )
         ]
-        if thorough:
-            rids += self._hidden(sid)[1]
+        rids += self._hidden(sid)[1]
         return [
             (r[0], r[1])
             for r in self._in_chunks(
@@ -327,19 +327,18 @@ class SQLiteOperations(Role):
                 (sid,),
             )
         }
-        if thorough:
-            # The claim rows of every memory of the scope, found by ID.
-            memory_ids = [m for m, _ in self.scope_memory_fingerprints(scope, thorough=True)]
-            found.update(
-                r[0]
-                for r in self._in_chunks(
-                    "SELECT claim_id FROM claims WHERE claim_id IN ({marks}) AND scope_id = ? "
-                    "AND erased IS NOT 1",
-                    [],
-                    memory_ids,
-                    tail=[sid],
-                )
+        # The claim rows of every memory of the scope, found by ID.
+        memory_ids = [m for m, _ in self.scope_memory_fingerprints(scope)]
+        found.update(
+            r[0]
+            for r in self._in_chunks(
+                "SELECT claim_id FROM claims WHERE claim_id IN ({marks}) AND scope_id = ? "
+                "AND erased IS NOT 1",
+                [],
+                memory_ids,
+                tail=[sid],
             )
+        )
         return sorted(found)
 
     def request_rewrite(self) -> None:
@@ -448,9 +447,9 @@ class SQLiteOperations(Role):
                 f"UPDATE raw_events SET {ERASE_RECEIPT} WHERE rid IN ({marks})", chunk
             )
 
-    def _scope_ids(
-        self, scope: ScopeKey, column: str, table: str, index: str, thorough: bool
-    ) -> list[Any]:
+    def _scope_ids(self, scope: ScopeKey, column: str, table: str, index: str) -> list[Any]:
+        """The IDs of the scope's live rows of ``table``: through its scope index, and the
+        audit log's cross-check (so ``thorough`` costs nothing more here)."""
         sid = self._scope_id(scope, thorough=True)
         if sid is None:
             return []
@@ -462,12 +461,10 @@ class SQLiteOperations(Role):
                 (sid,),
             )
         ]
-        if thorough:
-            hidden = self._hidden(sid)[0]
-            found += [
-                r[0]
-                for r in self._in_chunks(
-                    f"SELECT {column} FROM {table} WHERE rid IN ({{marks}})", [], hidden
-                )
-            ]
+        found += [
+            r[0]
+            for r in self._in_chunks(
+                f"SELECT {column} FROM {table} WHERE rid IN ({{marks}})", [], self._hidden(sid)[0]
+            )
+        ]
         return found
