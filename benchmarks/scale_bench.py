@@ -11,16 +11,17 @@ ten memories, one claim per memory), plus the scopes that are measured: every ti
 works on a scope of 50 memories (five events, 50 claims) of its own, so what it costs
 can only depend on the rest of the store through the store's size. Measured per store:
 ``stats(scope)``, ``verify_integrity(scope)``, ``erase_subject`` of a fresh 50-memory
-scope (with the default rewrite of the file, and with ``rewrite=False``), the delete of
-a raw event with ten dependent memories (a governance cascade), and a forget of one
-memory; and, as the floor of the default erasure, a rewrite of the same file (``VACUUM``
-and a WAL checkpoint on a connection of its own), whose cost is the file's. The stores
+scope (with the default ``rewrite=True``, and with ``rewrite=False``; both erase in place
+on SQLite), the delete of a raw event with ten dependent memories (a governance
+cascade), and a forget of one memory; and, for reference, a rewrite of the same file
+(``VACUUM`` and a WAL checkpoint on a connection of its own), which is what ``compact()``
+costs and what a subject erasure cost while it rewrote the file: its cost is the file's. The stores
 are built once through the public API (on ``/dev/shm`` when it exists, then copied to a
 temporary directory on the disk) and all
 stay open; the samples of the stores are taken in rotation, call by call, so that a
 drift of the machine affects every size alike. The figure of each operation and size is
 the median wall time; the ratio is that median at the largest size divided by its median
-at 1,000 memories, and the target is a ratio of at most 2 (the floor has none). Fresh
+at 1,000 memories, and the target is a ratio of at most 2 (the rewrite has none). Fresh
 scopes are written between the timed calls, outside the timing. Targets are
 information, not assertions.
 """
@@ -77,7 +78,7 @@ WORDS = tuple(
     ).split()
 )
 OPERATIONS = ("stats", "verify", "erase", "erase_in_place", "cascade", "forget", "rewrite")
-FLOORS = {"rewrite": "erase"}  # floor operation: the operation it bounds from below
+REFERENCES = {"rewrite": "erase"}  # a reference operation: the operation it is set beside
 
 
 def scope(name: str) -> Scope:
@@ -180,8 +181,8 @@ def sample(store: Store, operation: str) -> None:
         )
         store.timed(operation, lambda: th.govern(command))
     elif operation == "rewrite":
-        # The floor of an erasure: rewriting the same file (what the byte guarantee
-        # needs after a bulk delete), on a connection of its own, with nothing erased.
+        # For reference: rewriting the same file (what compaction costs), on a
+        # connection of its own, with nothing erased.
         def vacuum() -> None:
             conn = sqlite3.connect(store.path, isolation_level=None)
             try:
@@ -254,7 +255,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         results[operation] = {str(s.size): m for s, m in zip(stores, medians, strict=True)}
         results[operation]["ratio"] = ratio
         print(f"{operation:<15}" + "".join(f"{m:>12.2f}" for m in medians) + f"   {ratio:6.2f}x")
-        if operation in FLOORS:
+        if operation in REFERENCES:
             continue
         targets.append(
             {
@@ -264,12 +265,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "limit": RATIO_LIMIT,
             }
         )
-    for floor, bounded in FLOORS.items():
+    for reference, bounded in REFERENCES.items():
         over = [
-            median_ms(store.samples[bounded]) / median_ms(store.samples[floor]) for store in stores
+            median_ms(store.samples[bounded]) / median_ms(store.samples[reference])
+            for store in stores
         ]
         print(
-            f"{bounded} / {floor} (its floor): "
+            f"{bounded} / {reference} of the file: "
             + ", ".join(f"{s.size:,}: {r:.2f}x" for s, r in zip(stores, over, strict=True))
         )
     print("file sizes: " + ", ".join(f"{k:,}: {v} bytes" for k, v in sizes_on_disk.items()))
