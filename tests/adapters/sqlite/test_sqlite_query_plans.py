@@ -68,7 +68,9 @@ def traced(tmp_path: Path) -> Iterator[tuple[TrueHeart, list[str]]]:
         repository.close()
 
 
-def _plans(path: Path, statements: list[str]) -> list[tuple[str, str]]:
+def _plans(path: Path, statements: list[str]) -> list[tuple[str, str, bool]]:
+    """Each plan step of each statement, and whether it runs once per row of an outer
+    step (inside a correlated subquery)."""
     raw = sqlite3.connect(path)
     try:
         plans = []
@@ -76,8 +78,14 @@ def _plans(path: Path, statements: list[str]) -> list[tuple[str, str]]:
             head = statement.split(None, 1)[0].upper()
             if head not in ("SELECT", "UPDATE", "DELETE", "WITH", "INSERT"):
                 continue
-            for row in raw.execute(f"EXPLAIN QUERY PLAN {statement}"):
-                plans.append((statement, str(row[3])))
+            rows = raw.execute(f"EXPLAIN QUERY PLAN {statement}").fetchall()
+            parents = {row[0]: (row[1], str(row[3])) for row in rows}
+            for row in rows:
+                correlated, parent = False, row[1]
+                while parent in parents:
+                    correlated = correlated or "CORRELATED" in parents[parent][1]
+                    parent = parents[parent][0]
+                plans.append((statement, str(row[3]), correlated))
         return plans
     finally:
         raw.close()
@@ -108,11 +116,36 @@ def _scans_a_table(statement: str, detail: str) -> bool:
     return (match.group(2) or match.group(1)) not in _computed_sources(statement)
 
 
+# A search of a table by the scope alone walks every row of the scope. Two tables are
+# walked so on purpose: the audit log in its read order, stopped at the limit, and the
+# pending search changes, fewer than a fixed bound per scope.
+_SCOPE_WALK = re.compile(r"^SEARCH (\w+) USING .*\(scope_id=\?\)$")
+_WALKED_BY_SCOPE = {"audit", "search_pending"}
+_SEARCH = re.compile(r"^SEARCH (\w+) USING .*\((.*)\)$")
+
+
+def _walks_a_scope(statement: str, detail: str) -> bool:
+    """Whether a plan step reads every row of the scope where it should probe keys."""
+    match = _SCOPE_WALK.match(detail)
+    if match is None:
+        return False
+    tables = {alias: source for source, alias in _SOURCE.findall(statement)}
+    return tables.get(match.group(1), match.group(1)) not in _WALKED_BY_SCOPE
+
+
+def _walks_per_row(detail: str, correlated: bool) -> bool:
+    """Whether a step run once per outer row reads a range rather than probing a key."""
+    match = _SEARCH.match(detail)
+    return correlated and match is not None and ("<" in match.group(2) or ">" in match.group(2))
+
+
 def _assert_indexed(path: Path, statements: list[str]) -> None:
     plans = _plans(path, statements)
     assert plans, "no statement was recorded"
-    for statement, detail in plans:
+    for statement, detail, correlated in plans:
         assert not _scans_a_table(statement, detail), (statement, detail)
+        assert not _walks_a_scope(statement, detail), (statement, detail)
+        assert not _walks_per_row(detail, correlated), (statement, detail)
         if "ORDER BY CAST(" in statement:
             # Ranking fading memories by their fade ratio: a top-`limit` sorter over an
             # index range (documented in docs/performance.md), never over the table.
@@ -262,3 +295,15 @@ def test_a_plan_that_scans_a_table_is_detected() -> None:
     assert not _scans_a_table(computed, "SCAN d")
     assert not _scans_a_table(statement, "SEARCH m USING INDEX memories_by_id (scope_id=?)")
     assert not _scans_a_table("VALUES (1), (2)", "SCAN 2 CONSTANT ROWS")
+
+
+def test_a_walk_of_a_whole_scope_is_detected() -> None:
+    edges = "SELECT x.digest FROM lineage x WHERE x.scope_id = ? AND (x.event_id, x.memory_id) IN"
+    assert _walks_a_scope(edges, "SEARCH x USING PRIMARY KEY (scope_id=?)")
+    assert not _walks_a_scope(edges, "SEARCH x USING PRIMARY KEY (scope_id=? AND event_id=?)")
+    pending = "SELECT doc FROM search_pending p WHERE p.scope_id = ?"
+    assert not _walks_a_scope(pending, "SEARCH p USING PRIMARY KEY (scope_id=?)")
+    recall = "SEARCH sm USING INDEX memories_recall_clear (scope_id=? AND created_at<?)"
+    assert _walks_per_row(recall, correlated=True)
+    assert not _walks_per_row(recall, correlated=False)
+    assert not _walks_per_row("SEARCH sm USING INDEX memories_by_id (memory_id=?)", True)

@@ -47,11 +47,13 @@ def eligibility_filters(
         params.append(hex_set(kinds))
     # A claim's status at as_of decides whether it is a candidate; memories of the
     # claim kind without a claim row are plain memories. The rules are the shared
-    # builders'; the superseders are read through their index.
+    # builders'; the superseders are read through their index, and each one's memory
+    # by its key (left free, the planner would walk the scope's recall index instead).
     known = supersedes_at(SQLITE, "sm.status", "sm.created_at", Param(as_of))
     superseded = Fragment(
         "EXISTS (SELECT 1 FROM claims s INDEXED BY claims_by_supersedes"
-        " JOIN memories sm ON sm.memory_id = s.claim_id AND sm.scope_id = s.scope_id"
+        " CROSS JOIN memories sm INDEXED BY memories_by_id"
+        " ON sm.memory_id = s.claim_id AND sm.scope_id = s.scope_id"
         " AND sm.erased IS NOT 1"
         f" WHERE s.scope_id = c.scope_id AND s.supersedes = c.claim_id AND s.erased IS NOT 1"
         f" AND {known.sql})",

@@ -49,7 +49,20 @@ MEMORY_TEXT = (
 """The columns of a memory that hold text of the host's (or derived from it), which
 erasing the memory overwrites in place. Its ID stays, as in its tombstone."""
 ERASE_MEMORY = f"{', '.join(blanked(c) for c in MEMORY_TEXT)}, erased = 1"
-_EDGE_COLUMNS = "memory_id, event_id, trust, clear_for, recall_for, digest"
+_EDGE_SELECTED = "x.memory_id, x.event_id, x.trust, x.clear_for, x.recall_for, x.digest"
+
+
+def edge_probe(columns: str, pairs: int) -> str:
+    """A SELECT of ``columns`` of the lineage rows (alias ``x``) of ``pairs`` (source
+    event, memory) pairs, bound in that order and followed by the scope's ID: each pair
+    is one probe of the whole key. A row-value ``IN`` would make SQLite walk the scope's
+    whole range of the key and test every row; the CROSS JOIN keeps the pairs outside."""
+    values = ",".join("(?, ?)" for _ in range(pairs))
+    return (
+        f"WITH p (event_id, memory_id) AS (VALUES {values}) "
+        f"SELECT {columns} FROM p CROSS JOIN lineage AS x "
+        "ON x.scope_id = ? AND x.event_id = p.event_id AND x.memory_id = p.memory_id"
+    )
 
 
 def source_ids(text: object) -> list[str]:
@@ -132,16 +145,13 @@ class SQLiteMemories(Role):
             ):
                 pairs.extend((event_id, memory_id) for event_id in source_ids(sources))
         edges: list[EdgeRow] = []
-        # Each edge is one probe of the lineage key: (scope, source event, memory).
         for start in range(0, len(pairs), CHUNK):
             part = pairs[start : start + CHUNK]
-            values = ",".join("(?, ?)" for _ in part)
             edges.extend(
                 EdgeRow(scope, *r)
                 for r in self._conn.execute(
-                    f"SELECT {_EDGE_COLUMNS} FROM lineage "
-                    f"WHERE scope_id = ? AND (event_id, memory_id) IN (VALUES {values})",
-                    [sid, *(value for pair in part for value in pair)],
+                    edge_probe(_EDGE_SELECTED, len(part)),
+                    [*(value for pair in part for value in pair), sid],
                 )
             )
         return edges

@@ -15,7 +15,7 @@ from typing import Any
 
 from trueheart_core.adapters.sqlite.claims import ERASE_CLAIM
 from trueheart_core.adapters.sqlite.events import ERASE_BODY, ERASE_RECEIPT
-from trueheart_core.adapters.sqlite.memories import ERASE_MEMORY
+from trueheart_core.adapters.sqlite.memories import ERASE_MEMORY, edge_probe, source_ids
 from trueheart_core.adapters.sqlite.pending import ERASE_TERM, PENDING_PAIRS
 from trueheart_core.adapters.sqlite.search import SQLiteSearch
 from trueheart_core.adapters.sqlite.session import CHUNK, Role, Session
@@ -242,22 +242,22 @@ class SQLiteOperations(Role):
         if wanted <= {"search_entry", "search_term"}:
             return self._index_removal(sid, ids, found)
         live = self._in_chunks(
-            "SELECT rid FROM memories WHERE memory_id IN ({marks}) AND scope_id = ? AND erased "
-            "IS NOT 1",
+            "SELECT rid, memory_id, sources FROM memories WHERE memory_id IN ({marks}) "
+            "AND scope_id = ? AND erased IS NOT 1",
             [],
             ids,
             tail=[sid],
         )
         found["memory"] = len(live)
         rids = [r[0] for r in live]
-        found["lineage_edge"] = sum(
-            int(n)
-            for (n,) in self._in_chunks(
-                "SELECT COUNT(*) FROM lineage WHERE scope_id = ? AND memory_id IN ({marks})",
-                [sid],
-                ids,
-            )
-        )
+        # The edges a memory names, each counted if its row is there.
+        pairs = [(event_id, r[1]) for r in live for event_id in source_ids(r[2])]
+        for start in range(0, len(pairs), CHUNK):
+            part = pairs[start : start + CHUNK]
+            (n,) = self._conn.execute(
+                edge_probe("COUNT(*)", len(part)), [*(v for pair in part for v in pair), sid]
+            ).fetchone()
+            found["lineage_edge"] += int(n)
         found["claim"] = sum(
             int(n)
             for (n,) in self._in_chunks(

@@ -220,10 +220,11 @@ class SQLiteSearch(Role):
         params += [*pending_term.params, as_of, as_of, *pending_extra]
         params.append(window - 1)
         # CROSS JOIN keeps the query terms outermost: each term's merged postings are one
-        # range of the primary key; besides them only the scope's pending rows (fewer
-        # than ``PENDING_BOUND``) are read. A memory's postings are either all merged or
-        # all pending, so each sum adds the terms of one branch; a merged entry with a
-        # pending removal is left out.
+        # range of the primary key, and each posting's entry one probe (with filters the
+        # planner would otherwise walk the scope's entries); besides them only the
+        # scope's pending rows (fewer than ``PENDING_BOUND``) are read. A memory's
+        # postings are either all merged or all pending, so each sum adds the terms of
+        # one branch; a merged entry with a pending removal is left out.
         rows = self._conn.execute(
             f"WITH q (term, weight) AS (VALUES {values}), "
             "t AS MATERIALIZED (SELECT t.term_id AS term_id, q.weight AS weight "
@@ -242,7 +243,7 @@ class SQLiteSearch(Role):
             f"SELECT p.doc AS doc, {merged_term.sql} AS part, d.created_at AS created_at, "
             "d.clear_until AS clear_until, d.recall_until AS recall_until "
             "FROM t CROSS JOIN search_postings p ON p.term_id = t.term_id "
-            "JOIN search_docs d ON d.doc = p.doc "
+            "CROSS JOIN search_docs d ON d.doc = p.doc "
             "WHERE d.scope_id = ? AND d.created_at <= ? AND d.recall_until > ? "
             f"AND p.doc NOT IN gone{merged_filters} "
             f"UNION ALL SELECT w.doc, {pending_term.sql}, w.created_at, w.clear_until, "
