@@ -124,7 +124,9 @@ _last_returned: weakref.WeakKeyDictionary[psycopg.Connection[Any], float] = (
 )
 
 
-def _returned(conn: psycopg.Connection[Any]) -> None:
+def returned(conn: psycopg.Connection[Any]) -> None:
+    """Note that ``conn`` was in use a moment ago (called as a unit of work ends, before
+    the connection goes back to its pool; see :func:`make_pool`)."""
     _last_returned[conn] = time.monotonic()
 
 
@@ -133,8 +135,8 @@ def _check_if_idle(conn: psycopg.Connection[Any]) -> None:
     use a moment ago: a connection the server dropped while it sat idle (a restart, an
     idle timeout) is replaced before any call sees it, without a round trip for every
     unit of work of a busy process."""
-    returned = _last_returned.get(conn)
-    if returned is not None and time.monotonic() - returned < _RECENT:
+    last = _last_returned.get(conn)
+    if last is not None and time.monotonic() - last < _RECENT:
         return
     psycopg_pool.ConnectionPool.check_connection(conn)
 
@@ -159,8 +161,9 @@ def make_pool(
                 "autocommit": True,
             },
             timeout=connect_timeout,
+            # No ``reset`` callback: with one, the pool hands every returned connection
+            # to a worker thread, and the next unit of work waits for that thread.
             check=_check_if_idle,
-            reset=_returned,
             open=False,
             name="trueheart",
             reconnect_timeout=connect_timeout,

@@ -269,6 +269,7 @@ class PostgresRepository:
                 if not uow.committed:
                     with contextlib.suppress(psycopg.Error):
                         conn.execute("ROLLBACK")
+                conn_mod.returned(conn)
             if uow.committed and erasing:
                 # Nothing erased may stay in what the service derived from the store.
                 self._scratch.clear()
