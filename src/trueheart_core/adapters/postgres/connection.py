@@ -159,6 +159,10 @@ def make_pool(
                 "options": options,
                 "connect_timeout": max(1, int(connect_timeout)),
                 "autocommit": True,
+                # psycopg prepares nothing of its own on these connections: it would
+                # deallocate every prepared statement of the session after a
+                # ``ROLLBACK`` it runs, the unit of work's included (see ``wire``).
+                "prepare_threshold": None,
             },
             timeout=connect_timeout,
             # No ``reset`` callback: with one, the pool hands every returned connection

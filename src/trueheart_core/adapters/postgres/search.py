@@ -19,13 +19,13 @@ from trueheart_core.adapters.postgres.session import (
     KEY,
     Role,
     Session,
-    changed,
     dec,
     enc,
     key_of,
     same_scope,
     scoped,
 )
+from trueheart_core.adapters.postgres.wire import Result
 from trueheart_core.adapters.sql.expressions import (
     NOT_A_CLAIM,
     POSTGRESQL,
@@ -146,6 +146,13 @@ def _doc(
     return SearchDocRow(scope, memory_id, r[0], r[1], r[2], r[3], r[4], dec(r[5]), terms)
 
 
+def _indexed(result: Result) -> None:
+    """The check of an entry's insert: one entry, made from the memory row it names."""
+    row = result.fetchone()
+    if row is None or row[0] != 1:
+        raise RepositoryCorruption("invalid search index")
+
+
 class PostgresSearch(Role):
     """The search role over one transaction."""
 
@@ -156,16 +163,14 @@ class PostgresSearch(Role):
 
     def set_tokenizer(self, identity: str) -> None:
         # ``meta`` also holds the schema's identity and version: only the one column moves.
-        changed(
-            self._s.execute("UPDATE meta SET tokenizer = %s WHERE singleton = 1", (identity,)), 1
-        )
+        self._s.write("UPDATE meta SET tokenizer = %s WHERE singleton = 1", (identity,), rows=1)
         self._s.tokenizer = identity
 
     def clear(self) -> None:
         # A change of every scope: no other writer may run meanwhile.
         self._s.lock_store()
         for table in SEARCH_TABLES:
-            self._s.execute(f"DELETE FROM {table}")
+            self._s.write(f"DELETE FROM {table}")
         self._s.touched_tables.update(SEARCH_TABLES)
 
     def index(self, doc: SearchDocRow) -> None:
@@ -177,7 +182,7 @@ class PostgresSearch(Role):
         # rows in one order; a key given twice fails on the primary key, as a sound
         # entry never holds one.
         pairs = sorted(doc.terms)
-        row = self._s.one(
+        self._s.defer(
             "WITH e AS ("
             f"INSERT INTO search_docs ({KEY}, memory_id, length, created_at, clear_until, "
             "recall_until, trust, kind) "
@@ -210,9 +215,8 @@ class PostgresSearch(Role):
                 [term for term, _ in pairs],
                 [tf for _, tf in pairs],
             ),
+            _indexed,
         )
-        if row is None or row[0] != 1:
-            raise RepositoryCorruption("invalid search index")
 
     def unindex(self, scope: ScopeKey, memory_id: str) -> None:
         key = self._s.key(scope)
@@ -221,7 +225,7 @@ class PostgresSearch(Role):
         # memory even without an entry (nothing may outlive it); a term row or the
         # statistics row that would count nothing afterwards goes, any other is
         # lowered (each row is changed by one part only).
-        row = self._s.one(
+        self._s.defer(
             "WITH gone AS ("
             f"DELETE FROM search_postings WHERE {scoped()} AND memory_id = %s RETURNING term), "
             "dropped AS ("
@@ -241,7 +245,12 @@ class PostgresSearch(Role):
             f"WHERE {scoped('x')} AND x.docs > 1 AND EXISTS (SELECT 1 FROM entry)) "
             "SELECT (SELECT COUNT(*) FROM gone), (SELECT COUNT(*) FROM entry)",
             (*key, mid, *key, *key, *key, mid, *key, *key),
+            self._unindexed,
         )
+
+    def _unindexed(self, result: Result) -> None:
+        """Note the tables an entry's removal changed."""
+        row = result.fetchone()
         if row is not None and row[0]:
             self._s.touched_tables.update(("search_postings", "search_terms"))
         if row is not None and row[1]:
