@@ -230,13 +230,15 @@ class PostgresMemories(Role):
             f"AND m.recall_until > %s AND m.created_at <= %s AND {fades.sql}{kind_sql}"
         )
         params = [*self._s.key(scope), as_of, as_of, *fades.params, *kind_params]
-        ranked = self._s.all(
-            f"{select} AND m.recall_until - m.clear_until < %s "
-            f"ORDER BY {ratio.sql} DESC, m.created_at DESC, m.memory_id ASC LIMIT %s",
-            [*params, exact_span, *ratio.params, limit],
-        )
-        long_fades = self._s.all(
-            f"{select} AND m.recall_until - m.clear_until >= %s", [*params, exact_span]
+        ranked, long_fades = self._s.many(
+            (
+                (
+                    f"{select} AND m.recall_until - m.clear_until < %s "
+                    f"ORDER BY {ratio.sql} DESC, m.created_at DESC, m.memory_id ASC LIMIT %s",
+                    [*params, exact_span, *ratio.params, limit],
+                ),
+                (f"{select} AND m.recall_until - m.clear_until >= %s", [*params, exact_span]),
+            )
         )
         return [RecallCandidate(dec(r[0]), r[1], r[2], r[3]) for r in ranked + long_fades]
 

@@ -267,7 +267,9 @@ class PostgresRepository:
                 )
             else:
                 session.opening("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-            session.opening("SELECT schema_version, tokenizer FROM meta", (), _read_meta(session))
+            session.opening(
+                "SELECT schema_version, tokenizer FROM meta", (), _read_meta(session), check=True
+            )
             try:
                 yield uow
             finally:

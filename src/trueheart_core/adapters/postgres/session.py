@@ -12,7 +12,7 @@ from typing import Any
 
 import psycopg
 
-from trueheart_core.adapters.postgres.wire import Result, Statement, round_trip
+from trueheart_core.adapters.postgres.wire import Refused, Result, Statement, round_trip
 from trueheart_core.errors import RepositoryCorruption, RepositoryReadOnly
 from trueheart_core.ports import EventRow, MemoryRow, ScopeKey
 
@@ -125,15 +125,31 @@ _UNREAD = object()
 """The tokenizer of a unit whose first round trip has not returned yet."""
 
 
+ROWS_DISAGREE = "stored rows and their indexes disagree"
+"""What a statement that changed another number of rows than expected means: the rows
+the service read and the stored ones disagree (see :meth:`Session.write`)."""
+
+
 class _Deferred(Statement):
-    """A statement queued for the unit's next round trip, and what is done with its
-    result (``None``: nothing)."""
+    """A statement queued for the unit's next round trip; what is done with its result
+    (``then``; ``check``: it may fail the unit, so it runs before ``COMMIT`` is sent),
+    and the ``RepositoryCorruption`` message of a statement that checks itself."""
 
-    __slots__ = ("then",)
+    __slots__ = ("check", "refusal", "then")
 
-    def __init__(self, sql: str, params: Sequence[Any], then: _Then | None) -> None:
-        super().__init__(sql, params, then is not None)
+    def __init__(
+        self,
+        sql: str,
+        params: Sequence[Any],
+        then: _Then | None = None,
+        *,
+        check: bool = False,
+        refusal: str | None = None,
+    ) -> None:
+        super().__init__(sql, params, then is not None, checked=refusal is not None)
         self.then = then
+        self.check = check
+        self.refusal = refusal
 
 
 class Session:
@@ -151,15 +167,16 @@ class Session:
     change many scopes at once (expiry, index rebuilds, import, compaction).
 
     Round trips. A statement whose result nobody reads yet (the start of the
-    transaction, a lock, an insert, an update whose row count is checked later) is
-    queued with :meth:`defer` or :meth:`write`; the queue goes to the server, in order
-    and in one pipeline, with the next statement whose result is read (:meth:`one`,
-    :meth:`all`, :meth:`execute`, :meth:`stream`), or with ``COMMIT``. The server runs
-    pipelined statements one after another, each with a snapshot taken when it starts,
-    so a lock queued before a read is granted before the read begins. A queued
-    statement's error is raised by the round trip that carries it, before ``COMMIT``
-    runs (the server skips the rest of a pipeline after an error), and a row-count check
-    runs before ``COMMIT`` is sent.
+    transaction, a lock, an insert, an update whose row count is checked) is queued
+    with :meth:`defer` or :meth:`write`; the queue goes to the server, in order and in
+    one pipeline (see ``wire``), with the next statement whose result is read
+    (:meth:`one`, :meth:`all`, :meth:`execute`, :meth:`stream`), or with ``COMMIT``.
+    The server runs pipelined statements one after another, each with a snapshot taken
+    when it starts, so a lock queued before a read is granted before the read begins;
+    after a statement fails, it runs none of the rest of the pipeline, ``COMMIT``
+    included. So a queued statement's error is raised by the round trip that carries
+    it, and the unit rolls back with nothing committed; a row-count check is made by the
+    statement itself, on the server, for the same reason.
     """
 
     def __init__(
@@ -238,10 +255,12 @@ class Session:
         sql: str,
         params: Sequence[Any] = (),
         then: _Then | None = None,
+        *,
+        check: bool = False,
     ) -> None:
         """Queue a statement of the transaction's start (see :meth:`defer`): a unit that
         sends nothing else sends none of them."""
-        self.defer(sql, params, then)
+        self.defer(sql, params, then, check=check)
         self._opening = len(self._queue)
 
     def defer(
@@ -249,17 +268,37 @@ class Session:
         sql: str,
         params: Sequence[Any] = (),
         then: _Then | None = None,
+        *,
+        check: bool = False,
     ) -> None:
         """Queue one statement for the unit's next round trip; ``then`` is called with
-        its result once that round trip has returned (and, at the commit, before
-        ``COMMIT`` is sent)."""
-        self._queue.append(_Deferred(sql, params, then))
+        its result once that round trip has returned. With ``check`` (``then`` may fail
+        the unit), ``COMMIT`` waits for a round trip of its own after it."""
+        self._queue.append(_Deferred(sql, params, then, check=check))
 
-    def write(self, sql: str, params: Sequence[Any] = (), *, rows: int | None = None) -> None:
-        """Queue a statement that changes rows (see :meth:`defer`); with ``rows``, the
-        number of rows it must change (else ``RepositoryCorruption``, see
-        :func:`changed`)."""
-        self._queue.append(_Deferred(sql, params, None if rows is None else _Changed(rows)))
+    def write(
+        self,
+        sql: str,
+        params: Sequence[Any] = (),
+        *,
+        rows: int | None = None,
+        refusal: str | None = None,
+    ) -> None:
+        """Queue a statement that changes rows (see :meth:`defer`).
+
+        With ``rows``, the statement (an ``INSERT``, ``UPDATE`` or ``DELETE`` without
+        ``RETURNING``) must change exactly that many rows: it is sent as a statement
+        that divides by zero otherwise, which fails the unit with
+        ``RepositoryCorruption`` (:data:`ROWS_DISAGREE`). With ``refusal``, ``sql``
+        divides by zero itself when what it checks does not hold, and the unit fails with
+        ``RepositoryCorruption(refusal)``."""
+        if rows is not None:
+            sql = (
+                f"WITH checked_rows AS ({sql} RETURNING 1) "
+                "SELECT 1 / (COUNT(*) = %s)::int FROM checked_rows"
+            )
+            params, refusal = (*params, rows), ROWS_DISAGREE
+        self._queue.append(_Deferred(sql, params, refusal=refusal))
 
     def flush(self) -> None:
         """Send what is queued, in one round trip (nothing when nothing is)."""
@@ -277,6 +316,15 @@ class Session:
     def all(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         return self._send((sql, params)).fetchall()
 
+    def many(self, reads: Sequence[tuple[str, Sequence[Any]]]) -> list[list[tuple[Any, ...]]]:
+        """The rows of each of several statements that do not depend on one another,
+        after what is queued and in the same round trip."""
+        queue: list[Statement] = list(self._queue)
+        queue.extend(Statement(sql, params, True) for sql, params in reads)
+        self._queue, self._opening = [], 0
+        results = self._run(queue)
+        return [result.fetchall() for result in results[len(results) - len(reads) :]]
+
     def _send(self, last: tuple[str, Sequence[Any]] | None) -> Result:
         """The queue, then ``last``, in one round trip; then each queued statement's
         ``then``, in order. The result is ``last``'s."""
@@ -284,22 +332,31 @@ class Session:
         self._queue, self._opening = [], 0
         if last is not None:
             queue.append(Statement(last[0], last[1], True))
+        return self._run(queue)[-1]
+
+    def _run(self, queue: list[Statement]) -> list[Result]:
+        """``queue`` in one round trip; then each queued statement's ``then``."""
         self.sent = True
-        results = round_trip(self.conn, queue)
+        try:
+            results = round_trip(self.conn, queue)
+        except Refused as refused:
+            item = queue[refused.index]
+            assert isinstance(item, _Deferred) and item.refusal is not None
+            raise RepositoryCorruption(item.refusal) from None
         for item, result in zip(queue, results, strict=True):
             if isinstance(item, _Deferred) and item.then is not None:
                 item.then(result)
-        return results[-1]
+        return results
 
     def commit(self) -> None:
         """Send what is queued and ``COMMIT``: in one round trip, or two when a queued
-        statement's result must be checked first (a failed check rolls the unit back
-        with nothing committed). A unit that sent nothing but its start has nothing to
-        commit."""
+        statement's result must be checked here first (a failed check rolls the unit
+        back with nothing committed). A unit that sent nothing but its start has nothing
+        to commit."""
         if not self.sent and len(self._queue) == self._opening:
             self._queue, self._opening = [], 0
             return
-        if any(item.then is not None for item in self._queue):
+        if any(item.check for item in self._queue):
             self._send(None)
         self._send(("COMMIT", ()))
 
@@ -339,25 +396,6 @@ class Session:
         """``values`` in lists of at most ``CHUNK`` (for ``= ANY(%s)`` parameters)."""
         for start in range(0, len(values), CHUNK):
             yield list(values[start : start + CHUNK])
-
-
-class _Changed:
-    """The check of a queued statement that must change exactly ``rows`` rows."""
-
-    __slots__ = ("rows",)
-
-    def __init__(self, rows: int) -> None:
-        self.rows = rows
-
-    def __call__(self, result: Result) -> None:
-        changed(result, self.rows)
-
-
-def changed(result: Result, rows: int) -> None:
-    """Check that a statement changed exactly ``rows`` rows (else the store's rows and
-    what the service read disagree: ``RepositoryCorruption``, which rolls back)."""
-    if result.rowcount != rows:
-        raise RepositoryCorruption("stored rows and their indexes disagree")
 
 
 class Role:

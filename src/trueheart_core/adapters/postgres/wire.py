@@ -63,15 +63,28 @@ _SKIPPED = Result([], -1)
 
 
 class Statement:
-    """One statement of a round trip: SQL with ``%s`` parameters, its parameters, and
-    whether its rows are wanted."""
+    """One statement of a round trip: SQL with ``%s`` parameters, its parameters,
+    whether its rows are wanted, and whether it checks itself (it divides by zero when
+    what it checks does not hold: see :class:`Refused`)."""
 
-    __slots__ = ("params", "read", "sql")
+    __slots__ = ("checked", "params", "read", "sql")
 
-    def __init__(self, sql: str, params: Sequence[Any], read: bool) -> None:
+    def __init__(
+        self, sql: str, params: Sequence[Any], read: bool, *, checked: bool = False
+    ) -> None:
         self.sql = sql
         self.params = params
         self.read = read
+        self.checked = checked
+
+
+class Refused(Exception):
+    """The check of the statement at ``index`` of a round trip did not hold: the
+    statement divided by zero, and the server ran nothing after it."""
+
+    def __init__(self, index: int) -> None:
+        super().__init__(index)
+        self.index = index
 
 
 class _Link:
@@ -103,7 +116,7 @@ def round_trip(conn: psycopg.Connection[Any], statements: Sequence[Statement]) -
     """Run ``statements`` in order in one round trip; their results, in order.
 
     Raises the psycopg exception of the first statement that failed (the server ran
-    none after it)."""
+    none after it), or :class:`Refused` when that statement's own check failed."""
     link = _links.get(conn)
     if link is None:
         link = _links[conn] = _Link()
@@ -116,13 +129,15 @@ def round_trip(conn: psycopg.Connection[Any], statements: Sequence[Statement]) -
         sent = _send(pg, tx, link, statements)
         pg.pipeline_sync()
         _flush(pg)
-        results, failure = _receive(pg, tx, link, statements, sent)
+        results, failure, failed = _receive(pg, tx, link, statements, sent)
         pg.exit_pipeline_mode()
     except BaseException:
         # The connection's protocol state is unknown: nothing may use it again.
         conn.close()
         raise
     if failure is not None:
+        if failure.sqlstate == "22012" and failed >= 0 and statements[failed].checked:
+            raise Refused(failed)
         if failure.sqlstate == "26000":
             # A named statement is gone (``DEALLOCATE ALL`` or ``DISCARD ALL`` ran on
             # this session): the next round trips prepare theirs again.
@@ -173,10 +188,12 @@ def _receive(
     link: _Link,
     statements: Sequence[Statement],
     sent: _Sent,
-) -> tuple[list[Result], psycopg.Error | None]:
-    """Every result of the pipeline, up to its ``Sync``; and the first failure."""
+) -> tuple[list[Result], psycopg.Error | None, int]:
+    """Every result of the pipeline, up to its ``Sync``; the first failure, and the
+    index of its statement (``-1``: a preparation failed)."""
     results = [_SKIPPED] * len(statements)
     failure: psycopg.Error | None = None
+    failed = -1
     for index, name, key in sent:
         result = _next(pg)
         while _next(pg) is not None:
@@ -186,7 +203,7 @@ def _receive(
         status = result.status
         if status == pq.ExecStatus.FATAL_ERROR:
             if failure is None:
-                failure = _error(result)
+                failure, failed = _error(result), index
             continue
         if status not in _OK:
             continue  # skipped after a failure (PIPELINE_ABORTED)
@@ -203,7 +220,7 @@ def _receive(
     end = _next(pg)
     if end is None or end.status != pq.ExecStatus.PIPELINE_SYNC:
         raise psycopg.OperationalError("pipeline out of step")
-    return results, failure
+    return results, failure, failed
 
 
 def _error(result: pq.abc.PGresult) -> psycopg.Error:
