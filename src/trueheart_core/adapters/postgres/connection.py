@@ -28,10 +28,12 @@ from trueheart_core.errors import (
     TrueHeartError,
 )
 
-_CONFLICT = frozenset({"40001", "40P01", "23505"})
-"""Serialization failure, deadlock, and a unique key taken by a concurrent transaction
-(what the service checked absent was inserted by another writer meanwhile): the whole
-call can run again and see the other's change."""
+_CONFLICT = frozenset({"40001", "40P01", "23505", "26000"})
+"""Serialization failure, deadlock, a unique key taken by a concurrent transaction (what
+the service checked absent was inserted by another writer meanwhile), and a prepared
+statement the session no longer has (``DEALLOCATE ALL`` or ``DISCARD ALL`` ran on it;
+``wire`` prepares its statements again): the whole call can run again, and see the
+other's change."""
 _BUSY = frozenset({"55P03", "57014", "53300", "55006"})
 """A lock not granted within the lock timeout, a statement cancelled by the statement
 timeout, too many connections, an object in use."""
@@ -42,13 +44,14 @@ _READ_ONLY = frozenset({"25006", "42501"})
 def translated(error: BaseException, diagnostic: str) -> TrueHeartError:
     """The library error for any exception raised while talking to the server.
 
-    ``RepositoryConflict`` for a serialization failure, a deadlock or a concurrent
-    unique key; ``RepositoryBusy`` for lock and statement timeouts, too many connections
-    and a pool with no free connection in time; ``RepositoryReadOnly`` for a read-only
-    transaction or server and a missing privilege; ``RepositoryFull`` for the server's
-    insufficient resources (disk full, out of memory); ``RepositoryUnavailable`` for a
-    connection that cannot be made or was lost, and a server shutting down; everything
-    else (an unexpected driver error, a malformed row) is ``RepositoryCorruption``.
+    ``RepositoryConflict`` for a serialization failure, a deadlock, a concurrent
+    unique key or a prepared statement the session lost; ``RepositoryBusy`` for lock
+    and statement timeouts, too many connections and a pool with no free connection in
+    time; ``RepositoryReadOnly`` for a read-only transaction or server and a missing
+    privilege; ``RepositoryFull`` for the server's insufficient resources (disk full,
+    out of memory); ``RepositoryUnavailable`` for a connection that cannot be made or
+    was lost, and a server shutting down; everything else (an unexpected driver error,
+    a malformed row) is ``RepositoryCorruption``.
     """
     if isinstance(error, psycopg_pool.PoolTimeout):
         return RepositoryBusy(diagnostic)

@@ -7,7 +7,9 @@ so values travel exactly as ``cursor.execute`` sends and returns them. The serve
 them one after another, each with a snapshot of its own at ``READ COMMITTED``; after a
 failed statement it skips the rest of the pipeline. A statement sent a second time on a
 connection is prepared there (a named statement, at most :data:`PREPARED_MAX` per
-connection), so the server parses and plans it once.
+connection), so the server parses and plans it once; a statement without parameters
+(``BEGIN``, ``COMMIT``, ``ROLLBACK``) never is, so that ending a transaction needs no
+named statement.
 
 Waiting for the server happens in ``poll``/``select`` with the GIL released, never inside
 libpq. A server error is raised, after the whole pipeline has been read, as the psycopg
@@ -140,7 +142,8 @@ def round_trip(conn: psycopg.Connection[Any], statements: Sequence[Statement]) -
             raise Refused(failed)
         if failure.sqlstate == "26000":
             # A named statement is gone (``DEALLOCATE ALL`` or ``DISCARD ALL`` ran on
-            # this session): the next round trips prepare theirs again.
+            # this session): the next round trips prepare theirs again, so the unit can
+            # run again (``connection.translate`` makes this a conflict).
             link.names.clear()
             link.seen.clear()
         raise failure
@@ -166,7 +169,12 @@ def _send(
             values, types, formats = None, (), None
         key = (query, types)
         name = link.names.get(key) or pending.get(key)
-        if name is None and key in link.seen and len(link.names) + len(pending) < PREPARED_MAX:
+        if (
+            name is None
+            and params
+            and key in link.seen
+            and len(link.names) + len(pending) < PREPARED_MAX
+        ):
             name = b"trueheart_%d" % next(link.numbers)
             pg.send_prepare(name, query, param_types=types)
             sent.append((-1, name, key))
