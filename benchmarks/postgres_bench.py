@@ -40,9 +40,9 @@ retries of a conflict are spent) is counted and made again; the server's count o
 rolled-back transactions during the run shows the conflicts the service retried (plus
 one per writer, counted as its repository closes). Each writer also reports the CPU
 time it used in the window, and where the server runs on this machine the run reads
-the CPU time of every ``postgres`` process before and after the window (``/proc``): CPU
-per returned call shows what bounds the throughput when writers and server share the
-machine's cores.
+the CPU time of the server's processes (its postmaster and the postmaster's children,
+not another server's) before and after the window (``/proc``): CPU per returned call
+shows what bounds the throughput when writers and server share the machine's cores.
 
 The figures are information: the exit status is 0 whatever they are.
 """

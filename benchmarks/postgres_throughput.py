@@ -108,28 +108,43 @@ class Throughput:
         return self.client_cpu / self.calls, server
 
 
-def server_cpu() -> float | None:
-    """CPU seconds used so far by every ``postgres`` process of this machine (user and
-    system time, from ``/proc``), or None where there is none to read: a server on
-    another machine, or a system without ``/proc``."""
+def postmaster(url: str) -> int | None:
+    """The process ID of the server's postmaster, when the server runs on this machine
+    (the parent of a backend of ours that ``/proc`` shows), else None."""
+    import psycopg  # only the PostgreSQL benchmarks need it
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        row = conn.execute("SELECT pg_backend_pid()").fetchone()
+        if row is None:
+            return None
+        try:
+            text = Path(f"/proc/{int(row[0])}/stat").read_text(encoding="ascii", errors="replace")
+        except OSError:
+            return None  # a server on another machine, or a system without /proc
+    if not text[text.find("(") + 1 : text.rfind(")")].startswith("postgres"):
+        return None
+    return int(text[text.rfind(")") + 2 :].split()[1])
+
+
+def server_cpu(server: int) -> float:
+    """CPU seconds used so far by the server whose postmaster is ``server``: its own
+    and its child processes' (user and system time, from ``/proc``), so that another
+    server on the machine does not count."""
     tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-    total, found = 0, False
+    total = 0
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
             text = stat.read_text(encoding="ascii", errors="replace")
         except OSError:
             continue  # the process ended meanwhile
-        name = text[text.find("(") + 1 : text.rfind(")")]
-        if not name.startswith("postgres"):
-            continue
         fields = text[text.rfind(")") + 2 :].split()
-        total += int(fields[11]) + int(fields[12])
-        found = True
-    return total / tick if found else None
+        if int(stat.parent.name) == server or int(fields[1]) == server:
+            total += int(fields[11]) + int(fields[12])
+    return total / tick
 
 
 def measure_throughput(
-    backend: str, target: str, schema: str, writers: int, seconds: float
+    backend: str, target: str, schema: str, writers: int, seconds: float, server: int | None
 ) -> Throughput:
     before = rolled_back(target) if backend != "sqlite" else None
     context = multiprocessing.get_context("spawn")
@@ -144,9 +159,10 @@ def measure_throughput(
                 for w in range(writers)
             ]
             start.wait(timeout=300)
-            server_before = server_cpu() if backend != "sqlite" else None
+            local = server if backend != "sqlite" else None
+            server_before = None if local is None else server_cpu(local)
             done.wait(timeout=600)
-            server_after = server_cpu() if server_before is not None else None
+            server_after = None if local is None else server_cpu(local)
             done.wait(timeout=300)
             reports = [p.get(timeout=600) for p in pending]
     if before is not None:
@@ -212,11 +228,12 @@ def throughput(url: str, work: Path, seconds: float, run: str) -> list[Throughpu
     lite = str(work / "throughput.db")
     TrueHeart(SQLiteRepository(lite)).close()
     runs = (("floor", url, floor), ("postgres", url, store), ("sqlite", lite, ""))
+    server = postmaster(url)
     rows = []
     try:
         for writers in WRITERS:
             for backend, target, schema in runs:
-                rows.append(measure_throughput(backend, target, schema, writers, seconds))
+                rows.append(measure_throughput(backend, target, schema, writers, seconds, server))
     finally:
         drop_schemas(url, [store, floor])
     print_throughput(rows)
