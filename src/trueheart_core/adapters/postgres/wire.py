@@ -7,9 +7,8 @@ so values travel exactly as ``cursor.execute`` sends and returns them. The serve
 them one after another, each with a snapshot of its own at ``READ COMMITTED``; after a
 failed statement it skips the rest of the pipeline. A statement sent a second time on a
 connection is prepared there (a named statement, at most :data:`PREPARED_MAX` per
-connection), so the server parses and plans it once; a statement without parameters
-(``BEGIN``, ``COMMIT``, ``ROLLBACK``) never is, so that ending a transaction needs no
-named statement.
+connection), so the server parses and plans it once; ``BEGIN``, ``COMMIT`` and
+``ROLLBACK`` never are, so that ending a transaction needs no named statement.
 
 Waiting for the server happens in ``poll``/``select`` with the GIL released, never inside
 libpq. A server error is raised, after the whole pipeline has been read, as the psycopg
@@ -41,6 +40,8 @@ _SEEN_MAX = 4096
 """Statements remembered per connection as sent once (the next use prepares them)."""
 
 _PLACEHOLDER = re.compile(r"%[s%]")
+_CONTROL = (b"BEGIN", b"COMMIT", b"ROLLBACK")
+"""Statements never prepared: ending a transaction must not need a named statement."""
 _OK = (pq.ExecStatus.COMMAND_OK, pq.ExecStatus.TUPLES_OK, pq.ExecStatus.EMPTY_QUERY)
 
 
@@ -171,7 +172,7 @@ def _send(
         name = link.names.get(key) or pending.get(key)
         if (
             name is None
-            and params
+            and not query.startswith(_CONTROL)
             and key in link.seen
             and len(link.names) + len(pending) < PREPARED_MAX
         ):
