@@ -15,10 +15,12 @@ cluster. On a named server everything goes into schemas made for the run
 (``trueheart_bench_*`` for the store, ``trueheart_floor_*`` for the floors), dropped at
 the end; nothing else is touched.
 
-Latency. The fixtures are built through the public API. Each figure is the median and
-the 90th percentile of the wall time of single calls after warm-up calls, with the
-garbage collector paused, exactly as in ``bench.py``, whose operations and fixtures
-this reuses. The floors do the least comparable work on one plain psycopg connection in
+Latency. The fixtures are built through the public API, and the store's tables are
+analyzed then (as autovacuum does on its own schedule), so the plans of the reads do not
+depend on whether autovacuum has run yet. Each figure is the median and the 90th
+percentile of the wall time of single calls after warm-up calls, with the garbage
+collector paused, exactly as in ``bench.py``, whose operations and fixtures this
+reuses. The floors do the least comparable work on one plain psycopg connection in
 autocommit mode: one committed one-row ``INSERT`` (for every write), one indexed
 ``SELECT`` of one row, of 20 and of 100 rows (for the reads), a connection that reads
 the schema's catalog (for the open). They
@@ -91,7 +93,7 @@ from bench import (
     write_cases,
 )
 from harness import machine, run_interleaved
-from postgres_server import drop_schemas, postgres, server, server_settings
+from postgres_server import analyze_schema, drop_schemas, postgres, server, server_settings
 from postgres_throughput import throughput
 
 from trueheart_core import (
@@ -478,6 +480,7 @@ def latency(url: str, plan: Plan, shape: Shape, run: str) -> dict[str, Any]:
         finally:
             builder.close()
         rows = count_rows(url, store)
+        analyze_schema(url, store)
         print(
             f"fixtures built in {time.perf_counter() - t0:.1f} s; store rows: "
             + ", ".join(f"{k} {v:,}" for k, v in rows.items())
