@@ -44,7 +44,9 @@ one per writer, counted as its repository closes). Each writer also reports the 
 time it used in the window, and where the server runs on this machine the run reads
 the CPU time of the server's processes (its postmaster and the postmaster's children,
 not another server's) before and after the window (``/proc``): CPU per returned call
-shows what bounds the throughput when writers and server share the machine's cores.
+shows what bounds the throughput when writers and server share the machine's cores. The
+machine's busy time in the window, less the writers' and the server's, is the share of
+the CPUs that other processes took meanwhile (another workload on a shared machine).
 
 The figures are information: the exit status is 0 whatever they are.
 """
@@ -583,7 +585,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not args.skip_throughput:
             rows = throughput(url, Path(tmp), seconds, run)
             payload["throughput"] = [
-                {**asdict(r), "per_second": r.per_second, "cpu_per_call": r.cpu_per_call}
+                {
+                    **asdict(r),
+                    "per_second": r.per_second,
+                    "cpu_per_call": r.cpu_per_call,
+                    "others_share": r.others_share,
+                }
                 for r in rows
             ]
     elapsed = time.perf_counter() - started

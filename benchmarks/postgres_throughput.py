@@ -96,10 +96,20 @@ class Throughput:
     rollbacks: int | None
     client_cpu: float
     server_cpu: float | None
+    machine_cpu: float | None
 
     @property
     def per_second(self) -> float:
         return self.calls / self.seconds
+
+    @property
+    def others_share(self) -> float | None:
+        """The share of the machine's CPUs that other processes (neither the writers nor
+        the server) used during the window: another workload on a shared machine."""
+        if self.machine_cpu is None:
+            return None
+        others = self.machine_cpu - self.client_cpu - (self.server_cpu or 0.0)
+        return max(others, 0.0) / (self.seconds * (os.cpu_count() or 1))
 
     @property
     def cpu_per_call(self) -> tuple[float, float | None]:
@@ -124,6 +134,18 @@ def postmaster(url: str) -> int | None:
     if not text[text.find("(") + 1 : text.rfind(")")].startswith("postgres"):
         return None
     return int(text[text.rfind(")") + 2 :].split()[1])
+
+
+def machine_cpu() -> float | None:
+    """CPU seconds the whole machine has been busy so far (every CPU, from
+    ``/proc/stat``), or None without ``/proc``."""
+    try:
+        fields = Path("/proc/stat").read_text(encoding="ascii").split("\n", 1)[0].split()
+    except OSError:
+        return None
+    user, nice, system, _idle, _iowait, irq, softirq, steal = (int(f) for f in fields[1:9])
+    tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    return (user + nice + system + irq + softirq + steal) / tick
 
 
 def server_cpu(server: int) -> float:
@@ -161,8 +183,10 @@ def measure_throughput(
             start.wait(timeout=300)
             local = server if backend != "sqlite" else None
             server_before = None if local is None else server_cpu(local)
+            machine_before = machine_cpu()
             done.wait(timeout=600)
             server_after = None if local is None else server_cpu(local)
+            machine_after = machine_cpu()
             done.wait(timeout=300)
             reports = [p.get(timeout=600) for p in pending]
     if before is not None:
@@ -177,11 +201,16 @@ def measure_throughput(
         None if before is None else rolled_back(target) - before,
         sum(float(r["cpu"]) for r in reports),
         None if server_before is None or server_after is None else server_after - server_before,
+        None if machine_before is None or machine_after is None else machine_after - machine_before,
     )
 
 
 def _micros(value: float | None) -> str:
     return "n/a" if value is None else f"{value * 1e6:.0f}"
+
+
+def _percent(value: float | None) -> str:
+    return "n/a" if value is None else f"{value * 100:.0f}%"
 
 
 def print_throughput(rows: Sequence[Throughput]) -> None:
@@ -217,6 +246,13 @@ def print_throughput(rows: Sequence[Throughput]) -> None:
             f"{_micros(floor.cpu_per_call[1]):>13} {_micros(pg.cpu_per_call[0]):>11} "
             f"{_micros(pg.cpu_per_call[1]):>10} {_micros(lite.cpu_per_call[0]):>7}"
         )
+    print("\nthe share of the machine's CPUs that other processes used during each window")
+    header = f"{'writers':>7} {'floor':>6} {'PG':>6} {'SQLite':>6}"
+    print(header)
+    print("-" * len(header))
+    for writers in sorted({r.writers for r in rows}):
+        shares = [_percent(run(b, writers).others_share) for b in ("floor", "postgres", "sqlite")]
+        print(f"{writers:>7} " + " ".join(f"{share:>6}" for share in shares))
 
 
 def throughput(url: str, work: Path, seconds: float, run: str) -> list[Throughput]:
