@@ -248,6 +248,9 @@ def test_the_round_trips_of_the_common_writes(counted: tuple[TrueHeart, RoundTri
     assert _round_trips(counter, lambda: service.ingest_event(event("evt-1"))) == 2
     # A replay: the insert finds the receipt; the tombstones and the receipt are read.
     assert _round_trips(counter, lambda: service.ingest_event(event("evt-1"))) == 4
+    # A batch: one insert per event, each read before the next; then COMMIT.
+    batch = [event(f"evt-batch-{index}") for index in range(10)]
+    assert _round_trips(counter, lambda: service.ingest_events(batch)) == 11
     # Four reads, then the memory, its lineage, its search entry and its audit row with
     # COMMIT.
     assert _round_trips(counter, lambda: service.materialize_once(memory("mem-1"))) == 5
