@@ -361,7 +361,7 @@ def test_the_scratch_is_emptied_by_an_erasure_and_at_close(repository: Repositor
         scratch = uow.vectors.scratch()
     scratch["marker"] = 1
     service.govern(command(GovernanceAction.SEAL, "mem-0001"))
-    assert scratch == {"marker": 1}  # not an erasure
+    assert scratch["marker"] == 1  # not an erasure (the seal may have added its own)
     service.govern(command(GovernanceAction.FORGET, "mem-0001"))
     assert scratch == {}
     scratch["marker"] = 1

@@ -206,7 +206,8 @@ def test_a_lost_scope_index_entry_does_not_turn_erasure_into_a_no_op(
             counts = dict(
                 conn.execute(
                     "SELECT s.subject_id, COUNT(*) FROM memories m NOT INDEXED "
-                    "JOIN scopes s ON s.scope_id = m.scope_id GROUP BY s.subject_id"
+                    "JOIN scopes s ON s.scope_id = m.scope_id WHERE m.erased IS NOT 1 "
+                    "GROUP BY s.subject_id"
                 ).fetchall()
             )
         finally:
@@ -244,7 +245,7 @@ def test_a_lost_scope_index_entry_is_reported_by_verification(
 @pytest.mark.parametrize(
     ("index", "needle", "replacement"),
     [
-        ("sqlite_autoindex_raw_events_1", b"e0", b"x0"),
+        ("raw_events_by_id", b"e0", b"x0"),
         ("sqlite_autoindex_scopes_1", SCOPE.subject_id.encode(), b"user-4X"),
     ],
 )
@@ -267,9 +268,11 @@ def test_expiry_over_a_lost_index_entry_stops_with_corruption(
     # index hides rows from lookups).
     conn = sqlite3.connect(path)
     try:
-        (bodies,) = conn.execute("SELECT COUNT(*) FROM raw_bodies NOT INDEXED").fetchone()
+        (bodies,) = conn.execute(
+            "SELECT COUNT(*) FROM raw_bodies NOT INDEXED WHERE erased IS NOT 1"
+        ).fetchone()
         (active,) = conn.execute(
-            "SELECT COUNT(*) FROM raw_events NOT INDEXED WHERE status = 'active'"
+            "SELECT COUNT(*) FROM raw_events NOT INDEXED WHERE status = 0 AND erased IS NOT 1"
         ).fetchone()
     finally:
         conn.close()
@@ -281,7 +284,7 @@ def test_a_stale_memory_index_entry_rolls_a_governance_change_back(
     pristine: Path, tmp_path: Path
 ) -> None:
     path = _copy(pristine, tmp_path)
-    page, size = root_page(path, "sqlite_autoindex_memories_1")
+    page, size = root_page(path, "memories_by_id")
     edit_page(path, page, size, b"m2", b"q2")
 
     def forget() -> object:
@@ -324,8 +327,8 @@ def _rewrite_definition(path: Path, name: str, old: str, new: str) -> None:
         ("scopes", "subject_id TEXT NOT NULL", "SUBJECT_ID TEXT NOT NULL"),
         ("scopes", "subject_id TEXT NOT NULL", "subject_id TEXT"),
         ("raw_bodies", "content, digest", "content BLOB, digest"),
-        ("memories_recall_clear", "created_at DESC", "created_at ASC"),
-        ("raw_events_expiry", "status = 'active'", "status = 'expired'"),
+        ("memories_recall_clear", "memory_id DESC", "memory_id ASC"),
+        ("raw_events_expiry", "status = 0", "status = 1"),
     ],
 )
 def test_a_changed_stored_definition_is_refused_before_any_work(
@@ -494,9 +497,9 @@ def _invalid_utf8_definition(pristine: Path, tmp_path: Path) -> Path:
     SQLite's own error message about the schema then holds invalid UTF-8 too."""
     path = _copy(pristine, tmp_path)
     data = bytearray(path.read_bytes())
-    offset = data.find(b"CREATE TABLE raw_bodies")
+    offset = data.find(b'CREATE TABLE "raw_bodies"')
     assert offset > 0
-    data[offset + len("CREATE TABLE raw_")] = 0xFF
+    data[offset + len('CREATE TABLE "raw_')] = 0xFF
     path.write_bytes(bytes(data))
     return path
 

@@ -197,7 +197,7 @@ def test_a_full_disk_is_repository_full_and_loses_nothing() -> None:
             assert service.verify_integrity().ok
 
 
-def test_an_erasure_whose_scrub_has_no_room_says_so_and_finishes_later() -> None:
+def test_a_compaction_whose_rewrite_has_no_room_says_so_and_finishes_later() -> None:
     with _tmpfs("16m") as mount:
         path = mount / "store.db"
         service = TrueHeart(SQLiteRepository(path), clock=lambda: NOW)
@@ -207,6 +207,9 @@ def test_an_erasure_whose_scrub_has_no_room_says_so_and_finishes_later() -> None
         # far more room than the erasure's own change.
         for index in range(5, 400):
             service.ingest_event(_event(index, OTHER, size=20))
+        # Erased in place (no rewrite needed); the compaction then removes the erased
+        # rows and rewrites the file.
+        service.erase_subject(SCOPE, occurred_at=NOW)
         service.close()
         service = TrueHeart(SQLiteRepository(path), clock=lambda: NOW)
         filler = _fill(mount)
@@ -214,29 +217,31 @@ def test_an_erasure_whose_scrub_has_no_room_says_so_and_finishes_later() -> None
         for _ in range(128):
             _free(filler, 16384)
             try:
-                service.erase_subject(SCOPE, occurred_at=NOW)
+                service.compact()
             except RepositoryFull as error:
                 if "erasure committed" in str(error):
                     committed = error
                     break
                 continue
-            pytest.fail("the erasure's scrub found room: the disk was not full enough")
-        assert committed is not None, "the erasure never committed"
+            pytest.fail("the compaction's rewrite found room: the disk was not full enough")
+        assert committed is not None, "the compaction never committed"
         assert str(committed) == (
             "repository full: erasure committed, but scrubbing its bytes from the files "
             "needs free disk space: free space, then make any call or close the repository"
         )
-        # Committed: nothing of the scope is visible; reads go on; erasing calls wait.
+        # Committed: reads go on; erasing calls wait for the rewrite.
         assert service.scopes() == (OTHER,)
         with pytest.raises(RepositoryFull, match="earlier erasure's scrub"):
             service.erase_subject(OTHER, occurred_at=NOW, dry_run=False)
         assert len(service.scopes()) == 1
         filler.unlink()
-        service.stats()  # the next call scrubs first
+        service.stats()  # the next call rewrites the file first
         service.close()
         secret = body("event", 0, SCOPE).encode()
         data = b"".join(p.read_bytes() for p in (path, Path(f"{path}-wal")) if p.exists())
         assert secret not in data
+        with TrueHeart(SQLiteRepository(path), clock=lambda: NOW) as reopened:
+            assert reopened.verify_integrity().ok
 
 
 # --- paths SQLite cannot open -------------------------------------------------------------

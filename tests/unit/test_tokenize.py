@@ -263,3 +263,37 @@ def test_term_counts_agree_with_tokenize(text: str) -> None:
     assert length == len(terms)
     assert sum(counts.values()) == len(terms)
     assert set(counts) == {term_key(term) for term in terms}
+
+
+def _by_the_general_rules(text: str) -> list[str]:
+    """The terms of ``text`` by the rules' general path (NFKC, case folding, word runs,
+    marks and unspaced scripts), without the shortcut for ASCII text."""
+    from trueheart_core.domain.search import tokenize as rules
+
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    terms: list[str] = []
+    word = ""
+    for match in rules._PIECE.finditer(folded):
+        letters, other = match.groups()
+        if letters is not None:
+            word += letters
+        elif other is not None and rules._is_mark(other) and word:
+            word += other
+        else:
+            if word:
+                terms.extend(rules._split_word(word))
+            word = ""
+    if word:
+        terms.extend(rules._split_word(word))
+    return terms
+
+
+@settings(max_examples=2000)
+@given(st.text(alphabet=st.characters(max_codepoint=127), max_size=200))
+def test_ascii_text_is_tokenized_as_the_general_rules_tokenize_it(text: str) -> None:
+    assert tokenize(text) == _by_the_general_rules(text)
+
+
+def test_a_long_ascii_word_keeps_its_first_64_characters_on_both_paths() -> None:
+    text = "a" * 70 + " B" * 3
+    assert tokenize(text) == _by_the_general_rules(text) == ["a" * 64, "b", "b", "b"]

@@ -4,6 +4,7 @@ ceiling, idempotency comparison and audit rules. Pure: no I/O, no storage types.
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
 from typing import Any
@@ -65,11 +66,12 @@ def content_hash(content: str) -> str:
     return sha256_hex(content)
 
 
+_SHA256_HEX = re.compile(r"[0-9a-f]{64}")
+
+
 def is_sha256_hex(value: object) -> bool:
     """Whether ``value`` is exactly 64 lowercase hex characters."""
-    return (
-        isinstance(value, str) and len(value) == 64 and all(c in "0123456789abcdef" for c in value)
-    )
+    return isinstance(value, str) and _SHA256_HEX.fullmatch(value) is not None
 
 
 def fingerprint_text(scope: Scope, kind: str, source_event_ids: Iterable[str]) -> str:

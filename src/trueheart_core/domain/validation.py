@@ -151,6 +151,8 @@ def canonical_json(value: object) -> str:
     ``json.dumps`` with sorted keys, ``(",", ":")`` separators, ``ensure_ascii=False``
     and ``allow_nan=False``; tuples are arrays and mappings are objects.
     """
+    if value is EMPTY_METADATA:
+        return "{}"
     return _CANONICAL.encode(value)
 
 

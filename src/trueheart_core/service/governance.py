@@ -68,7 +68,7 @@ def _check_lineage(
         row = found.get(event_id)
         if row is None:
             loading.corrupt("invalid memory lineage")
-        receipt = loading.receipt(row, scope, "invalid memory lineage")
+        receipt = loading.source_receipt(uow, row, scope, "invalid memory lineage")
         if (receipt.source.trust, receipt.clear_for, receipt.recall_for) != snapshot:
             loading.corrupt("invalid memory lineage")
 
@@ -91,7 +91,7 @@ def _removed(
     the change."""
     if not memory_ids:
         return set()
-    counts = uow.operations.removal_counts(key, memory_ids)
+    counts = uow.operations.removal_counts(key, memory_ids, [c.value for c in classes])
     return {artifact for artifact in classes if counts.get(artifact.value, 0)}
 
 

@@ -7,7 +7,8 @@ body-free ``RepositoryCorruption``.
 
 from __future__ import annotations
 
-from collections import defaultdict
+import contextlib
+from collections import OrderedDict, defaultdict
 from collections.abc import Sequence
 from typing import NoReturn
 
@@ -27,6 +28,42 @@ def receipt(row: EventRow, scope: Scope | None, diagnostic: str) -> RawEventRece
         return records.receipt_from_row(row, scope)
     except RowInvalid:
         corrupt(diagnostic)
+
+
+_RECEIPTS = "verified receipts"
+"""The key of the verified-receipt cache in a repository's scratch dictionary."""
+RECEIPT_CACHE = 1024
+"""How many verified receipts a repository keeps (body-free; emptied by every erasure)."""
+
+
+def source_receipt(
+    uow: UnitOfWork, row: EventRow, scope: Scope, diagnostic: str
+) -> RawEventReceipt:
+    """:func:`receipt`, remembered for the stored row exactly as read: a source that
+    many memories name is verified once, not at every write that reads it. The cache
+    lives in the repository's scratch dictionary, which every erasure empties; a row
+    that differs in any field (its digest included) is verified anew."""
+    store = None if uow.vectors is None else uow.vectors.scratch()
+    if store is None:
+        return receipt(row, scope, diagnostic)
+    cache = store.get(_RECEIPTS)
+    if not isinstance(cache, OrderedDict):
+        cache = OrderedDict()
+        store[_RECEIPTS] = cache
+    try:
+        found = cache.get(row)
+    except TypeError:  # a stored value of an unhashable type: no cache
+        return receipt(row, scope, diagnostic)
+    if isinstance(found, RawEventReceipt) and found.scope == scope:
+        return found
+    verified = receipt(row, scope, diagnostic)
+    # Units of work of several threads may share the dictionary (a server backend):
+    # a race between them costs a verification, never an answer.
+    with contextlib.suppress(KeyError, RuntimeError):
+        cache[row] = verified
+        while len(cache) > RECEIPT_CACHE:
+            cache.popitem(last=False)
+    return verified
 
 
 def memory(row: MemoryRow, edges: Sequence[EdgeRow], scope: Scope, diagnostic: str) -> MemoryRecord:

@@ -14,7 +14,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from trueheart_core.domain.claims import ClaimRecord, ExtractionRecord, claim_text
 from trueheart_core.domain.extraction.model import ClaimProvenance, ExtractionDiagnostic
@@ -45,6 +45,7 @@ from trueheart_core.ports import (
     VectorRow,
 )
 
+_Row = TypeVar("_Row", EventRow, MemoryRow)
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 ONE_US = timedelta(microseconds=1)
 EVENT_ACTIVE = "active"
@@ -128,6 +129,13 @@ def _digest(tag: str, scope: ScopeKey, *fields: object) -> str:
         return ""
 
 
+def _signed(row: _Row, digest: str) -> _Row:
+    """A row just built here, with its digest set (it has not escaped yet, so setting a
+    field of the frozen row is cheaper than copying it)."""
+    object.__setattr__(row, "digest", digest)
+    return row
+
+
 def _check(row_digest: object, expected: str) -> None:
     if not expected or row_digest != expected:
         raise RowInvalid("digest_mismatch")
@@ -191,13 +199,13 @@ def event_row(receipt: RawEventReceipt) -> EventRow:
         digest="",
         has_body=True,
     )
-    return replace(row, digest=event_digest(row))
+    return _signed(row, event_digest(row))
 
 
 def with_event_status(row: EventRow, status: str) -> EventRow:
     """The same receipt row with another status and a fresh digest."""
     changed = replace(row, status=status, has_body=status == EVENT_ACTIVE)
-    return replace(changed, digest=event_digest(changed))
+    return _signed(changed, event_digest(changed))
 
 
 def receipt_from_row(row: EventRow, known: Scope | None = None) -> RawEventReceipt:
@@ -295,7 +303,7 @@ def with_memory_status(
 
 
 def _with_memory_digest(row: MemoryRow, source_ids: Sequence[str]) -> MemoryRow:
-    return replace(row, digest=_memory_digest(row, sorted(source_ids)))
+    return _signed(row, _memory_digest(row, sorted(source_ids)))
 
 
 def memory_from_row(

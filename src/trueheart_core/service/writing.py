@@ -139,7 +139,7 @@ def materialize(uow: UnitOfWork, draft: MemoryDraft) -> MemoryRecord:
         row = found.get(event_id)
         if row is None:
             loading.diagnose(uow, key, EntityType.RAW_EVENT, event_id)
-        sources.append(loading.receipt(row, scope, "invalid raw event record"))
+        sources.append(loading.source_receipt(uow, row, scope, "invalid raw event record"))
     policy.check_trust_ceiling(draft.memory_id, draft.trust, (s.source.trust for s in sources))
     clear_until, recall_until = policy.deadlines(
         draft.created_at,

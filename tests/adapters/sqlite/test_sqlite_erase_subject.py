@@ -42,6 +42,7 @@ TABLES = {
     ArtifactClass.SEARCH_ENTRY: "search_docs",
     ArtifactClass.SEARCH_TERM: "search_terms",
 }
+KEPT = {"raw_events", "raw_bodies", "memories", "claims", "search_terms"}
 
 
 def _connect(path: Path) -> sqlite3.Connection:
@@ -61,21 +62,30 @@ def _independent(path: Path, scope: Scope) -> dict[str, Any]:
     conn = _connect(path)
     try:
         sid = _scope_id(conn, scope)
+        # The kept tables hold erased rows, overwritten, until compaction: live ones
+        # count. A search entry is a merged one, or one waiting in a pending row.
         counts = {
             artifact.value: conn.execute(
-                f"SELECT COUNT(*) FROM {table} WHERE scope_id = ?", (sid,)
+                f"SELECT COUNT(*) FROM {table} WHERE scope_id = ?"
+                f"{' AND erased IS NOT 1' if table in KEPT else ''}",
+                (sid,),
             ).fetchone()[0]
             for artifact, table in TABLES.items()
         }
+        counts[ArtifactClass.SEARCH_ENTRY.value] += conn.execute(
+            "SELECT IFNULL(SUM(change), 0) FROM search_pending WHERE scope_id = ?", (sid,)
+        ).fetchone()[0]
 
         def ids(sql: str) -> tuple[str, ...]:
             return tuple(sorted(r[0] for r in conn.execute(sql, (sid,))))
 
         return {
             "counts": counts,
-            "events": ids("SELECT event_id FROM raw_events WHERE scope_id = ?"),
-            "memories": ids("SELECT memory_id FROM memories WHERE scope_id = ?"),
-            "claims": ids("SELECT claim_id FROM claims WHERE scope_id = ?"),
+            "events": ids("SELECT event_id FROM raw_events WHERE scope_id = ? AND erased IS NOT 1"),
+            "memories": ids(
+                "SELECT memory_id FROM memories WHERE scope_id = ? AND erased IS NOT 1"
+            ),
+            "claims": ids("SELECT claim_id FROM claims WHERE scope_id = ? AND erased IS NOT 1"),
             "tombstones": conn.execute(
                 "SELECT COUNT(*) FROM tombstones WHERE scope_id = ?", (sid,)
             ).fetchone()[0],

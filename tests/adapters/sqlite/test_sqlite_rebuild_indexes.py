@@ -43,6 +43,7 @@ def test_every_storage_index_is_rebuilt(service: TrueHeart, db_path: Path) -> No
 
 def test_a_missing_search_entry_is_added_back(service: TrueHeart, db_path: Path) -> None:
     _populate(service)
+    merge_pending_of(db_path)  # the entry deleted below is a merged one
     tamper(
         db_path,
         "DELETE FROM search_docs WHERE doc = "
@@ -83,10 +84,10 @@ def test_a_changed_entry_and_an_orphan_entry_are_replaced(
 
 def test_a_term_with_a_wrong_frequency_is_replaced(service: TrueHeart, db_path: Path) -> None:
     _populate(service)
+    merge_pending_of(db_path)  # the frequency changed below is a merged one
     tamper(
         db_path,
-        "UPDATE search_terms SET df = df + 5 "
-        "WHERE term_id = (SELECT MIN(term_id) FROM search_terms)",
+        "UPDATE search_df SET df = df + 5 WHERE term_id = (SELECT MIN(term_id) FROM search_df)",
     )
     assert ("search_index", "", "term_count_mismatch") in _problems(service)
     report = service.rebuild_indexes()

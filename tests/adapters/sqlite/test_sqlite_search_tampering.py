@@ -54,12 +54,12 @@ INDEX_TAMPERS: dict[str, tuple[str, set[tuple[str, Scope | None, str]]]] = {
         {("mem-1", SCOPE, "index_entry_mismatch"), ("", SCOPE, "term_count_mismatch")},
     ),
     "change-df": (
-        f"UPDATE search_terms SET df = df + 1 WHERE term_id = {FIRST_TERM}",
+        f"UPDATE search_df SET df = df + 1 WHERE term_id = {FIRST_TERM}",
         {("", SCOPE, "term_count_mismatch")},
     ),
     "duplicate-term": (
-        "INSERT INTO search_terms (scope_id, bucket, term, df) "
-        f"SELECT scope_id, bucket, term, 0 FROM search_terms WHERE term_id = {FIRST_TERM}",
+        "INSERT INTO search_terms (scope_id, term) "
+        f"SELECT scope_id, term FROM search_terms WHERE term_id = {FIRST_TERM}",
         # The copy is also a term row that no posting holds.
         {("", SCOPE, "duplicate_term"), ("", SCOPE, "term_count_mismatch")},
     ),
@@ -115,8 +115,8 @@ def _problems(service: TrueHeart, scope: Scope | None = None) -> set[tuple[str, 
 
 PENDING = f"SELECT postings FROM search_pending WHERE doc = {DOC}"
 
-# The same for the postings of mem-1 while they wait in their pending row (the store is
-# far below the pending bound).
+# The same for the entry of mem-1 while it waits in its pending row (the store is far
+# below the pending bound).
 PENDING_TAMPERS: dict[str, tuple[str, set[tuple[str, Scope | None, str]]]] = {
     "change-pending-tf": (
         "UPDATE search_pending SET postings = json_replace(postings, '$[0][1]', "
@@ -129,15 +129,17 @@ PENDING_TAMPERS: dict[str, tuple[str, set[tuple[str, Scope | None, str]]]] = {
     ),
     "delete-pending-row": (
         f"DELETE FROM search_pending WHERE doc = {DOC}",
-        {("mem-1", SCOPE, "index_entry_mismatch"), ("", SCOPE, "term_count_mismatch")},
+        {("mem-1", SCOPE, "memory_not_indexed"), ("", SCOPE, "term_count_mismatch")},
     ),
-    "pending-without-entry": (
-        f"DELETE FROM search_docs WHERE doc = {DOC}",
-        {
-            ("mem-1", SCOPE, "memory_not_indexed"),
-            ("", SCOPE, "statistics_mismatch"),
-            ("", None, "posting_without_entry"),
-        },
+    "change-pending-entry": (
+        f"UPDATE search_pending SET recall_until = recall_until + 1 WHERE doc = {DOC}",
+        {("mem-1", SCOPE, "index_entry_mismatch")},
+    ),
+    "pending-beside-a-merged-entry": (
+        "INSERT INTO search_docs (doc, scope_id, length, created_at, clear_until, "
+        "recall_until, trust, kind) SELECT doc, scope_id, length, created_at, clear_until, "
+        f"recall_until, trust, kind FROM search_pending WHERE doc = {DOC}",
+        {("", SCOPE, "statistics_mismatch"), ("", None, "posting_without_entry")},
     ),
 }
 
@@ -183,7 +185,8 @@ def test_a_stale_index_built_by_other_rules_is_replaced_whole(
 ) -> None:
     _populate_index(service)
     # Stale entries under another identity: counts that disagree and a missing entry.
-    tamper(db_path, "UPDATE search_terms SET df = df + 5")
+    merge_pending_of(db_path)
+    tamper(db_path, "UPDATE search_df SET df = df + 5")
     tamper(db_path, f"DELETE FROM search_docs WHERE doc = {DOC}")
     tamper(db_path, "UPDATE search_meta SET tokenizer = 'other'")
     assert [p.code for p in service.verify_integrity().problems] == ["index_built_by_other_rules"]

@@ -1,5 +1,5 @@
-"""Store statistics against the SQLite file: every count equals the rows of its table,
-counted with plain sqlite3, and the sizes are those of the file and its WAL."""
+"""Store statistics against the SQLite file: every count equals the live rows of its
+table, counted with plain sqlite3, and the sizes are those of the file and its WAL."""
 
 from __future__ import annotations
 
@@ -16,8 +16,12 @@ def test_statistics_match_the_file(service: TrueHeart, db_path: Path) -> None:
     stats = service.stats()
     conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
     try:
+        # The kept tables hold erased rows too: only live ones count.
+        live = {"raw_events", "raw_bodies", "memories", "claims", "search_terms", "vectors"}
         counts = {
-            table: conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
+            table: conn.execute(
+                f"SELECT COUNT(*) FROM {table}{' WHERE erased IS NOT 1' if table in live else ''}"
+            ).fetchone()[0]
             for table in (
                 "raw_events",
                 "raw_bodies",
@@ -32,10 +36,13 @@ def test_statistics_match_the_file(service: TrueHeart, db_path: Path) -> None:
                 "vectors",
             )
         }
-        # A pending row holds one posting per pair.
-        (pending,) = conn.execute(
-            "SELECT IFNULL(SUM(json_array_length(postings)), 0) FROM search_pending"
+        # A pending addition holds one entry and a posting per pair; a pending removal
+        # takes them away.
+        (entries, pending) = conn.execute(
+            "SELECT IFNULL(SUM(change), 0), "
+            "IFNULL(SUM(change * json_array_length(postings)), 0) FROM search_pending"
         ).fetchone()
+        counts["search_docs"] += entries
         counts["search_postings"] += pending
     finally:
         conn.close()

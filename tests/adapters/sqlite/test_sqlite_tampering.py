@@ -179,7 +179,10 @@ def test_tampered_raw_event_is_never_served(service: TrueHeart, db_path: Path, c
 def test_tampered_raw_body_is_reported(service: TrueHeart, db_path: Path) -> None:
     _populate(service)
     assert tamper(
-        db_path, "UPDATE raw_bodies SET content = ? WHERE event_id = 'evt-1'", ("TAMPERED",)
+        db_path,
+        "UPDATE raw_bodies SET content = ? WHERE rid = (SELECT rid FROM raw_events WHERE "
+        "event_id = 'evt-1')",
+        ("TAMPERED",),
     )
     # the body may be reported as its own entity type, tied to the event id
     _assert_problem(service.verify_integrity(), ("raw_event", "raw_body"), "evt-1")
@@ -299,7 +302,10 @@ def test_clean_reads_keep_working_after_detection(service: TrueHeart, db_path: P
 
 def test_replay_with_vanished_source_row_is_corruption(service: TrueHeart, db_path: Path) -> None:
     _populate(service)
-    tamper(db_path, "DELETE FROM raw_bodies WHERE event_id = 'evt-1'")
+    tamper(
+        db_path,
+        "DELETE FROM raw_bodies WHERE rid = (SELECT rid FROM raw_events WHERE event_id = 'evt-1')",
+    )
     assert tamper(db_path, "DELETE FROM raw_events WHERE event_id = 'evt-1'") == 1
     with pytest.raises(
         RepositoryCorruption, match=msg("repository corruption: invalid memory record")
@@ -310,7 +316,7 @@ def test_replay_with_vanished_source_row_is_corruption(service: TrueHeart, db_pa
 
 def test_recall_never_reads_raw_bodies(service: TrueHeart, db_path: Path) -> None:
     _populate(service)
-    assert tamper(db_path, "UPDATE raw_bodies SET content = 'TAMPERED'") == 2
+    assert tamper(db_path, "UPDATE raw_bodies SET content = 'TAMPERED' WHERE erased IS NOT 1") == 2
     items = service.recall(RecallQuery(SCOPE, NOW))
     assert sorted(i.memory.memory_id for i in items) == ["mem-1", "mem-2"]
 
@@ -357,7 +363,14 @@ def test_renamed_scope_row_fails_closed(service: TrueHeart, db_path: Path) -> No
 
 def test_missing_body_of_an_active_event_is_corruption(service: TrueHeart, db_path: Path) -> None:
     _populate(service)
-    assert tamper(db_path, "DELETE FROM raw_bodies WHERE event_id = 'evt-1'") == 1
+    assert (
+        tamper(
+            db_path,
+            "DELETE FROM raw_bodies WHERE rid = (SELECT rid FROM raw_events WHERE event_id = "
+            "'evt-1')",
+        )
+        == 1
+    )
     with pytest.raises(
         RepositoryCorruption, match=msg("repository corruption: invalid raw event record")
     ):

@@ -4,6 +4,7 @@ version wrote, with sqlite3, and opened again."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import logging
 import math
@@ -13,21 +14,27 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from byte_search import leftovers
 from conformance_builders import (
+    ERASED_AT,
     NOW,
     OTHER_SCOPE,
+    OTHER_WORDS,
     SCOPE,
+    SUBJECT_WORDS,
     bm25_reference,
     check_capsule,
     command,
     event,
     memory,
     msg,
+    populate_subject,
 )
 from semantic_builders import DenseEmbedder
-from sqlite_builders import merge_pending
+from sqlite_builders import downgrade_to_6, store_bytes
 
 from trueheart_core import (
+    ClaimQuery,
     EntityType,
     GovernanceAction,
     MemoryCapsule,
@@ -120,7 +127,8 @@ def _build_v2(path: Path) -> tuple[dict[str, MemoryCapsule], tuple[RecallItem, .
 
 def _downgrade(path: Path) -> None:
     """Turn a current file into exactly the file version 1 would have written."""
-    added = object_names(SCHEMA_VERSION) - object_names(1)
+    downgrade_to_6(path)
+    added = object_names(6) - object_names(1)
     conn = sqlite3.connect(path, isolation_level=None)
     try:
         conn.execute("BEGIN")
@@ -340,11 +348,11 @@ def _build_v4(path: Path) -> dict[str, MemoryCapsule]:
 def _downgrade_to_5(path: Path) -> None:
     """Turn a current file into exactly the file version 5 would have written: every
     posting merged and the objects of version 6 dropped."""
+    downgrade_to_6(path)
     conn = sqlite3.connect(path, isolation_level=None)
     try:
         conn.execute("BEGIN")
-        merge_pending(conn)
-        for kind, name in sorted(object_names(SCHEMA_VERSION) - object_names(5)):
+        for kind, name in sorted(object_names(6) - object_names(5)):
             conn.execute(f"DROP {kind.upper()} IF EXISTS {name}")
         conn.execute("PRAGMA user_version = 5")
         conn.execute("COMMIT")
@@ -397,11 +405,11 @@ def test_a_version_5_store_is_upgraded_with_its_searches_kept(
 def _downgrade_to_4(path: Path) -> None:
     """Turn a current file into exactly the file version 4 would have written: the
     objects of version 5 dropped, and the columns it added to the vectors."""
+    downgrade_to_6(path)
     conn = sqlite3.connect(path, isolation_level=None)
     try:
         conn.execute("BEGIN")
-        merge_pending(conn)
-        for kind, name in sorted(object_names(SCHEMA_VERSION) - object_names(4)):
+        for kind, name in sorted(object_names(6) - object_names(4)):
             conn.execute(f"DROP {kind.upper()} IF EXISTS {name}")
         for column in ("sketch_error", "sketch_scale", "sketch"):
             conn.execute(f"ALTER TABLE vectors DROP COLUMN {column}")
@@ -417,8 +425,10 @@ def _downgrade_to_4(path: Path) -> None:
 def _sketch_columns(path: Path) -> list[tuple[object, ...]]:
     conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     try:
+        # A version 7 store keeps a replaced vector row, erased, until compaction.
+        live = " WHERE erased IS NOT 1" if _inspect(path)[0] >= 7 else ""
         return conn.execute(
-            "SELECT vector, sketch, sketch_scale, sketch_error FROM vectors ORDER BY vid"
+            f"SELECT vector, sketch, sketch_scale, sketch_error FROM vectors{live} ORDER BY vid"
         ).fetchall()
     finally:
         conn.close()
@@ -463,3 +473,58 @@ def test_a_write_after_the_upgrade_stores_a_sketch(db_path: Path) -> None:
         assert _hybrid(service, "oolong tea").items[0].memory.memory_id == "mem-new"
     (vector, *sketch) = _sketch_columns(db_path)[-1]
     assert tuple(sketch) == sketch_of(vector)
+
+
+# --- version 6 to version 7: kept tables erased in place -----------------------------------
+
+
+def _everything(service: TrueHeart) -> dict[str, object]:
+    """What the store answers about both subjects."""
+    scopes = (SCOPE, OTHER_SCOPE)
+    return {
+        "recall": [service.recall(RecallQuery(s, NOW + timedelta(hours=1), 100)) for s in scopes],
+        "list": [service.list_memories(s, limit=100) for s in scopes],
+        "search": [_search(service, "shared", s) for s in scopes],
+        "claims": [service.claims(ClaimQuery(s, NOW)) for s in scopes],
+        "audit": [service.audit(s) for s in scopes],
+        "stats": [
+            dataclasses.replace(
+                service.stats(s),
+                database_bytes=None,
+                wal_bytes=None,
+                storage_bytes=None,
+                storage_detail=(),
+            )
+            for s in scopes
+        ],
+        "receipts": [service.get_receipt(s, "evt-1") for s in scopes],
+    }
+
+
+def test_a_version_6_store_is_upgraded_and_then_erased_in_place(
+    db_path: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    with _open(db_path) as service:
+        populate_subject(service)
+        before = _everything(service)
+    downgrade_to_6(db_path)
+    assert _inspect(db_path)[0] == 6
+    with caplog.at_level(logging.INFO, logger="trueheart_core.store"):
+        upgraded = _open(db_path)
+    assert [r.getMessage() for r in caplog.records if r.name == "trueheart_core.store"] == [
+        f"schema upgraded from version 6 to {SCHEMA_VERSION}"
+    ]
+    with upgraded as service:
+        version, catalog, _ = _inspect(db_path)
+        with _open(tmp_path / "fresh.db"):
+            _, fresh_catalog, _ = _inspect(tmp_path / "fresh.db")
+        assert (version, catalog) == (SCHEMA_VERSION, fresh_catalog)
+        assert service.verify_integrity().ok
+        assert _everything(service) == before
+        # The rebuilt tables hold only rows appended in order: an erasure in place is
+        # exact at once, with no rewrite of the file.
+        assert service.erase_subject(SCOPE, occurred_at=ERASED_AT).verified
+        assert leftovers(db_path, [w.encode() for w in SUBJECT_WORDS]) == {}
+        data = store_bytes(db_path)
+        assert all(word.encode() in data for word in OTHER_WORDS)
+        assert service.verify_integrity().ok

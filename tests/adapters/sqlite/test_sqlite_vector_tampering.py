@@ -70,7 +70,8 @@ def _sketch_columns(db_path: Path) -> list[tuple[object, ...]]:
     conn = sqlite3.connect(db_path)
     try:
         return conn.execute(
-            "SELECT vector, sketch, sketch_scale, sketch_error FROM vectors ORDER BY vid"
+            "SELECT vector, sketch, sketch_scale, sketch_error FROM vectors WHERE erased IS NOT 1 "
+            "ORDER BY vid"
         ).fetchall()
     finally:
         conn.close()

@@ -22,7 +22,7 @@ rows first would add copies instead of removing any.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -153,7 +153,12 @@ class PostgresOperations(Role):
             )
         ]
 
-    def removal_counts(self, scope: ScopeKey, memory_ids: Sequence[str]) -> dict[str, int]:
+    def removal_counts(
+        self,
+        scope: ScopeKey,
+        memory_ids: Sequence[str],
+        only: Collection[str] | None = None,
+    ) -> dict[str, int]:
         found = dict.fromkeys(
             ("memory", "lineage_edge", "claim", "search_entry", "search_term", "vector"), 0
         )

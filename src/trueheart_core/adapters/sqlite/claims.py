@@ -1,5 +1,8 @@
 """The SQLite claims role (see ``ports.claims``): statements over the unit of work's
-connection, and nothing else."""
+connection, and nothing else.
+
+Claim rows are a kept table (see ``schema``): erasing one overwrites it in place and
+marks it ``erased``. Subject and predicate keys are stored as 8-byte BLOBs."""
 
 from __future__ import annotations
 
@@ -7,11 +10,27 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from trueheart_core.adapters.sql.keys import text_key
+from trueheart_core.adapters.sqlite.schema import key_blob
 from trueheart_core.adapters.sqlite.session import (
     CHUNK,
     Role,
+    blanked,
 )
 from trueheart_core.ports import ClaimPosition, ClaimRow, ExtractionRow, ScopeKey
+
+CLAIM_TEXT = ("subject", "predicate", "value", "authority", "supersedes", "digest")
+"""The columns of a claim row that hold text of the host's, which erasing the claim
+overwrites in place; its keys become zero bytes."""
+ERASE_CLAIM = (
+    f"{', '.join(blanked(c) for c in CLAIM_TEXT)}, "
+    "subject_key = zeroblob(length(subject_key)), "
+    "predicate_key = zeroblob(length(predicate_key)), erased = 1"
+)
+
+
+def _key(text: str) -> object:
+    return key_blob(text_key(text))
+
 
 _CLAIM_COLUMNS = (
     "c.claim_id, c.subject, c.predicate, c.value, c.valid_from, c.valid_to, c.confidence, "
@@ -23,14 +42,14 @@ def _selection(sid: int, subject: str | None, predicate: str | None) -> tuple[st
     """The WHERE clause (over ``claims c``) and parameters that select the claims of a
     scope, or of one subject (and predicate): the keys select through the index, the
     texts are compared in the rows."""
-    where = "c.scope_id = ?"
+    where = "c.scope_id = ? AND c.erased IS NOT 1"
     params: list[Any] = [sid]
     if subject is not None:
         where += " AND c.subject_key = ? AND c.subject = ?"
-        params += [text_key(subject), subject]
+        params += [_key(subject), subject]
         if predicate is not None:
             where += " AND c.predicate_key = ? AND c.predicate = ?"
-            params += [text_key(predicate), predicate]
+            params += [_key(predicate), predicate]
     elif predicate is not None:
         where += " AND c.predicate = ?"
         params.append(predicate)
@@ -57,8 +76,8 @@ class SQLiteClaims(Role):
                 row.authority,
                 row.supersedes,
                 row.digest,
-                text_key(row.subject),
-                text_key(row.predicate),
+                _key(row.subject),
+                _key(row.predicate),
             ),
         )
 
@@ -119,8 +138,8 @@ class SQLiteClaims(Role):
             for r in self._conn.execute(
                 f"SELECT {_CLAIM_COLUMNS} FROM claims c INDEXED BY claims_by_subject "
                 "LEFT JOIN memories m ON m.memory_id = c.claim_id AND m.scope_id = c.scope_id "
-                f"WHERE {where} ORDER BY c.subject, c.predicate, m.created_at, c.claim_id "
-                "LIMIT ?",
+                f"AND m.erased IS NOT 1 WHERE {where} "
+                "ORDER BY c.subject, c.predicate, m.created_at, c.claim_id LIMIT ?",
                 [*params, limit],
             )
         ]
@@ -132,7 +151,8 @@ class SQLiteClaims(Role):
         for r in self._every(
             "SELECT s.tenant_id, s.owner_id, s.subject_id, x.claim_id, x.subject, x.predicate, "
             "x.value, x.valid_from, x.valid_to, x.confidence, x.authority, x.supersedes, "
-            "x.digest FROM claims x JOIN scopes s ON s.scope_id = x.scope_id",
+            "x.digest FROM claims x JOIN scopes s ON s.scope_id = x.scope_id "
+            "WHERE x.erased IS NOT 1",
             scope,
         ):
             yield ClaimRow((r[0], r[1], r[2]), *r[3:])
@@ -167,7 +187,7 @@ class SQLiteClaims(Role):
         for r in self._every(
             "SELECT s.tenant_id, s.owner_id, s.subject_id, x.event_id, x.extractor, "
             "x.claim_ids, x.spans, x.diagnostics, x.digest "
-            "FROM extractions x JOIN scopes s ON s.scope_id = x.scope_id",
+            "FROM extractions x JOIN scopes s ON s.scope_id = x.scope_id WHERE 1 = 1",
             scope,
         ):
             yield ExtractionRow((r[0], r[1], r[2]), *r[3:])
@@ -176,11 +196,24 @@ class SQLiteClaims(Role):
         return [(key, claim_id) for _, key, claim_id, _, _ in self._claim_keys(scope)]
 
     def rekey(self) -> int:
+        # Keys are 8-byte BLOBs, so a stale key is written over in place with one of the
+        # same size. A key of another type or size is damage: writing it changes the
+        # row's size, which may move cells between pages, so the store is marked for a
+        # rewrite by the next erasure or compaction (see ``schema``).
         stale = self._claim_keys(None)
-        self._conn.executemany(
-            "UPDATE claims SET subject_key = ?, predicate_key = ? WHERE rid = ?",
-            [(sk, pk, rid) for rid, _, _, sk, pk in stale],
-        )
+        for rid, _, _, sk, pk in stale:
+            sized = self._conn.execute(
+                "UPDATE claims SET subject_key = ?, predicate_key = ? WHERE rid = ? "
+                "AND typeof(subject_key) = 'blob' AND length(subject_key) = 8 "
+                "AND typeof(predicate_key) = 'blob' AND length(predicate_key) = 8",
+                (sk, pk, rid),
+            ).rowcount
+            if not sized:
+                self._conn.execute(
+                    "UPDATE claims SET subject_key = ?, predicate_key = ? WHERE rid = ?",
+                    (sk, pk, rid),
+                )
+                self._conn.execute("UPDATE store_state SET clean = 0 WHERE singleton = 1")
         return len(stale)
 
     def _claims_in(
@@ -198,7 +231,7 @@ class SQLiteClaims(Role):
                 for r in self._conn.execute(
                     f"SELECT {_CLAIM_COLUMNS} FROM claims c"
                     f"{'' if index is None else f' INDEXED BY {index}'} "
-                    f"WHERE c.scope_id = ? AND c.{column} IN ({marks})",
+                    f"WHERE c.scope_id = ? AND c.{column} IN ({marks}) AND c.erased IS NOT 1",
                     [sid, *chunk],
                 )
             )
@@ -210,15 +243,16 @@ class SQLiteClaims(Role):
             sid = self._scope_id(scope)
             if sid is None:
                 return
-            where, params = " WHERE x.scope_id = ?", [sid]
+            where, params = " AND x.scope_id = ?", [sid]
         cursor = self._conn.execute(f"{sql}{where} ORDER BY x.rid", params)
         while rows := cursor.fetchmany(CHUNK):
             yield from rows
 
     def delete_claim(self, scope: ScopeKey, claim_id: str) -> None:
-        """Remove a claim's fields (part of removing its memory)."""
+        """Remove a claim's fields (part of removing its memory): overwritten in place."""
         self._conn.execute(
-            "DELETE FROM claims WHERE claim_id = ? AND scope_id = ?",
+            f"UPDATE claims SET {ERASE_CLAIM} "
+            "WHERE claim_id = ? AND scope_id = ? AND erased IS NOT 1",
             (claim_id, self._scope_id(scope)),
         )
 
@@ -229,7 +263,9 @@ class SQLiteClaims(Role):
             (event_id, self._scope_id(scope)),
         )
 
-    def _claim_keys(self, scope: ScopeKey | None) -> list[tuple[int, ScopeKey, str, int, int]]:
+    def _claim_keys(
+        self, scope: ScopeKey | None
+    ) -> list[tuple[int, ScopeKey, str, object, object]]:
         """``(rid, scope, claim_id, subject key, predicate key)`` of every claim row whose
         stored keys differ from the keys of its texts (or whose texts are not text)."""
         where, params = "", []
@@ -237,12 +273,13 @@ class SQLiteClaims(Role):
             sid = self._scope_id(scope)
             if sid is None:
                 return []
-            where, params = " WHERE c.scope_id = ?", [sid]
+            where, params = " AND c.scope_id = ?", [sid]
         stale = []
         cursor = self._conn.execute(
             "SELECT c.rid, s.tenant_id, s.owner_id, s.subject_id, c.claim_id, c.subject, "
             "c.predicate, c.subject_key, c.predicate_key FROM claims c "
-            f"JOIN scopes s ON s.scope_id = c.scope_id{where} ORDER BY c.rid",
+            "JOIN scopes s ON s.scope_id = c.scope_id "
+            f"WHERE c.erased IS NOT 1{where} ORDER BY c.rid",
             params,
         )
         while rows := cursor.fetchmany(500):
@@ -250,7 +287,7 @@ class SQLiteClaims(Role):
                 if not isinstance(subject, str) or not isinstance(predicate, str):
                     continue  # an invalid claim row is reported by its own check
                 try:
-                    keys = (text_key(subject), text_key(predicate))
+                    keys = (_key(subject), _key(predicate))
                 except UnicodeEncodeError:
                     continue
                 if (sk, pk) != keys:

@@ -1,5 +1,9 @@
 """The SQLite events role (see ``ports.events``): statements over the unit of work's
-connection, and nothing else."""
+connection, and nothing else.
+
+Receipts and bodies are kept tables (see ``schema``): erasing one overwrites it in place
+and marks it ``erased``; no statement here deletes either. A body's row ID is its
+receipt's."""
 
 from __future__ import annotations
 
@@ -16,9 +20,12 @@ from trueheart_core.adapters.sqlite.session import (
     SCOPE_JOIN,
     Role,
     Session,
+    blanked,
     event_row,
     key_of,
+    stored_status,
 )
+from trueheart_core.errors import RepositoryCorruption
 from trueheart_core.ports import AuditRow, BodyRow, EventRow, ScopeKey
 
 _INSERT = (
@@ -26,6 +33,22 @@ _INSERT = (
     "source_occurred_at, trust, source_metadata, content_hash, ingested_at, "
     "raw_expires_at, clear_for, recall_for, status, metadata, digest) "
 )
+RECEIPT_TEXT = (
+    "source_id",
+    "source_type",
+    "source_metadata",
+    "content_hash",
+    "clear_for",
+    "recall_for",
+    "metadata",
+    "digest",
+)
+"""The columns of a receipt that hold text of the host's (or derived from it), which
+erasing the receipt overwrites in place. The event ID stays, as it does in the
+tombstone that erasing it writes."""
+BODY_TEXT = ("content", "digest")
+ERASE_RECEIPT = f"{', '.join(blanked(c) for c in RECEIPT_TEXT)}, erased = 1"
+ERASE_BODY = f"{', '.join(blanked(c) for c in BODY_TEXT)}, erased = 1"
 
 
 class SQLiteEvents(Role):
@@ -46,8 +69,8 @@ class SQLiteEvents(Role):
             marks = ",".join("?" * len(chunk))
             for r in self._conn.execute(
                 f"SELECT {EVENT_E} FROM raw_events e "
-                f"WHERE e.scope_id = ? AND e.event_id IN ({marks})",
-                [sid, *chunk],
+                f"WHERE e.event_id IN ({marks}) AND e.scope_id = ? AND e.erased IS NOT 1",
+                [*chunk, sid],
             ):
                 found[r[0]] = event_row(scope, r)
         return found
@@ -55,40 +78,55 @@ class SQLiteEvents(Role):
     def id_elsewhere(self, event_id: str, scope: ScopeKey) -> bool:
         sid = self._scope_id(scope)
         row = self._conn.execute(
-            "SELECT 1 FROM raw_events WHERE event_id = ? AND scope_id IS NOT ? LIMIT 1",
+            "SELECT 1 FROM raw_events WHERE event_id = ? AND scope_id IS NOT ? AND erased IS NOT 1 "
+            "LIMIT 1",
             (event_id, sid),
         ).fetchone()
         return row is not None
 
     def insert(self, row: EventRow, body: BodyRow | None) -> None:
         sid = self._ensure_scope(row.scope)
-        self._conn.execute(
+        cursor = self._conn.execute(
             f"{_INSERT}VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             _values(sid, row),
         )
         if body is not None:
-            self.insert_body(body)
+            assert cursor.lastrowid is not None
+            self._insert_body(cursor.lastrowid, sid, body)
 
     def insert_if_new(self, row: EventRow, body: BodyRow, audit: AuditRow) -> bool:
         sid = self._ensure_scope(row.scope)
         # One statement: the receipt goes in only when neither a receipt nor a tombstone
-        # of this ID is in the scope (both found through their ID indexes).
+        # of this ID is in the scope (both found through their ID indexes; the ID of an
+        # erased receipt has its tombstone).
         cursor = self._conn.execute(
             f"{_INSERT}SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? "
-            "WHERE NOT EXISTS (SELECT 1 FROM raw_events WHERE event_id = ? AND scope_id = ?) "
+            "WHERE NOT EXISTS (SELECT 1 FROM raw_events WHERE event_id = ? AND scope_id = ? "
+            "AND erased IS NOT 1) "
             "AND NOT EXISTS (SELECT 1 FROM tombstones WHERE entity_id = ? AND scope_id = ?)",
             (*_values(sid, row), row.event_id, sid, row.event_id, sid),
         )
         if cursor.rowcount != 1:
             return False
-        self.insert_body(body)
+        assert cursor.lastrowid is not None
+        self._insert_body(cursor.lastrowid, sid, body)
         self._audit.insert(audit)
         return True
 
     def insert_body(self, body: BodyRow) -> None:
+        sid = self._ensure_scope(body.scope)
+        found = self._conn.execute(
+            "SELECT rid FROM raw_events WHERE event_id = ? AND scope_id = ? AND erased IS NOT 1",
+            (body.event_id, sid),
+        ).fetchone()
+        if found is None:
+            raise RepositoryCorruption("invalid raw event record")
+        self._insert_body(int(found[0]), sid, body)
+
+    def _insert_body(self, rid: int, sid: int, body: BodyRow) -> None:
         self._conn.execute(
-            "INSERT INTO raw_bodies (scope_id, event_id, content, digest) VALUES (?, ?, ?, ?)",
-            (self._ensure_scope(body.scope), body.event_id, body.content, body.digest),
+            "INSERT INTO raw_bodies (rid, scope_id, content, digest) VALUES (?, ?, ?, ?)",
+            (rid, sid, body.content, body.digest),
         )
 
     def expirable(self, as_of: int, limit: int) -> list[EventRow]:
@@ -96,40 +134,49 @@ class SQLiteEvents(Role):
             f"SELECT {SCOPE_COLUMNS}, {EVENT_E} FROM raw_events e "
             "INDEXED BY raw_events_expiry "
             f"{SCOPE_JOIN.format(alias='e')} "
-            "WHERE e.status = 'active' AND e.raw_expires_at <= ? "
+            "WHERE e.status = 0 AND e.erased IS NOT 1 AND e.raw_expires_at <= ? "
             "ORDER BY e.raw_expires_at LIMIT ?",
             (as_of, limit),
         ).fetchall()
         return [event_row(key_of(r), r[3:]) for r in rows]
 
     def expire(self, row: EventRow) -> None:
-        sid = self._scope_id(row.scope)
+        rid = self._rid(row.scope, row.event_id)
         changed(
             self._conn.execute(
-                "DELETE FROM raw_bodies WHERE event_id = ? AND scope_id = ?", (row.event_id, sid)
+                f"UPDATE raw_bodies SET {ERASE_BODY} WHERE rid = ? AND erased IS NOT 1", (rid,)
             ),
             1,
         )
+        # 0 becomes 1 and the digest keeps its length: the row keeps its size.
         changed(
             self._conn.execute(
-                "UPDATE raw_events SET status = ?, digest = ? WHERE event_id = ? AND scope_id = ?",
-                (row.status, row.digest, row.event_id, sid),
+                "UPDATE raw_events SET status = ?, digest = ? WHERE rid = ? AND erased IS NOT 1",
+                (stored_status(row.status), row.digest, rid),
             ),
             1,
         )
 
     def delete(self, scope: ScopeKey, event_id: str) -> None:
         self._claims.delete_extraction(scope, event_id)
-        sid = self._scope_id(scope)
+        rid = self._rid(scope, event_id)
         self._conn.execute(
-            "DELETE FROM raw_bodies WHERE event_id = ? AND scope_id = ?", (event_id, sid)
+            f"UPDATE raw_bodies SET {ERASE_BODY} WHERE rid = ? AND erased IS NOT 1", (rid,)
         )
         changed(
             self._conn.execute(
-                "DELETE FROM raw_events WHERE event_id = ? AND scope_id = ?", (event_id, sid)
+                f"UPDATE raw_events SET {ERASE_RECEIPT} WHERE rid = ? AND erased IS NOT 1", (rid,)
             ),
             1,
         )
+
+    def _rid(self, scope: ScopeKey, event_id: str) -> int | None:
+        sid = self._scope_id(scope)
+        found = self._conn.execute(
+            "SELECT rid FROM raw_events WHERE event_id = ? AND scope_id = ? AND erased IS NOT 1",
+            (event_id, sid),
+        ).fetchone()
+        return None if found is None else int(found[0])
 
     def iter(self, scope: ScopeKey | None) -> Iterator[EventRow]:
         sql = (
@@ -140,9 +187,23 @@ class SQLiteEvents(Role):
             yield event_row(key_of(r), r[3:])
 
     def iter_bodies(self, scope: ScopeKey | None) -> Iterator[BodyRow]:
+        # A body is named by its receipt; one whose receipt is missing (damage) is
+        # named by no event ID, for verification to report. A scope's bodies are found
+        # through its receipts.
+        if scope is None:
+            sql = (
+                f"SELECT x.rid, {SCOPE_COLUMNS}, IFNULL(e.event_id, ''), x.content, x.digest "
+                "FROM raw_bodies x JOIN scopes s ON s.scope_id = x.scope_id "
+                "LEFT JOIN raw_events e ON e.rid = x.rid AND e.scope_id = x.scope_id"
+            )
+            for r in self._scan(sql, None, "rid"):
+                yield BodyRow(key_of(r), r[3], r[4], r[5])
+            return
         sql = (
-            f"SELECT x.rid, {SCOPE_COLUMNS}, x.event_id, x.content, x.digest "
-            f"FROM raw_bodies x {SCOPE_JOIN.format(alias='x')}"
+            f"SELECT x.rid, {SCOPE_COLUMNS}, x.event_id, b.content, b.digest "
+            "FROM raw_events x INDEXED BY raw_events_by_scope "
+            "JOIN raw_bodies b ON b.rid = x.rid AND b.erased IS NOT 1 "
+            f"{SCOPE_JOIN.format(alias='x')}"
         )
         for r in self._scan(sql, scope, "rid"):
             yield BodyRow(key_of(r), r[3], r[4], r[5])
@@ -163,7 +224,7 @@ def _values(sid: int, row: EventRow) -> tuple[object, ...]:
         row.raw_expires_at,
         row.clear_for,
         row.recall_for,
-        row.status,
+        stored_status(row.status),
         row.metadata,
         row.digest,
     )

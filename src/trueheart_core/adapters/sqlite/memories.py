@@ -1,8 +1,13 @@
 """The SQLite memories role (see ``ports.memories``): statements over the unit of work's
-connection, and nothing else."""
+connection, and nothing else.
+
+Memories are a kept table (see ``schema``): forgetting one overwrites it in place and
+marks it ``erased``. A memory row holds the sorted IDs of its sources, through which its
+lineage edges (keyed by source event) are found."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -15,7 +20,8 @@ from trueheart_core.adapters.sql.expressions import (
 )
 from trueheart_core.adapters.sqlite.claims import SQLiteClaims
 from trueheart_core.adapters.sqlite.connection import changed
-from trueheart_core.adapters.sqlite.search import SQLiteSearch, hex_set
+from trueheart_core.adapters.sqlite.filters import hex_set
+from trueheart_core.adapters.sqlite.search import SQLiteSearch
 from trueheart_core.adapters.sqlite.session import (
     CHUNK,
     MEMORY_M,
@@ -24,11 +30,38 @@ from trueheart_core.adapters.sqlite.session import (
     SCOPE_JOIN,
     Role,
     Session,
+    blanked,
     key_of,
     memory_row,
 )
 from trueheart_core.adapters.sqlite.vectors import SQLiteVectors
+from trueheart_core.errors import RepositoryCorruption
 from trueheart_core.ports import EdgeRow, MemoryRow, RecallCandidate, ScopeKey
+
+MEMORY_TEXT = (
+    "content",
+    "dependency_fingerprint",
+    "kind",
+    "metadata",
+    "digest",
+    "sources",
+)
+"""The columns of a memory that hold text of the host's (or derived from it), which
+erasing the memory overwrites in place. Its ID stays, as in its tombstone."""
+ERASE_MEMORY = f"{', '.join(blanked(c) for c in MEMORY_TEXT)}, erased = 1"
+_EDGE_COLUMNS = "memory_id, event_id, trust, clear_for, recall_for, digest"
+
+
+def source_ids(text: object) -> list[str]:
+    """The source IDs a memory row names (none when the stored value is not a JSON list
+    of strings: the memory's lineage then fails its check)."""
+    try:
+        found = json.loads(text) if isinstance(text, str) else None
+    except ValueError:
+        return []
+    if not isinstance(found, list) or not all(isinstance(x, str) for x in found):
+        return []
+    return found
 
 
 class SQLiteMemories(Role):
@@ -51,7 +84,8 @@ class SQLiteMemories(Role):
         if sid is None:
             return None
         r = self._conn.execute(
-            f"SELECT {MEMORY_M} FROM memories m WHERE m.memory_id = ? AND m.scope_id = ?",
+            f"SELECT {MEMORY_M} FROM memories m "
+            "WHERE m.memory_id = ? AND m.scope_id = ? AND m.erased IS NOT 1",
             (memory_id, sid),
         ).fetchone()
         return None if r is None else memory_row(scope, r)
@@ -59,7 +93,8 @@ class SQLiteMemories(Role):
     def id_elsewhere(self, memory_id: str, scope: ScopeKey) -> bool:
         sid = self._scope_id(scope)
         row = self._conn.execute(
-            "SELECT 1 FROM memories WHERE memory_id = ? AND scope_id IS NOT ? LIMIT 1",
+            "SELECT 1 FROM memories WHERE memory_id = ? AND scope_id IS NOT ? AND erased IS NOT 1 "
+            "LIMIT 1",
             (memory_id, sid),
         ).fetchone()
         return row is not None
@@ -76,8 +111,8 @@ class SQLiteMemories(Role):
                 memory_row(scope, r)
                 for r in self._conn.execute(
                     f"SELECT {MEMORY_M} FROM memories m "
-                    f"WHERE m.scope_id = ? AND m.memory_id IN ({marks})",
-                    [sid, *chunk],
+                    f"WHERE m.memory_id IN ({marks}) AND m.scope_id = ? AND m.erased IS NOT 1",
+                    [*chunk, sid],
                 )
             )
         return found
@@ -86,16 +121,27 @@ class SQLiteMemories(Role):
         sid = self._scope_id(scope)
         if sid is None or not memory_ids:
             return []
-        edges: list[EdgeRow] = []
+        pairs: list[tuple[str, str]] = []
         for start in range(0, len(memory_ids), CHUNK):
             chunk = list(memory_ids[start : start + CHUNK])
             marks = ",".join("?" * len(chunk))
+            for memory_id, sources in self._conn.execute(
+                "SELECT memory_id, sources FROM memories "
+                f"WHERE memory_id IN ({marks}) AND scope_id = ? AND erased IS NOT 1",
+                [*chunk, sid],
+            ):
+                pairs.extend((event_id, memory_id) for event_id in source_ids(sources))
+        edges: list[EdgeRow] = []
+        # Each edge is one probe of the lineage key: (scope, source event, memory).
+        for start in range(0, len(pairs), CHUNK):
+            part = pairs[start : start + CHUNK]
+            values = ",".join("(?, ?)" for _ in part)
             edges.extend(
                 EdgeRow(scope, *r)
                 for r in self._conn.execute(
-                    "SELECT memory_id, event_id, trust, clear_for, recall_for, digest "
-                    f"FROM lineage WHERE scope_id = ? AND memory_id IN ({marks})",
-                    [sid, *chunk],
+                    f"SELECT {_EDGE_COLUMNS} FROM lineage "
+                    f"WHERE scope_id = ? AND (event_id, memory_id) IN (VALUES {values})",
+                    [sid, *(value for pair in part for value in pair)],
                 )
             )
         return edges
@@ -107,8 +153,8 @@ class SQLiteMemories(Role):
         return [
             r[0]
             for r in self._conn.execute(
-                "SELECT memory_id FROM lineage WHERE event_id = ? AND scope_id = ?",
-                (event_id, sid),
+                "SELECT memory_id FROM lineage WHERE scope_id = ? AND event_id = ?",
+                (sid, event_id),
             )
         ]
 
@@ -116,8 +162,8 @@ class SQLiteMemories(Role):
         sid = self._ensure_scope(row.scope)
         self._conn.execute(
             "INSERT INTO memories (scope_id, memory_id, content, dependency_fingerprint, kind, "
-            "trust, created_at, clear_until, recall_until, status, metadata, digest) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "trust, created_at, clear_until, recall_until, status, metadata, digest, sources) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 sid,
                 row.memory_id,
@@ -131,44 +177,50 @@ class SQLiteMemories(Role):
                 row.status,
                 row.metadata,
                 row.digest,
+                json.dumps(sorted(e.event_id for e in edges)),
             ),
         )
         self._conn.executemany(
-            "INSERT INTO lineage (scope_id, memory_id, event_id, trust, clear_for, recall_for, "
+            "INSERT INTO lineage (scope_id, event_id, memory_id, trust, clear_for, recall_for, "
             "digest) VALUES (?, ?, ?, ?, ?, ?, ?)",
             [
-                (sid, e.memory_id, e.event_id, e.trust, e.clear_for, e.recall_for, e.digest)
+                (sid, e.event_id, e.memory_id, e.trust, e.clear_for, e.recall_for, e.digest)
                 for e in edges
             ],
         )
 
     def update(self, row: MemoryRow) -> None:
         sid = self._scope_id(row.scope)
-        changed(
-            self._conn.execute(
-                "UPDATE memories SET status = ?, digest = ? WHERE memory_id = ? AND scope_id = ?",
-                (row.status, row.digest, row.memory_id, sid),
-            ),
-            1,
-        )
-        rid = None if sid is None else self._memory_rid(sid, row.memory_id)
-        if rid is not None:
-            self._vectors.set_active(rid, row.status == "active")
+        # A status of the same length and a digest of the same length: the row keeps its
+        # size, and its cell stays where it is.
+        found = self._conn.execute(
+            "UPDATE memories SET status = ?, digest = ? "
+            "WHERE memory_id = ? AND scope_id = ? AND erased IS NOT 1 RETURNING rid",
+            (row.status, row.digest, row.memory_id, sid),
+        ).fetchall()
+        if len(found) != 1:
+            raise RepositoryCorruption("stored rows and their indexes disagree")
+        self._vectors.set_active(int(found[0][0]), row.status == "active")
 
     def delete(self, scope: ScopeKey, memory_id: str) -> None:
-        self._search.unindex(scope, memory_id)
+        self._search.unindex(scope, memory_id, erasing=True)
         self._claims.delete_claim(scope, memory_id)
         sid = self._scope_id(scope)
-        rid = None if sid is None else self._memory_rid(sid, memory_id)
-        if rid is not None:
-            self._vectors.delete_of(rid)
-        self._conn.execute(
-            "DELETE FROM lineage WHERE scope_id = ? AND memory_id = ?", (sid, memory_id)
+        found = self._conn.execute(
+            "SELECT rid, sources FROM memories "
+            "WHERE memory_id = ? AND scope_id = ? AND erased IS NOT 1",
+            (memory_id, sid),
+        ).fetchone()
+        if found is None:
+            raise RepositoryCorruption("stored rows and their indexes disagree")
+        rid, sources = int(found[0]), found[1]
+        self._vectors.delete_of(rid)
+        self._conn.executemany(
+            "DELETE FROM lineage WHERE scope_id = ? AND event_id = ? AND memory_id = ?",
+            [(sid, event_id, memory_id) for event_id in source_ids(sources)],
         )
         changed(
-            self._conn.execute(
-                "DELETE FROM memories WHERE memory_id = ? AND scope_id = ?", (memory_id, sid)
-            ),
+            self._conn.execute(f"UPDATE memories SET {ERASE_MEMORY} WHERE rid = ?", (rid,)),
             1,
         )
 
@@ -189,7 +241,8 @@ class SQLiteMemories(Role):
         )
         rows = self._conn.execute(
             f"SELECT {MEMORY_M} FROM memories m INDEXED BY memories_recall_clear "
-            "WHERE m.scope_id = ? AND m.status = 'active' AND m.created_at <= ? "
+            "WHERE m.scope_id = ? AND m.status = 'active' AND m.erased IS NOT 1 "
+            "AND m.created_at <= ? "
             f"AND m.recall_until > ? AND {clear.sql}"
             f"{kind_sql} ORDER BY m.created_at DESC, m.memory_id ASC LIMIT ?",
             [sid, as_of, as_of, *clear.params, *kind_params, limit],
@@ -216,7 +269,8 @@ class SQLiteMemories(Role):
         select = (
             "SELECT m.memory_id, m.created_at, m.clear_until, m.recall_until "
             "FROM memories m INDEXED BY memories_recall_fade "
-            "WHERE m.scope_id = ? AND m.status = 'active' AND m.recall_until > ? "
+            "WHERE m.scope_id = ? AND m.status = 'active' AND m.erased IS NOT 1 "
+            "AND m.recall_until > ? "
             f"AND m.created_at <= ? AND {fades.sql}{kind_sql}"
         )
         params = [sid, as_of, as_of, *fades.params, *kind_params]
@@ -250,16 +304,16 @@ class SQLiteMemories(Role):
             params.append(sid)
         last: tuple[Any, Any, Any] | None = None
         while True:
-            bound = "" if last is None else " AND (x.scope_id, x.memory_id, x.event_id) > (?, ?, ?)"
+            bound = "" if last is None else " AND (x.scope_id, x.event_id, x.memory_id) > (?, ?, ?)"
             rows = self._conn.execute(
-                f"SELECT x.scope_id, x.memory_id, x.event_id, {SCOPE_COLUMNS}, x.trust, "
+                f"SELECT x.scope_id, x.event_id, x.memory_id, {SCOPE_COLUMNS}, x.trust, "
                 "x.clear_for, x.recall_for, x.digest FROM lineage x "
                 f"{SCOPE_JOIN.format(alias='x')} WHERE 1 = 1{where}{bound} "
-                f"ORDER BY x.scope_id, x.memory_id, x.event_id LIMIT {CHUNK}",
+                f"ORDER BY x.scope_id, x.event_id, x.memory_id LIMIT {CHUNK}",
                 [*params, *(last or ())],
             ).fetchall()
             for r in rows:
-                yield EdgeRow((r[3], r[4], r[5]), r[1], r[2], r[6], r[7], r[8], r[9])
+                yield EdgeRow((r[3], r[4], r[5]), r[2], r[1], r[6], r[7], r[8], r[9])
             if len(rows) < CHUNK:
                 return
             last = (rows[-1][0], rows[-1][1], rows[-1][2])
@@ -275,29 +329,28 @@ class SQLiteMemories(Role):
         sid = self._scope_id(scope)
         if sid is None or not statuses:
             return []
-        params: list[Any] = [sid]
-        if len(statuses) == 1:
+        # One walk of the status index per status, each stopping at ``limit``; the walks
+        # are merged in ID order (code-point order, which is SQLite's order of UTF-8
+        # text and Python's of ``str``).
+        found: list[MemoryRow] = []
+        for status in sorted(set(statuses)):
             sql = (
                 f"SELECT {MEMORY_M} FROM memories m INDEXED BY memories_by_status "
-                "WHERE m.scope_id = ? AND m.status = ?"
+                "WHERE m.scope_id = ? AND m.status = ? AND m.erased IS NOT 1"
             )
-            params.append(statuses[0])
-        else:
-            marks = ",".join("?" * len(statuses))
-            sql = (
-                f"SELECT {MEMORY_M} FROM memories m INDEXED BY memories_by_id "
-                f"WHERE m.scope_id = ? AND m.status IN ({marks})"
-            )
-            params.extend(statuses)
-        if after is not None:
-            sql += " AND m.memory_id > ?"
-            params.append(after)
-        if kinds:
-            sql += " AND hex(m.kind) IN (SELECT value FROM json_each(?))"
-            params.append(hex_set(kinds))
-        sql += " ORDER BY m.memory_id LIMIT ?"
-        params.append(limit)
-        return [MemoryRow(scope, *r) for r in self._conn.execute(sql, params)]
+            params: list[Any] = [sid, status]
+            if after is not None:
+                sql += " AND m.memory_id > ?"
+                params.append(after)
+            if kinds:
+                sql += " AND hex(m.kind) IN (SELECT value FROM json_each(?))"
+                params.append(hex_set(kinds))
+            sql += " ORDER BY m.memory_id LIMIT ?"
+            params.append(limit)
+            found.extend(MemoryRow(scope, *r) for r in self._conn.execute(sql, params))
+        if len(statuses) > 1:
+            found.sort(key=lambda row: row.memory_id)
+        return found[:limit]
 
     @staticmethod
     def _kind_filter(kinds: Sequence[str]) -> tuple[str, list[Any]]:

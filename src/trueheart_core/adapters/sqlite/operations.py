@@ -1,138 +1,160 @@
 """The SQLite operations role (see ``ports.operations``): statements over the unit of work's
-connection, and nothing else."""
+connection, and nothing else.
+
+Every count and every whole-scope erasure reads through the scope's own indexes, so it
+costs what the scope holds. The rows of the kept tables (see ``schema``) are erased in
+place; the rest (lineage edges, extraction records, the merged and pending search rows)
+hold no text of the host's and are deleted. A damaged index must not hide a row from an
+erasure: the IDs that the scope's audit rows name are looked up by ID as well, and a
+receipt or memory that is found so but not through the scope's index is erased too."""
 
 from __future__ import annotations
 
-import json
-from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
-from trueheart_core.adapters.sqlite.search import PENDING_PAIRS
-from trueheart_core.adapters.sqlite.session import (
-    Role,
-    Session,
-)
+from trueheart_core.adapters.sqlite.claims import ERASE_CLAIM
+from trueheart_core.adapters.sqlite.events import ERASE_BODY, ERASE_RECEIPT
+from trueheart_core.adapters.sqlite.memories import ERASE_MEMORY
+from trueheart_core.adapters.sqlite.pending import ERASE_TERM, PENDING_PAIRS
+from trueheart_core.adapters.sqlite.search import SQLiteSearch
+from trueheart_core.adapters.sqlite.session import CHUNK, Role, Session
+from trueheart_core.adapters.sqlite.vectors import ERASE_VECTOR
 from trueheart_core.errors import RepositoryCorruption
 from trueheart_core.ports import ScopeKey
 
-_MEMORY_RIDS = "SELECT rid FROM memories WHERE scope_id = ?"
+ARTIFACTS = (
+    "search_posting",
+    "search_term",
+    "search_entry",
+    "search_statistics",
+    "claim",
+    "extraction_record",
+    "lineage_edge",
+    "vector",
+    "memory",
+    "raw_body",
+    "raw_event",
+)
+"""What erasing a scope removes, by artifact name."""
+KEPT = ("raw_event_with_body", "tombstone", "audit")
+"""What a scope's erasure keeps (body-free evidence), counted only."""
 
-SCOPED_ROWS: Sequence[tuple[str, str, str]] = (
-    # Every row that belongs to a scope and that erasing the scope removes, in the order
-    # of removal: ``(artifact, table, condition)``, each ``?`` of the condition being the
-    # scope's ID. Postings go first, while the terms and memories that tie them to the
-    # scope exist; an entry or posting tied to one of the scope's memories goes even if
-    # its own scope column disagrees. A new scoped table is one more line.
+_RECEIPTS = (
+    "SELECT rid FROM raw_events INDEXED BY raw_events_by_scope WHERE scope_id = ?1 "
+    "AND erased IS NOT 1"
+)
+_MEMORIES = (
+    "SELECT rid FROM memories INDEXED BY memories_by_status WHERE scope_id = ?1 AND erased IS NOT 1"
+)
+_ENTRIES = "SELECT doc FROM search_docs INDEXED BY search_docs_by_scope WHERE scope_id = ?1"
+_TERMS = (
+    "SELECT term_id FROM search_terms INDEXED BY search_terms_lookup "
+    "WHERE scope_id = ?1 AND erased IS NOT 1"
+)
+
+_SCOPE_COUNTS: dict[str, str] = {
+    # One statement per artifact, each through an index of the scope (``?1``).
+    "raw_event": f"SELECT COUNT(*) FROM ({_RECEIPTS})",
+    "raw_body": f"SELECT COUNT(*) FROM raw_bodies WHERE erased IS NOT 1 AND rid IN ({_RECEIPTS})",
+    "memory": f"SELECT COUNT(*) FROM ({_MEMORIES})",
+    "lineage_edge": "SELECT COUNT(*) FROM lineage WHERE scope_id = ?1",
+    "claim": "SELECT COUNT(*) FROM claims INDEXED BY claims_by_subject "
+    "WHERE scope_id = ?1 AND erased IS NOT 1",
+    "extraction_record": "SELECT COUNT(*) FROM extractions WHERE scope_id = ?1",
+    "vector": "SELECT COUNT(*) FROM vectors INDEXED BY vectors_scan "
+    "WHERE scope_id = ?1 AND erased IS NOT 1",
+    "search_entry": "SELECT (SELECT COUNT(*) FROM search_docs d INDEXED BY search_docs_by_scope "
+    "WHERE d.scope_id = ?1) + IFNULL((SELECT SUM(change) FROM search_pending "
+    "WHERE scope_id = ?1), 0)",
+    "search_posting": "SELECT (SELECT COUNT(*) FROM search_postings "
+    f"INDEXED BY search_postings_by_doc WHERE doc IN ({_ENTRIES})) "
+    f"+ IFNULL((SELECT SUM(change) FROM ({PENDING_PAIRS} WHERE x.scope_id = ?1)), 0)",
+    "search_term": f"SELECT COUNT(*) FROM ({_TERMS})",
+    "search_statistics": "SELECT COUNT(*) FROM search_stats WHERE scope_id = ?1",
+    "raw_event_with_body": "SELECT COUNT(*) FROM raw_bodies WHERE erased IS NOT 1 "
+    f"AND rid IN ({_RECEIPTS})",
+    "tombstone": "SELECT COUNT(*) FROM tombstones WHERE scope_id = ?1",
+    "audit": "SELECT COUNT(*) FROM audit WHERE scope_id = ?1",
+}
+_STORE_COUNTS: dict[str, str] = {
+    "raw_event": "SELECT COUNT(*) FROM raw_events WHERE erased IS NOT 1",
+    "raw_body": "SELECT COUNT(*) FROM raw_bodies WHERE erased IS NOT 1",
+    "memory": "SELECT COUNT(*) FROM memories WHERE erased IS NOT 1",
+    "lineage_edge": "SELECT COUNT(*) FROM lineage",
+    "claim": "SELECT COUNT(*) FROM claims WHERE erased IS NOT 1",
+    "extraction_record": "SELECT COUNT(*) FROM extractions",
+    "vector": "SELECT COUNT(*) FROM vectors WHERE erased IS NOT 1",
+    "search_entry": "SELECT (SELECT COUNT(*) FROM search_docs) "
+    "+ IFNULL((SELECT SUM(change) FROM search_pending), 0)",
+    "search_posting": "SELECT (SELECT COUNT(*) FROM search_postings) "
+    f"+ IFNULL((SELECT SUM(change) FROM ({PENDING_PAIRS})), 0)",
+    "search_term": "SELECT COUNT(*) FROM search_terms WHERE erased IS NOT 1",
+    "search_statistics": "SELECT COUNT(*) FROM search_stats",
+    "raw_event_with_body": "SELECT COUNT(*) FROM raw_bodies WHERE erased IS NOT 1",
+    "tombstone": "SELECT COUNT(*) FROM tombstones",
+    "audit": "SELECT COUNT(*) FROM audit",
+}
+
+_ERASE_SCOPE: Sequence[tuple[str, str]] = (
+    # The whole-scope erasure, in order, each statement over the scope (``?1``): postings
+    # first, while the terms and entries that tie them to the scope exist; bodies before
+    # the receipts they are found through; kept rows overwritten in place, the rest
+    # deleted. Each counts as removing the artifact it names.
     (
         "search_posting",
-        "search_postings",
-        "term_id IN (SELECT term_id FROM search_terms WHERE scope_id = ?) "
-        f"OR doc IN ({_MEMORY_RIDS})",
+        f"DELETE FROM search_postings WHERE term_id IN ({_TERMS}) OR doc IN ({_ENTRIES}) "
+        f"OR doc IN ({_MEMORIES})",
     ),
-    ("search_term", "search_terms", "scope_id = ?"),
-    ("search_entry", "search_docs", f"scope_id = ? OR doc IN ({_MEMORY_RIDS})"),
-    ("search_statistics", "search_stats", "scope_id = ?"),
-    ("claim", "claims", "scope_id = ?"),
-    ("extraction_record", "extractions", "scope_id = ?"),
-    ("lineage_edge", "lineage", "scope_id = ?"),
-    ("vector", "vectors", f"scope_id = ? OR doc IN ({_MEMORY_RIDS})"),
-    ("memory", "memories", "scope_id = ?"),
-    ("raw_body", "raw_bodies", "scope_id = ?"),
-    ("raw_event", "raw_events", "scope_id = ?"),
-)
-
-# A memory's pending postings are one row of ``search_pending``; they count as postings,
-# one per pair, and go with the scope's first (postings) line.
-_PENDING_OF_SCOPE = f"scope_id = ? OR doc IN ({_MEMORY_RIDS})"
-_PENDING_COUNT = (
-    "SELECT IFNULL(SUM(json_array_length(postings)), 0) FROM search_pending WHERE {where}"
-)
-
-_KEPT_ROWS: Sequence[tuple[str, str, str]] = (
-    # Rows of a scope that its erasure keeps (body-free evidence), counted only.
+    ("", f"DELETE FROM search_df WHERE term_id IN ({_TERMS})"),
     (
-        "raw_event_with_body",
-        "raw_events e",
-        "e.scope_id = ? AND EXISTS (SELECT 1 FROM raw_bodies b "
-        "WHERE b.event_id = e.event_id AND b.scope_id = e.scope_id)",
+        "search_term",
+        f"UPDATE search_terms SET {ERASE_TERM} WHERE scope_id = ?1 AND erased IS NOT 1",
     ),
-    ("tombstone", "tombstones", "scope_id = ?"),
-    ("audit", "audit", "scope_id = ?"),
+    ("search_entry", f"DELETE FROM search_docs WHERE scope_id = ?1 OR doc IN ({_MEMORIES})"),
+    ("search_statistics", "DELETE FROM search_stats WHERE scope_id = ?1"),
+    ("", "DELETE FROM search_pending WHERE scope_id = ?1"),
+    (
+        "claim",
+        f"UPDATE claims SET {ERASE_CLAIM} WHERE erased IS NOT 1 AND (scope_id = ?1 AND "
+        "(rid IN (SELECT rid FROM claims INDEXED BY claims_by_subject WHERE scope_id = ?1 "
+        "AND erased IS NOT 1) OR claim_id IN (SELECT memory_id FROM memories "
+        "INDEXED BY memories_by_status WHERE scope_id = ?1 AND erased IS NOT 1)))",
+    ),
+    ("extraction_record", "DELETE FROM extractions WHERE scope_id = ?1"),
+    ("lineage_edge", "DELETE FROM lineage WHERE scope_id = ?1"),
+    (
+        "vector",
+        f"UPDATE vectors SET {ERASE_VECTOR} WHERE erased IS NOT 1 AND (doc IN ({_MEMORIES}) OR "
+        "vid IN (SELECT vid FROM vectors INDEXED BY vectors_scan WHERE scope_id = ?1 "
+        "AND erased IS NOT 1))",
+    ),
+    ("memory", f"UPDATE memories SET {ERASE_MEMORY} WHERE rid IN ({_MEMORIES})"),
+    (
+        "raw_body",
+        f"UPDATE raw_bodies SET {ERASE_BODY} WHERE erased IS NOT 1 AND rid IN ({_RECEIPTS})",
+    ),
+    ("raw_event", f"UPDATE raw_events SET {ERASE_RECEIPT} WHERE rid IN ({_RECEIPTS})"),
 )
 
-BODY_COLUMNS: dict[str, tuple[str, ...]] = {
-    # Every column of a scoped table that no index holds, and that can hold text or bytes
-    # of what the host stored (an erasure without a rewrite overwrites them in place
-    # first). By design no index holds body text, so an overwrite touches one cell.
-    "raw_events": (
-        "source_id",
-        "source_type",
-        "source_occurred_at",
-        "trust",
-        "source_metadata",
-        "content_hash",
-        "ingested_at",
-        "clear_for",
-        "recall_for",
-        "metadata",
-        "digest",
-    ),
-    "raw_bodies": ("content", "digest"),
-    "memories": ("content", "dependency_fingerprint", "trust", "metadata", "digest"),
-    "lineage": ("trust", "clear_for", "recall_for", "digest"),
-    "claims": (
-        "subject",
-        "predicate",
-        "value",
-        "valid_from",
-        "valid_to",
-        "confidence",
-        "authority",
-        "digest",
-    ),
-    "extractions": ("extractor", "claim_ids", "spans", "diagnostics", "digest"),
-    "vectors": (
-        "memory_id",
-        "clear_until",
-        "recall_until",
-        "trust",
-        "kind",
-        "content_hash",
-        "vector",
-        "digest",
-        "sketch",
-        "sketch_scale",
-        "sketch_error",
-    ),
-}
-
-
-def _blanked(column: str) -> str:
-    """An expression of the same stored size as ``column`` that holds none of its bytes:
-    text becomes as many ``0`` characters as it has bytes, bytes become zero bytes, and
-    numbers and NULL stay (they are fixed-size and carry no text)."""
-    octets = f"length(CAST({column} AS BLOB))"
-    return (
-        f"{column} = CASE typeof({column}) "
-        f"WHEN 'text' THEN substr(hex(zeroblob({octets})), 1, {octets}) "
-        f"WHEN 'blob' THEN zeroblob(length({column})) ELSE {column} END"
-    )
-
-
-_WHOLE_STORE: dict[str, str] = {
-    # Whole-store counts: every row of the table (receipts with a body need the join).
-    "raw_event_with_body": "EXISTS (SELECT 1 FROM raw_bodies b "
-    "WHERE b.event_id = e.event_id AND b.scope_id = e.scope_id)",
-}
+_KEPT_TABLES: Sequence[tuple[str, str]] = (
+    # The kept tables, with what ``compact`` removes of them before the file is rewritten.
+    ("raw_events", "erased = 1"),
+    ("raw_bodies", "erased = 1"),
+    ("memories", "erased = 1"),
+    ("claims", "erased = 1"),
+    ("vectors", "erased = 1"),
+    ("search_terms", "erased = 1"),
+)
 
 
 class SQLiteOperations(Role):
     """The operations role over one transaction."""
 
-    def __init__(self, session: Session) -> None:
+    def __init__(self, session: Session, search: SQLiteSearch) -> None:
         super().__init__(session)
-        # Set by a bulk erasure: the repository rewrites the file after the commit.
+        self._search = search
+        # Set by compaction: the repository rewrites the file after the commit.
         self.rewrite_requested = False
 
     def storage_is_consistent(self) -> bool:
@@ -141,33 +163,31 @@ class SQLiteOperations(Role):
         return self._conn.execute("PRAGMA integrity_check(1)").fetchall() == [("ok",)]
 
     def count_rows(self, scope: ScopeKey | None, *, from_tables: bool = False) -> dict[str, int]:
-        if scope is not None and from_tables:
-            sid = self._scope_id(scope, thorough=True)
-            if sid is None:
-                return dict.fromkeys([a for a, _, _ in (*SCOPED_ROWS, *_KEPT_ROWS)], 0)
-            return self._table_counts(sid, self._scope_terms(sid))
-        sid = None if scope is None else self._scope_id(scope)
-        counts: dict[str, int] = {}
-        for artifact, table, condition in (*SCOPED_ROWS, *_KEPT_ROWS):
-            if scope is not None and sid is None:
-                counts[artifact] = 0
-                continue
-            if scope is None:
-                where = _WHOLE_STORE.get(artifact, "1 = 1")
-                params: list[Any] = []
-            else:
-                where, params = condition, [sid] * condition.count("?")
-            (count,) = self._conn.execute(
-                f"SELECT COUNT(*) FROM {table} WHERE {where}", params
-            ).fetchone()
-            counts[artifact] = int(count)
-        # A scope's pending rows are one range of the table's key.
-        pending_where = "1 = 1" if scope is None else "scope_id = ?"
-        if scope is None or sid is not None:
-            (pending,) = self._conn.execute(
-                _PENDING_COUNT.format(where=pending_where), [sid] * pending_where.count("?")
-            ).fetchone()
-            counts["search_posting"] += int(pending)
+        if scope is None:
+            return {
+                artifact: int(self._conn.execute(sql).fetchone()[0])
+                for artifact, sql in _STORE_COUNTS.items()
+            }
+        sid = self._scope_id(scope, thorough=from_tables)
+        if sid is None:
+            return dict.fromkeys(_SCOPE_COUNTS, 0)
+        counts = {
+            artifact: int(self._conn.execute(sql, (sid,)).fetchone()[0])
+            for artifact, sql in _SCOPE_COUNTS.items()
+        }
+        if from_tables:
+            # Receipts and memories of the scope that its index lost count too.
+            receipts, memories = self._hidden(sid)
+            counts["raw_event"] += len(receipts)
+            counts["memory"] += len(memories)
+            if receipts:
+                (bodies,) = self._conn.execute(
+                    "SELECT COUNT(*) FROM raw_bodies WHERE erased IS NOT 1 AND rid IN "
+                    f"({','.join('?' * len(receipts))})",
+                    receipts,
+                ).fetchone()
+                counts["raw_body"] += int(bodies)
+                counts["raw_event_with_body"] += int(bodies)
         return counts
 
     def held_scopes(self, tenant_id: str | None, owner_id: str | None) -> list[ScopeKey]:
@@ -178,9 +198,10 @@ class SQLiteOperations(Role):
                 params.append(value)
         rows = self._conn.execute(
             "SELECT s.tenant_id, s.owner_id, s.subject_id FROM scopes s "
-            "WHERE (EXISTS (SELECT 1 FROM memories m INDEXED BY memories_by_id "
-            "WHERE m.scope_id = s.scope_id) OR EXISTS (SELECT 1 FROM raw_events e "
-            f"WHERE e.scope_id = s.scope_id)){where} "
+            "WHERE (EXISTS (SELECT 1 FROM memories m INDEXED BY memories_by_status "
+            "WHERE m.scope_id = s.scope_id AND m.erased IS NOT 1) OR EXISTS (SELECT 1 "
+            "FROM raw_events e INDEXED BY raw_events_by_scope "
+            f"WHERE e.scope_id = s.scope_id AND e.erased IS NOT 1)){where} "
             "ORDER BY s.tenant_id, s.owner_id, s.subject_id",
             params,
         ).fetchall()
@@ -192,18 +213,23 @@ class SQLiteOperations(Role):
             sid = self._scope_id(scope)
             if sid is None:
                 return []
-            where, params = " WHERE scope_id = ?", [sid]
-        # The recall index holds scope, status and kind: the count never reads a row.
+            where, params = " AND scope_id = ?", [sid]
+        # The status index holds scope, status and kind: the count never reads a row.
         return [
             (status, kind, int(count))
             for status, kind, count in self._conn.execute(
-                "SELECT status, kind, COUNT(*) FROM memories INDEXED BY memories_recall_clear"
-                f"{where} GROUP BY status, kind",
+                "SELECT status, kind, COUNT(*) FROM memories INDEXED BY memories_by_status "
+                f"WHERE erased IS NOT 1{where} GROUP BY status, kind",
                 params,
             )
         ]
 
-    def removal_counts(self, scope: ScopeKey, memory_ids: Sequence[str]) -> dict[str, int]:
+    def removal_counts(
+        self,
+        scope: ScopeKey,
+        memory_ids: Sequence[str],
+        only: Collection[str] | None = None,
+    ) -> dict[str, int]:
         sid = self._scope_id(scope)
         found = dict.fromkeys(
             ("memory", "lineage_edge", "claim", "search_entry", "search_term", "vector"), 0
@@ -211,105 +237,147 @@ class SQLiteOperations(Role):
         if sid is None or not memory_ids:
             return found
         ids = list(memory_ids)
-        rids = [
-            r[0]
-            for r in self._in_chunks(
-                "SELECT rid FROM memories WHERE scope_id = ? AND memory_id IN ({marks})", [sid], ids
-            )
-        ]
-        found["memory"] = len(rids)
-        for artifact, sql in (
-            ("lineage_edge", "SELECT COUNT(*) FROM lineage WHERE scope_id = ? AND memory_id"),
-            ("claim", "SELECT COUNT(*) FROM claims WHERE scope_id = ? AND claim_id"),
-        ):
-            rows = self._in_chunks(sql + " IN ({marks})", [sid], ids)
-            found[artifact] = sum(int(r[0]) for r in rows)
-        rows = self._in_chunks("SELECT COUNT(*) FROM search_docs WHERE doc IN ({marks})", [], rids)
-        found["search_entry"] = sum(int(r[0]) for r in rows)
-        rows = self._in_chunks("SELECT COUNT(*) FROM vectors WHERE doc IN ({marks})", [], rids)
-        found["vector"] = sum(int(r[0]) for r in rows)
-        # A term goes when every memory of the scope holding it goes with these; its
-        # pending postings count with its stored document frequency.
-        held = Counter(
-            r[0]
-            for r in self._in_chunks(
-                "SELECT term_id FROM search_postings WHERE doc IN ({marks})", [], rids
+        wanted = set(found) if only is None else set(only)
+        if wanted <= {"search_entry", "search_term"}:
+            return self._index_removal(sid, ids, found)
+        live = self._in_chunks(
+            "SELECT rid FROM memories WHERE memory_id IN ({marks}) AND scope_id = ? AND erased "
+            "IS NOT 1",
+            [],
+            ids,
+            tail=[sid],
+        )
+        found["memory"] = len(live)
+        rids = [r[0] for r in live]
+        found["lineage_edge"] = sum(
+            int(n)
+            for (n,) in self._in_chunks(
+                "SELECT COUNT(*) FROM lineage WHERE scope_id = ? AND memory_id IN ({marks})",
+                [sid],
+                ids,
             )
         )
-        held.update(
-            r[0]
-            for r in self._in_chunks(
-                f"SELECT term_id FROM ({PENDING_PAIRS}) WHERE doc IN ({{marks}})", [], rids
+        found["claim"] = sum(
+            int(n)
+            for (n,) in self._in_chunks(
+                "SELECT COUNT(*) FROM claims WHERE claim_id IN ({marks}) AND scope_id = ? "
+                "AND erased IS NOT 1",
+                [],
+                ids,
+                tail=[sid],
             )
         )
-        terms = self._in_chunks(
-            "SELECT term_id, df FROM search_terms WHERE term_id IN ({marks})", [], sorted(held)
-        )
-        # Pending rows only ever add to a term's frequency: they are read only for the
-        # terms that would go by their merged postings alone.
-        going = {term_id: df for term_id, df in terms if df <= held[term_id]}
-        waiting: Counter[object] = Counter()
-        if going:
-            waiting.update(
-                r[0]
-                for r in self._conn.execute(
-                    f"SELECT term_id FROM ({PENDING_PAIRS} WHERE x.scope_id = ?) "
-                    "WHERE term_id IN (SELECT value FROM json_each(?))",
-                    (sid, json.dumps(sorted(going))),
-                )
+        found["vector"] = sum(
+            int(n)
+            for (n,) in self._in_chunks(
+                "SELECT COUNT(*) FROM vectors WHERE doc IN ({marks}) AND erased IS NOT 1", [], rids
             )
-        found["search_term"] = sum(
-            1 for term_id, df in going.items() if df + waiting[term_id] <= held[term_id]
         )
+        return self._index_removal(sid, ids, found)
+
+    def _index_removal(self, sid: int, ids: list[str], found: dict[str, int]) -> dict[str, int]:
+        """The search entries of these memories, and the terms that no other entry holds."""
+        entries = self._search.entries(sid, ids)
+        found["search_entry"] = len(entries)
+        # A term goes when every entry of the scope holding it goes with these.
+        held: dict[int, int] = {}
+        for _, pairs in entries.values():
+            for term_id, _ in pairs:
+                held[term_id] = held.get(term_id, 0) + 1
+        found["search_term"] = len(self._search.pending.unheld(sid, held))
         return found
 
     def scope_event_ids(self, scope: ScopeKey, *, thorough: bool = True) -> list[str]:
-        return self._ids("SELECT event_id FROM raw_events{} WHERE scope_id = ?", scope, thorough)
+        return self._scope_ids(scope, "event_id", "raw_events", "raw_events_by_scope", thorough)
 
     def scope_memory_fingerprints(
         self, scope: ScopeKey, *, thorough: bool = True
     ) -> list[tuple[str, object]]:
-        return self._ids(
-            "SELECT memory_id, dependency_fingerprint FROM memories{} WHERE scope_id = ?",
-            scope,
-            thorough,
-        )
+        sid = self._scope_id(scope, thorough=True)
+        if sid is None:
+            return []
+        rids = [
+            r[0]
+            for r in self._conn.execute(
+                "SELECT rid FROM memories INDEXED BY memories_by_status "
+                "WHERE scope_id = ? AND erased IS NOT 1",
+                (sid,),
+            )
+        ]
+        if thorough:
+            rids += self._hidden(sid)[1]
+        return [
+            (r[0], r[1])
+            for r in self._in_chunks(
+                "SELECT memory_id, dependency_fingerprint FROM memories WHERE rid IN ({marks})",
+                [],
+                rids,
+            )
+        ]
 
     def scope_claim_ids(self, scope: ScopeKey, *, thorough: bool = True) -> list[str]:
-        return self._ids("SELECT claim_id FROM claims{} WHERE scope_id = ?", scope, thorough)
+        sid = self._scope_id(scope, thorough=True)
+        if sid is None:
+            return []
+        found = {
+            r[0]
+            for r in self._conn.execute(
+                "SELECT claim_id FROM claims INDEXED BY claims_by_subject "
+                "WHERE scope_id = ? AND erased IS NOT 1",
+                (sid,),
+            )
+        }
+        if thorough:
+            # The claim rows of every memory of the scope, found by ID.
+            memory_ids = [m for m, _ in self.scope_memory_fingerprints(scope, thorough=True)]
+            found.update(
+                r[0]
+                for r in self._in_chunks(
+                    "SELECT claim_id FROM claims WHERE claim_id IN ({marks}) AND scope_id = ? "
+                    "AND erased IS NOT 1",
+                    [],
+                    memory_ids,
+                    tail=[sid],
+                )
+            )
+        return sorted(found)
 
     def request_rewrite(self) -> None:
+        # Compaction: the erased rows of the kept tables go, and the file is rewritten
+        # into fresh pages after the commit (deleting rows moves cells between pages;
+        # the rewrite leaves no copy of them).
+        for table, condition in _KEPT_TABLES:
+            self._conn.execute(f"DELETE FROM {table} WHERE {condition}")
+        self._conn.execute("UPDATE store_state SET clean = 0 WHERE singleton = 1")
         self.rewrite_requested = True
 
     def erase_scope(self, scope: ScopeKey, *, rewrite: bool = True) -> dict[str, int]:
+        # ``rewrite`` changes nothing here: every row is erased where it lies, which is
+        # exact for this schema (see ``schema``).
         sid = self._scope_id(scope, thorough=True)
         if sid is None:
-            return {artifact: 0 for artifact, _, _ in SCOPED_ROWS}
-        if not rewrite:
-            # Through the scope's indexes: blanks first, so that the page merges of the
-            # deletions copy only blanks (``secure_delete`` zeroes the deleted cells).
-            self._blank(sid)
-            removed = self._delete_scope(sid)
-            left = self.count_rows(scope)
-            if any(left[artifact] for artifact, _, _ in SCOPED_ROWS):
-                raise RepositoryCorruption(
-                    "erasure incomplete: stored rows and their indexes disagree"
-                )
-            return removed
-        terms = self._scope_terms(sid)
-        removed = self._delete_scope(sid)
-        left = self._table_counts(sid, terms)
-        (stray,) = self._conn.execute(
-            "SELECT COUNT(*) FROM search_pending NOT INDEXED WHERE scope_id = ?", (sid,)
-        ).fetchone()
-        if stray or any(left[artifact] for artifact, _, _ in SCOPED_ROWS):
+            return dict.fromkeys(ARTIFACTS, 0)
+        receipts, memories = self._hidden(sid)
+        removed = dict.fromkeys(ARTIFACTS, 0)
+        before = {
+            artifact: int(self._conn.execute(_SCOPE_COUNTS[artifact], (sid,)).fetchone()[0])
+            for artifact in ARTIFACTS
+        }
+        self._erase_hidden(sid, receipts, memories)
+        for _, statement in _ERASE_SCOPE:
+            self._conn.execute(statement, (sid,))
+        removed.update(before)
+        removed["raw_event"] += len(receipts)
+        removed["memory"] += len(memories)
+        left = {
+            artifact: int(self._conn.execute(_SCOPE_COUNTS[artifact], (sid,)).fetchone()[0])
+            for artifact in ARTIFACTS
+        }
+        if any(left.values()) or any(self._hidden(sid)):
             raise RepositoryCorruption(
                 "erasure incomplete: a damaged index hides rows of the scope "
                 "(rebuild the indexes, then erase again)"
             )
-        # Removing many rows merges b-tree pages, which can leave stale copies of cells
-        # in the pages SQLite rebuilds: the repository rewrites the file after commit.
-        self.rewrite_requested = any(removed.values())
         return removed
 
     def rebuild_storage_indexes(self) -> int:
@@ -322,79 +390,84 @@ class SQLiteOperations(Role):
         self._conn.execute("REINDEX")
         return len(names)
 
-    def _blank(self, sid: int) -> None:
-        """Overwrite in place every body column of the scope's rows with as many blank
-        bytes: each row keeps its size, so SQLite rewrites its cell where it is."""
-        for table, columns in BODY_COLUMNS.items():
-            condition = next(c for _, t, c in SCOPED_ROWS if t == table)
+    # --- the audit log's cross-check -------------------------------------------------------
+
+    def _hidden(self, sid: int) -> tuple[list[int], list[int]]:
+        """The row IDs of the scope's live receipts and memories that its scope indexes
+        do not hold: the IDs its audit rows name, looked up by ID (each row checked to
+        be of the scope in the table itself). Empty for a sound store."""
+        hidden: list[list[int]] = []
+        for entity_type, table, index in (
+            ("raw_event", "raw_events", "raw_events_by_scope"),
+            ("memory", "memories", "memories_by_status"),
+        ):
+            id_column = "event_id" if table == "raw_events" else "memory_id"
+            hidden.append(
+                [
+                    r[0]
+                    for r in self._conn.execute(
+                        f"SELECT x.rid FROM audit a JOIN {table} x "
+                        f"ON x.{id_column} = a.entity_id AND x.scope_id = a.scope_id "
+                        "AND x.erased IS NOT 1 "
+                        "WHERE a.scope_id = ?1 AND a.entity_type = ?2 "
+                        f"AND (SELECT t.scope_id FROM {table} t WHERE t.rid = x.rid) = ?1 "
+                        f"AND x.rid NOT IN (SELECT rid FROM {table} INDEXED BY {index} "
+                        "WHERE scope_id = ?1 AND erased IS NOT 1) GROUP BY x.rid",
+                        (sid, entity_type),
+                    )
+                ]
+            )
+        return hidden[0], hidden[1]
+
+    def _erase_hidden(self, sid: int, receipts: list[int], memories: list[int]) -> None:
+        """Erase receipts and memories of the scope that its indexes lost (and what hangs
+        on them), as the whole-scope statements erase the others."""
+        for start in range(0, len(memories), CHUNK):
+            chunk = memories[start : start + CHUNK]
+            marks = ",".join("?" * len(chunk))
             self._conn.execute(
-                f"UPDATE {table} SET {', '.join(_blanked(c) for c in columns)} WHERE {condition}",
-                [sid] * condition.count("?"),
+                f"UPDATE claims SET {ERASE_CLAIM} WHERE erased IS NOT 1 AND scope_id = ? AND "
+                f"claim_id IN (SELECT memory_id FROM memories WHERE rid IN ({marks}))",
+                [sid, *chunk],
+            )
+            self._conn.execute(
+                f"UPDATE vectors SET {ERASE_VECTOR} WHERE erased IS NOT 1 AND doc IN ({marks})",
+                chunk,
+            )
+            self._conn.execute(f"DELETE FROM search_postings WHERE doc IN ({marks})", chunk)
+            self._conn.execute(f"DELETE FROM search_docs WHERE doc IN ({marks})", chunk)
+            self._conn.execute(f"UPDATE memories SET {ERASE_MEMORY} WHERE rid IN ({marks})", chunk)
+        for start in range(0, len(receipts), CHUNK):
+            chunk = receipts[start : start + CHUNK]
+            marks = ",".join("?" * len(chunk))
+            self._conn.execute(
+                f"UPDATE raw_bodies SET {ERASE_BODY} WHERE erased IS NOT 1 AND rid IN ({marks})",
+                chunk,
+            )
+            self._conn.execute(
+                f"UPDATE raw_events SET {ERASE_RECEIPT} WHERE rid IN ({marks})", chunk
             )
 
-    def _delete_scope(self, sid: int) -> dict[str, int]:
-        """Delete every removable row of the scope; the rows removed per artifact."""
-        params = [sid] * _PENDING_OF_SCOPE.count("?")
-        (pending,) = self._conn.execute(
-            _PENDING_COUNT.format(where=_PENDING_OF_SCOPE), params
-        ).fetchone()
-        self._conn.execute(f"DELETE FROM search_pending WHERE {_PENDING_OF_SCOPE}", params)
-        removed = {"search_posting": int(pending)}
-        for artifact, table, condition in SCOPED_ROWS:
-            cursor = self._conn.execute(
-                f"DELETE FROM {table} WHERE {condition}", [sid] * condition.count("?")
-            )
-            removed[artifact] = removed.get(artifact, 0) + cursor.rowcount
-        return removed
-
-    def _ids(self, sql: str, scope: ScopeKey, thorough: bool) -> list[Any]:
-        # Erasure plans with these: read from the tables when ``thorough``, so that no
-        # row a damaged index lost escapes its tombstone; else through the scope index.
+    def _scope_ids(
+        self, scope: ScopeKey, column: str, table: str, index: str, thorough: bool
+    ) -> list[Any]:
         sid = self._scope_id(scope, thorough=True)
         if sid is None:
             return []
-        sql = sql.format(" NOT INDEXED" if thorough else "")
-        return [tuple(r) if len(r) > 1 else r[0] for r in self._conn.execute(sql, (sid,))]
-
-    def _scope_terms(self, sid: int) -> list[int]:
-        """The scope's term IDs, read from the table (not its scope index)."""
-        return [
+        found = [
             r[0]
             for r in self._conn.execute(
-                "SELECT term_id FROM search_terms NOT INDEXED WHERE scope_id = ?", (sid,)
+                f"SELECT {column} FROM {table} INDEXED BY {index} "
+                "WHERE scope_id = ? AND erased IS NOT 1",
+                (sid,),
             )
         ]
-
-    def _table_counts(self, sid: int, terms: Sequence[int]) -> dict[str, int]:
-        """Every count of :meth:`count_rows` for the scope, read from the tables: each
-        table scanned for the scope's ID, and postings looked up by the primary key of
-        their table for the given terms (postings have no scope column)."""
-        counts: dict[str, int] = {}
-        for artifact, table, _ in (*SCOPED_ROWS, *_KEPT_ROWS):
-            if artifact == "search_posting":
-                rows = self._in_chunks(
-                    "SELECT COUNT(*) FROM search_postings WHERE term_id IN ({marks})", [], terms
+        if thorough:
+            hidden = self._hidden(sid)[0]
+            found += [
+                r[0]
+                for r in self._in_chunks(
+                    f"SELECT {column} FROM {table} WHERE rid IN ({{marks}})", [], hidden
                 )
-                (pending,) = self._conn.execute(
-                    "SELECT IFNULL(SUM(json_array_length(postings)), 0) "
-                    "FROM search_pending NOT INDEXED WHERE scope_id = ?",
-                    (sid,),
-                ).fetchone()
-                counts[artifact] = sum(int(r[0]) for r in rows) + int(pending)
-                continue
-            name = table.split()[0]
-            alias = table.split()[1] if " " in table else name
-            where = f"{alias}.scope_id = ?"
-            params = [sid]
-            if artifact == "raw_event_with_body":
-                # One pass over each table: the bodies' IDs are gathered once.
-                where += (
-                    f" AND {alias}.event_id IN "
-                    "(SELECT event_id FROM raw_bodies NOT INDEXED WHERE scope_id = ?)"
-                )
-                params.append(sid)
-            (count,) = self._conn.execute(
-                f"SELECT COUNT(*) FROM {table} NOT INDEXED WHERE {where}", params
-            ).fetchone()
-            counts[artifact] = int(count)
-        return counts
+            ]
+        return found

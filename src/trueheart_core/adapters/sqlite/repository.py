@@ -40,6 +40,13 @@ _SCRUB_NEEDS_SPACE = (
 _EARLIER_SCRUB_NEEDS_SPACE = "an earlier erasure's scrub needs free disk space; nothing was done"
 
 
+def _clean(conn: sqlite3.Connection) -> bool:
+    """Whether the store's kept tables hold only rows that were appended and overwritten
+    in place since the file was last rewritten (see ``schema``)."""
+    row = conn.execute("SELECT clean FROM store_state WHERE singleton = 1").fetchone()
+    return row is not None and row[0] == 1
+
+
 @body_free_errors
 class SQLiteRepository:
     """The SQLite adapter: a file path (created on first use) or ``":memory:"``.
@@ -152,6 +159,9 @@ class SQLiteRepository:
                 logs.STORE.info(
                     "schema upgraded from version %d to %d", version, schema.SCHEMA_VERSION
                 )
+                # The old tables' pages are zeroed in the WAL's new frames; their earlier
+                # frames go with the log.
+                conn_mod.checkpoint_truncate(conn)
         except BaseException:
             with contextlib.suppress(sqlite3.Error):
                 conn.execute("ROLLBACK")
@@ -242,7 +252,9 @@ class SQLiteRepository:
                     # Nothing erased may stay in what the service derived from the store.
                     self._scratch.clear()
                 if uow.committed and erasing and self._file_backed:
-                    self._rewrite_pending = self._rewrite_pending or uow.rewrite_requested
+                    self._rewrite_pending = (
+                        self._rewrite_pending or uow.rewrite_requested or not _clean(conn)
+                    )
                     self._erasure_pending = True
                     try:
                         with conn_mod.translate(diagnostic):
@@ -295,6 +307,8 @@ class SQLiteRepository:
                 logs.ERASURE.warning("erasure scrub postponed: another connection holds the store")
                 return False
             self._rewrite_pending = False
+            # Fresh pages hold only live cells: erasing in place is exact again.
+            conn.execute("UPDATE store_state SET clean = 1 WHERE singleton = 1 AND clean = 0")
             logs.ERASURE.info(
                 "erasure scrub: database file rewritten in %.3f s", time.perf_counter() - started
             )

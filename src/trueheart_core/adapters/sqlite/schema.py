@@ -5,11 +5,12 @@ from __future__ import annotations
 import functools
 import sqlite3
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from trueheart_core.errors import RepositoryCorruption
 
 APPLICATION_ID = 0x54485243  # "THRC" in the database header: marks our files
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 _V1: Sequence[str] = (
     """CREATE TABLE scopes (
@@ -225,7 +226,259 @@ _V6: Sequence[str] = (
     "CREATE INDEX search_docs_by_scope ON search_docs (scope_id)",
 )
 
-MIGRATIONS: Mapping[int, Sequence[str]] = {1: _V1, 2: _V2, 3: _V3, 4: _V4, 5: _V5, 6: _V6}
+# Schema version 7: erasure in place, and writes that change fewer b-trees.
+#
+# Rows that hold what the host stored (receipts, bodies, memories, claims, vectors and
+# search terms) live in tables that are only ever appended to: a row is never deleted
+# and never changes its stored size, except by ``compact()``, which rewrites the file.
+# Erasing a row overwrites its stored text and bytes in place with blanks of the same
+# size and sets ``erased``; the indexes that reads go through leave erased rows out.
+# SQLite moves a cell only when a page is split or merged, and an append never moves an
+# existing cell, so no page can hold a stale copy of such a row: the overwrite reaches
+# every copy (and a truncating checkpoint the WAL). Statuses that change are stored as
+# values of one size (the receipt's as 0 or 1); hashes of body text as 8-byte BLOBs.
+#
+# Each table is built anew and filled from the old one, in row order, so that every row
+# holds every column (a column added by ``ALTER TABLE`` is missing from older rows, and
+# writing it would grow them). The old tables' pages are freed, and so zeroed
+# (``secure_delete``). The search index is emptied and rebuilt on first use.
+_RAW_EVENTS_V7 = """CREATE TABLE raw_events_v7 (
+        rid INTEGER PRIMARY KEY,
+        scope_id INTEGER NOT NULL,
+        event_id TEXT NOT NULL,
+        source_id, source_type, source_occurred_at, trust, source_metadata,
+        content_hash, ingested_at, raw_expires_at, clear_for, recall_for,
+        status, metadata, digest,
+        erased INTEGER NOT NULL DEFAULT 0)"""
+_EVENT_COLUMNS = (
+    "rid, scope_id, event_id, source_id, source_type, source_occurred_at, trust, "
+    "source_metadata, content_hash, ingested_at, raw_expires_at, clear_for, recall_for"
+)
+_MEMORY_COLUMNS = (
+    "rid, scope_id, memory_id, content, dependency_fingerprint, kind, trust, created_at, "
+    "clear_until, recall_until, status, metadata, digest"
+)
+_CLAIM_COLUMNS = (
+    "rid, scope_id, claim_id, subject, predicate, value, valid_from, valid_to, confidence, "
+    "authority, supersedes, digest"
+)
+_VECTOR_COLUMNS = (
+    "vid, doc, scope_id, space_id, active, created_at, memory_id, clear_until, "
+    "recall_until, trust, kind, content_hash, vector, digest, sketch, sketch_scale, "
+    "sketch_error"
+)
+
+
+def key_blob(value: Any) -> Any:
+    """A 64-bit hash key as stored from version 7: the 8-byte big-endian BLOB of its
+    two's complement (the bytes SQLite stores for a large integer). Anything that is not
+    such an integer is returned as it is, for the checks to report."""
+    if type(value) is int and -(2**63) <= value < 2**63:
+        return value.to_bytes(8, "big", signed=True)
+    return value
+
+
+def _with_functions(conn: sqlite3.Connection) -> None:
+    """The functions the migrations call, on the connection that runs them."""
+    conn.create_function("trueheart_key_blob", 1, key_blob, deterministic=True)
+
+
+def _key_blob(column: str) -> str:
+    return f"trueheart_key_blob({column})"
+
+
+_V7: Sequence[str] = (
+    # -- receipts: the status as 0 (active) or 1 (expired), which are stored in no bytes
+    _RAW_EVENTS_V7,
+    f"""INSERT INTO raw_events_v7 ({_EVENT_COLUMNS}, status, metadata, digest, erased)
+        SELECT {_EVENT_COLUMNS},
+        CASE status WHEN 'active' THEN 0 WHEN 'expired' THEN 1 ELSE status END,
+        metadata, digest, 0 FROM raw_events ORDER BY rid""",
+    # -- bodies: keyed by their receipt's row ID; a body without a receipt is unreachable
+    """CREATE TABLE raw_bodies_v7 (
+        rid INTEGER PRIMARY KEY,
+        scope_id INTEGER NOT NULL,
+        content, digest,
+        erased INTEGER NOT NULL DEFAULT 0)""",
+    """INSERT INTO raw_bodies_v7 (rid, scope_id, content, digest, erased)
+        SELECT e.rid, e.scope_id, b.content, b.digest, 0 FROM raw_bodies b
+        JOIN raw_events_v7 e ON e.event_id = b.event_id AND e.scope_id = b.scope_id
+        ORDER BY e.rid""",
+    # -- memories: with the sorted IDs of their sources, through which their edges are
+    # found (so the lineage table needs no second index)
+    """CREATE TABLE memories_v7 (
+        rid INTEGER PRIMARY KEY,
+        scope_id INTEGER NOT NULL,
+        memory_id TEXT NOT NULL,
+        content, dependency_fingerprint, kind, trust,
+        created_at, clear_until, recall_until, status, metadata, digest,
+        sources TEXT NOT NULL,
+        erased INTEGER NOT NULL DEFAULT 0)""",
+    f"""INSERT INTO memories_v7 ({_MEMORY_COLUMNS}, sources, erased)
+        SELECT {_MEMORY_COLUMNS}, (SELECT json_group_array(event_id) FROM (
+        SELECT l.event_id FROM lineage l WHERE l.scope_id = m.scope_id
+        AND l.memory_id = m.memory_id ORDER BY l.event_id)), 0
+        FROM memories m ORDER BY rid""",
+    # -- lineage: body-free, keyed for the memories of one source event
+    """CREATE TABLE lineage_v7 (
+        scope_id INTEGER NOT NULL,
+        event_id TEXT NOT NULL,
+        memory_id TEXT NOT NULL,
+        trust, clear_for, recall_for, digest,
+        PRIMARY KEY (scope_id, event_id, memory_id)) WITHOUT ROWID""",
+    """INSERT INTO lineage_v7 (scope_id, event_id, memory_id, trust, clear_for,
+        recall_for, digest)
+        SELECT scope_id, event_id, memory_id, trust, clear_for, recall_for, digest
+        FROM lineage""",
+    # -- audit: body-free, kept in the order it is read in (newest first, per scope);
+    # ``seq`` orders the rows of one scope with the same claimed time by write order
+    """CREATE TABLE audit_v7 (
+        scope_id INTEGER NOT NULL,
+        occurred_at INTEGER NOT NULL,
+        seq INTEGER NOT NULL,
+        audit_id, action, entity_type, entity_id, reason, metadata, digest,
+        PRIMARY KEY (scope_id, occurred_at, seq)) WITHOUT ROWID""",
+    """INSERT INTO audit_v7 (scope_id, occurred_at, seq, audit_id, action, entity_type,
+        entity_id, reason, metadata, digest)
+        SELECT scope_id, occurred_at,
+        ROW_NUMBER() OVER (PARTITION BY scope_id, occurred_at ORDER BY seq),
+        audit_id, action, entity_type, entity_id, reason, metadata, digest FROM audit""",
+    # -- claims: subject and predicate keys as 8-byte BLOBs
+    """CREATE TABLE claims_v7 (
+        rid INTEGER PRIMARY KEY,
+        scope_id INTEGER NOT NULL,
+        claim_id TEXT NOT NULL,
+        subject, predicate, value, valid_from, valid_to, confidence, authority, supersedes,
+        digest,
+        subject_key BLOB NOT NULL,
+        predicate_key BLOB NOT NULL,
+        erased INTEGER NOT NULL DEFAULT 0)""",
+    f"""INSERT INTO claims_v7 ({_CLAIM_COLUMNS}, subject_key, predicate_key, erased)
+        SELECT {_CLAIM_COLUMNS}, {_key_blob("subject_key")}, {_key_blob("predicate_key")}, 0
+        FROM claims ORDER BY rid""",
+    # -- vectors
+    """CREATE TABLE vectors_v7 (
+        vid INTEGER PRIMARY KEY,
+        doc INTEGER NOT NULL,
+        scope_id INTEGER NOT NULL,
+        space_id INTEGER NOT NULL,
+        active INTEGER NOT NULL,
+        created_at INTEGER NOT NULL,
+        memory_id, clear_until, recall_until, trust, kind, content_hash, vector, digest,
+        sketch, sketch_scale, sketch_error,
+        erased INTEGER NOT NULL DEFAULT 0)""",
+    f"""INSERT INTO vectors_v7 ({_VECTOR_COLUMNS}, erased)
+        SELECT {_VECTOR_COLUMNS}, 0 FROM vectors ORDER BY vid""",
+    # -- the search index: emptied, and rebuilt by the first write or search
+    """CREATE TABLE search_terms_v7 (
+        term_id INTEGER PRIMARY KEY,
+        scope_id INTEGER NOT NULL,
+        term BLOB NOT NULL,
+        erased INTEGER NOT NULL DEFAULT 0)""",
+    """CREATE TABLE search_df (
+        term_id INTEGER PRIMARY KEY,
+        df INTEGER NOT NULL)""",
+    """CREATE TABLE search_pending_v7 (
+        scope_id INTEGER NOT NULL,
+        doc INTEGER NOT NULL,
+        change INTEGER NOT NULL,
+        length INTEGER NOT NULL,
+        created_at, clear_until, recall_until, trust, kind,
+        postings TEXT NOT NULL,
+        PRIMARY KEY (scope_id, doc)) WITHOUT ROWID""",
+    # Whether every kept table holds only rows that were appended and overwritten in
+    # place since the file was last rewritten (see ``compact``): 0 while erased rows
+    # deleted by a compaction wait for its rewrite.
+    """CREATE TABLE store_state (
+        singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
+        clean INTEGER NOT NULL)""",
+    "INSERT INTO store_state (singleton, clean) VALUES (1, 1)",
+    "DELETE FROM search_postings",
+    "DELETE FROM search_docs",
+    "DELETE FROM search_stats",
+    "UPDATE search_meta SET tokenizer = ''",
+    # -- the old tables go; the new ones take their names
+    *(
+        f"DROP TABLE {table}"
+        for table in (
+            "raw_events",
+            "raw_bodies",
+            "memories",
+            "lineage",
+            "audit",
+            "claims",
+            "vectors",
+            "search_terms",
+            "search_pending",
+        )
+    ),
+    *(
+        f"ALTER TABLE {table}_v7 RENAME TO {table}"
+        for table in (
+            "raw_events",
+            "raw_bodies",
+            "memories",
+            "lineage",
+            "audit",
+            "claims",
+            "vectors",
+            "search_terms",
+            "search_pending",
+        )
+    ),
+    # -- indexes: the look-up of an ID in any scope (erased rows included: an erased ID
+    # has its tombstone and is never stored again); erased rows are left out of every
+    # index a read walks by scope. Only 1 marks a row erased: a row whose mark holds
+    # anything else (damage) stays in sight, to be read, checked and erased.
+    "CREATE UNIQUE INDEX raw_events_by_id ON raw_events (event_id, scope_id)",
+    """CREATE INDEX raw_events_expiry ON raw_events (raw_expires_at)
+        WHERE status = 0 AND erased IS NOT 1""",
+    "CREATE INDEX raw_events_by_scope ON raw_events (scope_id) WHERE erased IS NOT 1",
+    "CREATE UNIQUE INDEX memories_by_id ON memories (memory_id, scope_id)",
+    # Recall of fully clear memories walks this index backwards, newest first, and stops
+    # at LIMIT; the trailing columns let it filter without touching table rows. A new
+    # memory (the newest) goes at the end of its scope's range: entries put at the
+    # start of a range of full pages would move a cell through every page of it.
+    """CREATE INDEX memories_recall_clear ON memories (
+        scope_id, created_at, memory_id DESC, clear_until, recall_until, kind)
+        WHERE status = 'active' AND erased IS NOT 1""",
+    # Fading memories are those still recallable: a range on recall_until.
+    """CREATE INDEX memories_recall_fade ON memories (
+        scope_id, recall_until, clear_until, created_at, memory_id, kind)
+        WHERE status = 'active' AND erased IS NOT 1""",
+    # Paged listing (every status, or one), counts by status and kind.
+    """CREATE INDEX memories_by_status ON memories (scope_id, status, memory_id, kind)
+        WHERE erased IS NOT 1""",
+    "CREATE UNIQUE INDEX claims_by_id ON claims (claim_id, scope_id)",
+    """CREATE INDEX claims_by_subject ON claims (scope_id, subject_key, predicate_key)
+        WHERE erased IS NOT 1""",
+    """CREATE INDEX claims_by_supersedes ON claims (scope_id, supersedes)
+        WHERE supersedes IS NOT NULL AND erased IS NOT 1""",
+    "CREATE UNIQUE INDEX vectors_by_doc ON vectors (doc) WHERE erased IS NOT 1",
+    # The semantic scan walks a scope's active vectors of one space newest first and
+    # stops at its cap.
+    """CREATE INDEX vectors_scan ON vectors (
+        scope_id, space_id, active, created_at, vid) WHERE erased IS NOT 1""",
+    # Two bytes of a term's key: the look-up's bucket.
+    """CREATE INDEX search_terms_lookup ON search_terms (scope_id, substr(term, 7, 2))
+        WHERE erased IS NOT 1""",
+    f"""CREATE TRIGGER vectors_inserted AFTER INSERT ON vectors BEGIN
+        {_generation_bump("NEW.scope_id")} END""",
+    f"""CREATE TRIGGER vectors_updated AFTER UPDATE ON vectors BEGIN
+        {_generation_bump("OLD.scope_id")} {_generation_bump("NEW.scope_id")} END""",
+    f"""CREATE TRIGGER vectors_deleted AFTER DELETE ON vectors BEGIN
+        {_generation_bump("OLD.scope_id")} END""",
+)
+
+MIGRATIONS: Mapping[int, Sequence[str]] = {
+    1: _V1,
+    2: _V2,
+    3: _V3,
+    4: _V4,
+    5: _V5,
+    6: _V6,
+    7: _V7,
+}
 """Statements that take a database from version ``n - 1`` to version ``n``."""
 
 Definition = tuple[str, str, str, str | None]
@@ -242,6 +495,7 @@ def definitions(version: int) -> frozenset[Definition]:
     throwaway in-memory database built by the same migrations (so the text is SQLite's
     own rendering, whatever its version). Computed once per process and version."""
     conn = sqlite3.connect(":memory:")
+    _with_functions(conn)
     try:
         for step in range(1, version + 1):
             for statement in MIGRATIONS[step]:
@@ -270,6 +524,7 @@ def _stored(conn: sqlite3.Connection) -> list[Definition]:
 
 def migrate(conn: sqlite3.Connection, from_version: int) -> None:
     """Apply every migration after ``from_version`` (inside the caller's transaction)."""
+    _with_functions(conn)
     for version in range(from_version + 1, SCHEMA_VERSION + 1):
         for statement in MIGRATIONS[version]:
             conn.execute(statement)

@@ -1,26 +1,32 @@
 """The SQLite search role (see ``ports.search``): statements over the unit of work's
-connection, and nothing else."""
+connection, and nothing else.
+
+Terms are stored once per scope, as the 8-byte key of their text, in a kept table (see
+``schema``): a term that no memory of its scope holds any longer is overwritten in place
+and marked ``erased``. A write changes the index through one pending row of its scope
+(see ``pending``)."""
 
 from __future__ import annotations
 
-import json
-from collections import Counter
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from trueheart_core.adapters.sql.expressions import (
-    NOT_A_CLAIM,
-    SQLITE,
-    Fragment,
-    Param,
-    bm25_term,
-    claim_status,
-    supersedes_at,
+from trueheart_core.adapters.sql.expressions import SQLITE, Param, bm25_term
+from trueheart_core.adapters.sqlite.filters import eligibility_filters
+from trueheart_core.adapters.sqlite.pending import (
+    ENTRY_COLUMNS,
+    ERASE_TERM,
+    PENDING_BOUND,
+    PENDING_PAIRS,
+    PendingIndex,
+    pairs_text,
 )
+from trueheart_core.adapters.sqlite.schema import key_blob
 from trueheart_core.adapters.sqlite.session import (
     CHUNK,
     SCOPE_COLUMNS,
     Role,
+    Session,
 )
 from trueheart_core.errors import RepositoryCorruption
 from trueheart_core.ports import (
@@ -33,117 +39,27 @@ from trueheart_core.ports import (
 )
 
 _FETCH = 500
-_BUCKET = 0xFFFF  # the bits of a term key that the lookup index holds
-PENDING_BOUND = 64
-"""How many memories of a scope may wait in ``search_pending`` before the write that
-reaches this many merges them into the term-keyed postings."""
-PENDING_PAIRS = (
-    "SELECT x.scope_id AS scope_id, x.doc AS doc, j.value ->> 0 AS term_id, "
-    "j.value ->> 1 AS tf FROM search_pending x, json_each(x.postings) j"
+_LOOKUP = (
+    "search_terms t INDEXED BY search_terms_lookup ON t.scope_id = ? AND t.erased IS NOT 1 "
+    "AND substr(t.term, 7, 2) = substr({key}, 7, 2) AND t.term = {key}"
 )
-"""The pending postings as rows ``(scope_id, doc, term_id, tf)``."""
-_MEMORY_COLUMNS = (
-    "m.memory_id, m.content, m.dependency_fingerprint, m.kind, m.trust, "
-    "m.created_at, m.clear_until, m.recall_until, m.status, m.metadata, m.digest"
-)
+"""Terms of a scope found by key: one probe of the look-up index's two-byte bucket."""
 
 
-def hex_set(values: Sequence[str]) -> str:
-    """Texts as one JSON parameter of their upper-case UTF-8 hex. SQLite's JSON
-    functions stop at a NUL character, so text is compared through ``hex()``."""
-    return json.dumps(sorted({value.encode("utf-8").hex().upper() for value in values}))
-
-
-def eligibility_filters(
-    as_of: int,
-    kinds: Sequence[str],
-    min_trust: int | None,
-    claim_statuses: Sequence[str],
-    claim_kind: str,
-    d: str = "d",
-    period: Period | None = None,
-) -> tuple[str, list[Any]]:
-    """``AND`` clauses over a row ``d`` that copies a memory's ``trust``, ``kind`` and
-    ``created_at`` (and names it by ``doc``) for the kind, trust, claim-status and
-    period filters of a search, with their parameters."""
-    filters = ""
-    params: list[Any] = []
-    if min_trust is not None:
-        filters += f" AND {d}.trust >= ?"
-        params.append(min_trust)
-    if kinds:
-        filters += f" AND hex({d}.kind) IN (SELECT value FROM json_each(?))"
-        params.append(hex_set(kinds))
-    # A claim's status at as_of decides whether it is a candidate; memories of the
-    # claim kind without a claim row are plain memories. The rules are the shared
-    # builders'; the superseders are read through their index.
-    known = supersedes_at(SQLITE, "sm.status", "sm.created_at", Param(as_of))
-    superseded = Fragment(
-        "EXISTS (SELECT 1 FROM claims s INDEXED BY claims_by_supersedes"
-        " JOIN memories sm ON sm.memory_id = s.claim_id AND sm.scope_id = s.scope_id"
-        f" WHERE s.scope_id = c.scope_id AND s.supersedes = c.claim_id AND {known.sql})",
-        known.params,
-    )
-    status = claim_status(
-        SQLITE, "c.claim_id", "c.valid_from", "c.valid_to", superseded, Param(as_of)
-    )
-    filters += (
-        f" AND ({d}.kind IS NOT ? OR (SELECT {status.sql}"
-        " FROM memories m LEFT JOIN claims c"
-        f" ON c.claim_id = m.memory_id AND c.scope_id = m.scope_id WHERE m.rid = {d}.doc)"
-        " IN (SELECT value FROM json_each(?)))"
-    )
-    params += [claim_kind, *status.params]
-    params.append(json.dumps([NOT_A_CLAIM, *claim_statuses]))
-    if period is not None:
-        clause, extra = _in_period(period, d)
-        filters += clause
-        params += [claim_kind, *extra]
-    return filters, params
-
-
-def _in_period(period: Period, d: str) -> tuple[str, list[Any]]:
-    """The clause of a period: a claim (of the claim kind, with a claim row) is in it
-    when its validity overlaps it, any other memory when it was created in it."""
-    start, end = period
-    created, valid, params, valid_params = ["1"], ["1"], [], []
-    if start is not None:
-        created.append(f"{d}.created_at >= ?")
-        valid.append("(c.valid_to IS NULL OR c.valid_to > ?)")
-        params.append(start)
-        valid_params.append(start)
-    if end is not None:
-        created.append(f"{d}.created_at < ?")
-        valid.append("(c.valid_from IS NULL OR c.valid_from < ?)")
-        params.append(end)
-        valid_params.append(end)
-    clause = (
-        " AND (SELECT CASE WHEN c.claim_id IS NULL OR m.kind IS NOT ?"
-        f" THEN {' AND '.join(created)} ELSE {' AND '.join(valid)} END"
-        " FROM memories m LEFT JOIN claims c"
-        f" ON c.claim_id = m.memory_id AND c.scope_id = m.scope_id WHERE m.rid = {d}.doc)"
-    )
-    return clause, [*params, *valid_params]
-
-
-def _pairs(text: object) -> list[tuple[int, int]]:
-    """The ``(term_id, tf)`` pairs of a pending row: a JSON list of integer pairs."""
-    try:
-        pairs = json.loads(text) if isinstance(text, str) else None
-    except ValueError:
-        pairs = None
-    if not isinstance(pairs, list) or not all(
-        isinstance(pair, list)
-        and len(pair) == 2
-        and all(type(value) is int and value > 0 for value in pair)
-        for pair in pairs
-    ):
-        raise RepositoryCorruption("invalid search index")
-    return [(pair[0], pair[1]) for pair in pairs]
+def term_int(stored: object) -> object:
+    """A stored term key as the port's integer (anything else is passed on for the
+    service's checks)."""
+    if isinstance(stored, bytes) and len(stored) == 8:
+        return int.from_bytes(stored, "big", signed=True)
+    return stored
 
 
 class SQLiteSearch(Role):
     """The search role over one transaction."""
+
+    def __init__(self, session: Session) -> None:
+        super().__init__(session)
+        self.pending = PendingIndex(session)
 
     def tokenizer(self) -> object:
         row = self._conn.execute("SELECT tokenizer FROM search_meta WHERE singleton = 1").fetchone()
@@ -156,184 +72,116 @@ class SQLiteSearch(Role):
         )
 
     def clear(self) -> None:
-        tables = ("search_pending", "search_postings", "search_terms", "search_docs")
-        for table in (*tables, "search_stats"):
+        self._conn.execute(f"UPDATE search_terms SET {ERASE_TERM} WHERE erased IS NOT 1")
+        for table in ("search_pending", "search_postings", "search_docs", "search_df"):
             self._conn.execute(f"DELETE FROM {table}")
+        self._conn.execute("DELETE FROM search_stats")
+
+    # --- writes -----------------------------------------------------------------------
 
     def index(self, doc: SearchDocRow) -> None:
         sid = self._ensure_scope(doc.scope)
         rid = None if doc.memory_id is None else self._memory_rid(sid, doc.memory_id)
         if rid is None:
             raise RepositoryCorruption("invalid search index")
-        self._conn.execute(
-            "INSERT INTO search_docs (doc, scope_id, length, created_at, clear_until, "
-            "recall_until, trust, kind) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                rid,
-                sid,
-                doc.length,
-                doc.created_at,
-                doc.clear_until,
-                doc.recall_until,
-                doc.trust,
-                doc.kind,
-            ),
-        )
+        waiting = self.pending.row(sid, rid)
+        if waiting is not None and waiting.change < 0:
+            # A removal of the merged entry not merged yet: the entry is searchable again.
+            self.pending.drop(sid, rid)
+            return
+        if waiting is not None:
+            raise RepositoryCorruption("invalid search index")
         ids = self.term_ids(sid, [term for term, _ in doc.terms])
         for term, _ in doc.terms:
             if term not in ids:
                 cursor = self._conn.execute(
-                    "INSERT INTO search_terms (scope_id, bucket, term, df) VALUES (?, ?, ?, 0)",
-                    (sid, term & _BUCKET, term),
+                    "INSERT INTO search_terms (scope_id, term) VALUES (?, ?)",
+                    (sid, key_blob(term)),
                 )
                 assert cursor.lastrowid is not None
                 ids[term] = cursor.lastrowid
-        # The memory's postings wait in one row of its scope; the term-keyed postings
-        # and the document frequencies are changed only by a merge (see ``_merge``).
-        pairs = sorted((ids[term], tf) for term, tf in doc.terms)
-        self._conn.execute(
-            "INSERT INTO search_pending (scope_id, doc, postings) VALUES (?, ?, ?)",
-            (sid, rid, json.dumps(pairs, separators=(",", ":"))),
-        )
-        self._conn.execute(
-            "INSERT INTO search_stats (scope_id, docs, length) VALUES (?, 1, ?) "
-            "ON CONFLICT (scope_id) DO UPDATE SET docs = docs + 1, "
-            "length = length + excluded.length",
-            (sid, doc.length),
-        )
-        (waiting,) = self._conn.execute(
-            "SELECT COUNT(*) FROM search_pending WHERE scope_id = ?", (sid,)
-        ).fetchone()
-        if waiting >= PENDING_BOUND:
-            self._merge(sid)
+        entry = (doc.length, doc.created_at, doc.clear_until, doc.recall_until, doc.trust, doc.kind)
+        self.pending.add(sid, rid, 1, entry, pairs_text(sorted((ids[t], f) for t, f in doc.terms)))
+        if self.pending.count(sid) >= PENDING_BOUND:
+            self.pending.merge(sid)
 
-    def _merge(self, sid: int) -> None:
-        """Move every pending posting of the scope into ``search_postings`` and count it
-        in its term's stored document frequency."""
-        postings = sorted(
-            (term_id, doc, tf) for doc, pairs in self._pending(sid) for term_id, tf in pairs
-        )
-        self._conn.executemany(
-            "INSERT INTO search_postings (term_id, doc, tf) VALUES (?, ?, ?)", postings
-        )
-        added = Counter(term_id for term_id, _, _ in postings)
-        self._conn.executemany(
-            "UPDATE search_terms SET df = df + ? WHERE term_id = ?",
-            [(count, term_id) for term_id, count in sorted(added.items())],
-        )
-        self._conn.execute("DELETE FROM search_pending WHERE scope_id = ?", (sid,))
-
-    def _pending(self, sid: int, doc: int | None = None) -> list[tuple[int, list[tuple[int, int]]]]:
-        """The scope's pending rows (or the one of ``doc``, whatever its scope column) as
-        ``(doc, [(term_id, tf)])``; a row that is not a list of integer pairs fails
-        closed."""
-        if doc is None:
-            rows = self._conn.execute(
-                "SELECT doc, postings FROM search_pending WHERE scope_id = ?", (sid,)
-            )
-        else:
-            rows = self._conn.execute(
-                "SELECT doc, postings FROM search_pending WHERE doc = ?", (doc,)
-            )
-        return [(row_doc, _pairs(text)) for row_doc, text in rows]
-
-    def _waiting(self, sid: int, term_ids: set[int]) -> dict[int, int]:
-        """How many pending rows of the scope hold each of these terms (absent: none)."""
-        rows = self._conn.execute(
-            f"SELECT term_id FROM ({PENDING_PAIRS} WHERE x.scope_id = ?) "
-            "WHERE term_id IN (SELECT value FROM json_each(?))",
-            (sid, json.dumps(sorted(term_ids))),
-        ).fetchall()
-        return dict(Counter(term_id for (term_id,) in rows if type(term_id) is int))
-
-    def _drop_unheld(self, sid: int, term_ids: set[int]) -> None:
-        """Delete those of these terms that neither a merged nor a pending posting of
-        the scope holds any longer."""
-        ordered = sorted(term_ids)
-        # Only a term without merged postings can be unheld: most removals find none, and
-        # read no pending row.
-        spent = {
-            term_id
-            for start in range(0, len(ordered), CHUNK)
-            for (term_id,) in self._conn.execute(
-                "SELECT term_id FROM search_terms WHERE df <= 0 AND term_id IN "
-                f"({','.join('?' * len(ordered[start : start + CHUNK]))})",
-                ordered[start : start + CHUNK],
-            ).fetchall()
-        }
-        if not spent:
-            return
-        unheld = sorted(spent - set(self._waiting(sid, spent)))
-        for start in range(0, len(unheld), CHUNK):
-            chunk = unheld[start : start + CHUNK]
-            marks = ",".join("?" * len(chunk))
-            self._conn.execute(
-                f"DELETE FROM search_terms WHERE df <= 0 AND term_id IN ({marks})", chunk
-            )
-
-    def unindex(self, scope: ScopeKey, memory_id: str) -> None:
+    def unindex(self, scope: ScopeKey, memory_id: str, *, erasing: bool = False) -> None:
+        """Remove a memory's entry (see the port), and erase every term that no entry
+        holds any longer. A merged entry is removed at once when ``erasing``; otherwise
+        (a seal) through a pending row, and its terms wait for the merge."""
         sid = self._scope_id(scope)
         rid = None if sid is None else self._memory_rid(sid, memory_id)
         if sid is None or rid is None:
             return
-        found = self._conn.execute(
-            "SELECT length FROM search_docs WHERE doc = ? AND scope_id = ?", (rid, sid)
-        ).fetchone()
-        touched = {term_id for _, pairs in self._pending(sid, rid) for term_id, _ in pairs}
-        # Pending postings too are removed by memory: nothing may outlive it.
-        self._conn.execute("DELETE FROM search_pending WHERE doc = ?", (rid,))
-        terms_of_doc = "SELECT term_id FROM search_postings WHERE doc = ?"
-        touched.update(
-            term_id for (term_id,) in self._conn.execute(terms_of_doc, (rid,)).fetchall()
-        )
-        self._conn.execute(
-            f"UPDATE search_terms SET df = df - 1 WHERE term_id IN ({terms_of_doc})", (rid,)
-        )
-        # Postings are removed by memory even without an entry: nothing may outlive it.
-        self._conn.execute("DELETE FROM search_postings WHERE doc = ?", (rid,))
-        self._drop_unheld(sid, touched)
-        if found is not None:
-            self._conn.execute(
-                "UPDATE search_stats SET docs = docs - 1, length = length - ? WHERE scope_id = ?",
-                (found[0], sid),
-            )
-            self._conn.execute("DELETE FROM search_stats WHERE scope_id = ? AND docs <= 0", (sid,))
-            self._conn.execute("DELETE FROM search_docs WHERE doc = ?", (rid,))
+        waiting = self.pending.row(sid, rid)
+        merged = self.pending.merged_entry(rid)
+        if merged is not None and merged[0] != sid:
+            raise RepositoryCorruption("invalid search index")
+        touched: set[int] = set()
+        if waiting is not None:
+            self.pending.drop(sid, rid)
+            touched.update(term_id for term_id, _ in waiting.pairs)
+        if merged is not None and (erasing or waiting is None):
+            if erasing:
+                touched |= self.pending.remove_merged(sid, rid, merged[1])
+            else:
+                pairs = self.pending.merged_pairs(rid)
+                self.pending.add(sid, rid, -1, merged[1], pairs_text(pairs))
+                if self.pending.count(sid) >= PENDING_BOUND:
+                    self.pending.merge(sid)
+        # The terms only this entry held go with it (those of a merged entry removed
+        # by a seal wait for the merge, which erases them).
+        self.pending.erase_unheld(sid, touched)
+
+    # --- reads ------------------------------------------------------------------------
 
     def statistics(self, scope: ScopeKey) -> tuple[int, int]:
         sid = self._scope_id(scope)
-        row = None
-        if sid is not None:
-            row = self._conn.execute(
-                "SELECT docs, length FROM search_stats WHERE scope_id = ?", (sid,)
-            ).fetchone()
+        if sid is None:
+            return (0, 0)
+        row = self._conn.execute(
+            "SELECT IFNULL((SELECT docs FROM search_stats WHERE scope_id = ?1), 0) "
+            "+ IFNULL((SELECT SUM(change) FROM search_pending WHERE scope_id = ?1), 0), "
+            "IFNULL((SELECT length FROM search_stats WHERE scope_id = ?1), 0) "
+            "+ IFNULL((SELECT SUM(change * length) FROM search_pending WHERE scope_id = ?1), 0)",
+            (sid,),
+        ).fetchone()
         return (0, 0) if row is None else (row[0], row[1])
 
     def term_frequencies(self, scope: ScopeKey, terms: Sequence[int]) -> dict[int, int]:
         sid = self._scope_id(scope)
         if sid is None or not terms:
             return {}
-        # The keys drive the join, one probe of the lookup index each: a search asks for
-        # hundreds of corrections at once, most of them held by no memory.
-        first: dict[int, tuple[int, int]] = {}
-        for start in range(0, len(terms), CHUNK):
-            chunk = list(terms[start : start + CHUNK])
-            values = ", ".join("(?)" for _ in chunk)
-            for term_id, term, df in self._conn.execute(
-                f"WITH k (term) AS (VALUES {values}) "
-                "SELECT t.term_id, t.term, t.df "
-                "FROM k CROSS JOIN search_terms t INDEXED BY search_terms_lookup "
-                "ON t.scope_id = ? AND t.bucket = k.term & 65535 AND t.term = k.term",
-                [*chunk, sid],
-            ):
-                # A key stored twice is corruption (verify reports it); take the first.
-                if term not in first or term_id < first[term][0]:
-                    first[term] = (term_id, df)
+        first = self._lookup(sid, terms)
         if not first:
             return {}
-        # Pending postings count too: at most ``PENDING_BOUND - 1`` rows to read.
-        waiting = self._waiting(sid, {term_id for term_id, _ in first.values()})
-        return {term: df + waiting.get(term_id, 0) for term, (term_id, df) in first.items()}
+        # The merged frequency with the scope's pending rows applied: at most
+        # ``PENDING_BOUND - 1`` rows to read.
+        live = self.pending.live_frequencies(sid, list(first.values()))
+        return {term: live[term_id] for term, term_id in first.items() if live[term_id] > 0}
+
+    def _lookup(self, sid: int, terms: Sequence[int]) -> dict[int, int]:
+        """The term ID of each of these keys held in the scope (the first, should a key
+        be stored twice: verification reports it)."""
+        # The keys drive the join, one probe of the look-up index each: a search asks for
+        # hundreds of corrections at once, most of them held by no memory.
+        first: dict[int, int] = {}
+        for start in range(0, len(terms), CHUNK):
+            keys = {key_blob(term): term for term in terms[start : start + CHUNK]}
+            values = ", ".join("(?)" for _ in keys)
+            for term_id, stored in self._conn.execute(
+                f"WITH k (term) AS (VALUES {values}) SELECT t.term_id, t.term "
+                f"FROM k CROSS JOIN {_LOOKUP.format(key='k.term')}",
+                [*keys, sid],
+            ):
+                key = keys[stored]
+                if key not in first or term_id < first[key]:
+                    first[key] = term_id
+        return first
+
+    def term_ids(self, sid: int, terms: Sequence[int]) -> dict[int, int]:
+        """The ``term_id`` of each of these term keys in the scope (absent: none yet)."""
+        return self._lookup(sid, terms)
 
     def candidates(
         self,
@@ -354,43 +202,56 @@ class SQLiteSearch(Role):
         if sid is None or not weights:
             return 0, []
         values = ", ".join("(?, ?)" for _ in weights)
-        term = bm25_term(
-            SQLITE, "p.tf", "d.length", "q.weight", Param(k1), Param(b), Param(average_length)
+        merged_term = bm25_term(
+            SQLITE, "p.tf", "d.length", "t.weight", Param(k1), Param(b), Param(average_length)
         )
-        filters, extra = eligibility_filters(
-            as_of, kinds, min_trust, claim_statuses, claim_kind, period=period
+        pending_term = bm25_term(
+            SQLITE, "w.tf", "w.length", "t.weight", Param(k1), Param(b), Param(average_length)
         )
-        params: list[Any] = [p for pair in weights for p in pair]
-        params.append(sid)
-        branch_params = [*term.params, sid, sid, as_of, as_of, *extra]
-        params += [*branch_params, *branch_params]
+        merged_filters, merged_extra = eligibility_filters(
+            as_of, kinds, min_trust, claim_statuses, claim_kind, d="d", period=period
+        )
+        pending_filters, pending_extra = eligibility_filters(
+            as_of, kinds, min_trust, claim_statuses, claim_kind, d="w", period=period
+        )
+        params: list[Any] = [p for term, weight in weights for p in (key_blob(term), weight)]
+        params += [sid, sid, sid]
+        params += [*merged_term.params, sid, as_of, as_of, *merged_extra]
+        params += [*pending_term.params, as_of, as_of, *pending_extra]
         params.append(window - 1)
-
-        def branch(postings: str) -> str:
-            return (
-                f"SELECT p.doc AS doc, {term.sql} AS part "
-                "FROM q CROSS JOIN search_terms t INDEXED BY search_terms_lookup "
-                "ON t.scope_id = ? AND t.bucket = q.term & 65535 AND t.term = q.term "
-                f"JOIN {postings} p ON p.term_id = t.term_id "
-                "JOIN search_docs d ON d.doc = p.doc "
-                f"WHERE d.scope_id = ? AND d.created_at <= ? AND d.recall_until > ?{filters}"
-            )
-
         # CROSS JOIN keeps the query terms outermost: each term's merged postings are one
-        # range of the primary key, and nothing else of the scope is read but its
-        # pending rows (fewer than ``PENDING_BOUND``). A memory's postings are either
-        # all merged or all pending, so each sum adds the terms of one branch.
+        # range of the primary key; besides them only the scope's pending rows (fewer
+        # than ``PENDING_BOUND``) are read. A memory's postings are either all merged or
+        # all pending, so each sum adds the terms of one branch; a merged entry with a
+        # pending removal is left out.
         rows = self._conn.execute(
             f"WITH q (term, weight) AS (VALUES {values}), "
-            f"w AS MATERIALIZED ({PENDING_PAIRS} WHERE x.scope_id = ?), "
+            "t AS MATERIALIZED (SELECT t.term_id AS term_id, q.weight AS weight "
+            f"FROM q CROSS JOIN {_LOOKUP.format(key='q.term')}), "
+            "w AS MATERIALIZED (SELECT x.doc AS doc, x.length AS length, "
+            "x.created_at AS created_at, x.clear_until AS clear_until, "
+            "x.recall_until AS recall_until, x.trust AS trust, x.kind AS kind, "
+            "j.value ->> 0 AS term_id, j.value ->> 1 AS tf "
+            "FROM search_pending x, json_each(x.postings) j "
+            "WHERE x.scope_id = ? AND x.change = 1), "
+            "gone AS MATERIALIZED (SELECT doc FROM search_pending "
+            "WHERE scope_id = ? AND change = -1), "
             "scored AS MATERIALIZED ("
-            "SELECT doc, SUM(part) AS score FROM ("
-            f"{branch('search_postings')} UNION ALL {branch('w')}) "
-            "GROUP BY doc) "
-            "SELECT m.memory_id, s.score, d.created_at, d.clear_until, d.recall_until, "
+            "SELECT doc, SUM(part) AS score, MAX(created_at) AS created_at, "
+            "MAX(clear_until) AS clear_until, MAX(recall_until) AS recall_until FROM ("
+            f"SELECT p.doc AS doc, {merged_term.sql} AS part, d.created_at AS created_at, "
+            "d.clear_until AS clear_until, d.recall_until AS recall_until "
+            "FROM t CROSS JOIN search_postings p ON p.term_id = t.term_id "
+            "JOIN search_docs d ON d.doc = p.doc "
+            "WHERE d.scope_id = ? AND d.created_at <= ? AND d.recall_until > ? "
+            f"AND p.doc NOT IN gone{merged_filters} "
+            f"UNION ALL SELECT w.doc, {pending_term.sql}, w.created_at, w.clear_until, "
+            "w.recall_until FROM t JOIN w ON w.term_id = t.term_id "
+            f"WHERE w.created_at <= ? AND w.recall_until > ?{pending_filters}"
+            ") GROUP BY doc) "
+            "SELECT m.memory_id, s.score, s.created_at, s.clear_until, s.recall_until, "
             "(SELECT COUNT(*) FROM scored) "
-            "FROM scored s JOIN search_docs d ON d.doc = s.doc "
-            "JOIN memories m ON m.rid = s.doc "
+            "FROM scored s JOIN memories m ON m.rid = s.doc "
             "WHERE s.score >= IFNULL("
             "(SELECT score FROM scored ORDER BY score DESC LIMIT 1 OFFSET ?), -1e308)",
             params,
@@ -399,49 +260,99 @@ class SQLiteSearch(Role):
             return 0, []
         return rows[0][5], [SearchCandidate(*r[:5]) for r in rows]
 
+    def holding(self, sid: int, terms: Sequence[int], memory_ids: Sequence[str]) -> int:
+        """How many of these memories of the scope have a searchable entry that holds at
+        least one of these term keys."""
+        term_ids = sorted(set(self._lookup(sid, terms).values()))
+        if not term_ids:
+            return 0
+        live = self.entries(sid, memory_ids)
+        return sum(1 for pairs in live.values() if any(t in term_ids for t, _ in pairs[1]))
+
+    def entries(
+        self, sid: int, memory_ids: Sequence[str]
+    ) -> dict[str, tuple[tuple[Any, ...], tuple[tuple[int, int], ...]]]:
+        """The searchable entry of each of these memories that has one: its entry columns
+        and ``(term_id, tf)`` pairs, pending or merged."""
+        found: dict[str, tuple[tuple[Any, ...], tuple[tuple[int, int], ...]]] = {}
+        for start in range(0, len(memory_ids), CHUNK):
+            chunk = list(memory_ids[start : start + CHUNK])
+            marks = ",".join("?" * len(chunk))
+            for memory_id, rid in self._conn.execute(
+                "SELECT memory_id, rid FROM memories "
+                f"WHERE memory_id IN ({marks}) AND scope_id = ? AND erased IS NOT 1",
+                [*chunk, sid],
+            ).fetchall():
+                waiting = self.pending.row(sid, rid)
+                if waiting is not None:
+                    if waiting.change > 0:
+                        found[memory_id] = (waiting.entry, waiting.pairs)
+                    continue
+                merged = self.pending.merged_entry(rid)
+                if merged is not None and merged[0] == sid:
+                    found[memory_id] = (merged[1], self.pending.merged_pairs(rid))
+        return found
+
     def docs_for(self, scope: ScopeKey, memory_ids: Sequence[str]) -> list[SearchDocRow]:
         sid = self._scope_id(scope)
         if sid is None or not memory_ids:
             return []
-        docs: list[SearchDocRow] = []
-        for start in range(0, len(memory_ids), CHUNK):
-            chunk = list(memory_ids[start : start + CHUNK])
-            marks = ",".join("?" * len(chunk))
-            for r in self._conn.execute(
-                "SELECT d.doc, m.memory_id, d.length, d.created_at, d.clear_until, "
-                "d.recall_until, d.trust, d.kind FROM memories m "
-                "JOIN search_docs d ON d.doc = m.rid AND d.scope_id = m.scope_id "
-                f"WHERE m.scope_id = ? AND m.memory_id IN ({marks})",
-                [sid, *chunk],
-            ).fetchall():
-                terms = tuple(
-                    (t, f)
-                    for t, f in self._conn.execute(
-                        "SELECT t.term, p.tf FROM search_postings p "
-                        "JOIN search_terms t ON t.term_id = p.term_id "
-                        "WHERE p.doc = ? AND t.scope_id = ? UNION ALL "
-                        f"SELECT t.term, w.tf FROM ({PENDING_PAIRS} "
-                        "WHERE x.scope_id = ? AND x.doc = ?) w "
-                        "JOIN search_terms t ON t.term_id = w.term_id "
-                        "WHERE t.scope_id = w.scope_id ORDER BY 1",
-                        (r[0], sid, sid, r[0]),
-                    )
+        found = self.entries(sid, memory_ids)
+        keys = self._keys(sorted({t for _, pairs in found.values() for t, _ in pairs}), sid)
+        docs = []
+        for memory_id, (entry, pairs) in found.items():
+            terms = sorted((keys.get(term_id, term_id), tf) for term_id, tf in pairs)
+            length, created_at, clear_until, recall_until, trust, kind = entry
+            docs.append(
+                SearchDocRow(
+                    scope,
+                    memory_id,
+                    length,
+                    created_at,
+                    clear_until,
+                    recall_until,
+                    trust,
+                    kind,
+                    tuple(terms),
                 )
-                docs.append(SearchDocRow(scope, r[1], r[2], r[3], r[4], r[5], r[6], r[7], terms))
+            )
         return docs
+
+    def _keys(self, term_ids: Sequence[int], sid: int) -> dict[int, Any]:
+        """The key of each of these live terms of the scope."""
+        found: dict[int, Any] = {}
+        for start in range(0, len(term_ids), CHUNK):
+            chunk = list(term_ids[start : start + CHUNK])
+            marks = ",".join("?" * len(chunk))
+            for term_id, term in self._conn.execute(
+                f"SELECT term_id, term FROM search_terms WHERE term_id IN ({marks}) "
+                "AND scope_id = ? AND erased IS NOT 1",
+                [*chunk, sid],
+            ):
+                found[term_id] = term_int(term)
+        return found
 
     def iter_docs(self, scope: ScopeKey | None) -> Iterator[SearchDocRow]:
         clause = self._scope_clause(scope, "d.scope_id")
         if clause is None:
             return
         where, params = clause
+        pending_where = where.replace("d.scope_id", "x.scope_id")
+        # Merged entries without a pending removal, and pending additions.
         for r in self._rows(
-            f"SELECT {SCOPE_COLUMNS}, "
-            "CASE WHEN m.scope_id = d.scope_id THEN m.memory_id END, "
-            "d.length, d.created_at, d.clear_until, d.recall_until, d.trust, d.kind "
+            f"SELECT {SCOPE_COLUMNS}, CASE WHEN m.scope_id = d.scope_id "
+            "AND m.erased IS NOT 1 THEN m.memory_id END, "
+            f"{', '.join(f'd.{c.strip()}' for c in ENTRY_COLUMNS.split(','))} "
             "FROM search_docs d JOIN scopes s ON s.scope_id = d.scope_id "
-            f"LEFT JOIN memories m ON m.rid = d.doc WHERE 1 = 1{where} ORDER BY d.doc",
-            params,
+            "LEFT JOIN memories m ON m.rid = d.doc "
+            f"WHERE NOT EXISTS (SELECT 1 FROM search_pending r WHERE r.scope_id = d.scope_id "
+            f"AND r.doc = d.doc AND r.change = -1){where} "
+            f"UNION ALL SELECT {SCOPE_COLUMNS}, CASE WHEN m.scope_id = x.scope_id "
+            "AND m.erased IS NOT 1 THEN m.memory_id END, "
+            f"{', '.join(f'x.{c.strip()}' for c in ENTRY_COLUMNS.split(','))} "
+            "FROM search_pending x JOIN scopes s ON s.scope_id = x.scope_id "
+            f"LEFT JOIN memories m ON m.rid = x.doc WHERE x.change = 1{pending_where}",
+            [*params, *params],
         ):
             yield SearchDocRow((r[0], r[1], r[2]), *r[3:])
 
@@ -450,22 +361,30 @@ class SQLiteSearch(Role):
         if clause is None:
             return
         where, params = clause
-        # A term's document frequency is its stored (merged) one plus its pending
-        # postings, which count among its postings too.
+        # A term's document frequency and postings are the merged ones with the pending
+        # rows applied. A term left by a pending removal alone waits for the merge that
+        # erases it, and is not reported.
+        pending_where = where.replace("x.scope_id", "v.scope_id")
         for r in self._rows(
-            f"WITH w AS MATERIALIZED (SELECT v.term_id AS term_id, COUNT(*) AS n "
-            f"FROM ({PENDING_PAIRS} WHERE 1 = 1{where}) v GROUP BY v.term_id) "
-            f"SELECT {SCOPE_COLUMNS}, x.term, x.df + IFNULL(w.n, 0), "
+            f"WITH w AS MATERIALIZED (SELECT v.term_id AS term_id, SUM(v.change) AS n, "
+            "MIN(v.change) AS least "
+            f"FROM ({PENDING_PAIRS}) v WHERE 1 = 1{pending_where} GROUP BY v.term_id) "
+            f"SELECT {SCOPE_COLUMNS}, x.term, IFNULL(f.df, 0) + IFNULL(w.n, 0), "
             "(SELECT COUNT(*) FROM search_postings p WHERE p.term_id = x.term_id) "
             "+ IFNULL(w.n, 0), "
             "(SELECT COUNT(*) FROM search_terms y INDEXED BY search_terms_lookup "
-            "WHERE y.scope_id = x.scope_id AND y.bucket = x.bucket AND y.term = x.term "
-            "AND y.term_id < x.term_id) "
+            "WHERE y.scope_id = x.scope_id AND y.erased IS NOT 1 "
+            "AND substr(y.term, 7, 2) = substr(x.term, 7, 2) AND y.term = x.term "
+            "AND y.term_id < x.term_id), IFNULL(w.least, 0) "
             "FROM search_terms x JOIN scopes s ON s.scope_id = x.scope_id "
-            f"LEFT JOIN w ON w.term_id = x.term_id WHERE 1 = 1{where} ORDER BY x.term_id",
+            "LEFT JOIN search_df f ON f.term_id = x.term_id "
+            f"LEFT JOIN w ON w.term_id = x.term_id WHERE x.erased IS NOT 1{where} ORDER BY "
+            "x.term_id",
             [*params, *params],
         ):
-            yield SearchTermRow((r[0], r[1], r[2]), *r[3:])
+            if r[4] == 0 and r[5] == 0 and r[7] < 0:
+                continue
+            yield SearchTermRow((r[0], r[1], r[2]), term_int(r[3]), r[4], r[5], r[6])  # type: ignore[arg-type]
 
     def iter_stats(self, scope: ScopeKey | None) -> Iterator[SearchStatsRow]:
         clause = self._scope_clause(scope, "x.scope_id")
@@ -494,7 +413,7 @@ class SQLiteSearch(Role):
             # belongs to none, and the whole-store check counts it.
             (count,) = self._conn.execute(
                 "SELECT COUNT(*) FROM search_postings p "
-                "LEFT JOIN search_terms t ON t.term_id = p.term_id "
+                "LEFT JOIN search_terms t ON t.term_id = p.term_id AND t.erased IS NOT 1 "
                 "WHERE t.term_id IS NULL OR NOT EXISTS (SELECT 1 FROM search_docs d "
                 "WHERE d.doc = p.doc AND d.scope_id = t.scope_id)"
             ).fetchone()
@@ -508,23 +427,31 @@ class SQLiteSearch(Role):
             (count,) = self._conn.execute(
                 "SELECT (SELECT COUNT(*) FROM search_terms t INDEXED BY search_terms_lookup "
                 "JOIN search_postings p ON p.term_id = t.term_id WHERE t.scope_id = ?1 "
-                "AND NOT EXISTS (SELECT 1 FROM search_docs d "
+                "AND t.erased IS NOT 1 AND NOT EXISTS (SELECT 1 FROM search_docs d "
                 "WHERE d.doc = p.doc AND d.scope_id = ?1)) "
                 "+ (SELECT COUNT(*) FROM search_docs d INDEXED BY search_docs_by_scope "
                 "JOIN search_postings p INDEXED BY search_postings_by_doc ON p.doc = d.doc "
-                "LEFT JOIN search_terms t ON t.term_id = p.term_id WHERE d.scope_id = ?1 "
-                "AND (t.term_id IS NULL OR t.scope_id IS NOT ?1))",
+                "LEFT JOIN search_terms t ON t.term_id = p.term_id AND t.erased IS NOT 1 "
+                "WHERE d.scope_id = ?1 AND (t.term_id IS NULL OR t.scope_id IS NOT ?1))",
                 (sid,),
             ).fetchone()
-        # A pending row without its entry, or naming a term its scope lacks, is one too.
+        # A pending addition without its memory (or with an entry merged beside it) or
+        # naming a term its scope lacks, or a pending removal without its merged entry,
+        # is one too (a removal may name a term an erasure took out meanwhile).
         pending = self._scope_clause(scope, "x.scope_id")
         assert pending is not None
         (waiting,) = self._conn.execute(
-            f"SELECT COUNT(*) FROM search_pending x WHERE 1 = 1{pending[0]} AND (NOT EXISTS ("
-            "SELECT 1 FROM search_docs d WHERE d.doc = x.doc AND d.scope_id = x.scope_id) "
-            f"OR EXISTS (SELECT 1 FROM ({PENDING_PAIRS}) v WHERE v.scope_id = x.scope_id "
-            "AND v.doc = x.doc AND NOT EXISTS (SELECT 1 FROM search_terms t "
-            "WHERE t.term_id = v.term_id AND t.scope_id = v.scope_id)))",
+            f"SELECT COUNT(*) FROM search_pending x WHERE 1 = 1{pending[0]} AND ("
+            "(x.change = 1 AND (NOT EXISTS (SELECT 1 FROM memories m WHERE m.rid = x.doc "
+            "AND m.scope_id = x.scope_id AND m.erased IS NOT 1) "
+            "OR EXISTS (SELECT 1 FROM search_docs d WHERE d.doc = x.doc))) "
+            "OR (x.change = -1 AND NOT EXISTS (SELECT 1 FROM search_docs d "
+            "WHERE d.doc = x.doc AND d.scope_id = x.scope_id)) "
+            "OR x.change NOT IN (1, -1) "
+            f"OR (x.change = 1 AND EXISTS (SELECT 1 FROM ({PENDING_PAIRS}) v "
+            "WHERE v.scope_id = x.scope_id AND v.doc = x.doc AND NOT EXISTS "
+            "(SELECT 1 FROM search_terms t "
+            "WHERE t.term_id = v.term_id AND t.scope_id = v.scope_id AND t.erased IS NOT 1))))",
             pending[1],
         ).fetchone()
         return int(count) + int(waiting)
@@ -542,20 +469,3 @@ class SQLiteSearch(Role):
         if sid is None:
             return None
         return f" AND {column} = ?", [sid]
-
-    def term_ids(self, sid: int, terms: Sequence[int]) -> dict[int, int]:
-        """The ``term_id`` of each of these term keys in the scope (absent: none yet)."""
-        found: dict[int, int] = {}
-        for start in range(0, len(terms), CHUNK):
-            chunk = list(terms[start : start + CHUNK])
-            marks = ",".join("?" * len(chunk))
-            wanted = sorted({t & _BUCKET for t in chunk})
-            buckets = ",".join("?" * len(wanted))
-            for term_id, term in self._conn.execute(
-                "SELECT term_id, term FROM search_terms INDEXED BY search_terms_lookup "
-                f"WHERE scope_id = ? AND bucket IN ({buckets}) AND term IN ({marks})",
-                [sid, *wanted, *chunk],
-            ):
-                # A key stored twice is corruption (verify reports it); take the first.
-                found[term] = min(term_id, found.get(term, term_id))
-        return found

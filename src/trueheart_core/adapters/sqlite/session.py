@@ -16,8 +16,7 @@ EVENT_COLUMNS = (
     "{a}.event_id, {a}.source_id, {a}.source_type, {a}.source_occurred_at, {a}.trust, "
     "{a}.source_metadata, {a}.content_hash, {a}.ingested_at, {a}.raw_expires_at, "
     "{a}.clear_for, {a}.recall_for, {a}.status, {a}.metadata, {a}.digest, "
-    "EXISTS (SELECT 1 FROM raw_bodies b WHERE b.event_id = {a}.event_id "
-    "AND b.scope_id = {a}.scope_id)"
+    "EXISTS (SELECT 1 FROM raw_bodies b WHERE b.rid = {a}.rid AND b.erased IS NOT 1)"
 )
 MEMORY_COLUMNS = (
     "{a}.memory_id, {a}.content, {a}.dependency_fingerprint, {a}.kind, {a}.trust, "
@@ -30,10 +29,42 @@ MEMORY_X = MEMORY_COLUMNS.format(a="x")
 SCOPE_JOIN = "JOIN scopes s ON s.scope_id = {alias}.scope_id"
 SCOPE_COLUMNS = "s.tenant_id, s.owner_id, s.subject_id"
 
+EVENT_STATUS: dict[str, int] = {"active": 0, "expired": 1}
+"""A receipt's status as stored: 0 or 1, which SQLite stores in no bytes, so that expiry
+changes it without changing the row's size."""
+_STATUS_OF = {code: name for name, code in EVENT_STATUS.items()}
+
+
+def stored_status(status: str) -> object:
+    """The stored form of a receipt's status (an unknown one is stored as it is)."""
+    return EVENT_STATUS.get(status, status)
+
+
+def event_status(stored: object) -> Any:
+    """A receipt's status as the port names it. A value that is not one of the stored
+    codes is passed on (as text, marked) for the service's checks to refuse."""
+    if type(stored) is int and stored in _STATUS_OF:
+        return _STATUS_OF[stored]
+    return None if stored is None else f"invalid:{stored!r}"
+
+
+def blanked(column: str) -> str:
+    """An assignment that overwrites ``column`` in place with a value of the same stored
+    size holding none of its bytes: text becomes as many ``0`` characters as it has
+    bytes, bytes become zero bytes; numbers and NULL stay (they carry no text, and a
+    number written anew could change size)."""
+    octets = f"length(CAST({column} AS BLOB))"
+    return (
+        f"{column} = CASE typeof({column}) "
+        f"WHEN 'text' THEN substr(hex(zeroblob({octets})), 1, {octets}) "
+        f"WHEN 'blob' THEN zeroblob(length({column})) ELSE {column} END"
+    )
+
 
 def event_row(scope: ScopeKey, r: Sequence[Any]) -> EventRow:
     (eid, sid, stype, occurred, trust, smeta, chash, ingested, expires, clear, recall) = r[:11]
-    status, metadata, digest, has_body = r[11:15]
+    stored, metadata, digest, has_body = r[11:15]
+    status = event_status(stored)
     return EventRow(
         scope,
         eid,
@@ -126,15 +157,18 @@ class Session:
         self.new[scope] = cursor.lastrowid
         return cursor.lastrowid
 
-    def scan(self, sql: str, scope: ScopeKey | None, order: str) -> Iterator[Sequence[Any]]:
-        """Rows of ``sql`` (selecting a scope key first) in chunks by rowid-like ``order``."""
-        where = ""
+    def scan(
+        self, sql: str, scope: ScopeKey | None, order: str, *, live: bool = True
+    ) -> Iterator[Sequence[Any]]:
+        """Rows of ``sql`` (selecting a scope key first) in chunks by rowid-like ``order``;
+        ``live`` leaves erased rows out (for the tables that keep them)."""
+        where = " AND x.erased IS NOT 1" if live else ""
         params: list[Any] = []
         if scope is not None:
             sid = self.scope_id(scope, thorough=True)
             if sid is None:
                 return
-            where = " AND x.scope_id = ?"
+            where += " AND x.scope_id = ?"
             params.append(sid)
         last: Any = None
         while True:
@@ -151,17 +185,25 @@ class Session:
 
     def memory_rid(self, sid: int | None, memory_id: str) -> int | None:
         row = self.conn.execute(
-            "SELECT rid FROM memories WHERE memory_id = ? AND scope_id = ?", (memory_id, sid)
+            "SELECT rid FROM memories WHERE memory_id = ? AND scope_id = ? AND erased IS NOT 1",
+            (memory_id, sid),
         ).fetchone()
         return None if row is None else int(row[0])
 
-    def in_chunks(self, sql: str, head: Sequence[Any], values: Sequence[Any]) -> list[Any]:
-        """Rows of ``sql`` (whose ``{marks}`` takes the values) for every chunk of values."""
+    def in_chunks(
+        self,
+        sql: str,
+        head: Sequence[Any],
+        values: Sequence[Any],
+        tail: Sequence[Any] = (),
+    ) -> list[Any]:
+        """Rows of ``sql`` (whose ``{marks}`` takes the values, between the parameters
+        ``head`` and ``tail``) for every chunk of values."""
         rows: list[Any] = []
         for start in range(0, len(values), CHUNK):
             chunk = list(values[start : start + CHUNK])
             marks = ",".join("?" * len(chunk))
-            rows.extend(self.conn.execute(sql.format(marks=marks), [*head, *chunk]))
+            rows.extend(self.conn.execute(sql.format(marks=marks), [*head, *chunk, *tail]))
         return rows
 
 

@@ -53,7 +53,7 @@ class SQLiteTombstones(Role):
             f"SELECT x.seq, {SCOPE_COLUMNS}, x.entity_type, x.entity_id, x.fingerprint, "
             f"x.deleted_at, x.reason, x.digest FROM tombstones x {SCOPE_JOIN.format(alias='x')}"
         )
-        for r in self._scan(sql, scope, "seq"):
+        for r in self._scan(sql, scope, "seq", live=False):
             yield TombstoneRow(key_of(r), *r[3:])
 
     def _scoped_tombstones(self, scope: ScopeKey, column: str, value: str) -> list[TombstoneRow]:

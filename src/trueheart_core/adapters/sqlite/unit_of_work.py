@@ -8,6 +8,7 @@ memory's search entry, claim row and vector go with it) call that role directly.
 
 from __future__ import annotations
 
+import functools
 import sqlite3
 
 from trueheart_core.adapters.sqlite.audit import SQLiteAudit
@@ -23,7 +24,8 @@ from trueheart_core.ports import ScopeKey, UnitOfWork
 
 
 class SQLiteUnitOfWork:
-    """One SQLite transaction and its roles (see ``ports.UnitOfWork``)."""
+    """One SQLite transaction and its roles (see ``ports.UnitOfWork``). A role is made
+    when the unit first uses it: most units use a few."""
 
     def __init__(
         self,
@@ -33,21 +35,45 @@ class SQLiteUnitOfWork:
     ) -> None:
         self._session = Session(conn, scope_ids, scratch)
         self.committed = False
-        self.search = SQLiteSearch(self._session)
-        self.claims = SQLiteClaims(self._session)
-        self.vectors = SQLiteVectors(self._session, search=self.search)
-        self.audit = SQLiteAudit(self._session)
-        self.events = SQLiteEvents(self._session, claims=self.claims, audit=self.audit)
-        self.memories = SQLiteMemories(
+
+    @functools.cached_property
+    def search(self) -> SQLiteSearch:
+        return SQLiteSearch(self._session)
+
+    @functools.cached_property
+    def claims(self) -> SQLiteClaims:
+        return SQLiteClaims(self._session)
+
+    @functools.cached_property
+    def vectors(self) -> SQLiteVectors:
+        return SQLiteVectors(self._session, search=self.search)
+
+    @functools.cached_property
+    def audit(self) -> SQLiteAudit:
+        return SQLiteAudit(self._session)
+
+    @functools.cached_property
+    def events(self) -> SQLiteEvents:
+        return SQLiteEvents(self._session, claims=self.claims, audit=self.audit)
+
+    @functools.cached_property
+    def memories(self) -> SQLiteMemories:
+        return SQLiteMemories(
             self._session, search=self.search, claims=self.claims, vectors=self.vectors
         )
-        self.tombstones = SQLiteTombstones(self._session)
-        self.operations = SQLiteOperations(self._session)
+
+    @functools.cached_property
+    def tombstones(self) -> SQLiteTombstones:
+        return SQLiteTombstones(self._session)
+
+    @functools.cached_property
+    def operations(self) -> SQLiteOperations:
+        return SQLiteOperations(self._session, search=self.search)
 
     @property
     def rewrite_requested(self) -> bool:
-        """Set by a bulk erasure: the repository rewrites the file after the commit."""
-        return self.operations.rewrite_requested
+        """Set by compaction: the repository rewrites the file after the commit."""
+        return "operations" in self.__dict__ and self.operations.rewrite_requested
 
     def commit(self) -> None:
         self._session.conn.execute("COMMIT")

@@ -1,18 +1,23 @@
 """The SQLite vectors role (see ``ports.vectors``): statements over the unit of work's
-connection, and nothing else."""
+connection, and nothing else.
+
+Vectors are a kept table (see ``schema``): a vector that goes, or is replaced, is
+overwritten in place and marked ``erased``; a changed vector row is a new row at the
+table's end."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator, MutableMapping, Sequence
 from typing import Any
 
-from trueheart_core.adapters.sqlite.search import PENDING_PAIRS, SQLiteSearch, eligibility_filters
+from trueheart_core.adapters.sqlite.filters import eligibility_filters
+from trueheart_core.adapters.sqlite.search import SQLiteSearch
 from trueheart_core.adapters.sqlite.session import (
     CHUNK,
     SCOPE_COLUMNS,
     Role,
     Session,
+    blanked,
 )
 from trueheart_core.errors import RepositoryCorruption
 from trueheart_core.ports import (
@@ -26,6 +31,14 @@ from trueheart_core.ports import (
 )
 
 _FETCH = 500
+VECTOR_TEXT = ("memory_id", "kind", "content_hash", "vector", "digest", "sketch")
+"""The columns of a vector row that hold what a memory's body yields (or its text),
+which erasing the vector overwrites in place."""
+ERASE_VECTOR = f"{', '.join(blanked(c) for c in VECTOR_TEXT)}, erased = 1"
+_ROW_COLUMNS = (
+    "doc, scope_id, space_id, active, created_at, memory_id, clear_until, recall_until, "
+    "trust, kind, content_hash, vector, digest, sketch, sketch_scale, sketch_error"
+)
 
 
 class SQLiteVectors(Role):
@@ -57,17 +70,15 @@ class SQLiteVectors(Role):
         if sid is not None:
             found = self._conn.execute(
                 "SELECT rid, status, created_at, clear_until, recall_until, trust, kind "
-                "FROM memories WHERE memory_id = ? AND scope_id = ?",
+                "FROM memories WHERE memory_id = ? AND scope_id = ? AND erased IS NOT 1",
                 (row.memory_id, sid),
             ).fetchone()
         if found is None:
             raise RepositoryCorruption("invalid vector")
         rid, status, *copied = found
-        self._conn.execute("DELETE FROM vectors WHERE doc = ?", (rid,))
+        self.delete_of(rid)
         self._conn.execute(
-            "INSERT INTO vectors (doc, scope_id, space_id, active, created_at, memory_id, "
-            "clear_until, recall_until, trust, kind, content_hash, vector, digest, "
-            "sketch, sketch_scale, sketch_error) "
+            f"INSERT INTO vectors ({_ROW_COLUMNS}) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 rid,
@@ -96,9 +107,9 @@ class SQLiteVectors(Role):
             marks = ",".join("?" * len(chunk))
             for memory_id, space_id, content_hash in self._conn.execute(
                 "SELECT m.memory_id, v.space_id, v.content_hash FROM memories m "
-                "JOIN vectors v ON v.doc = m.rid "
-                f"WHERE m.scope_id = ? AND m.memory_id IN ({marks})",
-                [sid, *chunk],
+                "JOIN vectors v ON v.doc = m.rid AND v.erased IS NOT 1 "
+                f"WHERE m.memory_id IN ({marks}) AND m.scope_id = ? AND m.erased IS NOT 1",
+                [*chunk, sid],
             ):
                 found[memory_id] = (space_id, content_hash)
         return found
@@ -110,8 +121,8 @@ class SQLiteVectors(Role):
         sql = (
             "SELECT m.memory_id, m.kind, m.content, v.space_id, v.content_hash "
             "FROM memories m INDEXED BY memories_by_status "
-            "LEFT JOIN vectors v ON v.doc = m.rid "
-            "WHERE m.scope_id = ? AND m.status = 'active'"
+            "LEFT JOIN vectors v ON v.doc = m.rid AND v.erased IS NOT 1 "
+            "WHERE m.scope_id = ? AND m.status = 'active' AND m.erased IS NOT 1"
         )
         params: list[Any] = [sid]
         if after is not None:
@@ -152,7 +163,8 @@ class SQLiteVectors(Role):
                 marks = ",".join("?" * len(part))
                 yield self._conn.execute(
                     f"SELECT {columns} FROM vectors v WHERE v.vid IN ({marks}) "
-                    "AND +v.scope_id = ? AND +v.space_id = ? AND +v.active = 1 "
+                    "AND +v.scope_id = ? AND +v.space_id = ? AND +v.active = 1 AND +v.erased IS "
+                    "NOT 1 "
                     f"AND +v.created_at <= ? AND v.recall_until > ?{filters}",
                     [*part, sid, space_id, as_of, as_of, *extra],
                 ).fetchall()
@@ -162,7 +174,8 @@ class SQLiteVectors(Role):
         # chunk at a time, so only one chunk of rows is held at once.
         cursor = self._conn.execute(
             f"SELECT {columns} FROM vectors v INDEXED BY vectors_scan "
-            "WHERE v.scope_id = ? AND v.space_id = ? AND v.active = 1 AND v.created_at <= ? "
+            "WHERE v.scope_id = ? AND v.space_id = ? AND v.active = 1 AND v.erased IS NOT 1 "
+            "AND v.created_at <= ? "
             f"AND v.recall_until > ?{filters} "
             "ORDER BY v.created_at DESC, v.vid DESC LIMIT ?",
             [sid, space_id, as_of, as_of, *extra, -1 if limit is None else limit],
@@ -182,7 +195,7 @@ class SQLiteVectors(Role):
             found.extend(
                 self._conn.execute(
                     "SELECT vid, memory_id, created_at, clear_until, recall_until, vector "
-                    f"FROM vectors WHERE vid IN ({marks}) AND +scope_id = ?",
+                    f"FROM vectors WHERE vid IN ({marks}) AND +scope_id = ? AND +erased IS NOT 1",
                     [*chunk, sid],
                 ).fetchall()
             )
@@ -210,7 +223,7 @@ class SQLiteVectors(Role):
         cursor = self._conn.execute(
             "SELECT vid, vector, active, created_at, recall_until, trust, kind FROM vectors "
             "WHERE vid IN (SELECT vid FROM vectors INDEXED BY vectors_scan "
-            "WHERE scope_id = ? AND space_id = ?) ORDER BY vid",
+            "WHERE scope_id = ? AND space_id = ? AND erased IS NOT 1) ORDER BY vid",
             (sid, space_id),
         )
         while rows := cursor.fetchmany(chunk):
@@ -225,25 +238,7 @@ class SQLiteVectors(Role):
         sid = self._scope_id(scope)
         if sid is None or not terms or not memory_ids:
             return 0
-        term_ids = sorted(set(self._search.term_ids(sid, terms).values()))
-        if not term_ids:
-            return 0
-        total = 0
-        for start in range(0, len(memory_ids), CHUNK):
-            chunk = list(memory_ids[start : start + CHUNK])
-            marks = ",".join("?" * len(chunk))
-            (count,) = self._conn.execute(
-                "SELECT COUNT(*) FROM memories m INDEXED BY memories_by_id "
-                f"WHERE m.scope_id = ? AND m.memory_id IN ({marks}) "
-                "AND EXISTS (SELECT 1 FROM search_docs d WHERE d.doc = m.rid) "
-                "AND (EXISTS (SELECT 1 FROM search_postings p "
-                "WHERE p.doc = m.rid AND p.term_id IN (SELECT value FROM json_each(?))) "
-                f"OR EXISTS (SELECT 1 FROM ({PENDING_PAIRS}) w WHERE w.scope_id = m.scope_id "
-                "AND w.doc = m.rid AND w.term_id IN (SELECT value FROM json_each(?))))",
-                [sid, *chunk, json.dumps(term_ids), json.dumps(term_ids)],
-            ).fetchone()
-            total += int(count)
-        return total
+        return self._search.holding(sid, terms, memory_ids)
 
     def iter(self, scope: ScopeKey | None) -> Iterator[VectorRow]:
         where, params = "", []
@@ -251,14 +246,16 @@ class SQLiteVectors(Role):
             sid = self._scope_id(scope)
             if sid is None:
                 return
-            where, params = " WHERE v.scope_id = ?", [sid]
+            where, params = " AND v.scope_id = ?", [sid]
         cursor = self._conn.execute(
             f"SELECT {SCOPE_COLUMNS}, "
             "CASE WHEN m.scope_id = v.scope_id THEN m.memory_id ELSE '' END, "
             "v.space_id, v.content_hash, v.vector, v.digest, "
             "v.sketch, v.sketch_scale, v.sketch_error "
             "FROM vectors v JOIN scopes s ON s.scope_id = v.scope_id "
-            f"LEFT JOIN memories m ON m.rid = v.doc{where} ORDER BY v.vid",
+            "LEFT JOIN memories m ON m.rid = v.doc AND m.erased IS NOT 1 WHERE v.erased IS NOT "
+            f"1{where} "
+            "ORDER BY v.vid",
             params,
         )
         while rows := cursor.fetchmany(_FETCH):
@@ -274,8 +271,9 @@ class SQLiteVectors(Role):
             where, params = " AND v.scope_id = ?", [sid]
         rows = self._conn.execute(
             f"SELECT {SCOPE_COLUMNS}, m.memory_id FROM vectors v "
-            "JOIN memories m ON m.rid = v.doc JOIN scopes s ON s.scope_id = v.scope_id "
-            "WHERE (v.memory_id IS NOT m.memory_id OR v.scope_id IS NOT m.scope_id "
+            "JOIN memories m ON m.rid = v.doc AND m.erased IS NOT 1 "
+            "JOIN scopes s ON s.scope_id = v.scope_id WHERE v.erased IS NOT 1 "
+            "AND (v.memory_id IS NOT m.memory_id OR v.scope_id IS NOT m.scope_id "
             "OR v.created_at IS NOT m.created_at OR v.clear_until IS NOT m.clear_until "
             "OR v.recall_until IS NOT m.recall_until OR v.trust IS NOT m.trust "
             "OR v.kind IS NOT m.kind OR v.active IS NOT (m.status = 'active'))"
@@ -288,27 +286,41 @@ class SQLiteVectors(Role):
         self, sketch: Callable[[bytes], tuple[bytes, float, float] | None]
     ) -> tuple[int, int, int]:
         removed = self._conn.execute(
-            "DELETE FROM vectors WHERE NOT EXISTS (SELECT 1 FROM memories m WHERE m.rid = doc)"
+            f"UPDATE vectors SET {ERASE_VECTOR} WHERE erased IS NOT 1 AND NOT EXISTS "
+            "(SELECT 1 FROM memories m WHERE m.rid = doc AND m.erased IS NOT 1)"
         ).rowcount
-        rewritten = self._conn.execute(
-            "UPDATE vectors AS v SET memory_id = m.memory_id, created_at = m.created_at, "
-            "clear_until = m.clear_until, recall_until = m.recall_until, trust = m.trust, "
-            "kind = m.kind, active = (m.status = 'active') FROM memories m "
-            "WHERE m.rid = v.doc AND (v.memory_id IS NOT m.memory_id "
-            "OR v.created_at IS NOT m.created_at OR v.clear_until IS NOT m.clear_until "
-            "OR v.recall_until IS NOT m.recall_until OR v.trust IS NOT m.trust "
-            "OR v.kind IS NOT m.kind OR v.active IS NOT (m.status = 'active'))"
-        ).rowcount
-        return int(rewritten), int(removed), self._repair_sketches(sketch)
+        # A copy that disagrees with its memory is replaced by a row with the memory's
+        # values at the table's end (a rewritten row could change size).
+        stale = self._conn.execute(
+            "SELECT v.vid, m.memory_id, m.created_at, m.clear_until, m.recall_until, m.trust, "
+            "m.kind, m.status = 'active' FROM vectors v "
+            "JOIN memories m ON m.rid = v.doc AND m.erased IS NOT 1 WHERE v.erased IS NOT 1 AND "
+            "(v.memory_id IS NOT m.memory_id OR v.created_at IS NOT m.created_at "
+            "OR v.clear_until IS NOT m.clear_until OR v.recall_until IS NOT m.recall_until "
+            "OR v.trust IS NOT m.trust OR v.kind IS NOT m.kind "
+            "OR v.active IS NOT (m.status = 'active')) ORDER BY v.vid"
+        ).fetchall()
+        for vid, memory_id, created_at, clear_until, recall_until, trust, kind, active in stale:
+            self._replace(
+                vid,
+                memory_id=memory_id,
+                created_at=created_at,
+                clear_until=clear_until,
+                recall_until=recall_until,
+                trust=trust,
+                kind=kind,
+                active=int(active),
+            )
+        return len(stale), int(removed), self._repair_sketches(sketch)
 
     def _repair_sketches(self, sketch: Callable[[bytes], tuple[bytes, float, float] | None]) -> int:
-        """Rewrite every sketch that is not the one ``sketch`` computes from its vector;
-        pages of rows by row ID, so no cursor is open while rows change."""
+        """Replace every vector row whose sketch is not the one ``sketch`` computes from
+        its vector; pages of rows by row ID, so no cursor is open while rows change."""
         repaired = 0
         after = 0
         while rows := self._conn.execute(
             "SELECT vid, vector, sketch, sketch_scale, sketch_error FROM vectors "
-            "WHERE vid > ? ORDER BY vid LIMIT ?",
+            "WHERE vid > ? AND erased IS NOT 1 ORDER BY vid LIMIT ?",
             (after, _FETCH),
         ).fetchall():
             after = rows[-1][0]
@@ -316,13 +328,23 @@ class SQLiteVectors(Role):
                 expected = sketch(vector)
                 wanted = [None, None, None] if expected is None else list(expected)
                 if not _same(stored, wanted):
-                    self._conn.execute(
-                        "UPDATE vectors SET sketch = ?, sketch_scale = ?, sketch_error = ? "
-                        "WHERE vid = ?",
-                        (*wanted, vid),
+                    self._replace(
+                        vid, sketch=wanted[0], sketch_scale=wanted[1], sketch_error=wanted[2]
                     )
                     repaired += 1
         return repaired
+
+    def _replace(self, vid: int, **changes: object) -> None:
+        """Erase the vector row ``vid`` and append a copy of it with ``changes``."""
+        names = [c.strip() for c in _ROW_COLUMNS.split(",")]
+        row = self._conn.execute(f"SELECT {_ROW_COLUMNS} FROM vectors WHERE vid = ?", (vid,))
+        values = dict(zip(names, row.fetchone(), strict=True))
+        values.update(changes)
+        self._conn.execute(f"UPDATE vectors SET {ERASE_VECTOR} WHERE vid = ?", (vid,))
+        self._conn.execute(
+            f"INSERT INTO vectors ({_ROW_COLUMNS}) VALUES ({', '.join('?' * len(names))})",
+            [values[name] for name in names],
+        )
 
     def iter_spaces(self) -> Iterator[SpaceRow]:
         for r in self._conn.execute(
@@ -332,12 +354,17 @@ class SQLiteVectors(Role):
             yield SpaceRow(r[0], r[1], r[2], r[3])
 
     def set_active(self, rid: int, active: bool) -> None:
-        """Keep the copied status of a memory's vector in step with the memory."""
-        self._conn.execute("UPDATE vectors SET active = ? WHERE doc = ?", (int(active), rid))
+        """Keep the copied status of a memory's vector in step with the memory (0 and 1
+        are stored in no bytes: the row keeps its size)."""
+        self._conn.execute(
+            "UPDATE vectors SET active = ? WHERE doc = ? AND erased IS NOT 1", (int(active), rid)
+        )
 
     def delete_of(self, rid: int) -> None:
-        """Remove the vector of the memory with this rowid (part of deleting it)."""
-        self._conn.execute("DELETE FROM vectors WHERE doc = ?", (rid,))
+        """Erase the vector of the memory with this rowid (part of erasing it)."""
+        self._conn.execute(
+            f"UPDATE vectors SET {ERASE_VECTOR} WHERE doc = ? AND erased IS NOT 1", (rid,)
+        )
 
 
 def _same(stored: Sequence[object], wanted: Sequence[object]) -> bool:

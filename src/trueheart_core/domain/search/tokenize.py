@@ -21,6 +21,7 @@ a word of a body in clear text.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 import unicodedata
@@ -107,8 +108,16 @@ def _is_mark(char: str) -> bool:
     return not char.isascii() and unicodedata.category(char).startswith("M")
 
 
+# ASCII text: NFKC changes nothing and case folding is lower-casing, every letter or
+# digit is a word character and nothing is of an unspaced script or a combining mark, so
+# the rules reduce to runs of ASCII letters and digits.
+_ASCII_WORD = re.compile(r"[0-9a-z]+")
+
+
 def tokenize(text: str) -> list[str]:
     """The terms of ``text`` in order of appearance, repeats included."""
+    if text.isascii():
+        return [word[:MAX_TERM_CHARS] for word in _ASCII_WORD.findall(text.lower())]
     folded = unicodedata.normalize("NFKC", text).casefold()
     terms: list[str] = []
     word = ""
@@ -130,12 +139,14 @@ def tokenize(text: str) -> list[str]:
 _TERM_HASH = hashlib.blake2b(digest_size=8, person=b"trueheart.term")
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def term_key(term: str) -> int:
     """The stored key of a term: a signed 64-bit BLAKE2b hash of its UTF-8 bytes.
 
     Computed from a copy of one prepared hash object (the parameters set once), which
     is cheaper than a new object per term: a query's corrections are hashed by the
-    hundred."""
+    hundred. The keys of recent terms are kept (a vocabulary repeats itself); the cache
+    holds hashes of terms of this process's own texts, in its own memory only."""
     digest = _TERM_HASH.copy()
     digest.update(term.encode("utf-8"))
     return int.from_bytes(digest.digest(), "big", signed=True)

@@ -1,0 +1,283 @@
+"""The search index's pending changes: what a write does to the index, kept as one row of
+its scope until the scope holds :data:`PENDING_BOUND` of them, and the merge that moves
+them into the merged tables.
+
+A pending row (``search_pending``, keyed by scope and memory row ID) is either an entry
+that becomes searchable (``change = 1``: its filter columns and its ``(term_id, tf)``
+pairs) or a merged entry that stops being searchable (``change = -1``: a copy of it).
+So a write changes one page of the index: a memory made or restored adds a row, a
+memory sealed adds a removal (or drops its own pending row). The merged tables
+(``search_docs``, ``search_postings``, ``search_df``, ``search_stats``) change only when
+a scope's rows are merged, and when an erasure removes an entry at once. Every answer
+of the index is the merged tables with the scope's pending rows applied: at most
+``PENDING_BOUND - 1`` rows, integers only.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from trueheart_core.adapters.sqlite.session import CHUNK, Session, blanked
+from trueheart_core.errors import RepositoryCorruption
+
+PENDING_BOUND = 64
+"""How many pending rows a scope may hold before the write that reaches this many merges
+them into the merged tables."""
+PENDING_PAIRS = (
+    "SELECT x.scope_id AS scope_id, x.doc AS doc, x.change AS change, "
+    "j.value ->> 0 AS term_id, j.value ->> 1 AS tf "
+    "FROM search_pending x, json_each(x.postings) j"
+)
+"""The pending postings as rows ``(scope_id, doc, change, term_id, tf)`` (for the reads
+that go through all of them: searches, counts and checks)."""
+ENTRY_COLUMNS = "length, created_at, clear_until, recall_until, trust, kind"
+ERASE_TERM = f"{blanked('term')}, erased = 1"
+
+
+@dataclass(frozen=True, slots=True)
+class Pending:
+    """One pending row: its memory row ID, its change, its entry columns and postings."""
+
+    doc: int
+    change: int
+    entry: tuple[Any, ...]
+    pairs: tuple[tuple[int, int], ...]
+
+
+def pairs_of(text: object) -> tuple[tuple[int, int], ...]:
+    """The ``(term_id, tf)`` pairs of a pending row: a JSON list of integer pairs; any
+    other value fails closed."""
+    try:
+        pairs = json.loads(text) if isinstance(text, str) else None
+    except ValueError:
+        pairs = None
+    if type(pairs) is not list:
+        raise RepositoryCorruption("invalid search index")
+    found = []
+    for pair in pairs:
+        if type(pair) is not list or len(pair) != 2:
+            raise RepositoryCorruption("invalid search index")
+        term_id, tf = pair
+        if type(term_id) is not int or type(tf) is not int or term_id <= 0 or tf <= 0:
+            raise RepositoryCorruption("invalid search index")
+        found.append((term_id, tf))
+    return tuple(found)
+
+
+def pairs_text(pairs: Sequence[tuple[int, int]]) -> str:
+    return json.dumps([list(pair) for pair in pairs], separators=(",", ":"))
+
+
+class PendingIndex:
+    """The pending rows of the search index and their merge, over one transaction."""
+
+    def __init__(self, session: Session) -> None:
+        self._conn = session.conn
+
+    def rows(self, sid: int) -> list[Pending]:
+        """Every pending row of the scope."""
+        return [
+            Pending(r[0], r[1], tuple(r[2:8]), pairs_of(r[8]))
+            for r in self._conn.execute(
+                f"SELECT doc, change, {ENTRY_COLUMNS}, postings FROM search_pending "
+                "WHERE scope_id = ?",
+                (sid,),
+            )
+        ]
+
+    def row(self, sid: int, doc: int) -> Pending | None:
+        r = self._conn.execute(
+            f"SELECT doc, change, {ENTRY_COLUMNS}, postings FROM search_pending "
+            "WHERE scope_id = ? AND doc = ?",
+            (sid, doc),
+        ).fetchone()
+        return None if r is None else Pending(r[0], r[1], tuple(r[2:8]), pairs_of(r[8]))
+
+    def add(self, sid: int, doc: int, change: int, entry: Sequence[Any], pairs: str) -> None:
+        self._conn.execute(
+            f"INSERT INTO search_pending (scope_id, doc, change, {ENTRY_COLUMNS}, postings) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (sid, doc, change, *entry, pairs),
+        )
+
+    def drop(self, sid: int, doc: int) -> None:
+        self._conn.execute("DELETE FROM search_pending WHERE scope_id = ? AND doc = ?", (sid, doc))
+
+    def count(self, sid: int) -> int:
+        (waiting,) = self._conn.execute(
+            "SELECT COUNT(*) FROM search_pending WHERE scope_id = ?", (sid,)
+        ).fetchone()
+        return int(waiting)
+
+    def changes(self, sid: int, term_ids: Sequence[int]) -> Counter[int]:
+        """The net change the scope's pending rows make to each of these terms'
+        document frequencies (absent: none). A term ``t`` is in a row's postings when
+        they hold ``[t,`` (a term ID opens a pair; a frequency never does)."""
+        found: Counter[int] = Counter()
+        wanted = sorted(set(term_ids))
+        for start in range(0, len(wanted), CHUNK):
+            chunk = wanted[start : start + CHUNK]
+            values = ", ".join("(?, ?)" for _ in chunk)
+            for term_id, change in self._conn.execute(
+                f"WITH v (term_id, pattern) AS (VALUES {values}) "
+                "SELECT v.term_id, x.change FROM v JOIN search_pending x "
+                "ON x.scope_id = ? AND instr(x.postings, v.pattern) > 0",
+                [*(value for t in chunk for value in (t, f"[{t},")), sid],
+            ):
+                if type(change) is int:
+                    found[term_id] += change
+        return found
+
+    def live_frequencies(self, sid: int, term_ids: Sequence[int]) -> dict[int, int]:
+        """Each term's document frequency with the scope's pending rows applied."""
+        merged = self.merged_frequencies(term_ids)
+        pending = self.changes(sid, term_ids)
+        return {term_id: merged.get(term_id, 0) + pending[term_id] for term_id in term_ids}
+
+    def unheld(self, sid: int, held: dict[int, int]) -> set[int]:
+        """Those of these terms that no entry but the ``held[t]`` given ones holds. Only
+        a term whose merged frequency the scope's pending removals could bring that low
+        needs its pending changes read: a common term is settled by one look-up."""
+        if not held:
+            return set()
+        merged = self.merged_frequencies(list(held))
+        (removals,) = self._conn.execute(
+            "SELECT COUNT(*) FROM search_pending WHERE scope_id = ? AND change < 0", (sid,)
+        ).fetchone()
+        doubtful = [t for t, n in held.items() if merged.get(t, 0) - int(removals) <= n]
+        pending = self.changes(sid, doubtful)
+        return {t for t in doubtful if merged.get(t, 0) + pending[t] <= held[t]}
+
+    def merged_frequencies(self, term_ids: Sequence[int]) -> dict[int, int]:
+        found: dict[int, int] = {}
+        ordered = sorted(set(term_ids))
+        for start in range(0, len(ordered), CHUNK):
+            chunk = ordered[start : start + CHUNK]
+            marks = ",".join("?" * len(chunk))
+            for term_id, df in self._conn.execute(
+                f"SELECT term_id, df FROM search_df WHERE term_id IN ({marks})", chunk
+            ):
+                found[term_id] = df
+        return found
+
+    def merged_entry(self, doc: int) -> tuple[int, tuple[Any, ...]] | None:
+        """``(scope_id, entry columns)`` of a merged entry."""
+        r = self._conn.execute(
+            f"SELECT scope_id, {ENTRY_COLUMNS} FROM search_docs WHERE doc = ?", (doc,)
+        ).fetchone()
+        return None if r is None else (r[0], tuple(r[1:]))
+
+    def merged_pairs(self, doc: int) -> tuple[tuple[int, int], ...]:
+        return tuple(
+            (term_id, tf)
+            for term_id, tf in self._conn.execute(
+                "SELECT term_id, tf FROM search_postings INDEXED BY search_postings_by_doc "
+                "WHERE doc = ? ORDER BY term_id",
+                (doc,),
+            )
+        )
+
+    def merge(self, sid: int) -> None:
+        """Apply every pending row of the scope to the merged tables, and remove the
+        rows; a term no merged entry holds any longer goes (see :meth:`erase_unheld`)."""
+        rows = self.rows(sid)
+        touched: set[int] = set()
+        docs = length = 0
+        for row in rows:
+            touched.update(term_id for term_id, _ in row.pairs)
+            if row.change > 0:
+                self._conn.execute(
+                    f"INSERT INTO search_docs (doc, scope_id, {ENTRY_COLUMNS}) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (row.doc, sid, *row.entry),
+                )
+                self._conn.executemany(
+                    "INSERT INTO search_postings (term_id, doc, tf) VALUES (?, ?, ?)",
+                    [(term_id, row.doc, tf) for term_id, tf in row.pairs],
+                )
+            else:
+                self._conn.execute("DELETE FROM search_docs WHERE doc = ?", (row.doc,))
+                self._conn.execute("DELETE FROM search_postings WHERE doc = ?", (row.doc,))
+            docs += row.change
+            length += row.change * int(row.entry[0])
+        added: Counter[int] = Counter()
+        for row in rows:
+            for term_id, _ in row.pairs:
+                added[term_id] += row.change
+        # A term that an erasure took out meanwhile (with what postings it had left) has
+        # no frequency to keep.
+        gone = self._erased(sorted(added))
+        for term_id in gone:
+            del added[term_id]
+        self._conn.executemany(
+            "INSERT INTO search_df (term_id, df) VALUES (?, ?) "
+            "ON CONFLICT (term_id) DO UPDATE SET df = df + excluded.df",
+            sorted(added.items()),
+        )
+        self._stats(sid, docs, length)
+        self._conn.execute("DELETE FROM search_pending WHERE scope_id = ?", (sid,))
+        self.erase_unheld(sid, touched)
+
+    def remove_merged(self, sid: int, doc: int, entry: Sequence[Any]) -> set[int]:
+        """Remove a merged entry at once (an erasure): its postings, its share of the
+        frequencies and statistics; the terms it held."""
+        pairs = self.merged_pairs(doc)
+        self._conn.execute("DELETE FROM search_postings WHERE doc = ?", (doc,))
+        self._conn.executemany(
+            "UPDATE search_df SET df = df - 1 WHERE term_id = ?",
+            [(term_id,) for term_id, _ in pairs],
+        )
+        self._conn.execute("DELETE FROM search_docs WHERE doc = ?", (doc,))
+        self._stats(sid, -1, -int(entry[0]))
+        return {term_id for term_id, _ in pairs}
+
+    def _erased(self, term_ids: Sequence[int]) -> set[int]:
+        """Those of these term IDs whose term row is erased (or missing)."""
+        live: set[int] = set()
+        for start in range(0, len(term_ids), CHUNK):
+            chunk = list(term_ids[start : start + CHUNK])
+            marks = ",".join("?" * len(chunk))
+            live.update(
+                r[0]
+                for r in self._conn.execute(
+                    f"SELECT term_id FROM search_terms WHERE term_id IN ({marks}) "
+                    "AND erased IS NOT 1",
+                    chunk,
+                )
+            )
+        return set(term_ids) - live
+
+    def _stats(self, sid: int, docs: int, length: int) -> None:
+        if not docs and not length:
+            return
+        self._conn.execute(
+            "INSERT INTO search_stats (scope_id, docs, length) VALUES (?, ?, ?) "
+            "ON CONFLICT (scope_id) DO UPDATE SET docs = docs + excluded.docs, "
+            "length = length + excluded.length",
+            (sid, docs, length),
+        )
+        self._conn.execute("DELETE FROM search_stats WHERE scope_id = ? AND docs <= 0", (sid,))
+
+    def erase_unheld(self, sid: int, term_ids: set[int]) -> int:
+        """Erase those of these terms of the scope that no entry holds any longer, merged
+        or pending: the term row is overwritten in place, its frequency row goes. How
+        many went."""
+        if not term_ids:
+            return 0
+        unheld = sorted(self.unheld(sid, dict.fromkeys(term_ids, 0)))
+        for start in range(0, len(unheld), CHUNK):
+            chunk = unheld[start : start + CHUNK]
+            marks = ",".join("?" * len(chunk))
+            self._conn.execute(f"DELETE FROM search_df WHERE term_id IN ({marks})", chunk)
+            # Postings of merged entries whose removal is pending: they go with the term.
+            self._conn.execute(f"DELETE FROM search_postings WHERE term_id IN ({marks})", chunk)
+            self._conn.execute(
+                f"UPDATE search_terms SET {ERASE_TERM} "
+                f"WHERE term_id IN ({marks}) AND scope_id = ? AND erased IS NOT 1",
+                [*chunk, sid],
+            )
+        return len(unheld)
