@@ -15,10 +15,12 @@ cluster. On a named server everything goes into schemas made for the run
 (``trueheart_bench_*`` for the store, ``trueheart_floor_*`` for the floors), dropped at
 the end; nothing else is touched.
 
-Latency. The fixtures are built through the public API. Each figure is the median and
-the 90th percentile of the wall time of single calls after warm-up calls, with the
-garbage collector paused, exactly as in ``bench.py``, whose operations and fixtures
-this reuses. The floors do the least comparable work on one plain psycopg connection in
+Latency. The fixtures are built through the public API, and the store's tables are
+analyzed then (as autovacuum does on its own schedule), so the plans of the reads do not
+depend on whether autovacuum has run yet. Each figure is the median and the 90th
+percentile of the wall time of single calls after warm-up calls, with the garbage
+collector paused, exactly as in ``bench.py``, whose operations and fixtures this
+reuses. The floors do the least comparable work on one plain psycopg connection in
 autocommit mode: one committed one-row ``INSERT`` (for every write), one indexed
 ``SELECT`` of one row, of 20 and of 100 rows (for the reads), a connection that reads
 the schema's catalog (for the open). They
@@ -40,9 +42,11 @@ retries of a conflict are spent) is counted and made again; the server's count o
 rolled-back transactions during the run shows the conflicts the service retried (plus
 one per writer, counted as its repository closes). Each writer also reports the CPU
 time it used in the window, and where the server runs on this machine the run reads
-the CPU time of every ``postgres`` process before and after the window (``/proc``): CPU
-per returned call shows what bounds the throughput when writers and server share the
-machine's cores.
+the CPU time of the server's processes (its postmaster and the postmaster's children,
+not another server's) before and after the window (``/proc``): CPU per returned call
+shows what bounds the throughput when writers and server share the machine's cores. The
+machine's busy time in the window, less the writers' and the server's, is the share of
+the CPUs that other processes took meanwhile (another workload on a shared machine).
 
 The figures are information: the exit status is 0 whatever they are.
 """
@@ -91,7 +95,7 @@ from bench import (
     write_cases,
 )
 from harness import machine, run_interleaved
-from postgres_server import drop_schemas, postgres, server, server_settings
+from postgres_server import analyze_schema, drop_schemas, postgres, server, server_settings
 from postgres_throughput import throughput
 
 from trueheart_core import (
@@ -478,6 +482,7 @@ def latency(url: str, plan: Plan, shape: Shape, run: str) -> dict[str, Any]:
         finally:
             builder.close()
         rows = count_rows(url, store)
+        analyze_schema(url, store)
         print(
             f"fixtures built in {time.perf_counter() - t0:.1f} s; store rows: "
             + ", ".join(f"{k} {v:,}" for k, v in rows.items())
@@ -580,7 +585,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not args.skip_throughput:
             rows = throughput(url, Path(tmp), seconds, run)
             payload["throughput"] = [
-                {**asdict(r), "per_second": r.per_second, "cpu_per_call": r.cpu_per_call}
+                {
+                    **asdict(r),
+                    "per_second": r.per_second,
+                    "cpu_per_call": r.cpu_per_call,
+                    "others_share": r.others_share,
+                }
                 for r in rows
             ]
     elapsed = time.perf_counter() - started

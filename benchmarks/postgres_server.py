@@ -68,6 +68,19 @@ def drop_schemas(url: str, names: Sequence[str]) -> None:
             conn.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
 
 
+def analyze_schema(url: str, schema: str) -> None:
+    """``ANALYZE`` every table of ``schema``: the statistics autovacuum gives tables of
+    that size at a moment of its own, so that the plans of what is measured next do not
+    depend on whether it has run yet."""
+    assert psycopg is not None
+    with psycopg.connect(url, autocommit=True) as conn:
+        tables = conn.execute(
+            "SELECT tablename FROM pg_tables WHERE schemaname = %s ORDER BY tablename", (schema,)
+        ).fetchall()
+        for (table,) in tables:
+            conn.execute(f'ANALYZE "{schema}"."{table}"')
+
+
 def create_floor_table(url: str, schema: str) -> None:
     """The schema and table of the plain committed insert of the write floors (the
     shape of ``bench.py``'s floor table)."""

@@ -96,10 +96,20 @@ class Throughput:
     rollbacks: int | None
     client_cpu: float
     server_cpu: float | None
+    machine_cpu: float | None
 
     @property
     def per_second(self) -> float:
         return self.calls / self.seconds
+
+    @property
+    def others_share(self) -> float | None:
+        """The share of the machine's CPUs that other processes (neither the writers nor
+        the server) used during the window: another workload on a shared machine."""
+        if self.machine_cpu is None:
+            return None
+        others = self.machine_cpu - self.client_cpu - (self.server_cpu or 0.0)
+        return max(others, 0.0) / (self.seconds * (os.cpu_count() or 1))
 
     @property
     def cpu_per_call(self) -> tuple[float, float | None]:
@@ -108,28 +118,55 @@ class Throughput:
         return self.client_cpu / self.calls, server
 
 
-def server_cpu() -> float | None:
-    """CPU seconds used so far by every ``postgres`` process of this machine (user and
-    system time, from ``/proc``), or None where there is none to read: a server on
-    another machine, or a system without ``/proc``."""
+def postmaster(url: str) -> int | None:
+    """The process ID of the server's postmaster, when the server runs on this machine
+    (the parent of a backend of ours that ``/proc`` shows), else None."""
+    import psycopg  # only the PostgreSQL benchmarks need it
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        row = conn.execute("SELECT pg_backend_pid()").fetchone()
+        if row is None:
+            return None
+        try:
+            text = Path(f"/proc/{int(row[0])}/stat").read_text(encoding="ascii", errors="replace")
+        except OSError:
+            return None  # a server on another machine, or a system without /proc
+    if not text[text.find("(") + 1 : text.rfind(")")].startswith("postgres"):
+        return None
+    return int(text[text.rfind(")") + 2 :].split()[1])
+
+
+def machine_cpu() -> float | None:
+    """CPU seconds the whole machine has been busy so far (every CPU, from
+    ``/proc/stat``), or None without ``/proc``."""
+    try:
+        fields = Path("/proc/stat").read_text(encoding="ascii").split("\n", 1)[0].split()
+    except OSError:
+        return None
+    user, nice, system, _idle, _iowait, irq, softirq, steal = (int(f) for f in fields[1:9])
     tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-    total, found = 0, False
+    return (user + nice + system + irq + softirq + steal) / tick
+
+
+def server_cpu(server: int) -> float:
+    """CPU seconds used so far by the server whose postmaster is ``server``: its own
+    and its child processes' (user and system time, from ``/proc``), so that another
+    server on the machine does not count."""
+    tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    total = 0
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
             text = stat.read_text(encoding="ascii", errors="replace")
         except OSError:
             continue  # the process ended meanwhile
-        name = text[text.find("(") + 1 : text.rfind(")")]
-        if not name.startswith("postgres"):
-            continue
         fields = text[text.rfind(")") + 2 :].split()
-        total += int(fields[11]) + int(fields[12])
-        found = True
-    return total / tick if found else None
+        if int(stat.parent.name) == server or int(fields[1]) == server:
+            total += int(fields[11]) + int(fields[12])
+    return total / tick
 
 
 def measure_throughput(
-    backend: str, target: str, schema: str, writers: int, seconds: float
+    backend: str, target: str, schema: str, writers: int, seconds: float, server: int | None
 ) -> Throughput:
     before = rolled_back(target) if backend != "sqlite" else None
     context = multiprocessing.get_context("spawn")
@@ -144,9 +181,12 @@ def measure_throughput(
                 for w in range(writers)
             ]
             start.wait(timeout=300)
-            server_before = server_cpu() if backend != "sqlite" else None
+            local = server if backend != "sqlite" else None
+            server_before = None if local is None else server_cpu(local)
+            machine_before = machine_cpu()
             done.wait(timeout=600)
-            server_after = server_cpu() if server_before is not None else None
+            server_after = None if local is None else server_cpu(local)
+            machine_after = machine_cpu()
             done.wait(timeout=300)
             reports = [p.get(timeout=600) for p in pending]
     if before is not None:
@@ -161,11 +201,16 @@ def measure_throughput(
         None if before is None else rolled_back(target) - before,
         sum(float(r["cpu"]) for r in reports),
         None if server_before is None or server_after is None else server_after - server_before,
+        None if machine_before is None or machine_after is None else machine_after - machine_before,
     )
 
 
 def _micros(value: float | None) -> str:
     return "n/a" if value is None else f"{value * 1e6:.0f}"
+
+
+def _percent(value: float | None) -> str:
+    return "n/a" if value is None else f"{value * 100:.0f}%"
 
 
 def print_throughput(rows: Sequence[Throughput]) -> None:
@@ -201,6 +246,13 @@ def print_throughput(rows: Sequence[Throughput]) -> None:
             f"{_micros(floor.cpu_per_call[1]):>13} {_micros(pg.cpu_per_call[0]):>11} "
             f"{_micros(pg.cpu_per_call[1]):>10} {_micros(lite.cpu_per_call[0]):>7}"
         )
+    print("\nthe share of the machine's CPUs that other processes used during each window")
+    header = f"{'writers':>7} {'floor':>6} {'PG':>6} {'SQLite':>6}"
+    print(header)
+    print("-" * len(header))
+    for writers in sorted({r.writers for r in rows}):
+        shares = [_percent(run(b, writers).others_share) for b in ("floor", "postgres", "sqlite")]
+        print(f"{writers:>7} " + " ".join(f"{share:>6}" for share in shares))
 
 
 def throughput(url: str, work: Path, seconds: float, run: str) -> list[Throughput]:
@@ -212,11 +264,12 @@ def throughput(url: str, work: Path, seconds: float, run: str) -> list[Throughpu
     lite = str(work / "throughput.db")
     TrueHeart(SQLiteRepository(lite)).close()
     runs = (("floor", url, floor), ("postgres", url, store), ("sqlite", lite, ""))
+    server = postmaster(url)
     rows = []
     try:
         for writers in WRITERS:
             for backend, target, schema in runs:
-                rows.append(measure_throughput(backend, target, schema, writers, seconds))
+                rows.append(measure_throughput(backend, target, schema, writers, seconds, server))
     finally:
         drop_schemas(url, [store, floor])
     print_throughput(rows)

@@ -47,6 +47,7 @@ EXPECTED_BY_STATE: dict[str, type[TrueHeartError]] = {
     "40001": RepositoryConflict,
     "40P01": RepositoryConflict,
     "23505": RepositoryConflict,
+    "26000": RepositoryConflict,
     "55P03": RepositoryBusy,
     "57014": RepositoryBusy,
     "53300": RepositoryBusy,

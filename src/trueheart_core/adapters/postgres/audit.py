@@ -27,7 +27,7 @@ class PostgresAudit(Role):
     def insert(self, row: AuditRow) -> None:
         # ``seq`` is an identity column: the sequence assigns the write order.
         self._s.ensure_scope(row.scope)
-        self._s.execute(
+        self._s.write(
             f"INSERT INTO audit ({KEY}, audit_id, action, entity_type, entity_id, "
             "occurred_at, reason, metadata, digest) "
             "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",

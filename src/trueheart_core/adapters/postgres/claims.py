@@ -77,7 +77,7 @@ class PostgresClaims(Role):
 
     def insert(self, row: ClaimRow) -> None:
         self._s.ensure_scope(row.scope)
-        self._s.execute(
+        self._s.write(
             f"INSERT INTO claims ({KEY}, claim_id, subject, predicate, value, valid_from, "
             "valid_to, confidence, authority, supersedes, digest, subject_key, predicate_key) "
             "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
@@ -169,7 +169,7 @@ class PostgresClaims(Role):
 
     def insert_extraction(self, row: ExtractionRow) -> None:
         self._s.ensure_scope(row.scope)
-        self._s.execute(
+        self._s.write(
             f"INSERT INTO extractions ({KEY}, event_id, extractor, claim_ids, spans, "
             "diagnostics, digest) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
             (
@@ -201,7 +201,7 @@ class PostgresClaims(Role):
     def rekey(self) -> int:
         stale = self._stale(None)
         for key, claim_id, subject_key, predicate_key in stale:
-            self._s.execute(
+            self._s.write(
                 "UPDATE claims SET subject_key = %s, predicate_key = %s "
                 f"WHERE {scoped()} AND claim_id = %s",
                 (subject_key, predicate_key, *self._s.key(key), claim_id),
@@ -211,7 +211,7 @@ class PostgresClaims(Role):
     def delete_claim(self, scope: ScopeKey, claim_id: str) -> None:
         """Remove a claim's fields (part of removing its memory)."""
         self._s.touched_tables.add("claims")
-        self._s.execute(
+        self._s.write(
             f"DELETE FROM claims WHERE {scoped()} AND claim_id = %s",
             (*self._s.key(scope), enc(claim_id)),
         )
@@ -219,7 +219,7 @@ class PostgresClaims(Role):
     def delete_extraction(self, scope: ScopeKey, event_id: str) -> None:
         """Remove an event's extraction record (part of deleting the event)."""
         self._s.touched_tables.add("extractions")
-        self._s.execute(
+        self._s.write(
             f"DELETE FROM extractions WHERE {scoped()} AND event_id = %s",
             (*self._s.key(scope), enc(event_id)),
         )

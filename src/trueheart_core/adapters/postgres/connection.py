@@ -28,10 +28,12 @@ from trueheart_core.errors import (
     TrueHeartError,
 )
 
-_CONFLICT = frozenset({"40001", "40P01", "23505"})
-"""Serialization failure, deadlock, and a unique key taken by a concurrent transaction
-(what the service checked absent was inserted by another writer meanwhile): the whole
-call can run again and see the other's change."""
+_CONFLICT = frozenset({"40001", "40P01", "23505", "26000"})
+"""Serialization failure, deadlock, a unique key taken by a concurrent transaction (what
+the service checked absent was inserted by another writer meanwhile), and a prepared
+statement the session no longer has (``DEALLOCATE ALL`` or ``DISCARD ALL`` ran on it;
+``wire`` prepares its statements again): the whole call can run again, and see the
+other's change."""
 _BUSY = frozenset({"55P03", "57014", "53300", "55006"})
 """A lock not granted within the lock timeout, a statement cancelled by the statement
 timeout, too many connections, an object in use."""
@@ -42,13 +44,14 @@ _READ_ONLY = frozenset({"25006", "42501"})
 def translated(error: BaseException, diagnostic: str) -> TrueHeartError:
     """The library error for any exception raised while talking to the server.
 
-    ``RepositoryConflict`` for a serialization failure, a deadlock or a concurrent
-    unique key; ``RepositoryBusy`` for lock and statement timeouts, too many connections
-    and a pool with no free connection in time; ``RepositoryReadOnly`` for a read-only
-    transaction or server and a missing privilege; ``RepositoryFull`` for the server's
-    insufficient resources (disk full, out of memory); ``RepositoryUnavailable`` for a
-    connection that cannot be made or was lost, and a server shutting down; everything
-    else (an unexpected driver error, a malformed row) is ``RepositoryCorruption``.
+    ``RepositoryConflict`` for a serialization failure, a deadlock, a concurrent
+    unique key or a prepared statement the session lost; ``RepositoryBusy`` for lock
+    and statement timeouts, too many connections and a pool with no free connection in
+    time; ``RepositoryReadOnly`` for a read-only transaction or server and a missing
+    privilege; ``RepositoryFull`` for the server's insufficient resources (disk full,
+    out of memory); ``RepositoryUnavailable`` for a connection that cannot be made or
+    was lost, and a server shutting down; everything else (an unexpected driver error,
+    a malformed row) is ``RepositoryCorruption``.
     """
     if isinstance(error, psycopg_pool.PoolTimeout):
         return RepositoryBusy(diagnostic)
@@ -124,7 +127,9 @@ _last_returned: weakref.WeakKeyDictionary[psycopg.Connection[Any], float] = (
 )
 
 
-def _returned(conn: psycopg.Connection[Any]) -> None:
+def returned(conn: psycopg.Connection[Any]) -> None:
+    """Note that ``conn`` was in use a moment ago (called as a unit of work ends, before
+    the connection goes back to its pool; see :func:`make_pool`)."""
     _last_returned[conn] = time.monotonic()
 
 
@@ -133,8 +138,8 @@ def _check_if_idle(conn: psycopg.Connection[Any]) -> None:
     use a moment ago: a connection the server dropped while it sat idle (a restart, an
     idle timeout) is replaced before any call sees it, without a round trip for every
     unit of work of a busy process."""
-    returned = _last_returned.get(conn)
-    if returned is not None and time.monotonic() - returned < _RECENT:
+    last = _last_returned.get(conn)
+    if last is not None and time.monotonic() - last < _RECENT:
         return
     psycopg_pool.ConnectionPool.check_connection(conn)
 
@@ -157,10 +162,15 @@ def make_pool(
                 "options": options,
                 "connect_timeout": max(1, int(connect_timeout)),
                 "autocommit": True,
+                # psycopg prepares nothing of its own on these connections: it would
+                # deallocate every prepared statement of the session after a
+                # ``ROLLBACK`` it runs, the unit of work's included (see ``wire``).
+                "prepare_threshold": None,
             },
             timeout=connect_timeout,
+            # No ``reset`` callback: with one, the pool hands every returned connection
+            # to a worker thread, and the next unit of work waits for that thread.
             check=_check_if_idle,
-            reset=_returned,
             open=False,
             name="trueheart",
             reconnect_timeout=connect_timeout,

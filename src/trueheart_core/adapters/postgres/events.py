@@ -13,7 +13,6 @@ from trueheart_core.adapters.postgres.session import (
     KEY,
     Role,
     Session,
-    changed,
     dec,
     enc,
     enc_opt,
@@ -56,7 +55,7 @@ class PostgresEvents(Role):
 
     def insert(self, row: EventRow, body: BodyRow | None) -> None:
         self._s.ensure_scope(row.scope)
-        self._s.execute(
+        self._s.write(
             f"INSERT INTO raw_events ({KEY}, event_id, source_id, source_type, "
             "source_occurred_at, trust, source_metadata, content_hash, ingested_at, "
             "raw_expires_at, clear_for, recall_for, status, metadata, digest) "
@@ -143,7 +142,7 @@ class PostgresEvents(Role):
 
     def insert_body(self, body: BodyRow) -> None:
         self._s.ensure_scope(body.scope)
-        self._s.execute(
+        self._s.write(
             f"INSERT INTO raw_bodies ({KEY}, event_id, content, digest) "
             "VALUES (%s, %s, %s, %s, %s, %s)",
             (*self._s.key(body.scope), enc(body.event_id), enc(body.content), body.digest),
@@ -164,19 +163,13 @@ class PostgresEvents(Role):
         key = self._s.key(row.scope)
         event_id = enc(row.event_id)
         self._s.touched_tables.add("raw_bodies")
-        changed(
-            self._s.execute(
-                f"DELETE FROM raw_bodies WHERE {scoped()} AND event_id = %s", (*key, event_id)
-            ),
-            1,
+        self._s.write(
+            f"DELETE FROM raw_bodies WHERE {scoped()} AND event_id = %s", (*key, event_id), rows=1
         )
-        changed(
-            self._s.execute(
-                f"UPDATE raw_events SET status = %s, digest = %s WHERE {scoped()} "
-                "AND event_id = %s",
-                (row.status, row.digest, *key, event_id),
-            ),
-            1,
+        self._s.write(
+            f"UPDATE raw_events SET status = %s, digest = %s WHERE {scoped()} AND event_id = %s",
+            (row.status, row.digest, *key, event_id),
+            rows=1,
         )
 
     def delete(self, scope: ScopeKey, event_id: str) -> None:
@@ -184,14 +177,9 @@ class PostgresEvents(Role):
         key = self._s.key(scope)
         stored = enc(event_id)
         self._s.touched_tables.update(("raw_bodies", "raw_events"))
-        self._s.execute(
-            f"DELETE FROM raw_bodies WHERE {scoped()} AND event_id = %s", (*key, stored)
-        )
-        changed(
-            self._s.execute(
-                f"DELETE FROM raw_events WHERE {scoped()} AND event_id = %s", (*key, stored)
-            ),
-            1,
+        self._s.write(f"DELETE FROM raw_bodies WHERE {scoped()} AND event_id = %s", (*key, stored))
+        self._s.write(
+            f"DELETE FROM raw_events WHERE {scoped()} AND event_id = %s", (*key, stored), rows=1
         )
 
     def iter(self, scope: ScopeKey | None) -> Iterator[EventRow]:

@@ -18,7 +18,6 @@ from trueheart_core.adapters.postgres.session import (
     MEMORY_M,
     Role,
     Session,
-    changed,
     dec,
     enc,
     memory_row,
@@ -134,7 +133,7 @@ class PostgresMemories(Role):
     def insert(self, row: MemoryRow, edges: Sequence[EdgeRow]) -> None:
         self._s.ensure_scope(row.scope)
         key = self._s.key(row.scope)
-        self._s.execute(
+        self._s.write(
             f"INSERT INTO memories ({KEY}, memory_id, content, dependency_fingerprint, kind, "
             "trust, created_at, clear_until, recall_until, status, metadata, digest) "
             "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
@@ -153,33 +152,26 @@ class PostgresMemories(Role):
                 row.digest,
             ),
         )
-        if not edges:
-            return
-        with self._s.conn.cursor() as cursor:
-            cursor.executemany(
+        for e in edges:
+            self._s.write(
                 f"INSERT INTO lineage ({KEY}, memory_id, event_id, trust, clear_for, "
                 "recall_for, digest) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
-                [
-                    (
-                        *key,
-                        enc(e.memory_id),
-                        enc(e.event_id),
-                        e.trust,
-                        e.clear_for,
-                        e.recall_for,
-                        e.digest,
-                    )
-                    for e in edges
-                ],
+                (
+                    *key,
+                    enc(e.memory_id),
+                    enc(e.event_id),
+                    e.trust,
+                    e.clear_for,
+                    e.recall_for,
+                    e.digest,
+                ),
             )
 
     def update(self, row: MemoryRow) -> None:
-        changed(
-            self._s.execute(
-                f"UPDATE memories SET status = %s, digest = %s WHERE {scoped()} AND memory_id = %s",
-                (row.status, row.digest, *self._s.key(row.scope), enc(row.memory_id)),
-            ),
-            1,
+        self._s.write(
+            f"UPDATE memories SET status = %s, digest = %s WHERE {scoped()} AND memory_id = %s",
+            (row.status, row.digest, *self._s.key(row.scope), enc(row.memory_id)),
+            rows=1,
         )
         self._vectors.set_active(row.scope, row.memory_id, row.status == "active")
 
@@ -190,12 +182,9 @@ class PostgresMemories(Role):
         key = self._s.key(scope)
         stored = enc(memory_id)
         self._s.touched_tables.update(("lineage", "memories"))
-        self._s.execute(f"DELETE FROM lineage WHERE {scoped()} AND memory_id = %s", (*key, stored))
-        changed(
-            self._s.execute(
-                f"DELETE FROM memories WHERE {scoped()} AND memory_id = %s", (*key, stored)
-            ),
-            1,
+        self._s.write(f"DELETE FROM lineage WHERE {scoped()} AND memory_id = %s", (*key, stored))
+        self._s.write(
+            f"DELETE FROM memories WHERE {scoped()} AND memory_id = %s", (*key, stored), rows=1
         )
 
     def recall_clear(
@@ -241,13 +230,15 @@ class PostgresMemories(Role):
             f"AND m.recall_until > %s AND m.created_at <= %s AND {fades.sql}{kind_sql}"
         )
         params = [*self._s.key(scope), as_of, as_of, *fades.params, *kind_params]
-        ranked = self._s.all(
-            f"{select} AND m.recall_until - m.clear_until < %s "
-            f"ORDER BY {ratio.sql} DESC, m.created_at DESC, m.memory_id ASC LIMIT %s",
-            [*params, exact_span, *ratio.params, limit],
-        )
-        long_fades = self._s.all(
-            f"{select} AND m.recall_until - m.clear_until >= %s", [*params, exact_span]
+        ranked, long_fades = self._s.many(
+            (
+                (
+                    f"{select} AND m.recall_until - m.clear_until < %s "
+                    f"ORDER BY {ratio.sql} DESC, m.created_at DESC, m.memory_id ASC LIMIT %s",
+                    [*params, exact_span, *ratio.params, limit],
+                ),
+                (f"{select} AND m.recall_until - m.clear_until >= %s", [*params, exact_span]),
+            )
         )
         return [RecallCandidate(dec(r[0]), r[1], r[2], r[3]) for r in ranked + long_fades]
 

@@ -165,27 +165,44 @@ class PostgresOperations(Role):
         key = self._s.key(scope)
         ids = sorted({memory_id.encode("utf-8") for memory_id in memory_ids})
         held: Counter[int] = Counter()
-        for chunk in self._s.chunks(ids):
+        artifacts = [
+            (artifact, table, column)
             for artifact, table, column in (
                 ("memory", "memories", "memory_id"),
                 ("lineage_edge", "lineage", "memory_id"),
                 ("claim", "claims", "claim_id"),
                 ("search_entry", "search_docs", "memory_id"),
                 ("vector", "vectors", "memory_id"),
-            ):
-                (count,) = self._s.one(
-                    f"SELECT COUNT(*) FROM {table} WHERE {scoped()} AND {column} = ANY(%s)",
-                    (*key, chunk),
-                ) or (0,)
-                found[artifact] += int(count)
-            # Postings are read through their index by memory.
-            held.update(
-                int(term)
-                for (term,) in self._s.all(
-                    f"SELECT term FROM search_postings WHERE {scoped()} AND memory_id = ANY(%s)",
-                    (*key, chunk),
-                )
             )
+            if only is None or artifact in only
+        ]
+        terms = only is None or "search_term" in only
+        counts = ", ".join(
+            f"(SELECT COUNT(*) FROM {table} WHERE {scoped()} AND {column} = ANY(%s))"
+            for _, table, column in artifacts
+        )
+        for chunk in self._s.chunks(ids):
+            # One round trip: the rows of each table asked for, and the postings (read
+            # through their index by memory).
+            reads: list[tuple[str, Sequence[Any]]] = []
+            if artifacts:
+                reads.append((f"SELECT {counts}", (*key, chunk) * len(artifacts)))
+            if terms:
+                reads.append(
+                    (
+                        f"SELECT term FROM search_postings WHERE {scoped()} "
+                        "AND memory_id = ANY(%s)",
+                        (*key, chunk),
+                    )
+                )
+            if not reads:
+                break
+            answers = self._s.many(reads)
+            if artifacts:
+                for (artifact, _, _), count in zip(artifacts, answers[0][0], strict=True):
+                    found[artifact] += int(count)
+            if terms:
+                held.update(int(term) for (term,) in answers[-1])
         # A term goes when every memory of the scope that holds it goes with these.
         for chunk in self._s.chunks(sorted(held)):
             for term, df in self._s.all(

@@ -11,7 +11,9 @@ a time, as on SQLite's single writer, and every rule the service checks inside a
 different scopes run at once. A lock not granted within ``lock_timeout`` is
 ``RepositoryBusy``; a deadlock (a unit that touches several scopes, against another in
 the opposite order) rolls one back as ``RepositoryConflict``, which the service retries.
-A reading unit runs at ``REPEATABLE READ READ ONLY``: one consistent snapshot.
+A reading unit runs at ``REPEATABLE READ READ ONLY``: one consistent snapshot. A
+unit's statements travel in as few round trips as its reads allow (see
+``session.Session`` and ``wire``).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import contextlib
 import math
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import psycopg
@@ -31,7 +33,9 @@ from trueheart_core import logs
 from trueheart_core.adapters.postgres import catalog
 from trueheart_core.adapters.postgres import connection as conn_mod
 from trueheart_core.adapters.postgres import schema as ddl
+from trueheart_core.adapters.postgres.session import Session
 from trueheart_core.adapters.postgres.unit_of_work import PostgresUnitOfWork
+from trueheart_core.adapters.postgres.wire import Result
 from trueheart_core.adapters.sql.failures import DIAGNOSTICS
 from trueheart_core.errors import (
     RepositoryBusy,
@@ -51,14 +55,13 @@ _LOCK = {True: "pg_advisory_xact_lock", False: "pg_advisory_xact_lock_shared"}
 """The store's lock: exclusive (``True``) for whole-store changes, else shared."""
 
 
-def _last_rows(cursor: psycopg.Cursor[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
-    """The rows of the last statement of a multi-statement query."""
-    rows: list[tuple[Any, ...]] = []
-    while True:
-        if cursor.description is not None:
-            rows = cursor.fetchall()
-        if not cursor.nextset():
-            return rows
+def _read_meta(session: Session) -> Callable[[Result], None]:
+    """What a unit does with the stored version and tokenizer it read at its start."""
+
+    def read(result: Result) -> None:
+        session.read_tokenizer(catalog.checked_meta(result.fetchall()))
+
+    return read
 
 
 _WHOLE_STORE: frozenset[Operation] = frozenset({"expire", "rebuild", "import", "compact"})
@@ -253,28 +256,32 @@ class PostgresRepository:
             uow = PostgresUnitOfWork(
                 conn, self._scratch, write=write, store=self._schema, known=self._known
             )
-            try:
-                # One round trip: the transaction, the store's lock (its key is our own
-                # integer) and the stored version, with the tokenizer the roles ask for.
-                begin = (
-                    "BEGIN ISOLATION LEVEL READ COMMITTED READ WRITE; "
-                    f"SELECT {_LOCK[operation in _WHOLE_STORE]}({int(uow.session.store_lock)}); "
-                    if write
-                    else "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; "
+            session = uow.session
+            # The transaction, the store's lock and the stored version, with the tokenizer
+            # the roles ask for: queued, they go to the server with the unit's first
+            # statement (see ``session.Session``).
+            if write:
+                session.opening("BEGIN ISOLATION LEVEL READ COMMITTED READ WRITE")
+                session.opening(
+                    f"SELECT {_LOCK[operation in _WHOLE_STORE]}(%s)", (session.store_lock,)
                 )
-                meta = conn.execute(begin + "SELECT schema_version, tokenizer FROM meta")
-                uow.session.tokenizer = catalog.checked_meta(_last_rows(meta))
+            else:
+                session.opening("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            session.opening(
+                "SELECT schema_version, tokenizer FROM meta", (), _read_meta(session), check=True
+            )
+            try:
                 yield uow
             finally:
                 if not uow.committed:
-                    with contextlib.suppress(psycopg.Error):
-                        conn.execute("ROLLBACK")
+                    session.rollback()
+                conn_mod.returned(conn)
             if uow.committed and erasing:
                 # Nothing erased may stay in what the service derived from the store.
                 self._scratch.clear()
-                if uow.session.rewrite_requested:
+                if session.rewrite_requested:
                     with self._lock:
-                        self._owed.update(uow.session.touched_tables or _SCRUB_TABLES)
+                        self._owed.update(session.touched_tables or _SCRUB_TABLES)
                     self._rewrite(conn)
 
     def _rewrite(self, conn: psycopg.Connection[tuple[Any, ...]]) -> None:

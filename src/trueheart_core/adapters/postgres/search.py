@@ -19,13 +19,13 @@ from trueheart_core.adapters.postgres.session import (
     KEY,
     Role,
     Session,
-    changed,
     dec,
     enc,
     key_of,
     same_scope,
     scoped,
 )
+from trueheart_core.adapters.postgres.wire import Result
 from trueheart_core.adapters.sql.expressions import (
     NOT_A_CLAIM,
     POSTGRESQL,
@@ -156,16 +156,14 @@ class PostgresSearch(Role):
 
     def set_tokenizer(self, identity: str) -> None:
         # ``meta`` also holds the schema's identity and version: only the one column moves.
-        changed(
-            self._s.execute("UPDATE meta SET tokenizer = %s WHERE singleton = 1", (identity,)), 1
-        )
+        self._s.write("UPDATE meta SET tokenizer = %s WHERE singleton = 1", (identity,), rows=1)
         self._s.tokenizer = identity
 
     def clear(self) -> None:
         # A change of every scope: no other writer may run meanwhile.
         self._s.lock_store()
         for table in SEARCH_TABLES:
-            self._s.execute(f"DELETE FROM {table}")
+            self._s.write(f"DELETE FROM {table}")
         self._s.touched_tables.update(SEARCH_TABLES)
 
     def index(self, doc: SearchDocRow) -> None:
@@ -175,9 +173,10 @@ class PostgresSearch(Role):
         # memory is missing), and its postings, document frequencies and statistics
         # from the entry. Term keys go in order, so that concurrent writers lock term
         # rows in one order; a key given twice fails on the primary key, as a sound
-        # entry never holds one.
+        # entry never holds one. Without the memory row it divides by zero, which fails
+        # the unit (a check made by the statement, so that it can travel with COMMIT).
         pairs = sorted(doc.terms)
-        row = self._s.one(
+        self._s.write(
             "WITH e AS ("
             f"INSERT INTO search_docs ({KEY}, memory_id, length, created_at, clear_until, "
             "recall_until, trust, kind) "
@@ -197,7 +196,7 @@ class PostgresSearch(Role):
             "SELECT e.tenant_id, e.owner_id, e.subject_id, 1, e.length FROM e "
             f"ON CONFLICT ({KEY}) DO UPDATE SET docs = x.docs + 1, "
             "length = x.length + excluded.length) "
-            "SELECT COUNT(*) FROM e",
+            "SELECT 1 / (COUNT(*) = 1)::int FROM e",
             (
                 doc.length,
                 doc.created_at,
@@ -210,9 +209,8 @@ class PostgresSearch(Role):
                 [term for term, _ in pairs],
                 [tf for _, tf in pairs],
             ),
+            refusal="invalid search index",
         )
-        if row is None or row[0] != 1:
-            raise RepositoryCorruption("invalid search index")
 
     def unindex(self, scope: ScopeKey, memory_id: str) -> None:
         key = self._s.key(scope)
@@ -221,7 +219,7 @@ class PostgresSearch(Role):
         # memory even without an entry (nothing may outlive it); a term row or the
         # statistics row that would count nothing afterwards goes, any other is
         # lowered (each row is changed by one part only).
-        row = self._s.one(
+        self._s.defer(
             "WITH gone AS ("
             f"DELETE FROM search_postings WHERE {scoped()} AND memory_id = %s RETURNING term), "
             "dropped AS ("
@@ -241,7 +239,12 @@ class PostgresSearch(Role):
             f"WHERE {scoped('x')} AND x.docs > 1 AND EXISTS (SELECT 1 FROM entry)) "
             "SELECT (SELECT COUNT(*) FROM gone), (SELECT COUNT(*) FROM entry)",
             (*key, mid, *key, *key, *key, mid, *key, *key),
+            self._unindexed,
         )
+
+    def _unindexed(self, result: Result) -> None:
+        """Note the tables an entry's removal changed."""
+        row = result.fetchone()
         if row is not None and row[0]:
             self._s.touched_tables.update(("search_postings", "search_terms"))
         if row is not None and row[1]:

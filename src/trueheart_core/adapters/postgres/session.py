@@ -4,16 +4,17 @@ row builders of the tables several roles read."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import itertools
-from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
+import psycopg
+
+from trueheart_core.adapters.postgres.wire import Refused, Result, Statement, round_trip
 from trueheart_core.errors import RepositoryCorruption, RepositoryReadOnly
 from trueheart_core.ports import EventRow, MemoryRow, ScopeKey
-
-if TYPE_CHECKING:
-    import psycopg
 
 CHUNK = 500
 """How many rows a streamed scan fetches at a time, and how many values one ``= ANY``
@@ -117,6 +118,40 @@ def lock_key(*parts: bytes) -> int:
     return int.from_bytes(digest.digest(), "big", signed=True)
 
 
+_Then = Callable[[Result], None]
+"""What is done with a queued statement's result after its round trip."""
+
+_UNREAD = object()
+"""The tokenizer of a unit whose first round trip has not returned yet."""
+
+
+ROWS_DISAGREE = "stored rows and their indexes disagree"
+"""What a statement that changed another number of rows than expected means: the rows
+the service read and the stored ones disagree (see :meth:`Session.write`)."""
+
+
+class _Deferred(Statement):
+    """A statement queued for the unit's next round trip; what is done with its result
+    (``then``; ``check``: it may fail the unit, so it runs before ``COMMIT`` is sent),
+    and the ``RepositoryCorruption`` message of a statement that checks itself."""
+
+    __slots__ = ("check", "refusal", "then")
+
+    def __init__(
+        self,
+        sql: str,
+        params: Sequence[Any],
+        then: _Then | None = None,
+        *,
+        check: bool = False,
+        refusal: str | None = None,
+    ) -> None:
+        super().__init__(sql, params, then is not None, checked=refusal is not None)
+        self.then = then
+        self.check = check
+        self.refusal = refusal
+
+
 class Session:
     """One transaction's connection, shared by the roles of its unit.
 
@@ -130,6 +165,18 @@ class Session:
     writers of different scopes run at once. ``store_lock`` is the key of the store's own
     lock, which the repository takes shared for such units and exclusive for those that
     change many scopes at once (expiry, index rebuilds, import, compaction).
+
+    Round trips. A statement whose result nobody reads yet (the start of the
+    transaction, a lock, an insert, an update whose row count is checked) is queued
+    with :meth:`defer` or :meth:`write`; the queue goes to the server, in order and in
+    one pipeline (see ``wire``), with the next statement whose result is read
+    (:meth:`one`, :meth:`all`, :meth:`execute`, :meth:`stream`), or with ``COMMIT``.
+    The server runs pipelined statements one after another, each with a snapshot taken
+    when it starts, so a lock queued before a read is granted before the read begins;
+    after a statement fails, it runs none of the rest of the pipeline, ``COMMIT``
+    included. So a queued statement's error is raised by the round trip that carries
+    it, and the unit rolls back with nothing committed; a row-count check is made by the
+    statement itself, on the server, for the same reason.
     """
 
     def __init__(
@@ -144,25 +191,45 @@ class Session:
         self.conn = conn
         # The repository's scopes whose row is committed; this unit's join on commit.
         self.known: set[ScopeKey] = set() if known is None else known
-        # The search index's tokenizer, read when the unit began (see ``tokenizer``).
-        self.tokenizer: object = None
+        self._tokenizer: object = _UNREAD
         self.scratch = scratch
-        self.write = write
+        self.writing = write
         self.store = store.encode("utf-8")
         self.store_lock = lock_key(b"store", self.store)
         self.locked: set[ScopeKey] = set()
         self.ensured: set[ScopeKey] = set()
         self.rewrite_requested = False
         self.touched_tables: set[str] = set()
+        # Whether any statement of the unit has gone to the server (the transaction is
+        # open there), and the statements queued for the next round trip.
+        self.sent = False
+        self._queue: list[_Deferred] = []
+        self._opening = 0
+
+    @property
+    def tokenizer(self) -> object:
+        """The search index's tokenizer, read with the schema version when the unit's
+        first round trip ran (see the repository)."""
+        if self._tokenizer is _UNREAD:
+            self.flush()
+        return self._tokenizer
+
+    @tokenizer.setter
+    def tokenizer(self, value: object) -> None:
+        self._tokenizer = value
+
+    def read_tokenizer(self, value: object) -> None:
+        """The tokenizer the unit's start read (unless the unit has set one since)."""
+        if self._tokenizer is _UNREAD:
+            self._tokenizer = value
 
     def key(self, scope: ScopeKey) -> tuple[bytes, bytes, bytes]:
         """The scope's three IDs as the parameters of :func:`scoped`; in a writing unit,
-        first the scope's lock (once per unit)."""
+        first the scope's lock (once per unit), queued: the statement that takes it runs
+        before the statement these parameters are for."""
         ids = (enc(scope[0]), enc(scope[1]), enc(scope[2]))
-        if self.write and scope not in self.locked:
-            self.conn.execute(
-                "SELECT pg_advisory_xact_lock(%s)", (lock_key(b"scope", self.store, *ids),)
-            )
+        if self.writing and scope not in self.locked:
+            self.defer("SELECT pg_advisory_xact_lock(%s)", (lock_key(b"scope", self.store, *ids),))
             self.locked.add(scope)
         return ids
 
@@ -181,22 +248,132 @@ class Session:
     def lock_store(self) -> None:
         """Take the store's lock exclusively (for a change of the whole store made in a
         unit that began with it shared: it waits for every other writer to finish)."""
-        self.conn.execute("SELECT pg_advisory_xact_lock(%s)", (self.store_lock,))
+        self.defer("SELECT pg_advisory_xact_lock(%s)", (self.store_lock,))
 
-    def execute(self, sql: str, params: Sequence[Any] = ()) -> psycopg.Cursor[tuple[Any, ...]]:
-        """Run one statement in the unit's transaction (``%s`` parameters)."""
-        return self.conn.execute(sql, params)
+    def opening(
+        self,
+        sql: str,
+        params: Sequence[Any] = (),
+        then: _Then | None = None,
+        *,
+        check: bool = False,
+    ) -> None:
+        """Queue a statement of the transaction's start (see :meth:`defer`): a unit that
+        sends nothing else sends none of them."""
+        self.defer(sql, params, then, check=check)
+        self._opening = len(self._queue)
+
+    def defer(
+        self,
+        sql: str,
+        params: Sequence[Any] = (),
+        then: _Then | None = None,
+        *,
+        check: bool = False,
+    ) -> None:
+        """Queue one statement for the unit's next round trip; ``then`` is called with
+        its result once that round trip has returned. With ``check`` (``then`` may fail
+        the unit), ``COMMIT`` waits for a round trip of its own after it."""
+        self._queue.append(_Deferred(sql, params, then, check=check))
+
+    def write(
+        self,
+        sql: str,
+        params: Sequence[Any] = (),
+        *,
+        rows: int | None = None,
+        refusal: str | None = None,
+    ) -> None:
+        """Queue a statement that changes rows (see :meth:`defer`).
+
+        With ``rows``, the statement (an ``INSERT``, ``UPDATE`` or ``DELETE`` without
+        ``RETURNING``) must change exactly that many rows: it is sent as a statement
+        that divides by zero otherwise, which fails the unit with
+        ``RepositoryCorruption`` (:data:`ROWS_DISAGREE`). With ``refusal``, ``sql``
+        divides by zero itself when what it checks does not hold, and the unit fails with
+        ``RepositoryCorruption(refusal)``."""
+        if rows is not None:
+            sql = (
+                f"WITH checked_rows AS ({sql} RETURNING 1) "
+                "SELECT 1 / (COUNT(*) = %s)::int FROM checked_rows"
+            )
+            params, refusal = (*params, rows), ROWS_DISAGREE
+        self._queue.append(_Deferred(sql, params, refusal=refusal))
+
+    def flush(self) -> None:
+        """Send what is queued, in one round trip (nothing when nothing is)."""
+        if self._queue:
+            self._send(None)
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> Result:
+        """Run one statement in the unit's transaction (``%s`` parameters), after what is
+        queued and in the same round trip."""
+        return self._send((sql, params))
 
     def one(self, sql: str, params: Sequence[Any] = ()) -> tuple[Any, ...] | None:
-        return self.execute(sql, params).fetchone()
+        return self._send((sql, params)).fetchone()
 
     def all(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        return self.execute(sql, params).fetchall()
+        return self._send((sql, params)).fetchall()
+
+    def many(self, reads: Sequence[tuple[str, Sequence[Any]]]) -> list[list[tuple[Any, ...]]]:
+        """The rows of each of several statements that do not depend on one another,
+        after what is queued and in the same round trip."""
+        queue: list[Statement] = list(self._queue)
+        queue.extend(Statement(sql, params, True) for sql, params in reads)
+        self._queue, self._opening = [], 0
+        results = self._run(queue)
+        return [result.fetchall() for result in results[len(results) - len(reads) :]]
+
+    def _send(self, last: tuple[str, Sequence[Any]] | None) -> Result:
+        """The queue, then ``last``, in one round trip; then each queued statement's
+        ``then``, in order. The result is ``last``'s."""
+        queue: list[Statement] = list(self._queue)
+        self._queue, self._opening = [], 0
+        if last is not None:
+            queue.append(Statement(last[0], last[1], True))
+        return self._run(queue)[-1]
+
+    def _run(self, queue: list[Statement]) -> list[Result]:
+        """``queue`` in one round trip; then each queued statement's ``then``."""
+        self.sent = True
+        try:
+            results = round_trip(self.conn, queue)
+        except Refused as refused:
+            item = queue[refused.index]
+            assert isinstance(item, _Deferred) and item.refusal is not None
+            raise RepositoryCorruption(item.refusal) from None
+        for item, result in zip(queue, results, strict=True):
+            if isinstance(item, _Deferred) and item.then is not None:
+                item.then(result)
+        return results
+
+    def commit(self) -> None:
+        """Send what is queued and ``COMMIT``: in one round trip, or two when a queued
+        statement's result must be checked here first (a failed check rolls the unit
+        back with nothing committed). A unit that sent nothing but its start has nothing
+        to commit."""
+        if not self.sent and len(self._queue) == self._opening:
+            self._queue, self._opening = [], 0
+            return
+        if any(item.check for item in self._queue):
+            self._send(None)
+        self._send(("COMMIT", ()))
+
+    def rollback(self) -> None:
+        """End the transaction without its changes (nothing to do when nothing was
+        sent); a failure to reach the server is left to the pool, which checks the
+        connection."""
+        self._queue, self._opening = [], 0
+        if self.sent:
+            with contextlib.suppress(psycopg.Error):
+                round_trip(self.conn, [Statement("ROLLBACK", (), False)])
 
     def stream(self, sql: str, params: Sequence[Any] = ()) -> Iterator[tuple[Any, ...]]:
         """The rows of a query, fetched ``CHUNK`` at a time through a server-side cursor
         of the unit's transaction (so memory holds one chunk). Only valid inside the unit
         of work."""
+        self.flush()
         cursor = self.conn.cursor(name=f"trueheart_scan_{next(_cursor_names)}")
         cursor.itersize = CHUNK
         try:
@@ -209,7 +386,7 @@ class Session:
         """Record the scope in ``scopes`` (once per unit; a no-op when it is there)."""
         if scope in self.ensured or scope in self.known:
             return
-        self.execute(
+        self.write(
             f"INSERT INTO scopes ({KEY}) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",
             self.key(scope),
         )
@@ -219,13 +396,6 @@ class Session:
         """``values`` in lists of at most ``CHUNK`` (for ``= ANY(%s)`` parameters)."""
         for start in range(0, len(values), CHUNK):
             yield list(values[start : start + CHUNK])
-
-
-def changed(cursor: psycopg.Cursor[tuple[Any, ...]], rows: int) -> None:
-    """Check that a statement changed exactly ``rows`` rows (else the store's rows and
-    what the service read disagree: ``RepositoryCorruption``, which rolls back)."""
-    if cursor.rowcount != rows:
-        raise RepositoryCorruption("stored rows and their indexes disagree")
 
 
 class Role:

@@ -62,7 +62,7 @@ class PostgresTombstones(Role):
 
     def insert(self, row: TombstoneRow) -> None:
         self._s.ensure_scope(row.scope)
-        self._s.execute(
+        self._s.write(
             f"INSERT INTO tombstones ({KEY}, entity_type, entity_id, fingerprint, deleted_at, "
             "reason, digest) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
             (

@@ -51,7 +51,7 @@ class PostgresUnitOfWork:
         self.operations = PostgresOperations(self.session)
 
     def commit(self) -> None:
-        self.session.execute("COMMIT")
+        self.session.commit()
         self.committed = True
         self.session.known.update(self.session.ensured)
 

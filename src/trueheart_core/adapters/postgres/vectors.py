@@ -31,6 +31,7 @@ from trueheart_core.adapters.postgres.session import (
     same_scope,
     scoped,
 )
+from trueheart_core.adapters.postgres.wire import Result
 from trueheart_core.errors import RepositoryCorruption
 from trueheart_core.ports import (
     ScopeKey,
@@ -99,11 +100,12 @@ class PostgresVectors(Role):
             raise RepositoryCorruption("invalid vector")
         status, *copied = found
         # Replaced, not updated: the new row draws a new handle, the latest write order.
-        if self._s.execute(
-            f"DELETE FROM vectors WHERE {scoped()} AND memory_id = %s", (*key, memory_id)
-        ).rowcount:
-            self._s.touched_tables.add("vectors")
-        self._s.execute(
+        self._s.defer(
+            f"DELETE FROM vectors WHERE {scoped()} AND memory_id = %s",
+            (*key, memory_id),
+            self._touched_vectors,
+        )
+        self._s.write(
             f"INSERT INTO vectors ({KEY}, memory_id, space_id, active, created_at, "
             "clear_until, recall_until, trust, kind, content_hash, vector, digest, "
             "sketch, sketch_scale, sketch_error) "
@@ -323,7 +325,7 @@ class PostgresVectors(Role):
                 expected = sketch(vector)
                 wanted = [None, None, None] if expected is None else list(expected)
                 if not _same(stored, wanted):
-                    self._s.execute(
+                    self._s.write(
                         "UPDATE vectors SET sketch = %s, sketch_scale = %s, sketch_error = %s "
                         "WHERE tenant_id = %s AND vid = %s",
                         (*wanted, tenant, vid),
@@ -341,7 +343,7 @@ class PostgresVectors(Role):
     def set_active(self, scope: ScopeKey, memory_id: str, active: bool) -> None:
         """Keep the copied status of a memory's vector in step with the memory (a row
         whose copy already agrees is left alone, and its generation with it)."""
-        self._s.execute(
+        self._s.write(
             f"UPDATE vectors SET active = %s WHERE {scoped()} AND memory_id = %s "
             "AND active IS DISTINCT FROM %s",
             (active, *self._s.key(scope), enc(memory_id), active),
@@ -349,10 +351,15 @@ class PostgresVectors(Role):
 
     def delete_of(self, scope: ScopeKey, memory_id: str) -> None:
         """Remove the vector of this memory, if it has one (part of deleting it)."""
-        if self._s.execute(
+        self._s.defer(
             f"DELETE FROM vectors WHERE {scoped()} AND memory_id = %s",
             (*self._s.key(scope), enc(memory_id)),
-        ).rowcount:
+            self._touched_vectors,
+        )
+
+    def _touched_vectors(self, result: Result) -> None:
+        """Note the vectors table as changed when the deletion removed a row."""
+        if result.rowcount:
             self._s.touched_tables.add("vectors")
 
 

@@ -1,0 +1,263 @@
+"""How a PostgreSQL unit of work talks to the server: statements whose result is not
+read yet wait and travel with the next read or with ``COMMIT``, in one pipeline.
+
+A queued statement's error is the library error its SQLSTATE maps to, raised by the
+round trip that carries it, and the unit leaves nothing; a row-count check made by a
+queued statement fails the unit before anything commits; a writer that waits for a
+scope's lock sees, in the statement after the lock, what the writer before it
+committed; a prepared statement the session lost makes the call run again; and the
+round trips of the common calls are the documented ones, counted by a proxy between
+the repository and the server (``round_trips.py``).
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+psycopg = pytest.importorskip("psycopg", reason="needs the postgres extra (psycopg)")
+
+from round_trips import RoundTripCounter  # noqa: E402
+
+import postgres_configuration  # noqa: E402
+from trueheart_core import (  # noqa: E402
+    EntityDeleted,
+    EntityType,
+    GovernanceAction,
+    PostgresRepository,
+    RecallQuery,
+    RepositoryConflict,
+    RepositoryCorruption,
+    TrueHeart,
+)
+from trueheart_core.adapters.postgres import connection as connection_module  # noqa: E402
+from trueheart_core.ports import AuditRow, EventRow, MemoryRow, SearchDocRow  # noqa: E402
+from trueheart_core.service import records, writing  # noqa: E402
+
+_CONFORMANCE = str(Path(__file__).resolve().parents[2] / "conformance")
+if _CONFORMANCE not in sys.path:
+    sys.path.insert(0, _CONFORMANCE)
+
+from conformance_builders import NOW, SCOPE, command, event, memory, msg  # noqa: E402
+
+KEY = records.scope_key(SCOPE)
+
+
+def _audit(audit_id: str) -> AuditRow:
+    return records.audit_row(
+        audit_id, SCOPE, "ingest", EntityType.RAW_EVENT, "evt-x", NOW, "synthetic reason"
+    )
+
+
+def _receipt() -> EventRow:
+    return records.event_row(writing.prepare_event(event("evt-x"), NOW))
+
+
+def _nothing_stored(repository: PostgresRepository) -> bool:
+    with repository.unit_of_work("read", write=False) as uow:
+        return (
+            uow.audit.recent(KEY, 10) == []
+            and uow.tombstones.get(KEY, "evt-x") == []
+            and uow.events.get(KEY, ["evt-x"]) == {}
+        )
+
+
+def test_a_queued_insert_that_fails_fails_the_commit_and_leaves_nothing(
+    repository: PostgresRepository,
+) -> None:
+    committed = False
+    with (
+        pytest.raises(RepositoryConflict, match=msg("repository busy: event ingest failed")),
+        repository.unit_of_work("ingest", write=True) as uow,
+    ):
+        uow.tombstones.insert(
+            records.tombstone_row(SCOPE, EntityType.RAW_EVENT, "evt-x", None, NOW, "gone")
+        )
+        uow.audit.insert(_audit("audit-1"))
+        uow.events.insert(_receipt(), None)
+        uow.events.insert(_receipt(), None)  # the same key: the server refuses it
+        uow.commit()
+        committed = True
+    assert not committed
+    assert _nothing_stored(repository)
+
+
+def test_a_queued_insert_that_fails_fails_the_next_read(repository: PostgresRepository) -> None:
+    read = False
+    with (
+        pytest.raises(RepositoryConflict) as caught,
+        repository.unit_of_work("ingest", write=True) as uow,
+    ):
+        uow.audit.insert(_audit("audit-1"))
+        uow.events.insert(_receipt(), None)
+        uow.events.insert(_receipt(), None)
+        uow.tombstones.get(KEY, "evt-x")
+        read = True
+    assert not read
+    assert caught.value.__cause__ is None and caught.value.__suppress_context__
+    assert _nothing_stored(repository)
+    # The connection is usable again: the unit was rolled back.
+    with repository.unit_of_work("ingest", write=True) as uow:
+        uow.audit.insert(_audit("audit-2"))
+        uow.commit()
+    with repository.unit_of_work("read", write=False) as uow:
+        assert [row.audit_id for row in uow.audit.recent(KEY, 10)] == ["audit-2"]
+
+
+def test_a_queued_row_count_check_fails_the_unit_before_anything_commits(
+    repository: PostgresRepository,
+) -> None:
+    missing = MemoryRow(KEY, "mem-missing", "c", "f" * 64, "fact", 1, 1, 2, 3, "sealed", "{}", "d")
+    with (
+        pytest.raises(
+            RepositoryCorruption,
+            match=msg("repository corruption: stored rows and their indexes disagree"),
+        ),
+        repository.unit_of_work("govern", write=True) as uow,
+    ):
+        uow.audit.insert(_audit("audit-1"))
+        uow.memories.update(missing)  # no such row: it changes none
+        uow.audit.insert(_audit("audit-2"))
+        uow.commit()
+    assert _nothing_stored(repository)
+
+
+def test_a_search_entry_without_its_memory_fails_the_unit_before_anything_commits(
+    repository: PostgresRepository,
+) -> None:
+    entry = SearchDocRow(KEY, "mem-missing", 1, 1, 2, 3, 1, "fact", ((7, 1),))
+    with (
+        pytest.raises(
+            RepositoryCorruption, match=msg("repository corruption: invalid search index")
+        ),
+        repository.unit_of_work("materialize", write=True) as uow,
+    ):
+        uow.audit.insert(_audit("audit-1"))
+        uow.search.index(entry)
+        uow.commit()
+    assert _nothing_stored(repository)
+    with repository.unit_of_work("read", write=False) as uow:
+        assert uow.search.statistics(KEY) == (0, 0)
+
+
+def _lock_waiters(pg: Any) -> int:
+    row = pg.execute("SELECT count(*) FROM pg_locks WHERE NOT granted").fetchone()
+    return int(row[0])
+
+
+def test_a_writer_that_waits_for_the_scope_sees_the_tombstone_committed_before_it(
+    repository: PostgresRepository, pg: Any
+) -> None:
+    """The scope's lock and the ingest's insert travel in one pipeline; the insert's
+    statement takes its snapshot after the lock is granted, so it sees the tombstone the
+    lock's previous holder committed, and the deleted event is not stored again. (Were
+    the lock taken inside the insert's statement, its snapshot would miss the
+    tombstone.)"""
+    service = TrueHeart(repository, clock=lambda: NOW)
+    service.ingest_event(event("evt-first"))  # the scope's row is there: no insert of it
+    outcome: list[BaseException | None] = []
+
+    def ingest() -> None:
+        try:
+            service.ingest_event(event("evt-x"))
+        except BaseException as error:  # reported to the test below
+            outcome.append(error)
+        else:
+            outcome.append(None)
+
+    with repository.unit_of_work("govern", write=True) as uow:
+        uow.tombstones.insert(
+            records.tombstone_row(
+                SCOPE, EntityType.RAW_EVENT, "evt-x", None, NOW, "synthetic request"
+            )
+        )
+        assert [t.entity_id for t in uow.tombstones.get(KEY, "evt-x")] == ["evt-x"]
+        writer = threading.Thread(target=ingest)
+        writer.start()
+        deadline = time.monotonic() + 60
+        while _lock_waiters(pg) == 0:
+            assert time.monotonic() < deadline, "the ingest never waited for the scope"
+            time.sleep(0.01)
+        uow.commit()
+    writer.join(timeout=60)
+    assert len(outcome) == 1 and isinstance(outcome[0], EntityDeleted)
+    with repository.unit_of_work("read", write=False) as uow:
+        assert uow.events.get(KEY, ["evt-x"]) == {}
+
+
+def test_statements_a_session_lost_are_prepared_again_and_the_call_runs_again(
+    pg_schema: str,
+) -> None:
+    repository = PostgresRepository(
+        postgres_configuration.database_url(), schema=pg_schema, max_connections=1
+    )
+    service = TrueHeart(repository, clock=lambda: NOW)
+    try:
+        for index in range(3):  # each statement of an ingest is now prepared
+            service.ingest_event(event(f"evt-{index}"))
+        with repository.unit_of_work("read", write=False) as uow:
+            uow.session.execute("DEALLOCATE ALL")
+        receipt = service.ingest_event(event("evt-after"))
+        assert receipt.event_id == "evt-after"
+        with repository.unit_of_work("read", write=False) as uow:
+            assert sorted(uow.events.get(KEY, ["evt-0", "evt-after"])) == ["evt-0", "evt-after"]
+            ingests = [row for row in uow.audit.recent(KEY, 10) if row.entity_id == "evt-after"]
+            assert len(ingests) == 1
+    finally:
+        repository.close()
+
+
+@pytest.fixture
+def counted(
+    pg_schema: str, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[tuple[TrueHeart, RoundTripCounter]]:
+    """A service whose one pooled connection goes through a round-trip counter. The
+    pool's check of a connection idle for a while (one empty round trip) is left out:
+    the connection counts as just used."""
+    monkeypatch.setattr(connection_module, "_RECENT", 24 * 3600.0)
+    counter = RoundTripCounter(postgres_configuration.database_url())
+    repository = PostgresRepository(counter.url(), schema=pg_schema, max_connections=1)
+    service = TrueHeart(repository, clock=lambda: NOW)
+    try:
+        yield service, counter
+    finally:
+        service.close()
+        counter.close()
+
+
+def _round_trips(counter: RoundTripCounter, call: Any) -> int:
+    counter.reset()
+    call()
+    return counter.round_trips
+
+
+def test_the_round_trips_of_the_common_writes(counted: tuple[TrueHeart, RoundTripCounter]) -> None:
+    service, counter = counted
+    service.ingest_event(event("evt-0"))  # the scope is written, and the index is built
+    service.materialize_once(memory("mem-0", ("evt-0",)))
+    later = NOW + timedelta(hours=1)
+    # A new event: the transaction's start, the locks, the version check and the
+    # insert in one pipeline; then COMMIT.
+    assert _round_trips(counter, lambda: service.ingest_event(event("evt-1"))) == 2
+    # A replay: the insert finds the receipt; the tombstones and the receipt are read.
+    assert _round_trips(counter, lambda: service.ingest_event(event("evt-1"))) == 4
+    # A batch: one insert per event, each read before the next; then COMMIT.
+    batch = [event(f"evt-batch-{index}") for index in range(10)]
+    assert _round_trips(counter, lambda: service.ingest_events(batch)) == 11
+    # Four reads, then the memory, its lineage, its search entry and its audit row with
+    # COMMIT.
+    assert _round_trips(counter, lambda: service.materialize_once(memory("mem-1"))) == 5
+    seal = command(GovernanceAction.SEAL, "mem-1", occurred_at=later)
+    assert _round_trips(counter, lambda: service.govern(seal)) == 6
+    restore = command(GovernanceAction.RESTORE, "mem-1", occurred_at=later)
+    assert _round_trips(counter, lambda: service.govern(restore)) == 4
+    # A read-only call: its start travels with its first read; ROLLBACK ends it.
+    assert len(service.recall(RecallQuery(SCOPE, later))) == 2
+    assert _round_trips(counter, lambda: service.recall(RecallQuery(SCOPE, later))) == 4
