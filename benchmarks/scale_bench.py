@@ -15,10 +15,10 @@ scope (with the default ``rewrite=True``, and with ``rewrite=False``; both erase
 on SQLite), the delete of a raw event with ten dependent memories (a governance
 cascade), and a forget of one memory; and, for reference, a rewrite of the same file
 (``VACUUM`` and a WAL checkpoint on a connection of its own), which is what ``compact()``
-costs and what a subject erasure cost while it rewrote the file: its cost is the file's. The stores
-are built once through the public API (on ``/dev/shm`` when it exists, then copied to a
-temporary directory on the disk) and all
-stay open; the samples of the stores are taken in rotation, call by call, so that a
+costs and what a subject erasure cost while it rewrote the file: its cost is the file's.
+The stores are built once through the public API (on ``/dev/shm`` when it exists, then
+copied to a temporary directory on the disk) and all stay open; the samples of the
+stores are taken in rotation, call by call, so that a
 drift of the machine affects every size alike. The figure of each operation and size is
 the median wall time; the ratio is that median at the largest size divided by its median
 at 1,000 memories, and the target is a ratio of at most 2 (the rewrite has none). Fresh
