@@ -222,9 +222,11 @@ class SQLiteSearch(Role):
         # CROSS JOIN keeps the query terms outermost: each term's merged postings are one
         # range of the primary key, and each posting's entry one probe (with filters the
         # planner would otherwise walk the scope's entries); besides them only the
-        # scope's pending rows (fewer than ``PENDING_BOUND``) are read. A memory's
-        # postings are either all merged or all pending, so each sum adds the terms of
-        # one branch; a merged entry with a pending removal is left out.
+        # scope's pending rows (fewer than ``PENDING_BOUND``) are read, and only those
+        # that hold a query term are parsed (a term ``t`` opens a pair as ``[t,``, the
+        # test ``PendingIndex.changes`` makes). A memory's postings are either all
+        # merged or all pending, so each sum adds the terms of one branch; a merged
+        # entry with a pending removal is left out.
         rows = self._conn.execute(
             f"WITH q (term, weight) AS (VALUES {values}), "
             "t AS MATERIALIZED (SELECT t.term_id AS term_id, q.weight AS weight "
@@ -234,7 +236,8 @@ class SQLiteSearch(Role):
             "x.recall_until AS recall_until, x.trust AS trust, x.kind AS kind, "
             "j.value ->> 0 AS term_id, j.value ->> 1 AS tf "
             "FROM search_pending x, json_each(x.postings) j "
-            "WHERE x.scope_id = ? AND x.change = 1), "
+            "WHERE x.scope_id = ? AND x.change = 1 AND EXISTS (SELECT 1 FROM t "
+            "WHERE instr(x.postings, '[' || t.term_id || ',') > 0)), "
             "gone AS MATERIALIZED (SELECT doc FROM search_pending "
             "WHERE scope_id = ? AND change = -1), "
             "scored AS MATERIALIZED ("
