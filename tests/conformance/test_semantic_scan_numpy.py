@@ -50,10 +50,15 @@ def _accelerated(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def copies(repository: Repository) -> dict[object, object]:
-    """The repository's scratch entries (the copies the accelerator keeps)."""
+    """The accelerator's entries in the repository's scratch dictionary (other parts of
+    the service keep entries of their own there)."""
     with repository.unit_of_work("search", write=False) as uow:
         assert uow.vectors is not None
-        return dict(uow.vectors.scratch())
+        return {
+            name: held
+            for name, held in uow.vectors.scratch().items()
+            if isinstance(name, tuple) and name[:1] == ("semantic vectors",)
+        }
 
 
 def both(

@@ -16,7 +16,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from trueheart_core.adapters.sql.failures import MALFORMED, forget
-from trueheart_core.adapters.sqlite import schema
+from trueheart_core.adapters.sqlite import handles, schema
 from trueheart_core.errors import (
     RepositoryBusy,
     RepositoryCorruption,
@@ -203,32 +203,42 @@ def unwritable_file(path: str) -> bool:
         return False
 
 
-def inspect_file(path: str) -> None:
-    """Refuse, by reading the header only, any file that is not a database of ours.
+def inspect_file(path: str) -> handles.Handle:
+    """Refuse, by reading the header only, any file that is not a database of ours;
+    return this repository's hold on the file's descriptor (see :mod:`handles`), which
+    the caller gives back after closing its connection.
 
     Runs before SQLite touches the file, so a foreign, damaged or newer file is never
     modified (not even switched to WAL) and no side files are created next to it. The
     file is opened without blocking and must still be a regular file once open.
     """
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        handle = handles.hold(path)
+    except handles.NotRegular:
+        raise ValidationError(
+            "path", "must be a regular file, not a FIFO, device or socket"
+        ) from None
     except OSError:
         raise ValidationError("path", "cannot be read by this process") from None
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise ValidationError("path", "must be a regular file, not a FIFO, device or socket")
-        with os.fdopen(fd, "rb", closefd=False) as handle:
-            header = handle.read(_HEADER_SIZE)
+        _check_header(handle, path)
+    except BaseException:
+        handle.release()
+        raise
+    return handle
+
+
+def _check_header(handle: handles.Handle, path: str) -> None:
+    try:
+        header = handle.read(_HEADER_SIZE)
         # A checkpoint (here after a crash, or live in another process) writes page 1
         # before the pages that extend the file, and empties the WAL only when done: a
         # main file shorter than its header is damage only when the WAL is empty, and
         # the size is read last so that a finished checkpoint is seen whole.
         wal_in_use = _has_wal(path)
-        size = os.fstat(fd).st_size
+        size = handle.size()
     except OSError:
         raise RepositoryCorruption("unreadable database file") from None
-    finally:
-        os.close(fd)
     if len(header) < _HEADER_SIZE or not header.startswith(_HEADER_MAGIC):
         raise RepositoryCorruption("invalid schema catalog")
     page_size = int.from_bytes(header[16:18], "big")

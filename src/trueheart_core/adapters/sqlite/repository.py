@@ -19,7 +19,7 @@ from trueheart_core import logs
 from trueheart_core.adapters.sql.failures import DIAGNOSTICS
 from trueheart_core.adapters.sqlite import backup as backup_mod
 from trueheart_core.adapters.sqlite import connection as conn_mod
-from trueheart_core.adapters.sqlite import schema
+from trueheart_core.adapters.sqlite import handles, schema
 from trueheart_core.adapters.sqlite.unit_of_work import SQLiteUnitOfWork
 from trueheart_core.errors import (
     RepositoryBusy,
@@ -80,14 +80,20 @@ class SQLiteRepository:
         self._file_backed = target != ":memory:"
         self._path = os.path.abspath(target) if self._file_backed else None
         self._conn: sqlite3.Connection | None = None
+        # This repository's hold on the file's descriptor (see ``handles``).
+        self._handle: handles.Handle | None = None
         # Set when an erasing change committed but its checkpoint could not finish.
         self._erasure_pending = False
         # Set when a bulk erasure committed but the file has not been rewritten yet.
         self._rewrite_pending = False
         try:
             self._conn = self._open(target, float(busy_timeout), read_only)
-        except TrueHeartError as error:
-            logs.STORE.warning("store refused: %s: %s", type(error).__name__, error)
+        except BaseException as error:
+            if self._handle is not None:
+                self._handle.release()
+                self._handle = None
+            if isinstance(error, TrueHeartError):
+                logs.STORE.warning("store refused: %s: %s", type(error).__name__, error)
             raise
         logs.STORE.debug(
             "store opened: %s, %s, schema version %d",
@@ -106,7 +112,7 @@ class SQLiteRepository:
             if not exists:
                 conn_mod.make_directories(target)
                 conn_mod.create_file(target, busy_timeout=busy_timeout)
-            conn_mod.inspect_file(target)
+            self._handle = conn_mod.inspect_file(target)
             version = conn_mod.inspect_catalog(target)
             read_only = read_only or not conn_mod.writable(target)
             if read_only and version < schema.SCHEMA_VERSION:
@@ -194,8 +200,14 @@ class SQLiteRepository:
             found: set[bytes] = set()
             for suffix in ("", "-wal", "-journal"):
                 try:
-                    with open(f"{self._path}{suffix}", "rb") as handle:
-                        data = handle.read()
+                    if not suffix and self._handle is not None:
+                        # Through the held descriptor: closing one of its own would
+                        # release this process's locks on the file (see ``handles``).
+                        data = self._handle.read(self._handle.size())
+                    else:
+                        # SQLite locks the database and shared-memory files only.
+                        with open(f"{self._path}{suffix}", "rb") as file:
+                            data = file.read()
                 except FileNotFoundError:
                     continue
                 except OSError:
@@ -364,6 +376,10 @@ class SQLiteRepository:
                     if self._erasure_pending:
                         self._scrub(conn)
                     conn.close()
+            # After the connection: the last hold closes the descriptor.
+            handle, self._handle = self._handle, None
+            if handle is not None:
+                handle.release()
 
     def __enter__(self) -> SQLiteRepository:
         return self
