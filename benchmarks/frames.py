@@ -16,6 +16,7 @@ disk's flush time does during the run.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import statistics
 import time
@@ -57,14 +58,14 @@ class WriteCost:
     calls: int
 
 
-def wal_frames(path: Path) -> int:
-    """``mxFrame`` of the WAL index of the database at ``path``: the frames of its log
-    that are committed."""
-    shm = Path(f"{path}-shm")
-    if not shm.exists():
-        return 0
-    with shm.open("rb") as handle:
-        header = handle.read(20)
+def wal_frames(shm: int) -> int:
+    """``mxFrame`` of the WAL index read through ``shm``, a descriptor of the database's
+    ``-shm`` file: the frames of its log that are committed.
+
+    The descriptor stays open while the store is: closing any descriptor of a file drops
+    every POSIX lock this process holds on it, SQLite's locks on the ``-shm`` file
+    included."""
+    header = os.pread(shm, 20, 0)
     return int.from_bytes(header[16:20], "little") if len(header) == 20 else 0
 
 
@@ -78,44 +79,51 @@ def measure_writes(
 ) -> list[WriteCost]:
     """Frames and CPU per call of materialize_once, ingest_event, seal and restore."""
     path = root / "frames.db"
-    with TrueHeart(SQLiteRepository(path), clock=clock) as th:
-        s = Scope("bench", "owner", "frames")
-        th.ingest_event(event(s, "src", 0))
-        for k in range(SCOPE_MEMORIES):
-            th.materialize_once(memory(s, f"m{k}", "src", k + 1))
-        g = Scope("bench", "owner", "frames-govern")
-        th.ingest_event(event(g, "src", 0))
-        for k in range(2 * calls):
-            th.materialize_once(memory(g, f"g{k}", "src", k + 1))
-        for k in range(calls, 2 * calls):
-            th.govern(command(g, GovernanceAction.SEAL, EntityType.MEMORY, f"g{k}"))
-        base = SCOPE_MEMORIES + 10
-        operations: dict[str, Callable[[int], Callable[[], object]]] = {
-            "materialize_once": lambda i: (
-                lambda: th.materialize_once(memory(s, f"new{i}", "src", base + i))
-            ),
-            "ingest_event": lambda i: lambda: th.ingest_event(event(s, f"ev{i}", i + 5)),
-            "govern seal": lambda i: (
-                lambda: th.govern(command(g, GovernanceAction.SEAL, EntityType.MEMORY, f"g{i}"))
-            ),
-            "govern restore": lambda i: (
-                lambda: th.govern(
-                    command(g, GovernanceAction.RESTORE, EntityType.MEMORY, f"g{calls + i}")
-                )
-            ),
-        }
-        frames: dict[str, list[int]] = {name: [] for name in operations}
-        cpu: dict[str, list[int]] = {name: [] for name in operations}
-        for i in range(calls):
-            for name, prepare in operations.items():
-                call = prepare(i)
-                before = wal_frames(path)
-                start = time.process_time_ns()
-                call()
-                cpu[name].append(time.process_time_ns() - start)
-                after = wal_frames(path)
-                # A checkpoint that restarted the log: the call's frames are all there is.
-                frames[name].append(after - before if after >= before else after)
+    shm: int | None = None
+    try:
+        with TrueHeart(SQLiteRepository(path), clock=clock) as th:
+            s = Scope("bench", "owner", "frames")
+            th.ingest_event(event(s, "src", 0))
+            for k in range(SCOPE_MEMORIES):
+                th.materialize_once(memory(s, f"m{k}", "src", k + 1))
+            g = Scope("bench", "owner", "frames-govern")
+            th.ingest_event(event(g, "src", 0))
+            for k in range(2 * calls):
+                th.materialize_once(memory(g, f"g{k}", "src", k + 1))
+            for k in range(calls, 2 * calls):
+                th.govern(command(g, GovernanceAction.SEAL, EntityType.MEMORY, f"g{k}"))
+            base = SCOPE_MEMORIES + 10
+            operations: dict[str, Callable[[int], Callable[[], object]]] = {
+                "materialize_once": lambda i: (
+                    lambda: th.materialize_once(memory(s, f"new{i}", "src", base + i))
+                ),
+                "ingest_event": lambda i: lambda: th.ingest_event(event(s, f"ev{i}", i + 5)),
+                "govern seal": lambda i: (
+                    lambda: th.govern(command(g, GovernanceAction.SEAL, EntityType.MEMORY, f"g{i}"))
+                ),
+                "govern restore": lambda i: (
+                    lambda: th.govern(
+                        command(g, GovernanceAction.RESTORE, EntityType.MEMORY, f"g{calls + i}")
+                    )
+                ),
+            }
+            shm = os.open(f"{path}-shm", os.O_RDONLY)  # the store in WAL mode has one by now
+            frames: dict[str, list[int]] = {name: [] for name in operations}
+            cpu: dict[str, list[int]] = {name: [] for name in operations}
+            for i in range(calls):
+                for name, prepare in operations.items():
+                    call = prepare(i)
+                    before = wal_frames(shm)
+                    start = time.process_time_ns()
+                    call()
+                    cpu[name].append(time.process_time_ns() - start)
+                    after = wal_frames(shm)
+                    # A checkpoint that restarted the log: the call's frames are all there is.
+                    frames[name].append(after - before if after >= before else after)
+    finally:
+        # Closed only once the store is: see wal_frames.
+        if shm is not None:
+            os.close(shm)
     return [
         WriteCost(
             name,
