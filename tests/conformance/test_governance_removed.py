@@ -55,6 +55,33 @@ def test_forgetting_a_sealed_memory_removes_no_index_entry(service: TrueHeart) -
     assert _removed(service, GovernanceAction.FORGET, "mem-1") == (A.MEMORY, A.LINEAGE_EDGE)
 
 
+def test_sealing_a_memory_whose_words_another_memory_holds(service: TrueHeart) -> None:
+    service.ingest_event(event("evt-1"))
+    service.materialize_once(memory("mem-1", content="shared words"))
+    service.materialize_once(memory("mem-2", content="shared words too"))
+    assert _removed(service, GovernanceAction.SEAL, "mem-1") == (A.SEARCH_ENTRY,)
+    assert _removed(service, GovernanceAction.SEAL, "mem-2") == (A.SEARCH_ENTRY, A.SEARCH_TERM)
+
+
+def test_sealing_after_many_writes(service: TrueHeart) -> None:
+    # Enough writes for a backend that buffers index changes to have applied them.
+    service.ingest_event(event("evt-1"))
+    service.materialize_once(memory("mem-1", content="solitary phrase"))
+    service.materialize_once(memory("mem-2", content="filler"))
+    for k in range(150):
+        service.materialize_once(memory(f"mem-fill-{k}", content=f"filler {k}"))
+    terms = service.stats(SCOPE).search_terms
+    for _ in range(2):
+        assert _removed(service, GovernanceAction.SEAL, "mem-1") == (
+            A.SEARCH_ENTRY,
+            A.SEARCH_TERM,
+        )
+        assert _removed(service, GovernanceAction.SEAL, "mem-2") == (A.SEARCH_ENTRY,)
+        assert _removed(service, GovernanceAction.RESTORE, "mem-1") == ()
+        assert _removed(service, GovernanceAction.RESTORE, "mem-2") == ()
+    assert service.stats(SCOPE).search_terms == terms
+
+
 def test_forgetting_a_claim_removes_its_claim_row(service: TrueHeart) -> None:
     service.ingest_event(event("evt-1"))
     service.materialize_claim(claim("claim-1"))

@@ -37,9 +37,15 @@ class SearchIndex(Protocol):
         """Make an existing memory searchable: store ``doc``, one posting per term, and
         add to the scope's statistics and to each term's document frequency."""
 
-    def unindex(self, scope: ScopeKey, memory_id: str) -> None:
-        """Remove a memory's search entries, if any, and subtract them from the
-        statistics; a term no memory of the scope holds any longer is removed."""
+    def unindex(self, scope: ScopeKey, memory_id: str) -> tuple[int, int]:
+        """Remove a memory's search entry, if any, and subtract it from the statistics;
+        a term no memory of the scope holds any longer is removed.
+
+        Returns ``(entries, terms)``: the searchable entries removed (0 or 1) and the
+        terms of that entry no other entry of the scope holds (removed now, or by the
+        time any read could see them), exactly what ``removal_counts`` reports as
+        ``search_entry`` and ``search_term`` when asked before the call. A seal needs
+        both, and reading them here saves a second look-up of the same rows."""
 
     def statistics(self, scope: ScopeKey) -> tuple[int, int]:
         """``(searchable memories, sum of their lengths)`` of the exact scope."""

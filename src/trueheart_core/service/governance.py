@@ -81,7 +81,6 @@ _REMOVED_BY_MEMORY_DELETE = (
     ArtifactClass.SEARCH_TERM,
     ArtifactClass.VECTOR,
 )
-_REMOVED_BY_UNINDEX = (ArtifactClass.SEARCH_ENTRY, ArtifactClass.SEARCH_TERM)
 
 
 def _removed(
@@ -125,8 +124,11 @@ def govern_memory(uow: UnitOfWork, command: GovernanceCommand) -> tuple[list[str
         if new_status is MemoryStatus.ACTIVE:
             uow.search.index(searching.doc_row(record))
         else:
-            removed = _removed(uow, key, (memory_id,), _REMOVED_BY_UNINDEX)
-            uow.search.unindex(key, memory_id)
+            entries, terms = uow.search.unindex(key, memory_id)
+            if entries:
+                removed.add(ArtifactClass.SEARCH_ENTRY)
+            if terms:
+                removed.add(ArtifactClass.SEARCH_TERM)
         return [memory_id], removed
     # Forget and delete remove the row even if its body no longer verifies: erasure must
     # not be blocked by the corruption of what is being erased.

@@ -254,8 +254,10 @@ def test_the_round_trips_of_the_common_writes(counted: tuple[TrueHeart, RoundTri
     # Four reads, then the memory, its lineage, its search entry and its audit row with
     # COMMIT.
     assert _round_trips(counter, lambda: service.materialize_once(memory("mem-1"))) == 5
+    # Three look-ups; the status update, the vector flag and the search entry's removal,
+    # which returns what it removed; the audit row with COMMIT.
     seal = command(GovernanceAction.SEAL, "mem-1", occurred_at=later)
-    assert _round_trips(counter, lambda: service.govern(seal)) == 6
+    assert _round_trips(counter, lambda: service.govern(seal)) == 5
     restore = command(GovernanceAction.RESTORE, "mem-1", occurred_at=later)
     assert _round_trips(counter, lambda: service.govern(restore)) == 4
     # A read-only call: its start travels with its first read; ROLLBACK ends it.

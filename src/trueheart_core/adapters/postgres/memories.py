@@ -39,7 +39,7 @@ _EDGE_COLUMNS = "x.memory_id, x.event_id, x.trust, x.clear_for, x.recall_for, x.
 class _SearchEntries(Protocol):
     """What a memory's removal needs of the search role (``PostgresSearch``)."""
 
-    def unindex(self, scope: ScopeKey, memory_id: str, /) -> None: ...
+    def discard(self, scope: ScopeKey, memory_id: str, /) -> None: ...
 
 
 class _VectorRows(Protocol):
@@ -176,7 +176,7 @@ class PostgresMemories(Role):
         self._vectors.set_active(row.scope, row.memory_id, row.status == "active")
 
     def delete(self, scope: ScopeKey, memory_id: str) -> None:
-        self._search.unindex(scope, memory_id)
+        self._search.discard(scope, memory_id)
         self._claims.delete_claim(scope, memory_id)
         self._vectors.delete_of(scope, memory_id)
         key = self._s.key(scope)

@@ -212,19 +212,33 @@ class PostgresSearch(Role):
             refusal="invalid search index",
         )
 
-    def unindex(self, scope: ScopeKey, memory_id: str) -> None:
+    def unindex(self, scope: ScopeKey, memory_id: str) -> tuple[int, int]:
+        sql, params = self._unindexing(scope, memory_id)
+        row = self._s.one(sql, params)
+        self._note_removal(row)
+        return (0, 0) if row is None else (int(row[1]), int(row[2]))
+
+    def discard(self, scope: ScopeKey, memory_id: str) -> None:
+        """:meth:`unindex` in the unit's next round trip, for a memory's removal, which
+        reports what it removed from counts read before."""
+        sql, params = self._unindexing(scope, memory_id)
+        self._s.defer(sql, params, self._unindexed)
+
+    def _unindexing(self, scope: ScopeKey, memory_id: str) -> tuple[str, tuple[Any, ...]]:
+        """The statement that removes a memory's entry, and its parameters; its row is
+        ``(postings, entries, terms)`` removed."""
         key = self._s.key(scope)
         mid = enc(memory_id)
         # One statement, whose parts all read the snapshot before it: postings go by
         # memory even without an entry (nothing may outlive it); a term row or the
         # statistics row that would count nothing afterwards goes, any other is
         # lowered (each row is changed by one part only).
-        self._s.defer(
+        return (
             "WITH gone AS ("
             f"DELETE FROM search_postings WHERE {scoped()} AND memory_id = %s RETURNING term), "
             "dropped AS ("
             f"DELETE FROM search_terms t WHERE {scoped('t')} AND t.df <= 1 "
-            "AND t.term IN (SELECT term FROM gone)), "
+            "AND t.term IN (SELECT term FROM gone) RETURNING 1), "
             "lowered AS ("
             f"UPDATE search_terms t SET df = t.df - 1 WHERE {scoped('t')} AND t.df > 1 "
             "AND t.term IN (SELECT term FROM gone)), "
@@ -237,14 +251,16 @@ class PostgresSearch(Role):
             "UPDATE search_stats x SET docs = x.docs - 1, "
             "length = x.length - (SELECT length FROM entry) "
             f"WHERE {scoped('x')} AND x.docs > 1 AND EXISTS (SELECT 1 FROM entry)) "
-            "SELECT (SELECT COUNT(*) FROM gone), (SELECT COUNT(*) FROM entry)",
+            "SELECT (SELECT COUNT(*) FROM gone), (SELECT COUNT(*) FROM entry), "
+            "(SELECT COUNT(*) FROM dropped)",
             (*key, mid, *key, *key, *key, mid, *key, *key),
-            self._unindexed,
         )
 
     def _unindexed(self, result: Result) -> None:
+        self._note_removal(result.fetchone())
+
+    def _note_removal(self, row: tuple[Any, ...] | None) -> None:
         """Note the tables an entry's removal changed."""
-        row = result.fetchone()
         if row is not None and row[0]:
             self._s.touched_tables.update(("search_postings", "search_terms"))
         if row is not None and row[1]:

@@ -105,33 +105,38 @@ class SQLiteSearch(Role):
         if self.pending.count(sid) >= PENDING_BOUND:
             self.pending.merge(sid)
 
-    def unindex(self, scope: ScopeKey, memory_id: str, *, erasing: bool = False) -> None:
+    def unindex(self, scope: ScopeKey, memory_id: str, *, erasing: bool = False) -> tuple[int, int]:
         """Remove a memory's entry (see the port), and erase every term that no entry
         holds any longer. A merged entry is removed at once when ``erasing``; otherwise
         (a seal) through a pending row, and its terms wait for the merge."""
         sid = self._scope_id(scope)
         rid = None if sid is None else self._memory_rid(sid, memory_id)
         if sid is None or rid is None:
-            return
+            return 0, 0
         waiting = self.pending.row(sid, rid)
         merged = self.pending.merged_entry(rid)
         if merged is not None and merged[0] != sid:
             raise RepositoryCorruption("invalid search index")
         touched: set[int] = set()
+        entries = waiting_terms = 0
         if waiting is not None:
             self.pending.drop(sid, rid)
             touched.update(term_id for term_id, _ in waiting.pairs)
+            entries = int(waiting.change > 0)
         if merged is not None and (erasing or waiting is None):
+            entries = 1
             if erasing:
                 touched |= self.pending.remove_merged(sid, rid, merged[1])
             else:
                 pairs = self.pending.merged_pairs(rid)
+                # Read before the removal is pending, as ``removal_counts`` reads it.
+                waiting_terms = len(self.pending.unheld(sid, dict.fromkeys(dict(pairs), 1)))
                 self.pending.add(sid, rid, -1, merged[1], pairs_text(pairs))
                 if self.pending.count(sid) >= PENDING_BOUND:
                     self.pending.merge(sid)
         # The terms only this entry held go with it (those of a merged entry removed
         # by a seal wait for the merge, which erases them).
-        self.pending.erase_unheld(sid, touched)
+        return entries, self.pending.erase_unheld(sid, touched) + waiting_terms
 
     # --- reads ------------------------------------------------------------------------
 
