@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 from typing import Protocol
 
 from trueheart_core.ports.rows import ScopeKey
@@ -36,18 +36,12 @@ class StoreOperations(Protocol):
         """``(status, kind, count)`` for each status and kind of the scope's (or the
         store's) memories, read from an index that holds both."""
 
-    def removal_counts(
-        self,
-        scope: ScopeKey,
-        memory_ids: Sequence[str],
-        only: Collection[str] | None = None,
-    ) -> dict[str, int]:
+    def removal_counts(self, scope: ScopeKey, memory_ids: Sequence[str]) -> dict[str, int]:
         """What removing these memories of the exact scope (as :meth:`MemoryStore.delete` or
         :meth:`SearchIndex.unindex` does) would remove: the memory rows, lineage edges and
         claim rows, the search entries, and the term rows that no other memory of the
         scope holds (keys ``memory``, ``lineage_edge``, ``claim``, ``search_entry``,
-        ``search_term``). Served by indexes. With ``only``, the counts of those names
-        alone are asked for (the others may be left at 0)."""
+        ``search_term``). Served by indexes."""
 
     def scope_event_ids(self, scope: ScopeKey, *, thorough: bool = True) -> list[str]:
         """The IDs of every receipt of the exact scope: read from the table itself when

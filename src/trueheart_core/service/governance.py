@@ -86,11 +86,10 @@ _REMOVED_BY_MEMORY_DELETE = (
 def _removed(
     uow: UnitOfWork, key: ScopeKey, memory_ids: Sequence[str], classes: Sequence[ArtifactClass]
 ) -> Removed:
-    """Which of ``classes`` removing (or unindexing) these memories removes, read before
-    the change."""
+    """Which of ``classes`` removing these memories removes, read before the change."""
     if not memory_ids:
         return set()
-    counts = uow.operations.removal_counts(key, memory_ids, [c.value for c in classes])
+    counts = uow.operations.removal_counts(key, memory_ids)
     return {artifact for artifact in classes if counts.get(artifact.value, 0)}
 
 

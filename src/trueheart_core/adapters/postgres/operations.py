@@ -22,7 +22,7 @@ rows first would add copies instead of removing any.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -153,56 +153,40 @@ class PostgresOperations(Role):
             )
         ]
 
-    def removal_counts(
-        self,
-        scope: ScopeKey,
-        memory_ids: Sequence[str],
-        only: Collection[str] | None = None,
-    ) -> dict[str, int]:
+    def removal_counts(self, scope: ScopeKey, memory_ids: Sequence[str]) -> dict[str, int]:
         found = dict.fromkeys(
             ("memory", "lineage_edge", "claim", "search_entry", "search_term", "vector"), 0
         )
         key = self._s.key(scope)
         ids = sorted({memory_id.encode("utf-8") for memory_id in memory_ids})
         held: Counter[int] = Counter()
-        artifacts = [
-            (artifact, table, column)
-            for artifact, table, column in (
-                ("memory", "memories", "memory_id"),
-                ("lineage_edge", "lineage", "memory_id"),
-                ("claim", "claims", "claim_id"),
-                ("search_entry", "search_docs", "memory_id"),
-                ("vector", "vectors", "memory_id"),
-            )
-            if only is None or artifact in only
-        ]
-        terms = only is None or "search_term" in only
+        artifacts = (
+            ("memory", "memories", "memory_id"),
+            ("lineage_edge", "lineage", "memory_id"),
+            ("claim", "claims", "claim_id"),
+            ("search_entry", "search_docs", "memory_id"),
+            ("vector", "vectors", "memory_id"),
+        )
         counts = ", ".join(
             f"(SELECT COUNT(*) FROM {table} WHERE {scoped()} AND {column} = ANY(%s))"
             for _, table, column in artifacts
         )
         for chunk in self._s.chunks(ids):
-            # One round trip: the rows of each table asked for, and the postings (read
-            # through their index by memory).
-            reads: list[tuple[str, Sequence[Any]]] = []
-            if artifacts:
-                reads.append((f"SELECT {counts}", (*key, chunk) * len(artifacts)))
-            if terms:
-                reads.append(
+            # One round trip: the rows of each table, and the postings (read through
+            # their index by memory).
+            counted, postings = self._s.many(
+                (
+                    (f"SELECT {counts}", (*key, chunk) * len(artifacts)),
                     (
                         f"SELECT term FROM search_postings WHERE {scoped()} "
                         "AND memory_id = ANY(%s)",
                         (*key, chunk),
-                    )
+                    ),
                 )
-            if not reads:
-                break
-            answers = self._s.many(reads)
-            if artifacts:
-                for (artifact, _, _), count in zip(artifacts, answers[0][0], strict=True):
-                    found[artifact] += int(count)
-            if terms:
-                held.update(int(term) for (term,) in answers[-1])
+            )
+            for (artifact, _, _), count in zip(artifacts, counted[0], strict=True):
+                found[artifact] += int(count)
+            held.update(int(term) for (term,) in postings)
         # A term goes when every memory of the scope that holds it goes with these.
         for chunk in self._s.chunks(sorted(held)):
             for term, df in self._s.all(

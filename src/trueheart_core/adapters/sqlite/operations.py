@@ -10,7 +10,7 @@ receipt or memory that is found so but not through the scope's index is erased t
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from trueheart_core.adapters.sqlite.claims import ERASE_CLAIM
@@ -225,12 +225,7 @@ class SQLiteOperations(Role):
             )
         ]
 
-    def removal_counts(
-        self,
-        scope: ScopeKey,
-        memory_ids: Sequence[str],
-        only: Collection[str] | None = None,
-    ) -> dict[str, int]:
+    def removal_counts(self, scope: ScopeKey, memory_ids: Sequence[str]) -> dict[str, int]:
         sid = self._scope_id(scope)
         found = dict.fromkeys(
             ("memory", "lineage_edge", "claim", "search_entry", "search_term", "vector"), 0
@@ -238,9 +233,6 @@ class SQLiteOperations(Role):
         if sid is None or not memory_ids:
             return found
         ids = list(memory_ids)
-        wanted = set(found) if only is None else set(only)
-        if wanted <= {"search_entry", "search_term"}:
-            return self._index_removal(sid, ids, found)
         live = self._in_chunks(
             "SELECT rid, memory_id, sources FROM memories WHERE memory_id IN ({marks}) "
             "AND scope_id = ? AND erased IS NOT 1",
