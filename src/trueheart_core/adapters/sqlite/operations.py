@@ -11,7 +11,6 @@ receipt or memory that is found so but not through the scope's index is erased t
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from trueheart_core.adapters.sqlite.claims import ERASE_CLAIM
 from trueheart_core.adapters.sqlite.events import ERASE_BODY, ERASE_RECEIPT
@@ -281,7 +280,28 @@ class SQLiteOperations(Role):
         return found
 
     def scope_event_ids(self, scope: ScopeKey, *, thorough: bool = True) -> list[str]:
-        return self._scope_ids(scope, "event_id", "raw_events", "raw_events_by_scope")
+        # Through the scope index, and the audit log's cross-check (so ``thorough``
+        # costs nothing more here).
+        sid = self._scope_id(scope, thorough=True)
+        if sid is None:
+            return []
+        found = [
+            r[0]
+            for r in self._conn.execute(
+                "SELECT event_id FROM raw_events INDEXED BY raw_events_by_scope "
+                "WHERE scope_id = ? AND erased IS NOT 1",
+                (sid,),
+            )
+        ]
+        found += [
+            r[0]
+            for r in self._in_chunks(
+                "SELECT event_id FROM raw_events WHERE rid IN ({marks})",
+                [],
+                self._hidden_of(sid, "raw_event"),
+            )
+        ]
+        return found
 
     def scope_memory_fingerprints(
         self, scope: ScopeKey, *, thorough: bool = True
@@ -297,7 +317,7 @@ class SQLiteOperations(Role):
                 (sid,),
             )
         ]
-        rids += self._hidden(sid)[1]
+        rids += self._hidden_of(sid, "memory")
         return [
             (r[0], r[1])
             for r in self._in_chunks(
@@ -385,30 +405,31 @@ class SQLiteOperations(Role):
 
     def _hidden(self, sid: int) -> tuple[list[int], list[int]]:
         """The row IDs of the scope's live receipts and memories that its scope indexes
-        do not hold: the IDs its audit rows name, looked up by ID (each row checked to
-        be of the scope in the table itself). Empty for a sound store."""
-        hidden: list[list[int]] = []
-        for entity_type, table, index in (
-            ("raw_event", "raw_events", "raw_events_by_scope"),
-            ("memory", "memories", "memories_by_status"),
-        ):
-            id_column = "event_id" if table == "raw_events" else "memory_id"
-            hidden.append(
-                [
-                    r[0]
-                    for r in self._conn.execute(
-                        f"SELECT x.rid FROM audit a JOIN {table} x "
-                        f"ON x.{id_column} = a.entity_id AND x.scope_id = a.scope_id "
-                        "AND x.erased IS NOT 1 "
-                        "WHERE a.scope_id = ?1 AND a.entity_type = ?2 "
-                        f"AND (SELECT t.scope_id FROM {table} t WHERE t.rid = x.rid) = ?1 "
-                        f"AND x.rid NOT IN (SELECT rid FROM {table} INDEXED BY {index} "
-                        "WHERE scope_id = ?1 AND erased IS NOT 1) GROUP BY x.rid",
-                        (sid, entity_type),
-                    )
-                ]
+        do not hold (see :meth:`_hidden_of`). Empty for a sound store."""
+        return self._hidden_of(sid, "raw_event"), self._hidden_of(sid, "memory")
+
+    def _hidden_of(self, sid: int, entity_type: str) -> list[int]:
+        """The row IDs of the scope's live rows of one kind (``raw_event`` or ``memory``)
+        that its scope index does not hold: the IDs its audit rows name, looked up by ID
+        (each row checked to be of the scope in the table itself)."""
+        table, id_column, index = (
+            ("raw_events", "event_id", "raw_events_by_scope")
+            if entity_type == "raw_event"
+            else ("memories", "memory_id", "memories_by_status")
+        )
+        return [
+            r[0]
+            for r in self._conn.execute(
+                f"SELECT x.rid FROM audit a JOIN {table} x "
+                f"ON x.{id_column} = a.entity_id AND x.scope_id = a.scope_id "
+                "AND x.erased IS NOT 1 "
+                "WHERE a.scope_id = ?1 AND a.entity_type = ?2 "
+                f"AND (SELECT t.scope_id FROM {table} t WHERE t.rid = x.rid) = ?1 "
+                f"AND x.rid NOT IN (SELECT rid FROM {table} INDEXED BY {index} "
+                "WHERE scope_id = ?1 AND erased IS NOT 1) GROUP BY x.rid",
+                (sid, entity_type),
             )
-        return hidden[0], hidden[1]
+        ]
 
     def _erase_hidden(self, sid: int, receipts: list[int], memories: list[int]) -> None:
         """Erase receipts and memories of the scope that its indexes lost (and what hangs
@@ -438,25 +459,3 @@ class SQLiteOperations(Role):
             self._conn.execute(
                 f"UPDATE raw_events SET {ERASE_RECEIPT} WHERE rid IN ({marks})", chunk
             )
-
-    def _scope_ids(self, scope: ScopeKey, column: str, table: str, index: str) -> list[Any]:
-        """The IDs of the scope's live rows of ``table``: through its scope index, and the
-        audit log's cross-check (so ``thorough`` costs nothing more here)."""
-        sid = self._scope_id(scope, thorough=True)
-        if sid is None:
-            return []
-        found = [
-            r[0]
-            for r in self._conn.execute(
-                f"SELECT {column} FROM {table} INDEXED BY {index} "
-                "WHERE scope_id = ? AND erased IS NOT 1",
-                (sid,),
-            )
-        ]
-        found += [
-            r[0]
-            for r in self._in_chunks(
-                f"SELECT {column} FROM {table} WHERE rid IN ({{marks}})", [], self._hidden(sid)[0]
-            )
-        ]
-        return found
