@@ -287,6 +287,19 @@ def _key_blob(column: str) -> str:
     return f"trueheart_key_blob({column})"
 
 
+_REBUILT_IN_V7 = (
+    "raw_events",
+    "raw_bodies",
+    "memories",
+    "lineage",
+    "audit",
+    "claims",
+    "vectors",
+    "search_terms",
+    "search_pending",
+)
+"""The tables version 7 builds anew (as ``<name>_v7``) and then renames into place."""
+
 _V7: Sequence[str] = (
     # -- receipts: the status as 0 (active) or 1 (expired), which are stored in no bytes
     _RAW_EVENTS_V7,
@@ -398,34 +411,8 @@ _V7: Sequence[str] = (
     "DELETE FROM search_stats",
     "UPDATE search_meta SET tokenizer = ''",
     # -- the old tables go; the new ones take their names
-    *(
-        f"DROP TABLE {table}"
-        for table in (
-            "raw_events",
-            "raw_bodies",
-            "memories",
-            "lineage",
-            "audit",
-            "claims",
-            "vectors",
-            "search_terms",
-            "search_pending",
-        )
-    ),
-    *(
-        f"ALTER TABLE {table}_v7 RENAME TO {table}"
-        for table in (
-            "raw_events",
-            "raw_bodies",
-            "memories",
-            "lineage",
-            "audit",
-            "claims",
-            "vectors",
-            "search_terms",
-            "search_pending",
-        )
-    ),
+    *(f"DROP TABLE {table}" for table in _REBUILT_IN_V7),
+    *(f"ALTER TABLE {table}_v7 RENAME TO {table}" for table in _REBUILT_IN_V7),
     # -- indexes: the look-up of an ID in any scope (erased rows included: an erased ID
     # has its tombstone and is never stored again); erased rows are left out of every
     # index a read walks by scope. Only 1 marks a row erased: a row whose mark holds
