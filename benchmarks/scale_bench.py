@@ -5,6 +5,7 @@ Run from the project root::
     .venv/bin/python benchmarks/scale_bench.py            # 1,000 / 10,000 / 100,000
     .venv/bin/python benchmarks/scale_bench.py --quick    # 1,000 / 10,000, fewer samples
     .venv/bin/python benchmarks/scale_bench.py --json results.json
+    .venv/bin/python benchmarks/scale_bench.py --sizes 1000,1000000 --repeat 5
 
 Each store holds the given number of memories spread over 20 scopes (one source event per
 ten memories, one claim per memory), plus the scopes that are measured: every timed call
@@ -201,6 +202,19 @@ def sample(store: Store, operation: str) -> None:
         store.timed(operation, lambda: th.govern(command))
 
 
+def _sizes(text: str) -> tuple[int, ...]:
+    """``--sizes``: at least two ascending store sizes, each a multiple of ``SCOPES``."""
+    try:
+        sizes = tuple(int(part) for part in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError("sizes are whole numbers") from None
+    if len(sizes) < 2 or list(sizes) != sorted(set(sizes)) or sizes[0] < SCOPES:
+        raise argparse.ArgumentTypeError("at least two ascending sizes of 20 or more")
+    if any(size % SCOPES for size in sizes):
+        raise argparse.ArgumentTypeError(f"each size is a multiple of {SCOPES}")
+    return sizes
+
+
 def median_ms(values: Sequence[int]) -> float:
     return statistics.median(values) / 1e6
 
@@ -208,10 +222,16 @@ def median_ms(values: Sequence[int]) -> float:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0] if __doc__ else None)
     parser.add_argument("--quick", action="store_true", help="1,000 and 10,000 memories only")
+    parser.add_argument(
+        "--sizes",
+        type=_sizes,
+        default=None,
+        help="store sizes in memories, comma-separated, ascending (each a multiple of 20)",
+    )
     parser.add_argument("--repeat", type=int, default=None, help="samples per operation")
     parser.add_argument("--json", metavar="PATH", type=Path, help="also write results as JSON")
     args = parser.parse_args(argv)
-    sizes = QUICK_SIZES if args.quick else SIZES
+    sizes = args.sizes or (QUICK_SIZES if args.quick else SIZES)
     repeat = args.repeat if args.repeat is not None else (5 if args.quick else 11)
     started = time.perf_counter()
     info = machine()

@@ -5,6 +5,7 @@ materialization (new, replay, trust escalation, missing sources, tombstones), re
 governance, raw-content expiry and audit against a small in-memory model that follows the
 written contract literally. Every result is compared in full: receipts, records, recall
 ids/order/clarity, affected ids, error classes and messages, audit rows and their order.
+It runs on a SQLite file and on a PostgreSQL schema, against the same model.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import json
 import tempfile
 from collections import Counter
 from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, timezone
 from functools import partial
@@ -25,6 +27,7 @@ from hypothesis import HealthCheck, Phase, event, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
+import postgres_configuration
 from trueheart_core import (
     AuditRecord,
     EntityDeleted,
@@ -54,6 +57,7 @@ from trueheart_core import (
     ValidationError,
 )
 from trueheart_core.domain.search.tokenize import tokenize
+from trueheart_core.ports import Repository
 
 BASE = datetime(2026, 8, 13, 12, 0, tzinfo=UTC)
 MIN_UTC = datetime(1, 1, 1, tzinfo=UTC)
@@ -515,8 +519,12 @@ class LifecycleMachine(RuleBasedStateMachine):
         self.clock_calls += 1
         return self.now
 
+    def _repository(self, *, read_only: bool = False) -> Repository:
+        """A new repository on this machine's store."""
+        return SQLiteRepository(self.path, read_only=read_only)
+
     def _open(self) -> TrueHeart:
-        return TrueHeart(SQLiteRepository(self.path), clock=self._clock)
+        return TrueHeart(self._repository(), clock=self._clock)
 
     def teardown(self) -> None:
         event(f"steps: {self.steps // 10 * 10}+")
@@ -546,8 +554,8 @@ class LifecycleMachine(RuleBasedStateMachine):
             for as_of in sorted(points):
                 self._compare_recall(scope, as_of, 100, ())
             assert self.service.verify_integrity(scope).ok
-        # A second, read-only connection to the same file sees the same committed state.
-        with TrueHeart(SQLiteRepository(self.path, read_only=True)) as reader:
+        # A second, read-only repository on the same store sees the same committed state.
+        with TrueHeart(self._repository(read_only=True)) as reader:
             for scope in SCOPES:
                 assert reader.recall(RecallQuery(scope, BASE, 100)) == self.service.recall(
                     RecallQuery(scope, BASE, 100)
@@ -1122,3 +1130,32 @@ LifecycleMachine.TestCase.settings = settings(
     phases=(Phase.explicit, Phase.reuse, Phase.generate),
 )
 TestLifecycle = LifecycleMachine.TestCase
+
+
+class PostgresLifecycleMachine(LifecycleMachine):
+    """The same model check on a PostgreSQL store: a new schema of the session's test
+    server for every run (the server's database goes when the test session ends)."""
+
+    def __init__(self) -> None:
+        self.target = postgres_configuration.split_target(
+            _entered(postgres_configuration.new_target(Path(tempfile.gettempdir())))
+        )
+        super().__init__()
+
+    def _repository(self, *, read_only: bool = False) -> Repository:
+        from trueheart_core import PostgresRepository
+
+        name, conninfo = self.target
+        return PostgresRepository(conninfo, schema=name, read_only=read_only, max_connections=2)
+
+
+def _entered(context: AbstractContextManager[str]) -> str:
+    """The target a ``new_target`` context yields (its exit does nothing for PostgreSQL:
+    schemas go with the test database)."""
+    return context.__enter__()
+
+
+PostgresLifecycleMachine.TestCase.settings = settings(
+    LifecycleMachine.TestCase.settings, max_examples=25
+)
+TestLifecyclePostgres = PostgresLifecycleMachine.TestCase
