@@ -358,7 +358,7 @@ def test_the_scratch_is_emptied_by_an_erasure_and_at_close(repository: Repositor
     service = store(repository, DIMS, spread_items([random_unit(rng, DIMS) for _ in range(5)]))
     with repository.unit_of_work("search", write=False) as uow:
         assert uow.vectors is not None
-        scratch = uow.vectors.scratch()
+        scratch = uow.scratch()
     scratch["marker"] = 1
     service.govern(command(GovernanceAction.SEAL, "mem-0001"))
     assert scratch["marker"] == 1  # not an erasure (the seal may have added its own)

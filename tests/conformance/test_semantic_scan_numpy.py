@@ -56,7 +56,7 @@ def copies(repository: Repository) -> dict[object, object]:
         assert uow.vectors is not None
         return {
             name: held
-            for name, held in uow.vectors.scratch().items()
+            for name, held in uow.scratch().items()
             if isinstance(name, tuple) and name[:1] == ("semantic vectors",)
         }
 

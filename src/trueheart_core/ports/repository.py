@@ -11,7 +11,7 @@ backend behaves identically by construction and only has to pass the conformance
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, MutableMapping
 from contextlib import AbstractContextManager
 from enum import StrEnum
 from typing import Protocol, runtime_checkable
@@ -57,6 +57,16 @@ class UnitOfWork(Protocol):
 
     @property
     def operations(self) -> StoreOperations: ...
+
+    def scratch(self) -> MutableMapping[object, object]:
+        """A dictionary that belongs to the open repository, not to this unit, where the
+        service keeps data derived from the store in process memory (verified source
+        receipts, a copy of a scope's vectors kept with the generation it was read at).
+        The repository empties it when it closes and as soon as an erasing unit of work
+        commits, so that nothing erased stays in it. Units of several threads may share
+        it: what the service keeps there costs a recomputation if lost, never an
+        answer."""
+        ...
 
     def commit(self) -> None:
         """Commit the transaction. Without it, leaving the unit's block rolls back."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, MutableMapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Protocol
 
 from trueheart_core.ports.rows import (
@@ -103,14 +103,6 @@ class VectorStore(Protocol):
         its handle and filter columns, in any order, as lists of at most ``chunk``
         entries read one after the other from the unit's snapshot: what a copy of the
         scope's vectors kept in memory holds. Only valid inside the unit of work."""
-        ...
-
-    def scratch(self) -> MutableMapping[object, object]:
-        """A dictionary that belongs to this open repository, where the service keeps
-        data derived from the store in process memory (a copy of a scope's vectors,
-        kept with the generation it was read at). The repository empties it when it
-        closes and as soon as an erasing unit of work commits, so that nothing erased
-        stays in such a copy."""
         ...
 
     def lexical_matches(

@@ -43,9 +43,7 @@ def source_receipt(
     many memories name is verified once, not at every write that reads it. The cache
     lives in the repository's scratch dictionary, which every erasure empties; a row
     that differs in any field (its digest included) is verified anew."""
-    store = None if uow.vectors is None else uow.vectors.scratch()
-    if store is None:
-        return receipt(row, scope, diagnostic)
+    store = uow.scratch()
     cache = store.get(_RECEIPTS)
     if not isinstance(cache, OrderedDict):
         cache = OrderedDict()

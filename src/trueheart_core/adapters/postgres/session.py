@@ -156,7 +156,7 @@ class Session:
     """One transaction's connection, shared by the roles of its unit.
 
     ``scratch`` is the repository's dictionary for data the service derives from the
-    store (see ``VectorStore.scratch``).
+    store (see ``UnitOfWork.scratch``).
 
     A writing unit runs at ``READ COMMITTED`` and holds, until it ends, an exclusive
     advisory lock on every scope it touches, taken by :meth:`key` before the first

@@ -8,6 +8,7 @@ memory's search entry, claim row and vector go with it) call that role directly.
 
 from __future__ import annotations
 
+from collections.abc import MutableMapping
 from typing import TYPE_CHECKING, Any
 
 from trueheart_core.adapters.postgres.audit import PostgresAudit
@@ -49,6 +50,9 @@ class PostgresUnitOfWork:
         self.tombstones = PostgresTombstones(self.session)
         self.audit = PostgresAudit(self.session)
         self.operations = PostgresOperations(self.session)
+
+    def scratch(self) -> MutableMapping[object, object]:
+        return self.session.scratch
 
     def commit(self) -> None:
         self.session.commit()

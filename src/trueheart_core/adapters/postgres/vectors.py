@@ -11,7 +11,7 @@ Every scan is exact: the semantic search compares sketches and vectors in the se
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, MutableMapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from itertools import islice
 from typing import Any, TypeVar
 
@@ -242,9 +242,6 @@ class PostgresVectors(Role):
         )
         entries = ((r[0], r[1], r[2], r[3], r[4], r[5], dec(r[6])) for r in rows)
         yield from _batches(entries, chunk)
-
-    def scratch(self) -> MutableMapping[object, object]:
-        return self._s.scratch
 
     def lexical_matches(
         self, scope: ScopeKey, terms: Sequence[int], memory_ids: Sequence[str]

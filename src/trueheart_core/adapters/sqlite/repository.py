@@ -75,7 +75,7 @@ class SQLiteRepository:
             raise ValidationError("read_only", "must be a bool")
         self._lock = threading.RLock()
         self._scope_ids: dict[ScopeKey, int] = {}
-        # What the service keeps in memory of this store (see VectorStore.scratch).
+        # What the service keeps in memory of this store (see UnitOfWork.scratch).
         self._scratch: dict[object, object] = {}
         self._file_backed = target != ":memory:"
         self._path = os.path.abspath(target) if self._file_backed else None

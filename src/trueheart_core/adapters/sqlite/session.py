@@ -99,7 +99,7 @@ class Session:
     ``known`` is the repository's cache of committed scope IDs; ``new`` holds the scopes
     this transaction created, merged into ``known`` on commit. ``scratch`` is the
     repository's dictionary for data the service derives from the store (see
-    ``VectorStore.scratch``).
+    ``UnitOfWork.scratch``).
     """
 
     def __init__(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import sqlite3
+from collections.abc import MutableMapping
 
 from trueheart_core.adapters.sqlite.audit import SQLiteAudit
 from trueheart_core.adapters.sqlite.claims import SQLiteClaims
@@ -74,6 +75,9 @@ class SQLiteUnitOfWork:
     def rewrite_requested(self) -> bool:
         """Set by compaction: the repository rewrites the file after the commit."""
         return "operations" in self.__dict__ and self.operations.rewrite_requested
+
+    def scratch(self) -> MutableMapping[object, object]:
+        return self._session.scratch
 
     def commit(self) -> None:
         self._session.conn.execute("COMMIT")

@@ -7,7 +7,7 @@ table's end."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, MutableMapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from trueheart_core.adapters.sqlite.filters import eligibility_filters
@@ -228,9 +228,6 @@ class SQLiteVectors(Role):
         )
         while rows := cursor.fetchmany(chunk):
             yield rows
-
-    def scratch(self) -> MutableMapping[object, object]:
-        return self._session.scratch
 
     def lexical_matches(
         self, scope: ScopeKey, terms: Sequence[int], memory_ids: Sequence[str]

@@ -90,6 +90,7 @@ class _Copy:
 
 def select(
     store: VectorStore,
+    scratch: MutableMapping[object, object],
     key: ScopeKey,
     space_id: int,
     dimensions: int,
@@ -102,7 +103,7 @@ def select(
     if not enabled():
         return None
     np = _module()
-    copy = _current(np, store, key, space_id, dimensions)
+    copy = _current(np, store, scratch, key, space_id, dimensions)
     if copy is None:
         return None
     eligible = copy.active & (copy.created <= filters.as_of) & (copy.recall > filters.as_of)
@@ -173,11 +174,15 @@ def _gamma(terms: int) -> float:
 
 
 def _current(
-    np: Any, store: VectorStore, key: ScopeKey, space_id: int, dimensions: int
+    np: Any,
+    store: VectorStore,
+    scratch: MutableMapping[object, object],
+    key: ScopeKey,
+    space_id: int,
+    dimensions: int,
 ) -> _Copy | None:
     """The copy of the scope's vectors at the stored generation, read again when the
     generation moved; ``None`` when the accelerator steps aside for this scope."""
-    scratch = store.scratch()
     name = ("semantic vectors", key, space_id, dimensions)
     generation = store.generation(key)
     held = scratch.get(name)

@@ -114,7 +114,9 @@ def scan(
     chosen = Selection(store, key, filters.as_of, form, window, minimum_score)
     if scan_cap is None:
         # With numpy, the same selection from estimates of a copy kept in memory.
-        scanned = accelerated.select(store, key, space_id, space.dimensions, filters, chosen)
+        scanned = accelerated.select(
+            store, uow.scratch(), key, space_id, space.dimensions, filters, chosen
+        )
         if scanned is not None:
             return chosen.result(scanned, False, [])
     scanned, capped = _stream(store, key, space_id, space.dimensions, filters, scan_cap, chosen)
