@@ -31,7 +31,9 @@ class EventStore(Protocol):
         import restores an expired receipt so, and an active one's body with
         :meth:`EventStore.insert_body`)."""
 
-    def insert_if_new(self, row: EventRow, body: BodyRow, audit: AuditRow) -> bool:
+    def insert_if_new(
+        self, row: EventRow, body: BodyRow, audit: AuditRow, *, committing: bool = False
+    ) -> bool:
         """Store a new receipt with its body and its audit row (of the same scope),
         unless the exact scope already holds a receipt, or a tombstone of any entity
         type, with this event ID; whether they were stored.
@@ -40,6 +42,13 @@ class EventStore(Protocol):
         replay, a tombstone) and decides. It is the common case of an ingest done in as
         few statements as the backend allows; a backend may implement it as those two
         look-ups and :meth:`insert` followed by the audit role's insert.
+
+        ``committing`` says that this is the unit's first statement and that, after
+        ``True``, the caller commits the unit at once without changing anything else in
+        it: a backend may then commit in the same round trip as the insert, and the
+        unit's ``commit`` has nothing left to do. After ``False`` the unit goes on as
+        usual; a backend that committed its (empty) transaction begins a new one for
+        the rest of the unit, whose reads see the store as it is then.
         """
 
     def insert_body(self, body: BodyRow) -> None:

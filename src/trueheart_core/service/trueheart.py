@@ -206,7 +206,7 @@ class TrueHeart:
         now = self._now()
         prepared = writing.prepare_event(draft, now)
         with self._repository.unit_of_work("ingest", write=True) as uow:
-            receipt = writing.ingest(uow, draft, prepared)
+            receipt = writing.ingest(uow, draft, prepared, alone=True)
             uow.commit()
         return receipt
 

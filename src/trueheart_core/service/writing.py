@@ -46,7 +46,11 @@ def prepare_event(draft: RawEventDraft, now: datetime) -> RawEventReceipt:
     )
 
 
-def ingest(uow: UnitOfWork, draft: RawEventDraft, receipt: RawEventReceipt) -> RawEventReceipt:
+def ingest(
+    uow: UnitOfWork, draft: RawEventDraft, receipt: RawEventReceipt, *, alone: bool = False
+) -> RawEventReceipt:
+    """Store one event (see ``TrueHeart.ingest_event``). ``alone``: this is the unit's
+    only change, and the caller commits it as soon as this returns."""
     body = records.body_row(draft.scope, draft.event_id, draft.content)
     audit_row = records.audit_row(
         new_audit_id(),
@@ -60,7 +64,7 @@ def ingest(uow: UnitOfWork, draft: RawEventDraft, receipt: RawEventReceipt) -> R
     # A new ID (no receipt and no tombstone of any type in the scope) is stored at once;
     # anything else is looked at below: a replay, or a tombstone that may block it.
     row = records.event_row(receipt)
-    if uow.events.insert_if_new(row, body, audit_row):
+    if uow.events.insert_if_new(row, body, audit_row, committing=alone):
         return receipt
     key = scope_key(draft.scope)
     if loading.blocking_tombstones(uow.tombstones.get(key, draft.event_id), EntityType.RAW_EVENT):

@@ -31,6 +31,7 @@ from trueheart_core import (  # noqa: E402
     EntityDeleted,
     EntityType,
     GovernanceAction,
+    IdempotencyConflict,
     PostgresRepository,
     RecallQuery,
     RepositoryConflict,
@@ -192,6 +193,52 @@ def test_a_writer_that_waits_for_the_scope_sees_the_tombstone_committed_before_i
         assert uow.events.get(KEY, ["evt-x"]) == {}
 
 
+def test_an_ingest_that_commits_with_its_insert_leaves_a_store_of_another_version_alone(
+    repository: PostgresRepository, pg: Any
+) -> None:
+    """An ingest sends ``COMMIT`` with its insert, before the unit's own check of the
+    stored version has seen the answer: the insert checks the version itself, so a
+    store that another process moved to a later version while this repository was
+    open gets nothing, and the call fails as every other unit does."""
+    service = TrueHeart(repository, clock=lambda: NOW)
+    service.ingest_event(event("evt-first"))
+    pg.execute("UPDATE meta SET schema_version = schema_version + 1")
+    with pytest.raises(
+        RepositoryCorruption, match=msg("repository corruption: unsupported schema version")
+    ):
+        service.ingest_event(event("evt-later"))
+    rows = pg.execute("SELECT convert_from(event_id, 'UTF8') FROM raw_events").fetchall()
+    assert rows == [("evt-first",)]
+    audited = pg.execute("SELECT count(*) FROM audit").fetchone()
+    assert audited == (1,)
+
+
+def test_a_replay_after_the_committed_insert_is_read_in_a_transaction_of_its_own(
+    repository: PostgresRepository, pg: Any
+) -> None:
+    """When the insert that travels with ``COMMIT`` finds the ID taken, the unit goes on
+    in a new transaction, under the scope's lock again: an identical replay returns the
+    stored receipt, a changed one conflicts, and a deleted ID stays deleted; none of
+    them writes a row."""
+    service = TrueHeart(repository, clock=lambda: NOW)
+    stored = service.ingest_event(event("evt-1"))
+    assert service.ingest_event(event("evt-1")) == stored
+    changed = event("evt-1", content="another body")
+    with pytest.raises(IdempotencyConflict):
+        service.ingest_event(changed)
+    service.govern(command(GovernanceAction.DELETE, "evt-1", entity_type=EntityType.RAW_EVENT))
+    with pytest.raises(EntityDeleted):
+        service.ingest_event(event("evt-1"))
+    counts = pg.execute(
+        "SELECT (SELECT count(*) FROM raw_events), (SELECT count(*) FROM audit)"
+    ).fetchone()
+    assert counts == (0, 2)  # the receipt went with the delete; its audit rows stay
+    assert not pg.execute(
+        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+        "AND state LIKE 'idle in transaction%%' AND pid <> pg_backend_pid()"
+    ).fetchone()[0]
+
+
 def test_statements_a_session_lost_are_prepared_again_and_the_call_runs_again(
     pg_schema: str,
 ) -> None:
@@ -243,10 +290,11 @@ def test_the_round_trips_of_the_common_writes(counted: tuple[TrueHeart, RoundTri
     service.ingest_event(event("evt-0"))  # the scope is written, and the index is built
     service.materialize_once(memory("mem-0", ("evt-0",)))
     later = NOW + timedelta(hours=1)
-    # A new event: the transaction's start, the locks, the version check and the
-    # insert in one pipeline; then COMMIT.
-    assert _round_trips(counter, lambda: service.ingest_event(event("evt-1"))) == 2
-    # A replay: the insert finds the receipt; the tombstones and the receipt are read.
+    # A new event: the transaction's start, the locks, the version check, the insert
+    # and COMMIT in one pipeline.
+    assert _round_trips(counter, lambda: service.ingest_event(event("evt-1"))) == 1
+    # A replay: the insert finds the receipt (and commits nothing); a new transaction
+    # reads the tombstones, then the receipt; COMMIT.
     assert _round_trips(counter, lambda: service.ingest_event(event("evt-1"))) == 4
     # A batch: one insert per event, each read before the next; then COMMIT.
     batch = [event(f"evt-batch-{index}") for index in range(10)]

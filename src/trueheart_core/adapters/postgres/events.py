@@ -7,6 +7,7 @@ from collections.abc import Iterator, Sequence
 
 from trueheart_core.adapters.postgres.claims import PostgresClaims
 from trueheart_core.adapters.postgres.scans import scan
+from trueheart_core.adapters.postgres.schema import SCHEMA_VERSION
 from trueheart_core.adapters.postgres.session import (
     EVENT_COLUMNS,
     EVENT_E,
@@ -81,14 +82,19 @@ class PostgresEvents(Role):
         if body is not None:
             self.insert_body(body)
 
-    def insert_if_new(self, row: EventRow, body: BodyRow, audit: AuditRow) -> bool:
+    def insert_if_new(
+        self, row: EventRow, body: BodyRow, audit: AuditRow, *, committing: bool = False
+    ) -> bool:
         self._s.ensure_scope(row.scope)
         key = self._s.key(row.scope)
         event_id = enc(row.event_id)
         # One statement: the receipt goes in only when neither a receipt nor a tombstone
         # of this ID is in the scope (the scope's lock is held, so no writer of the scope
-        # runs meanwhile); the body and the audit row go in with it, or not at all.
-        found = self._s.one(
+        # runs meanwhile); the body and the audit row go in with it, or not at all. It
+        # also checks the stored version itself: when ``COMMIT`` travels with it, the
+        # unit's own check of the version (made once the round trip returns) comes too
+        # late to keep a store of another version unchanged.
+        found = (self._s.one_and_commit if committing else self._s.one)(
             f"WITH e AS (INSERT INTO raw_events ({KEY}, event_id, source_id, source_type, "
             "source_occurred_at, trust, source_metadata, content_hash, ingested_at, "
             "raw_expires_at, clear_for, recall_for, status, metadata, digest) "
@@ -96,7 +102,8 @@ class PostgresEvents(Role):
             f"WHERE NOT EXISTS (SELECT 1 FROM raw_events x WHERE {scoped('x')} "
             "AND x.event_id = %s) "
             f"AND NOT EXISTS (SELECT 1 FROM tombstones t WHERE {scoped('t')} "
-            "AND t.entity_id = %s) RETURNING 1), "
+            "AND t.entity_id = %s) "
+            "AND EXISTS (SELECT 1 FROM meta WHERE schema_version = %s) RETURNING 1), "
             f"b AS (INSERT INTO raw_bodies ({KEY}, event_id, content, digest) "
             "SELECT %s, %s, %s, %s, %s, %s FROM e), "
             f"a AS (INSERT INTO audit ({KEY}, audit_id, action, entity_type, entity_id, "
@@ -123,6 +130,7 @@ class PostgresEvents(Role):
                 event_id,
                 *key,
                 event_id,
+                SCHEMA_VERSION,
                 *key,
                 event_id,
                 enc(body.content),
@@ -138,7 +146,10 @@ class PostgresEvents(Role):
                 audit.digest,
             ),
         )
-        return found is not None and found[0] == 1
+        stored = found is not None and found[0] == 1
+        if committing and not stored:
+            self._s.begin_again()
+        return stored
 
     def insert_body(self, body: BodyRow) -> None:
         self._s.ensure_scope(body.scope)

@@ -176,7 +176,9 @@ class Session:
     after a statement fails, it runs none of the rest of the pipeline, ``COMMIT``
     included. So a queued statement's error is raised by the round trip that carries
     it, and the unit rolls back with nothing committed; a row-count check is made by the
-    statement itself, on the server, for the same reason.
+    statement itself, on the server, for the same reason. A unit whose only change is
+    one statement may send ``COMMIT`` with it (:meth:`one_and_commit`): one round trip
+    in all.
     """
 
     def __init__(
@@ -205,6 +207,10 @@ class Session:
         self.sent = False
         self._queue: list[_Deferred] = []
         self._opening = 0
+        # The statements of the transaction's start, for a unit that begins again after
+        # committing early (see :meth:`one_and_commit`); whether it has committed.
+        self._start: list[_Deferred] = []
+        self.committed = False
 
     @property
     def tokenizer(self) -> object:
@@ -262,6 +268,7 @@ class Session:
         sends nothing else sends none of them."""
         self.defer(sql, params, then, check=check)
         self._opening = len(self._queue)
+        self._start.append(self._queue[-1])
 
     def defer(
         self,
@@ -325,6 +332,30 @@ class Session:
         results = self._run(queue)
         return [result.fetchall() for result in results[len(results) - len(reads) :]]
 
+    def one_and_commit(self, sql: str, params: Sequence[Any] = ()) -> tuple[Any, ...] | None:
+        """:meth:`one`, and ``COMMIT`` in the same round trip: for a unit whose only
+        change is this statement's, made only when what the unit's queued checks read
+        holds (the statement must check it on the server: their ``then`` runs after the
+        commit). The unit then has nothing left to commit; after a failure nothing is
+        committed."""
+        queue: list[Statement] = list(self._queue)
+        self._queue, self._opening = [], 0
+        queue.append(Statement(sql, params, True))
+        queue.append(Statement("COMMIT", (), False))
+        results = self._run(queue)
+        self.committed = True
+        return results[-2].fetchone()
+
+    def begin_again(self) -> None:
+        """After :meth:`one_and_commit`, open a new transaction for the rest of the unit:
+        its start is queued again, and each scope's lock is taken again before the
+        first statement on it."""
+        self.committed = False
+        self.sent = False
+        self.locked.clear()
+        self._queue = list(self._start)
+        self._opening = len(self._queue)
+
     def _send(self, last: tuple[str, Sequence[Any]] | None) -> Result:
         """The queue, then ``last``, in one round trip; then each queued statement's
         ``then``, in order. The result is ``last``'s."""
@@ -353,6 +384,8 @@ class Session:
         statement's result must be checked here first (a failed check rolls the unit
         back with nothing committed). A unit that sent nothing but its start has nothing
         to commit."""
+        if self.committed and not self._queue:
+            return  # committed with the unit's only change (see one_and_commit)
         if not self.sent and len(self._queue) == self._opening:
             self._queue, self._opening = [], 0
             return

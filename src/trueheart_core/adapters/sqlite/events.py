@@ -94,7 +94,10 @@ class SQLiteEvents(Role):
             assert cursor.lastrowid is not None
             self._insert_body(cursor.lastrowid, sid, body)
 
-    def insert_if_new(self, row: EventRow, body: BodyRow, audit: AuditRow) -> bool:
+    def insert_if_new(
+        self, row: EventRow, body: BodyRow, audit: AuditRow, *, committing: bool = False
+    ) -> bool:
+        # ``committing`` changes nothing here: a commit costs no round trip.
         sid = self._ensure_scope(row.scope)
         # One statement: the receipt goes in only when neither a receipt nor a tombstone
         # of this ID is in the scope (both found through their ID indexes; the ID of an
