@@ -46,9 +46,18 @@ _CONFORMANCE = str(Path(__file__).resolve().parents[2] / "conformance")
 if _CONFORMANCE not in sys.path:
     sys.path.insert(0, _CONFORMANCE)
 
-from conformance_builders import NOW, SCOPE, command, event, memory, msg  # noqa: E402
+from conformance_builders import (  # noqa: E402
+    NOW,
+    OTHER_SCOPE,
+    SCOPE,
+    command,
+    event,
+    memory,
+    msg,
+)
 
 KEY = records.scope_key(SCOPE)
+OTHER_KEY = records.scope_key(OTHER_SCOPE)
 
 
 def _audit(audit_id: str) -> AuditRow:
@@ -211,6 +220,36 @@ def test_an_ingest_that_commits_with_its_insert_leaves_a_store_of_another_versio
     assert rows == [("evt-first",)]
     audited = pg.execute("SELECT count(*) FROM audit").fetchone()
     assert audited == (1,)
+
+
+def test_an_ingest_whose_pipeline_fails_leaves_nothing_of_it(
+    repository: PostgresRepository, pg: Any
+) -> None:
+    """A new event's ingest runs as one pipeline without ``BEGIN``: the server's implicit
+    transaction of the pipeline holds the scope's row, the receipt and the body it wrote
+    before a later statement failed, and rolls them all back."""
+    service = TrueHeart(repository, clock=lambda: NOW)
+    service.ingest_event(event("evt-first"))  # the store's first unit, on another scope
+    # A body left without its receipt in a scope never written: the ingest's insert of
+    # the body fails after its inserts of the scope's row and of the receipt ran.
+    pg.execute(
+        "INSERT INTO raw_bodies (tenant_id, owner_id, subject_id, event_id, content, digest) "
+        "VALUES (%s, %s, %s, %s, %s, %s)",
+        (*(part.encode() for part in OTHER_KEY), b"evt-x", b"stray", "0" * 64),
+    )
+    with pytest.raises(RepositoryConflict):
+        service.ingest_event(event("evt-x", scope=OTHER_SCOPE))
+    left = pg.execute(
+        "SELECT (SELECT count(*) FROM scopes WHERE subject_id = %s), "
+        "(SELECT count(*) FROM raw_events WHERE subject_id = %s), "
+        "(SELECT count(*) FROM audit WHERE subject_id = %s)",
+        (OTHER_KEY[2].encode(),) * 3,
+    ).fetchone()
+    assert left == (0, 0, 0)
+    assert not pg.execute(
+        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+        "AND state LIKE 'idle in transaction%%' AND pid <> pg_backend_pid()"
+    ).fetchone()[0]
 
 
 def test_a_replay_after_the_committed_insert_is_read_in_a_transaction_of_its_own(

@@ -109,6 +109,8 @@ def connection_settings(
             "0" if statement_timeout is None else f"{int(statement_timeout * 1000)}ms"
         ),
         "idle_in_transaction_session_timeout": "0",
+        # What a pipeline without BEGIN runs at (see ``Session.one_and_commit``).
+        "default_transaction_isolation": "read committed",
         "default_transaction_read_only": "on" if read_only else "off",
         "client_encoding": "UTF8",
         "TimeZone": "UTC",
@@ -116,8 +118,13 @@ def connection_settings(
 
 
 def options_text(settings: dict[str, Any]) -> str:
-    """``settings`` as the libpq ``options`` parameter (``-c name=value`` each)."""
-    return " ".join(f"-c {name}={value}" for name, value in settings.items())
+    """``settings`` as the libpq ``options`` parameter (``-c name=value`` each; a space or
+    backslash of a value escaped with a backslash, as libpq reads them)."""
+    return " ".join(f"-c {name}={_escaped(str(value))}" for name, value in settings.items())
+
+
+def _escaped(value: str) -> str:
+    return value.replace("\\", "\\\\").replace(" ", "\\ ")
 
 
 _RECENT = 1.0

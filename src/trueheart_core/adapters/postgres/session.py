@@ -152,6 +152,12 @@ class _Deferred(Statement):
         self.refusal = refusal
 
 
+def _starts_transaction(item: _Deferred) -> bool:
+    """Whether a queued statement is the transaction's ``BEGIN``, or a check that only a
+    unit that commits later can act on."""
+    return item.check or item.sql.startswith("BEGIN")
+
+
 class Session:
     """One transaction's connection, shared by the roles of its unit.
 
@@ -333,18 +339,26 @@ class Session:
         return [result.fetchall() for result in results[len(results) - len(reads) :]]
 
     def one_and_commit(self, sql: str, params: Sequence[Any] = ()) -> tuple[Any, ...] | None:
-        """:meth:`one`, and ``COMMIT`` in the same round trip: for a unit whose only
-        change is this statement's, made only when what the unit's queued checks read
-        holds (the statement must check it on the server: their ``then`` runs after the
-        commit). The unit then has nothing left to commit; after a failure nothing is
-        committed."""
-        queue: list[Statement] = list(self._queue)
+        """:meth:`one`, committed in the same round trip: for a unit whose only change
+        is this statement's, made only when what the unit's queued checks read holds
+        (the statement must check it on the server). The unit then has nothing left to
+        commit; after a failure nothing is committed.
+
+        As the unit's first round trip, the pipeline is the transaction: the server
+        runs a pipeline's statements in one implicit transaction (at the session's
+        ``READ COMMITTED``, see ``connection.connection_settings``), commits it at the
+        pipeline's end and runs none of it after a failure; so ``BEGIN``, ``COMMIT`` and
+        the queued checks are left out. Later, ``COMMIT`` goes with the statement."""
+        statement = Statement(sql, params, True)
+        queue: list[Statement]
+        if self.sent:
+            queue = [*self._queue, statement, Statement("COMMIT", (), False)]
+        else:
+            queue = [*(item for item in self._queue if not _starts_transaction(item)), statement]
         self._queue, self._opening = [], 0
-        queue.append(Statement(sql, params, True))
-        queue.append(Statement("COMMIT", (), False))
         results = self._run(queue)
         self.committed = True
-        return results[-2].fetchone()
+        return results[queue.index(statement)].fetchone()
 
     def begin_again(self) -> None:
         """After :meth:`one_and_commit`, open a new transaction for the rest of the unit:
