@@ -329,8 +329,8 @@ def test_the_round_trips_of_the_common_writes(counted: tuple[TrueHeart, RoundTri
     service.ingest_event(event("evt-0"))  # the scope is written, and the index is built
     service.materialize_once(memory("mem-0", ("evt-0",)))
     later = NOW + timedelta(hours=1)
-    # A new event: the transaction's start, the locks, the version check, the insert
-    # and COMMIT in one pipeline.
+    # A new event: the locks and the insert (which checks the version) in one
+    # pipeline, the server's implicit transaction.
     assert _round_trips(counter, lambda: service.ingest_event(event("evt-1"))) == 1
     # A replay: the insert finds the receipt (and commits nothing); a new transaction
     # reads the tombstones, then the receipt; COMMIT.
