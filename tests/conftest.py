@@ -29,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
+import signal
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -115,6 +116,20 @@ POSTGRES = AdapterConfiguration(
 )
 
 CONFIGURATIONS = (SQLITE_FILE, SQLITE_MEMORY, POSTGRES)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _sigint_reaches_children() -> Iterator[None]:
+    """Commands the tests start and interrupt with SIGINT get the signal's default
+    action (Python turns it into ``KeyboardInterrupt``), even when the test run itself
+    ignores SIGINT, as a run started in the background by a shell without job control
+    does: an ignored signal stays ignored in every child, a handled one does not."""
+    ignored = signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+    if ignored:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    if ignored:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 @pytest.fixture(scope="session", autouse=True)
