@@ -252,6 +252,28 @@ def test_an_ingest_whose_pipeline_fails_leaves_nothing_of_it(
     ).fetchone()[0]
 
 
+def test_a_pipeline_without_begin_runs_at_read_committed(pg: Any, pg_schema: str) -> None:
+    """The implicit transaction of a new event's pipeline takes the session's default
+    isolation, which every pooled connection sets to ``READ COMMITTED`` when it opens,
+    whatever the database's own default."""
+    database = pg.execute("SELECT current_database()").fetchone()[0]
+    pg.execute(f'ALTER DATABASE "{database}" SET default_transaction_isolation = serializable')
+    try:
+        url = postgres_configuration.database_url()
+        with psycopg.connect(url, autocommit=True) as plain:  # the control: a new session
+            shown = plain.execute("SHOW default_transaction_isolation").fetchone()
+        assert shown == ("serializable",)
+        repository = PostgresRepository(url, schema=pg_schema, max_connections=1)
+        try:
+            with repository.unit_of_work("read", write=False) as uow:
+                row = uow.session.one("SELECT current_setting('default_transaction_isolation')")
+        finally:
+            repository.close()
+    finally:
+        pg.execute(f'ALTER DATABASE "{database}" RESET default_transaction_isolation')
+    assert row == ("read committed",)
+
+
 def test_a_replay_after_the_committed_insert_is_read_in_a_transaction_of_its_own(
     repository: PostgresRepository, pg: Any
 ) -> None:
