@@ -138,13 +138,18 @@ def _ahead() -> _Ahead:
     return made
 
 
-@contextlib.contextmanager
-def new_target(workspace: Path) -> Iterator[str]:
+def fresh_target() -> str:
     """A new, empty store of its own (a schema no other target had) in the session's
     test database. Schemas are not dropped one by one (that takes longer than making
     them): the database goes when the session ends."""
     url = database_url()
-    yield f"{_ahead().take()} {url}"
+    return f"{_ahead().take()} {url}"
+
+
+@contextlib.contextmanager
+def new_target(workspace: Path) -> Iterator[str]:
+    """:func:`fresh_target`, as the conformance fixtures take a target."""
+    yield fresh_target()
 
 
 def open_target(target: str, *, read_only: bool = False) -> object:

@@ -16,12 +16,11 @@ import json
 import tempfile
 from collections import Counter
 from collections.abc import Callable, Mapping
-from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, timezone
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from hypothesis import HealthCheck, Phase, event, settings
 from hypothesis import strategies as st
@@ -1137,22 +1136,12 @@ class PostgresLifecycleMachine(LifecycleMachine):
     server for every run (the server's database goes when the test session ends)."""
 
     def __init__(self) -> None:
-        self.target = postgres_configuration.split_target(
-            _entered(postgres_configuration.new_target(Path(tempfile.gettempdir())))
-        )
+        self.target = postgres_configuration.fresh_target()
         super().__init__()
 
     def _repository(self, *, read_only: bool = False) -> Repository:
-        from trueheart_core import PostgresRepository
-
-        name, conninfo = self.target
-        return PostgresRepository(conninfo, schema=name, read_only=read_only, max_connections=2)
-
-
-def _entered(context: AbstractContextManager[str]) -> str:
-    """The target a ``new_target`` context yields (its exit does nothing for PostgreSQL:
-    schemas go with the test database)."""
-    return context.__enter__()
+        opened = postgres_configuration.open_target(self.target, read_only=read_only)
+        return cast(Repository, opened)
 
 
 PostgresLifecycleMachine.TestCase.settings = settings(
