@@ -91,9 +91,9 @@ class PostgresEvents(Role):
         # One statement: the receipt goes in only when neither a receipt nor a tombstone
         # of this ID is in the scope (the scope's lock is held, so no writer of the scope
         # runs meanwhile); the body and the audit row go in with it, or not at all. It
-        # also checks the stored version itself: when ``COMMIT`` travels with it, the
-        # unit's own check of the version (made once the round trip returns) comes too
-        # late to keep a store of another version unchanged.
+        # also checks the stored version itself: when the unit commits in the same round
+        # trip, the unit's own check of the version (made once the round trip returns)
+        # comes too late to keep a store of another version unchanged.
         found = (self._s.one_and_commit if committing else self._s.one)(
             f"WITH e AS (INSERT INTO raw_events ({KEY}, event_id, source_id, source_type, "
             "source_occurred_at, trust, source_metadata, content_hash, ingested_at, "

@@ -183,8 +183,8 @@ class Session:
     included. So a queued statement's error is raised by the round trip that carries
     it, and the unit rolls back with nothing committed; a row-count check is made by the
     statement itself, on the server, for the same reason. A unit whose only change is
-    one statement may send ``COMMIT`` with it (:meth:`one_and_commit`): one round trip
-    in all.
+    one statement may commit in the round trip that carries it (:meth:`one_and_commit`):
+    one round trip in all.
     """
 
     def __init__(
