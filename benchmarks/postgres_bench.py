@@ -31,8 +31,13 @@ have no counterpart here. ``--quick`` is a smoke run: fewer samples, smaller sco
 
 Throughput (``postgres_throughput.py``). N processes (``multiprocessing`` with
 ``spawn``), each with its own repository and scope, start together and call
-``ingest_event`` with new events for a fixed time; the figure is the calls that
-returned, per second of that window, summed over the processes. The same runs on one
+``ingest_event`` with new events for a fixed window (6 s; 1.5 s with ``--quick``); the
+figure is the calls that returned, per second of that window, summed over the
+processes. Each backend's window runs ``--rounds`` times (3; 1 with ``--quick``) for
+each number of writers, in rotation (the floor, PostgreSQL, SQLite; then starting one
+later each round), because this machine's speed drifts within a run: the tables give
+the median of the rounds, and the ratio PostgreSQL / SQLite of each round, whose two
+windows ran next to each other. The same runs on one
 SQLite file (WAL, the library's settings) on the same machine, in the run's temporary
 directory, and as the floor with plain psycopg connections in autocommit mode, each
 making the floor's committed one-row ``INSERT`` into a table of a schema made for the
@@ -132,8 +137,10 @@ FULL_SEARCH = 1_000  # memories in the search scope
 QUICK_SEARCH = 200
 QUICK_DEPENDENTS = 10  # memories of each raw event deleted (bench.py: DEPENDENTS)
 TOPICS = 50  # distinct topic words in the search scope: a topic query matches 1 in 50
-FULL_SECONDS = 10.0  # the throughput window of each run
+FULL_SECONDS = 6.0  # the throughput window of each run
 QUICK_SECONDS = 1.5
+FULL_ROUNDS = 3  # the windows of each backend and number of writers, in rotation
+QUICK_ROUNDS = 1
 
 FLOOR_NAMES = {
     "insert": "committed insert",
@@ -553,6 +560,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--json", metavar="PATH", type=Path, help="also write results as JSON")
     parser.add_argument("--skip-latency", action="store_true", help="throughput only")
     parser.add_argument("--skip-throughput", action="store_true", help="latency only")
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        metavar="N",
+        help=f"throughput windows of each backend, in rotation (default {FULL_ROUNDS}, "
+        f"--quick {QUICK_ROUNDS})",
+    )
     args = parser.parse_args(argv)
     if psycopg is None:
         raise SystemExit("psycopg is not installed (pip install 'trueheart-core[postgres]')")
@@ -563,6 +577,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         else Shape(FULL_SIZES, FULL_SEARCH, DEPENDENTS)
     )
     seconds = QUICK_SECONDS if args.quick else FULL_SECONDS
+    rounds = args.rounds or (QUICK_ROUNDS if args.quick else FULL_ROUNDS)
     started = time.perf_counter()
     info = machine()
     run = uuid.uuid4().hex[:10]
@@ -583,7 +598,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not args.skip_latency:
             payload["latency"] = latency(url, plan, shape, run)
         if not args.skip_throughput:
-            rows = throughput(url, Path(tmp), seconds, run)
+            rows = throughput(url, Path(tmp), seconds, run, rounds)
             payload["throughput"] = [
                 {
                     **asdict(r),

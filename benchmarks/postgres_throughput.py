@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import statistics
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -89,6 +90,7 @@ class Throughput:
 
     backend: str
     writers: int
+    round: int
     calls: int
     busy: int
     conflicts: int
@@ -166,7 +168,13 @@ def server_cpu(server: int) -> float:
 
 
 def measure_throughput(
-    backend: str, target: str, schema: str, writers: int, seconds: float, server: int | None
+    backend: str,
+    target: str,
+    schema: str,
+    writers: int,
+    seconds: float,
+    server: int | None,
+    round_: int = 0,
 ) -> Throughput:
     before = rolled_back(target) if backend != "sqlite" else None
     context = multiprocessing.get_context("spawn")
@@ -194,6 +202,7 @@ def measure_throughput(
     return Throughput(
         backend,
         writers,
+        round_,
         sum(int(r["calls"]) for r in reports),
         sum(int(r["busy"]) for r in reports),
         sum(int(r["conflicts"]) for r in reports),
@@ -214,50 +223,80 @@ def _percent(value: float | None) -> str:
 
 
 def print_throughput(rows: Sequence[Throughput]) -> None:
-    def run(backend: str, writers: int) -> Throughput:
-        return next(r for r in rows if r.writers == writers and r.backend == backend)
+    """The medians over the rounds of each backend and number of writers, with the
+    ratio PostgreSQL / SQLite of every round (its two windows, run next to each other)."""
 
-    print("\nwrite throughput: calls/s, summed over N writer processes, own scopes")
+    def runs(backend: str, writers: int) -> list[Throughput]:
+        found = [r for r in rows if r.writers == writers and r.backend == backend]
+        return sorted(found, key=lambda r: r.round)
+
+    def rate(backend: str, writers: int) -> float:
+        return statistics.median([r.per_second for r in runs(backend, writers)])
+
+    rounds = max(r.round for r in rows) + 1
+    print(
+        f"\nwrite throughput: calls/s, summed over N writer processes, own scopes; "
+        f"the median of {rounds} round(s)"
+    )
     header = (
         f"{'writers':>7} {'floor/s':>8} {'PostgreSQL/s':>13} {'SQLite/s':>9} {'PG/floor':>9} "
-        f"{'PG/SQLite':>10}  PG rollbacks  conflict / busy errors: PG, SQLite"
+        f"{'PG/SQLite':>10}  {'PG/SQLite by round':<22} PG rollbacks  "
+        "conflict / busy errors: PG, SQLite"
     )
     print(header)
     print("-" * len(header))
     for writers in sorted({r.writers for r in rows}):
-        floor, pg, lite = run("floor", writers), run("postgres", writers), run("sqlite", writers)
-        print(
-            f"{writers:>7} {floor.per_second:>8.0f} {pg.per_second:>13.0f} "
-            f"{lite.per_second:>9.0f} {pg.per_second / floor.per_second:>8.2f}x "
-            f"{pg.per_second / lite.per_second:>9.2f}x  {pg.rollbacks:>12}  "
-            f"{pg.conflicts} / {pg.busy}, {lite.conflicts} / {lite.busy}"
+        floor, pg, lite = (rate(b, writers) for b in ("floor", "postgres", "sqlite"))
+        pgs, lites = runs("postgres", writers), runs("sqlite", writers)
+        by_round = " ".join(
+            f"{p.per_second / q.per_second:.2f}" for p, q in zip(pgs, lites, strict=True)
         )
-    print("\nCPU per returned call, µs: the writer processes', and the local PostgreSQL server's")
+        rollbacks = sum(r.rollbacks or 0 for r in pgs)
+        print(
+            f"{writers:>7} {floor:>8.0f} {pg:>13.0f} {lite:>9.0f} {pg / floor:>8.2f}x "
+            f"{pg / lite:>9.2f}x  {by_round:<22} {rollbacks:>12}  "
+            f"{sum(r.conflicts for r in pgs)} / {sum(r.busy for r in pgs)}, "
+            f"{sum(r.conflicts for r in lites)} / {sum(r.busy for r in lites)}"
+        )
+    print(
+        "\nCPU per returned call, µs: the writer processes', and the local PostgreSQL "
+        "server's (median of the rounds)"
+    )
     header = (
         f"{'writers':>7} {'floor writers':>14} {'floor server':>13} {'PG writers':>11} "
         f"{'PG server':>10} {'SQLite':>7}"
     )
     print(header)
     print("-" * len(header))
+
+    def cpu(backend: str, writers: int, which: int) -> float | None:
+        values = [r.cpu_per_call[which] for r in runs(backend, writers)]
+        known = [v for v in values if v is not None]
+        return statistics.median(known) if known else None
+
     for writers in sorted({r.writers for r in rows}):
-        floor, pg, lite = run("floor", writers), run("postgres", writers), run("sqlite", writers)
         print(
-            f"{writers:>7} {_micros(floor.cpu_per_call[0]):>14} "
-            f"{_micros(floor.cpu_per_call[1]):>13} {_micros(pg.cpu_per_call[0]):>11} "
-            f"{_micros(pg.cpu_per_call[1]):>10} {_micros(lite.cpu_per_call[0]):>7}"
+            f"{writers:>7} {_micros(cpu('floor', writers, 0)):>14} "
+            f"{_micros(cpu('floor', writers, 1)):>13} {_micros(cpu('postgres', writers, 0)):>11} "
+            f"{_micros(cpu('postgres', writers, 1)):>10} {_micros(cpu('sqlite', writers, 0)):>7}"
         )
-    print("\nthe share of the machine's CPUs that other processes used during each window")
+    print("\nthe largest share of the machine's CPUs that other processes used in a window")
     header = f"{'writers':>7} {'floor':>6} {'PG':>6} {'SQLite':>6}"
     print(header)
     print("-" * len(header))
     for writers in sorted({r.writers for r in rows}):
-        shares = [_percent(run(b, writers).others_share) for b in ("floor", "postgres", "sqlite")]
+        shares = []
+        for backend in ("floor", "postgres", "sqlite"):
+            known = [s for r in runs(backend, writers) if (s := r.others_share) is not None]
+            shares.append(_percent(max(known) if known else None))
         print(f"{writers:>7} " + " ".join(f"{share:>6}" for share in shares))
 
 
-def throughput(url: str, work: Path, seconds: float, run: str) -> list[Throughput]:
-    """Every run (each of ``WRITERS`` on the floor and on each backend), printed as
-    tables."""
+def throughput(url: str, work: Path, seconds: float, run: str, rounds: int = 1) -> list[Throughput]:
+    """Every window (each of ``WRITERS``, on the floor and on each backend, ``rounds``
+    times), printed as tables. The windows of one number of writers run in rotation:
+    round after round, each backend once, starting one backend later each round, so a
+    slow spell of the machine falls on every backend in turn."""
     store, floor = f"trueheart_tp_{run}", f"trueheart_tpfloor_{run}"
     postgres(url, store).close()  # the schemas exist before the writers start
     create_floor_table(url, floor)
@@ -268,8 +307,14 @@ def throughput(url: str, work: Path, seconds: float, run: str) -> list[Throughpu
     rows = []
     try:
         for writers in WRITERS:
-            for backend, target, schema in runs:
-                rows.append(measure_throughput(backend, target, schema, writers, seconds, server))
+            for round_ in range(rounds):
+                shift = round_ % len(runs)
+                for backend, target, schema in runs[shift:] + runs[:shift]:
+                    rows.append(
+                        measure_throughput(
+                            backend, target, schema, writers, seconds, server, round_
+                        )
+                    )
     finally:
         drop_schemas(url, [store, floor])
     print_throughput(rows)
