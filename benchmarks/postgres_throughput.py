@@ -10,6 +10,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import statistics
+import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -86,7 +87,9 @@ class Throughput:
     """One run: the calls that returned in the window, the ``RepositoryBusy`` errors
     that reached the writers (``conflicts``: those that were ``RepositoryConflict``,
     after the service's own retries), and (PostgreSQL) the transactions the server
-    rolled back meanwhile: mostly the conflicts the service ran again on its own."""
+    rolled back meanwhile: mostly the conflicts the service ran again on its own.
+    ``client_waits`` (on the server): the share of the server's sessions that were
+    waiting for their client, the mean over samples taken through the window."""
 
     backend: str
     writers: int
@@ -99,6 +102,7 @@ class Throughput:
     client_cpu: float
     server_cpu: float | None
     machine_cpu: float | None
+    client_waits: float | None = None
 
     @property
     def per_second(self) -> float:
@@ -167,6 +171,50 @@ def server_cpu(server: int) -> float:
     return total / tick
 
 
+class ClientWaits:
+    """Samples, on a thread of its own and a connection of its own, how many of the
+    server's other sessions on the database are waiting for their client (the wait event
+    ``ClientRead``: the server has answered and nothing new has arrived), every
+    ``every`` seconds while the block runs. ``share`` is then the mean of the sampled
+    shares; a share near 1 says the writers, not the server, set the rate. Nothing is
+    sampled without a URL (SQLite). The samples are a few small queries a second."""
+
+    def __init__(self, url: str | None, every: float = 0.05) -> None:
+        self._url = url
+        self._every = every
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._shares: list[float] = []
+
+    @property
+    def share(self) -> float | None:
+        return statistics.mean(self._shares) if self._shares else None
+
+    def __enter__(self) -> ClientWaits:
+        if self._url is not None:
+            self._thread = threading.Thread(target=self._sample, args=(self._url,))
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+
+    def _sample(self, url: str) -> None:
+        import psycopg  # only the PostgreSQL benchmarks need it
+
+        with psycopg.connect(url, autocommit=True) as conn:
+            while not self._stop.wait(self._every):
+                row = conn.execute(
+                    "SELECT count(*) FILTER (WHERE wait_event = 'ClientRead'), count(*) "
+                    "FROM pg_stat_activity WHERE datname = current_database() "
+                    "AND backend_type = 'client backend' AND pid <> pg_backend_pid()"
+                ).fetchone()
+                if row is not None and row[1]:
+                    self._shares.append(row[0] / row[1])
+
+
 def measure_throughput(
     backend: str,
     target: str,
@@ -192,7 +240,8 @@ def measure_throughput(
             local = server if backend != "sqlite" else None
             server_before = None if local is None else server_cpu(local)
             machine_before = machine_cpu()
-            done.wait(timeout=600)
+            with ClientWaits(target if backend != "sqlite" else None) as waits:
+                done.wait(timeout=600)
             server_after = None if local is None else server_cpu(local)
             machine_after = machine_cpu()
             done.wait(timeout=300)
@@ -211,6 +260,7 @@ def measure_throughput(
         sum(float(r["cpu"]) for r in reports),
         None if server_before is None or server_after is None else server_after - server_before,
         None if machine_before is None or machine_after is None else machine_after - machine_before,
+        waits.share,
     )
 
 
@@ -280,6 +330,19 @@ def print_throughput(rows: Sequence[Throughput]) -> None:
             f"{_micros(cpu('floor', writers, 1)):>13} {_micros(cpu('postgres', writers, 0)):>11} "
             f"{_micros(cpu('postgres', writers, 1)):>10} {_micros(cpu('sqlite', writers, 0)):>7}"
         )
+    print(
+        "\nthe share of the server's sessions waiting for their client (mean over the "
+        "window; median of the rounds)"
+    )
+    header = f"{'writers':>7} {'floor':>6} {'PG':>6}"
+    print(header)
+    print("-" * len(header))
+    for writers in sorted({r.writers for r in rows}):
+        shares = []
+        for backend in ("floor", "postgres"):
+            known = [s for r in runs(backend, writers) if (s := r.client_waits) is not None]
+            shares.append(_percent(statistics.median(known) if known else None))
+        print(f"{writers:>7} " + " ".join(f"{share:>6}" for share in shares))
     print("\nthe largest share of the machine's CPUs that other processes used in a window")
     header = f"{'writers':>7} {'floor':>6} {'PG':>6} {'SQLite':>6}"
     print(header)
