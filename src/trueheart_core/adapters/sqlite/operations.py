@@ -147,6 +147,13 @@ _KEPT_TABLES: Sequence[tuple[str, str]] = (
 )
 
 
+_SCOPE_INDEXED = {
+    "raw_event": ("raw_events", "event_id", "raw_events_by_scope"),
+    "memory": ("memories", "memory_id", "memories_by_status"),
+}
+"""For each kind of row found by scope: its table, its ID column and its scope index."""
+
+
 class SQLiteOperations(Role):
     """The operations role over one transaction."""
 
@@ -280,28 +287,18 @@ class SQLiteOperations(Role):
         return found
 
     def scope_event_ids(self, scope: ScopeKey, *, thorough: bool = True) -> list[str]:
-        # Through the scope index, and the audit log's cross-check (so ``thorough``
-        # costs nothing more here).
+        # ``thorough`` costs nothing more here: the audit log's cross-check is always made.
         sid = self._scope_id(scope, thorough=True)
         if sid is None:
             return []
-        found = [
-            r[0]
-            for r in self._conn.execute(
-                "SELECT event_id FROM raw_events INDEXED BY raw_events_by_scope "
-                "WHERE scope_id = ? AND erased IS NOT 1",
-                (sid,),
-            )
-        ]
-        found += [
+        return [
             r[0]
             for r in self._in_chunks(
                 "SELECT event_id FROM raw_events WHERE rid IN ({marks})",
                 [],
-                self._hidden_of(sid, "raw_event"),
+                self._live_rids(sid, "raw_event"),
             )
         ]
-        return found
 
     def scope_memory_fingerprints(
         self, scope: ScopeKey, *, thorough: bool = True
@@ -309,21 +306,12 @@ class SQLiteOperations(Role):
         sid = self._scope_id(scope, thorough=True)
         if sid is None:
             return []
-        rids = [
-            r[0]
-            for r in self._conn.execute(
-                "SELECT rid FROM memories INDEXED BY memories_by_status "
-                "WHERE scope_id = ? AND erased IS NOT 1",
-                (sid,),
-            )
-        ]
-        rids += self._hidden_of(sid, "memory")
         return [
             (r[0], r[1])
             for r in self._in_chunks(
                 "SELECT memory_id, dependency_fingerprint FROM memories WHERE rid IN ({marks})",
                 [],
-                rids,
+                self._live_rids(sid, "memory"),
             )
         ]
 
@@ -408,15 +396,26 @@ class SQLiteOperations(Role):
         do not hold (see :meth:`_hidden_of`). Empty for a sound store."""
         return self._hidden_of(sid, "raw_event"), self._hidden_of(sid, "memory")
 
+    def _live_rids(self, sid: int, entity_type: str) -> list[int]:
+        """The row IDs of the scope's live rows of one kind (``raw_event`` or ``memory``):
+        through its scope index, then those the index does not hold (see
+        :meth:`_hidden_of`)."""
+        table, _, index = _SCOPE_INDEXED[entity_type]
+        rids = [
+            r[0]
+            for r in self._conn.execute(
+                f"SELECT rid FROM {table} INDEXED BY {index} "
+                "WHERE scope_id = ? AND erased IS NOT 1",
+                (sid,),
+            )
+        ]
+        return rids + self._hidden_of(sid, entity_type)
+
     def _hidden_of(self, sid: int, entity_type: str) -> list[int]:
         """The row IDs of the scope's live rows of one kind (``raw_event`` or ``memory``)
         that its scope index does not hold: the IDs its audit rows name, looked up by ID
         (each row checked to be of the scope in the table itself)."""
-        table, id_column, index = (
-            ("raw_events", "event_id", "raw_events_by_scope")
-            if entity_type == "raw_event"
-            else ("memories", "memory_id", "memories_by_status")
-        )
+        table, id_column, index = _SCOPE_INDEXED[entity_type]
         return [
             r[0]
             for r in self._conn.execute(
