@@ -242,6 +242,66 @@ def test_a_lost_scope_index_entry_is_reported_by_verification(
     assert checked > 0
 
 
+def _lose_index_entry(path: Path, index: str, table: str, id_column: str, entity_id: str) -> None:
+    """Build ``index`` again without the entry of SCOPE's row ``entity_id``, then put its
+    stored definition back as it was: the b-tree lacks one entry of a sound table, as a
+    lost index page would leave it."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        (rid,) = conn.execute(
+            f"SELECT x.rid FROM {table} x JOIN scopes s ON s.scope_id = x.scope_id "
+            f"WHERE x.{id_column} = ? AND s.subject_id = ?",
+            (entity_id, SCOPE.subject_id),
+        ).fetchone()
+        (sql,) = conn.execute("SELECT sql FROM sqlite_master WHERE name = ?", (index,)).fetchone()
+        conn.execute(f"DROP INDEX {index}")
+        conn.execute(f"{sql} AND rid <> {int(rid)}")
+        conn.execute("PRAGMA writable_schema = ON")
+        conn.execute("UPDATE sqlite_master SET sql = ? WHERE name = ?", (sql, index))
+        conn.execute("PRAGMA writable_schema = OFF")
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize(
+    ("index", "table", "id_column", "entity_id", "secret"),
+    [
+        ("raw_events_by_scope", "raw_events", "event_id", "e3", "SECRET-event"),
+        ("memories_by_status", "memories", "memory_id", "m3", "SECRET-memory"),
+    ],
+)
+def test_a_row_its_scope_index_lost_is_still_erased(
+    pristine: Path,
+    tmp_path: Path,
+    index: str,
+    table: str,
+    id_column: str,
+    entity_id: str,
+    secret: str,
+) -> None:
+    """An erasure finds the scope's receipts and memories through the scope's indexes
+    and through the IDs its audit rows name, so a row the index lost is not left behind:
+    the erasure either removes it or fails with a library error, changing nothing; after
+    a rebuild of the indexes it erases the subject whole."""
+    path = _copy(pristine, tmp_path)
+    _lose_index_entry(path, index, table, id_column, entity_id)
+    lost = f"{secret}-{SCOPE.subject_id}-003".encode()
+    assert lost in _files(path)
+    kind, value = in_child(lambda: _erase_and_check(path))
+    if kind == "error":
+        assert value[2], value  # type: ignore[index]
+        assert lost in _files(path)  # rolled back whole
+
+        def rebuilt() -> str:
+            with TrueHeart(SQLiteRepository(path), clock=lambda: NOW) as service:
+                service.rebuild_indexes()
+            return _erase_and_check(path)
+
+        kind, value = in_child(rebuilt)
+    assert (kind, value) == ("ok", "erased"), value
+    assert lost not in _files(path)
+
+
 @pytest.mark.parametrize(
     ("index", "needle", "replacement"),
     [

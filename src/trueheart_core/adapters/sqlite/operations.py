@@ -148,10 +148,11 @@ _KEPT_TABLES: Sequence[tuple[str, str]] = (
 
 
 _SCOPE_INDEXED = {
-    "raw_event": ("raw_events", "event_id", "raw_events_by_scope"),
-    "memory": ("memories", "memory_id", "memories_by_status"),
+    "raw_event": ("raw_events", "event_id", "raw_events_by_scope", "raw_events_by_id"),
+    "memory": ("memories", "memory_id", "memories_by_status", "memories_by_id"),
 }
-"""For each kind of row found by scope: its table, its ID column and its scope index."""
+"""For each kind of row found by scope: its table, its ID column, its scope index and
+its ID index."""
 
 
 class SQLiteOperations(Role):
@@ -400,7 +401,7 @@ class SQLiteOperations(Role):
         """The row IDs of the scope's live rows of one kind (``raw_event`` or ``memory``):
         through its scope index, then those the index does not hold (see
         :meth:`_hidden_of`)."""
-        table, _, index = _SCOPE_INDEXED[entity_type]
+        table, _, index, _ = _SCOPE_INDEXED[entity_type]
         rids = [
             r[0]
             for r in self._conn.execute(
@@ -414,12 +415,14 @@ class SQLiteOperations(Role):
     def _hidden_of(self, sid: int, entity_type: str) -> list[int]:
         """The row IDs of the scope's live rows of one kind (``raw_event`` or ``memory``)
         that its scope index does not hold: the IDs its audit rows name, looked up by ID
-        (each row checked to be of the scope in the table itself)."""
-        table, id_column, index = _SCOPE_INDEXED[entity_type]
+        (each row checked to be of the scope in the table itself). The look-up is held to
+        the ID index: through the scope index, which the planner would otherwise pick, a
+        row that index lost would never be found."""
+        table, id_column, index, by_id = _SCOPE_INDEXED[entity_type]
         return [
             r[0]
             for r in self._conn.execute(
-                f"SELECT x.rid FROM audit a JOIN {table} x "
+                f"SELECT x.rid FROM audit a JOIN {table} x INDEXED BY {by_id} "
                 f"ON x.{id_column} = a.entity_id AND x.scope_id = a.scope_id "
                 "AND x.erased IS NOT 1 "
                 "WHERE a.scope_id = ?1 AND a.entity_type = ?2 "
