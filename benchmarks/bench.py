@@ -711,6 +711,14 @@ def print_write_costs(
         )
     for pages, floor in sorted(by_pages.items()):
         print(f"  floor: {pages} pages in one commit {floor:.1f} µs")
+    for cost in costs:
+        if cost.btrees is None or cost.one_page_each is None:
+            continue
+        extra = ", ".join(f"{name} {n:.2f}" for name, n in cost.extra_pages[:5])
+        print(
+            f"  {cost.operation}: {cost.btrees} b-trees a call; {cost.one_page_each:.0%} of "
+            f"calls wrote one page of each; extra pages a call: {extra or 'none'}"
+        )
     return rows
 
 

@@ -8,6 +8,15 @@ frames it appended to the write-ahead log (``mxFrame`` of the WAL index header i
 (``time.process_time_ns``). A frame is one page image written at commit: the number of
 pages the call dirtied.
 
+As many rounds again follow the timed ones, untimed: after each call they read the page
+number of each frame it appended (from the frame headers in the ``-wal`` file) and name
+the b-tree that owns the page (SQLite's ``dbstat`` table, where the ``sqlite3`` module
+has it). Every b-tree a write changes costs at least one page. The extra pages are the
+leaves SQLite rebalanced with their neighbours and their parent, when an insert found its
+leaf full; the second leaf of an index entry that moves (seal and restore move a memory's
+entry from one status to another); and the database header (page 1), which changes
+whenever the file gains a page.
+
 The page-matched floors (``pages_floor_case``) commit one row into each of N small tables
 of a plain SQLite file in one transaction: N pages, the same number as the operation
 appends, so that the ratio against it measures the library's own work, whatever the
@@ -20,7 +29,8 @@ import os
 import sqlite3
 import statistics
 import time
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,6 +52,9 @@ FRAME_TARGET = 8
 CPU_TARGET_US = 150.0
 """CPU a single-memory write should take at most on tmpfs, in µs (information only)."""
 SCOPE_MEMORIES = 1_000
+HEADER_PAGE = "sqlite_schema"
+"""``dbstat``'s name for page 1, the database header (and the schema's root)."""
+HEADER_LABEL = "header (page 1)"
 
 EventOf = Callable[[Scope, str, int], RawEventDraft]
 MemoryOf = Callable[[Scope, str, str, int], MemoryDraft]
@@ -56,6 +69,12 @@ class WriteCost:
     frames: int
     cpu_us: float
     calls: int
+    btrees: int | None = None
+    """Median number of distinct b-trees whose pages a call wrote (page 1 not counted)."""
+    one_page_each: float | None = None
+    """Share of calls that wrote exactly one page of each b-tree they changed."""
+    extra_pages: tuple[tuple[str, float], ...] = ()
+    """Pages beyond one per b-tree, per call on average, by b-tree, the largest first."""
 
 
 def wal_frames(shm: int) -> int:
@@ -69,6 +88,54 @@ def wal_frames(shm: int) -> int:
     return int.from_bytes(header[16:20], "little") if len(header) == 20 else 0
 
 
+def frame_pages(wal: int, first: int, last: int) -> list[int]:
+    """The page numbers of frames ``first + 1`` to ``last`` of the log read through
+    ``wal``, a descriptor of the ``-wal`` file (32-byte log header, then for each frame a
+    24-byte header that starts with the page number, and the page)."""
+    page_size = int.from_bytes(os.pread(wal, 4, 8), "big")
+    return [
+        int.from_bytes(os.pread(wal, 4, 32 + k * (24 + page_size)), "big")
+        for k in range(first, last)
+    ]
+
+
+def page_owners(spy: sqlite3.Connection) -> dict[int, str] | None:
+    """Each page of the database and the b-tree that owns it, read through ``spy``, or
+    None where this ``sqlite3`` has no ``dbstat`` table."""
+    try:
+        return dict(spy.execute("SELECT pageno, name FROM dbstat").fetchall())
+    except sqlite3.OperationalError:
+        return None
+
+
+def attribute(cost: WriteCost, calls: Sequence[list[str]]) -> WriteCost:
+    """``cost`` with what its calls' pages say (the owner of each page each call wrote):
+    b-trees per call, the share of calls that wrote one page per b-tree, and the extra
+    pages by b-tree."""
+    if not calls:
+        return cost
+    btrees: list[int] = []
+    clean = 0
+    extra: Counter[str] = Counter()
+    for owners in calls:
+        names = Counter(owners)
+        trees = [name for name in names if name != HEADER_PAGE]
+        btrees.append(len(trees))
+        clean += len(owners) == len(trees)
+        extra[HEADER_LABEL] += names[HEADER_PAGE]
+        for name in trees:
+            extra[name] += names[name] - 1
+    return WriteCost(
+        cost.operation,
+        cost.frames,
+        cost.cpu_us,
+        cost.calls,
+        int(statistics.median_low(btrees)),
+        clean / len(calls),
+        tuple((name, n / len(calls)) for name, n in extra.most_common() if n > 0),
+    )
+
+
 def measure_writes(
     root: Path,
     clock: Clock,
@@ -80,6 +147,8 @@ def measure_writes(
     """Frames and CPU per call of materialize_once, ingest_event, seal and restore."""
     path = root / "frames.db"
     shm: int | None = None
+    wal: int | None = None
+    spy: sqlite3.Connection | None = None
     try:
         with TrueHeart(SQLiteRepository(path), clock=clock) as th:
             s = Scope("bench", "owner", "frames")
@@ -88,9 +157,11 @@ def measure_writes(
                 th.materialize_once(memory(s, f"m{k}", "src", k + 1))
             g = Scope("bench", "owner", "frames-govern")
             th.ingest_event(event(g, "src", 0))
-            for k in range(2 * calls):
+            # Rounds 0 to calls - 1 are timed; as many more name each page they write.
+            rounds = 2 * calls
+            for k in range(2 * rounds):
                 th.materialize_once(memory(g, f"g{k}", "src", k + 1))
-            for k in range(calls, 2 * calls):
+            for k in range(rounds, 2 * rounds):
                 th.govern(command(g, GovernanceAction.SEAL, EntityType.MEMORY, f"g{k}"))
             base = SCOPE_MEMORIES + 10
             operations: dict[str, Callable[[int], Callable[[], object]]] = {
@@ -103,33 +174,53 @@ def measure_writes(
                 ),
                 "govern restore": lambda i: (
                     lambda: th.govern(
-                        command(g, GovernanceAction.RESTORE, EntityType.MEMORY, f"g{calls + i}")
+                        command(g, GovernanceAction.RESTORE, EntityType.MEMORY, f"g{rounds + i}")
                     )
                 ),
             }
             shm = os.open(f"{path}-shm", os.O_RDONLY)  # the store in WAL mode has one by now
+            wal = os.open(f"{path}-wal", os.O_RDONLY)
+            spy = sqlite3.connect(path)
             frames: dict[str, list[int]] = {name: [] for name in operations}
             cpu: dict[str, list[int]] = {name: [] for name in operations}
-            for i in range(calls):
+            named: dict[str, list[list[str]]] = {name: [] for name in operations}
+            for i in range(rounds):
+                timed = i < calls
                 for name, prepare in operations.items():
                     call = prepare(i)
                     before = wal_frames(shm)
                     start = time.process_time_ns()
                     call()
-                    cpu[name].append(time.process_time_ns() - start)
+                    spent = time.process_time_ns() - start
                     after = wal_frames(shm)
                     # A checkpoint that restarted the log: the call's frames are all there is.
-                    frames[name].append(after - before if after >= before else after)
+                    first = before if after >= before else 0
+                    if timed:
+                        cpu[name].append(spent)
+                        frames[name].append(after - first)
+                    else:
+                        # Named at once: a page the search index frees is soon reused.
+                        owners = page_owners(spy)
+                        if owners is not None:
+                            named[name].append(
+                                [owners.get(page, "?") for page in frame_pages(wal, first, after)]
+                            )
     finally:
+        if spy is not None:
+            spy.close()
         # Closed only once the store is: see wal_frames.
-        if shm is not None:
-            os.close(shm)
+        for fd in (shm, wal):
+            if fd is not None:
+                os.close(fd)
     return [
-        WriteCost(
-            name,
-            int(statistics.median_low(frames[name])),
-            statistics.median(cpu[name]) / 1000,
-            calls,
+        attribute(
+            WriteCost(
+                name,
+                int(statistics.median_low(frames[name])),
+                statistics.median(cpu[name]) / 1000,
+                calls,
+            ),
+            named[name],
         )
         for name in operations
     ]
