@@ -172,6 +172,29 @@ def test_erase_subject_keeps_only_the_evidence_rows(service: TrueHeart, pg: Any)
     assert _scoped_rows(pg, OTHER_SCOPE) == other
 
 
+def test_a_body_whose_receipt_is_lost_is_reported_and_erased(service: TrueHeart, pg: Any) -> None:
+    """A body is keyed by its scope here, so erasing the scope reaches one whose receipt
+    row damage has lost, as on SQLite."""
+    service.ingest_event(event("evt-lost"))
+    service.ingest_event(event("evt-kept"))
+    service.ingest_event(event("evt-lost", scope=OTHER_SCOPE))
+    lost = pg.execute(
+        "DELETE FROM raw_events WHERE subject_id = %s AND event_id = %s",
+        [SCOPE.subject_id.encode(), b"evt-lost"],
+    )
+    assert lost.rowcount == 1
+    problems = service.verify_integrity(SCOPE).problems
+    assert [(p.entity_type, p.entity_id, p.code) for p in problems] == [
+        ("raw_body", "evt-lost", "body_without_receipt")
+    ]
+    assert service.verify_integrity(OTHER_SCOPE).ok
+    receipt = service.erase_subject(SCOPE, occurred_at=ERASED_AT)
+    assert receipt.erased.raw_body == 2
+    assert receipt.remaining is not None and receipt.remaining.total == 0
+    assert _scoped_rows(pg, SCOPE)["raw_bodies"] == 0
+    assert _scoped_rows(pg, OTHER_SCOPE)["raw_bodies"] == 1
+
+
 # --- without a rewrite: gone from every query, copies left in free page space ----------
 
 

@@ -20,9 +20,10 @@ from conformance_builders import (
     memory,
     msg,
 )
-from sqlite_builders import tamper
+from sqlite_builders import store_bytes, tamper
 
 from trueheart_core import (
+    EntityDeleted,
     EntityType,
     GovernanceAction,
     IntegrityProblem,
@@ -424,3 +425,103 @@ def test_an_index_that_disagrees_with_its_table_is_reported(
         report = fresh.verify_integrity()
     storage = [p for p in report.problems if p.entity_type == "storage"]
     assert [(p.entity_id, p.scope, p.code) for p in storage] == [("", None, "storage_check_failed")]
+
+
+# Damage to what governance of mem-1 must validate first, and the message every action
+# on it raises. A memory's tombstone carries its dependency fingerprint, which only valid
+# lineage vouches for, so forget and delete fail closed here too.
+GOVERNANCE_DAMAGE: dict[str, tuple[str, str]] = {
+    "edge gone": ("DELETE FROM lineage WHERE memory_id = 'mem-1'", "invalid memory lineage"),
+    "source receipt gone": (
+        "DELETE FROM raw_events WHERE event_id = 'evt-1'",
+        "invalid memory lineage",
+    ),
+    "unknown status": (
+        "UPDATE memories SET status = 'unknown' WHERE memory_id = 'mem-1'",
+        "invalid memory governance state",
+    ),
+}
+
+
+@pytest.mark.parametrize(
+    "action", [GovernanceAction.SEAL, GovernanceAction.FORGET, GovernanceAction.DELETE]
+)
+@pytest.mark.parametrize("damage", sorted(GOVERNANCE_DAMAGE))
+def test_governing_a_memory_whose_checked_state_is_damaged_changes_nothing(
+    service: TrueHeart, db_path: Path, damage: str, action: GovernanceAction
+) -> None:
+    _populate(service)
+    sql, message = GOVERNANCE_DAMAGE[damage]
+    assert tamper(db_path, sql) == 1
+    before = _dump(db_path)
+    expected = msg(f"repository corruption: {message}")
+    with pytest.raises(RepositoryCorruption, match=expected) as info:
+        service.govern(command(action, "mem-1"))
+    assert_not_chained(info.value)
+    assert _dump(db_path) == before
+    assert not service.verify_integrity(SCOPE).ok
+
+
+def test_deleting_an_event_whose_dependent_memory_row_is_gone_changes_nothing(
+    service: TrueHeart, db_path: Path
+) -> None:
+    _populate(service)
+    assert tamper(db_path, "DELETE FROM memories WHERE memory_id = 'mem-1'") == 1
+    before = _dump(db_path)
+    with pytest.raises(
+        RepositoryCorruption, match=msg("repository corruption: invalid raw deletion state")
+    ):
+        service.govern(command(GovernanceAction.DELETE, "evt-1", entity_type=EntityType.RAW_EVENT))
+    assert _dump(db_path) == before
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        *(GOVERNANCE_DAMAGE[name][0] for name in sorted(GOVERNANCE_DAMAGE)),
+        "DELETE FROM memories WHERE memory_id = 'mem-1'",
+    ],
+)
+def test_subject_erasure_removes_what_damage_keeps_governance_from(
+    service: TrueHeart, db_path: Path, damage: str
+) -> None:
+    """The way out that docs/threat-model.md names: erasing the subject needs none of the
+    checks a single forget or delete makes, and leaves none of its bytes."""
+    _populate(service)
+    assert tamper(db_path, damage) == 1
+    receipt = service.erase_subject(SCOPE, occurred_at=NOW + timedelta(minutes=5))
+    assert receipt.remaining is not None
+    assert receipt.remaining.total == 0
+    data = store_bytes(db_path)
+    assert SECRET_EVENT.encode() not in data
+    assert SECRET_MEMORY.encode() not in data
+    assert service.verify_integrity(SCOPE).ok
+    with pytest.raises(EntityDeleted):
+        service.ingest_event(event("evt-2"))
+
+
+def test_a_body_whose_receipt_is_lost_is_reported_counted_and_erased(
+    service: TrueHeart, db_path: Path
+) -> None:
+    """Bodies are found through their receipts; one whose receipt row is lost is found
+    because the scope's audit log names an event with neither a receipt nor a tombstone."""
+    _populate(service)
+    service.ingest_event(event("evt-1", scope=OTHER_SCOPE))
+    lose = f"DELETE FROM raw_events WHERE event_id = 'evt-1' AND scope_id = {SCOPE_ID_SQL}"
+    assert tamper(db_path, lose, (SCOPE.subject_id,)) == 1
+    report = service.verify_integrity(SCOPE)
+    assert sorted((p.entity_type, p.code) for p in report.problems) == [
+        ("memory", "missing_source"),  # mem-1 derives from evt-1
+        ("raw_body", "body_without_receipt"),
+    ]
+    assert service.verify_integrity(OTHER_SCOPE).ok
+    when = NOW + timedelta(minutes=5)
+    plan = service.erase_subject(SCOPE, occurred_at=when, dry_run=True)
+    assert plan.erased.raw_body == 2  # evt-2's body and the one without a receipt
+    receipt = service.erase_subject(SCOPE, occurred_at=when)
+    assert receipt.erased.raw_body == 2
+    assert receipt.remaining is not None
+    assert receipt.remaining.total == 0
+    assert SECRET_EVENT.encode() not in store_bytes(db_path)
+    assert service.verify_integrity().ok
+    assert service.stats(OTHER_SCOPE).events_with_body == 1

@@ -7,6 +7,7 @@ receipt's."""
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterator, Sequence
 
 from trueheart_core.adapters.sqlite.audit import SQLiteAudit
@@ -49,6 +50,35 @@ tombstone that erasing it writes."""
 BODY_TEXT = ("content", "digest")
 ERASE_RECEIPT = f"{', '.join(blanked(c) for c in RECEIPT_TEXT)}, erased = 1"
 ERASE_BODY = f"{', '.join(blanked(c) for c in BODY_TEXT)}, erased = 1"
+
+# A body is found through its receipt (they share a row ID), and the bodies table has no
+# scope index of its own. When damage has lost a receipt row, its body can only be found
+# by reading the whole table. That is done only when the scope's audit log names an
+# event that has neither a receipt row (erased receipts keep theirs until ``compact``)
+# nor a tombstone (which ``compact`` leaves for each receipt it removes).
+_RECEIPT_LOST = (
+    "SELECT 1 FROM audit a WHERE a.scope_id = ?1 AND a.entity_type = 'raw_event' "
+    "AND NOT EXISTS (SELECT 1 FROM raw_events e INDEXED BY raw_events_by_id "
+    "WHERE e.event_id = a.entity_id AND e.scope_id = ?1) "
+    "AND NOT EXISTS (SELECT 1 FROM tombstones t INDEXED BY tombstones_by_id "
+    "WHERE t.entity_id = a.entity_id AND t.scope_id = ?1 AND t.entity_type = 'raw_event') "
+    "LIMIT 1"
+)
+_WITHOUT_RECEIPT = (
+    "erased IS NOT 1 AND scope_id = ?1 "
+    "AND NOT EXISTS (SELECT 1 FROM raw_events e WHERE e.rid = raw_bodies.rid)"
+)
+ERASE_BODIES_WITHOUT_RECEIPT = f"UPDATE raw_bodies SET {ERASE_BODY} WHERE {_WITHOUT_RECEIPT}"
+COUNT_BODIES_WITHOUT_RECEIPT = f"SELECT COUNT(*) FROM raw_bodies WHERE {_WITHOUT_RECEIPT}"
+"""Erase or count the scope's (``?1``) bodies whose receipt row is gone: a read of the
+whole bodies table, for when :func:`receipt_lost` says so."""
+
+
+def receipt_lost(conn: sqlite3.Connection, sid: int) -> bool:
+    """Whether damage may have left bodies of scope ``sid`` that no receipt leads to: its
+    audit log names an event with neither a receipt row nor a tombstone. False for a
+    sound store; costs what the scope's audit log holds."""
+    return conn.execute(_RECEIPT_LOST, (sid,)).fetchone() is not None
 
 
 class SQLiteEvents(Role):
@@ -210,6 +240,15 @@ class SQLiteEvents(Role):
         )
         for r in self._scan(sql, scope, "rid"):
             yield BodyRow(key_of(r), r[3], r[4], r[5])
+        sid = self._scope_id(scope, thorough=True)
+        if sid is not None and receipt_lost(self._conn, sid):
+            sql = (
+                f"SELECT x.rid, {SCOPE_COLUMNS}, '', x.content, x.digest FROM raw_bodies x "
+                "JOIN scopes s ON s.scope_id = x.scope_id "
+                "AND NOT EXISTS (SELECT 1 FROM raw_events e WHERE e.rid = x.rid)"
+            )
+            for r in self._scan(sql, scope, "rid"):
+                yield BodyRow(key_of(r), r[3], r[4], r[5])
 
 
 def _values(sid: int, row: EventRow) -> tuple[object, ...]:

@@ -13,7 +13,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from trueheart_core.adapters.sqlite.claims import ERASE_CLAIM
-from trueheart_core.adapters.sqlite.events import ERASE_BODY, ERASE_RECEIPT
+from trueheart_core.adapters.sqlite.events import (
+    COUNT_BODIES_WITHOUT_RECEIPT,
+    ERASE_BODIES_WITHOUT_RECEIPT,
+    ERASE_BODY,
+    ERASE_RECEIPT,
+    receipt_lost,
+)
 from trueheart_core.adapters.sqlite.memories import ERASE_MEMORY, edge_probe, source_ids
 from trueheart_core.adapters.sqlite.pending import ERASE_TERM, PENDING_PAIRS
 from trueheart_core.adapters.sqlite.search import SQLiteSearch
@@ -196,6 +202,9 @@ class SQLiteOperations(Role):
                 ).fetchone()
                 counts["raw_body"] += int(bodies)
                 counts["raw_event_with_body"] += int(bodies)
+        if receipt_lost(self._conn, sid):
+            (bodies,) = self._conn.execute(COUNT_BODIES_WITHOUT_RECEIPT, (sid,)).fetchone()
+            counts["raw_body"] += int(bodies)
         return counts
 
     def held_scopes(self, tenant_id: str | None, owner_id: str | None) -> list[ScopeKey]:
@@ -369,6 +378,9 @@ class SQLiteOperations(Role):
         removed.update(before)
         removed["raw_event"] += len(receipts)
         removed["memory"] += len(memories)
+        if receipt_lost(self._conn, sid):
+            # Bodies that no receipt leads to any longer: nothing else would find them.
+            removed["raw_body"] += self._conn.execute(ERASE_BODIES_WITHOUT_RECEIPT, (sid,)).rowcount
         left = {
             artifact: int(self._conn.execute(_SCOPE_COUNTS[artifact], (sid,)).fetchone()[0])
             for artifact in ARTIFACTS
