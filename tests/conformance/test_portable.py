@@ -429,6 +429,44 @@ def _damaged(text: str) -> Iterator[tuple[str, str, int | None, str]]:
     lone = _line_of(lines, "body", event_id="evt-5")  # its one memory was forgotten
     no_body = _rechained([*lines[:lone], *lines[lone + 1 :]])
     yield "body dropped", no_body, None, "the imported store does not verify (body_status_mismatch)"
+    yield from _inconsistent(lines)
+
+
+def _inconsistent(lines: list[str]) -> Iterator[tuple[str, str, int | None, str]]:
+    """Files whose every digest holds (rechained) but whose rows do not fit together."""
+
+    def twice(number: int) -> list[str]:
+        return [*lines[: number + 1], *lines[number:]]
+
+    def without(*numbers: int) -> list[str]:
+        return [line for n, line in enumerate(lines) if n not in numbers]
+
+    event_line = _line_of(lines, "event", event_id="evt-s")
+    body_line = _line_of(lines, "body", event_id="evt-s")
+    memory_line = _line_of(lines, "memory", memory_id="mem-1")
+    claim_line = _line_of(lines, "claim", claim_id="claim-2")
+    for kind, number in (
+        ("event", event_line),
+        ("body", body_line),
+        ("memory", memory_line),
+        ("claim", claim_line),
+    ):
+        yield f"{kind} twice", _rechained(twice(number)), number + 2, "duplicate row"
+    extra = _rechained(_edit(lines, event_line, note="x"))
+    yield "an unknown field", extra, event_line + 1, "unexpected or missing fields"
+    stray = _rechained(_edit(lines, body_line, event_id="evt-unknown"))
+    yield "a body of no event", stray, body_line + 1, "body without an active event"
+    edges = json.loads(lines[memory_line])["lineage"]
+    doubled = _rechained(_edit(lines, memory_line, lineage=[*edges, *edges]))
+    yield "an edge twice", doubled, memory_line + 1, "lineage out of order"
+    source = json.loads(lines[memory_line])["lineage"][0]["event_id"]
+    sourceless = without(
+        _line_of(lines, "event", event_id=source), _line_of(lines, "body", event_id=source)
+    )
+    number = memory_line - 1  # two lines before it are gone
+    yield "a memory of no event", _rechained(sourceless), number, "memory without its source events"
+    orphan = _rechained(_edit(lines, claim_line, claim_id="claim-unknown"))
+    yield "a claim of no memory", orphan, claim_line + 1, "claim without its memory"
 
 
 def test_a_damaged_or_foreign_file_is_refused_naming_its_line_and_nothing_is_stored(
