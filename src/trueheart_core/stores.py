@@ -45,16 +45,40 @@ def server_target(url: str) -> tuple[str, str]:
     return conninfo, named[0] if named else DEFAULT_SCHEMA
 
 
+_SECRET_PARAMETERS = frozenset({"password", "sslpassword"})
+"""libpq's URL parameters that hold a secret."""
+
+
+def holds_password(url: str) -> bool:
+    """Whether a PostgreSQL URL holds a secret: a password after the user name, or a
+    ``password`` or ``sslpassword`` parameter (``ValueError`` for a malformed URL)."""
+    parts = urlsplit(url)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    return parts.password is not None or any(key in _SECRET_PARAMETERS for key, _ in query)
+
+
 def redacted(target: str) -> str:
-    """``target`` fit to print: a URL without its password."""
+    """``target`` fit to print: a URL with ``***`` for its password and the values of
+    its secret parameters."""
     if not is_server_url(target):
         return target
+    try:
+        if not holds_password(target):
+            return target
+    except ValueError:  # nothing of a malformed URL is shown
+        return f"{target.partition('://')[0]}://..."
     parts = urlsplit(target)
-    if parts.password is None:
-        return target
-    host = parts.netloc.rpartition("@")[2]
-    user = parts.username or ""
-    return urlunsplit((parts.scheme, f"{user}:***@{host}", parts.path, parts.query, ""))
+    netloc = parts.netloc
+    if parts.password is not None:
+        netloc = f"{parts.username or ''}:***@{netloc.rpartition('@')[2]}"
+    query = urlencode(
+        [
+            (key, "***" if key in _SECRET_PARAMETERS else value)
+            for key, value in parse_qsl(parts.query, keep_blank_values=True)
+        ],
+        safe="*",
+    )
+    return urlunsplit((parts.scheme, netloc, parts.path, query, ""))
 
 
 def store_exists(target: str) -> bool:

@@ -133,6 +133,36 @@ def test_a_usage_error_as_json(store: Path, capsys: pytest.CaptureFixture[str], 
     assert err.endswith(f"trueheart stats: error: {message}\n")
 
 
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql://agent:s3cret@db.internal/memory",
+        "postgres://agent:s3cret@db.internal:5432/memory?schema=agents",
+        "postgresql://agent@db.internal/memory?password=s3cret",
+        "postgresql://agent@db.internal/memory?schema=agents&sslpassword=s3cret",
+    ],
+)
+def test_a_url_that_holds_a_password_is_refused_without_showing_it(
+    capsys: pytest.CaptureFixture[str], url: str
+) -> None:
+    """A password on a command line shows in process listings and shell history: the
+    command refuses it before connecting, and never prints it."""
+    message = "argument DB: must not hold a password: set PGPASSWORD or use a password file"
+    for args in (
+        ("stats", url),
+        ("verify", url, "--json"),
+        ("recall", url, "--scope", "a/b/c"),
+        ("import", url, "-"),
+        ("export", url, "--json"),
+    ):
+        status, out, err = call(capsys, *args)
+        assert status == 2, args
+        assert "s3cret" not in out + err, args
+        assert err.endswith(f"error: {message}\n"), args
+        if "--json" in args:
+            assert json.loads(out) == {"error": "usage", "message": message, "exit_status": 2}
+
+
 def test_usage_errors_without_json_print_only_the_usage(
     store: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -11,7 +11,6 @@ import argparse
 from collections.abc import Callable
 from datetime import datetime
 from typing import NoReturn, TextIO
-from urllib.parse import urlsplit
 
 import trueheart_core
 from trueheart_core import stores
@@ -111,10 +110,10 @@ def _store(text: str) -> str:
     ``PGPASSWORD`` or a password file instead)."""
     if stores.is_server_url(text):
         try:
-            password = urlsplit(text).password
+            held = stores.holds_password(text)
         except ValueError:
             raise argparse.ArgumentTypeError("must be a valid PostgreSQL URL") from None
-        if password is not None:
+        if held:
             raise argparse.ArgumentTypeError(
                 "must not hold a password: set PGPASSWORD or use a password file"
             )

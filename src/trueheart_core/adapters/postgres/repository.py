@@ -95,10 +95,9 @@ def schema_exists(conninfo: str, schema: str) -> bool:
     target = _conninfo(conninfo)
     if not ddl.valid_schema_name(schema):
         raise ValidationError("schema", "must be 1 to 63 lower-case letters, digits or underscores")
-    with (
-        conn_mod.translate(DIAGNOSTICS["open"]),
-        psycopg.connect(target, autocommit=True, connect_timeout=10) as conn,
-    ):
+    with conn_mod.translate("could not connect to the server"):
+        conn = psycopg.connect(target, autocommit=True, connect_timeout=10)
+    with conn_mod.translate(DIAGNOSTICS["open"]), conn:
         row = conn.execute(
             "SELECT 1 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
             "WHERE n.nspname = %s AND c.relname = 'meta'",
