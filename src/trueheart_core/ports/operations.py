@@ -19,7 +19,9 @@ class StoreOperations(Protocol):
 
     def storage_is_consistent(self) -> bool:
         """Whether the storage engine's own whole-store check passes: page structure, and
-        every index agreeing with its table (reads rely on indexes to select rows)."""
+        every index agreeing with its table (reads rely on indexes to select rows); and,
+        where rows name their scope by a key of the store's own, that every such key
+        names a recorded scope."""
 
     def count_rows(self, scope: ScopeKey | None, *, from_tables: bool = False) -> dict[str, int]:
         """How many stored rows of each artifact the exact scope (or the whole store)

@@ -525,3 +525,46 @@ def test_a_body_whose_receipt_is_lost_is_reported_counted_and_erased(
     assert SECRET_EVENT.encode() not in store_bytes(db_path)
     assert service.verify_integrity().ok
     assert service.stats(OTHER_SCOPE).events_with_body == 1
+
+
+def test_rows_whose_scope_row_is_lost_stay_out_of_a_new_scope(
+    service: TrueHeart, db_path: Path
+) -> None:
+    """A row names its scope by the ID of the scope's row. When that row is lost, a new
+    scope must not get the same ID (SQLite would reuse the largest), or the orphaned rows
+    would be counted, read and erased as the new scope's."""
+    _populate(service)
+    service.ingest_event(event("evt-o", scope=OTHER_SCOPE))  # the scope with the largest ID
+    lose = "DELETE FROM scopes WHERE subject_id = ?"
+    assert tamper(db_path, lose, (OTHER_SCOPE.subject_id,)) == 1
+    newcomer = Scope("tenant", "owner", "newcomer")
+    with TrueHeart(SQLiteRepository(db_path)) as fresh:  # no scope ID remembered
+        fresh.ingest_event(event("evt-n", scope=newcomer))
+        fresh.materialize_once(memory("mem-n", ("evt-n",), scope=newcomer))
+        assert fresh.stats(newcomer).events == 1
+        assert [r.memory.memory_id for r in fresh.recall(RecallQuery(newcomer, NOW))] == ["mem-n"]
+        assert fresh.verify_integrity(newcomer).ok
+        assert fresh.verify_integrity(SCOPE).ok
+        storage = [p for p in fresh.verify_integrity().problems if p.entity_type == "storage"]
+        assert [(p.code, p.scope) for p in storage] == [("storage_check_failed", None)]
+
+
+def test_the_scoped_tables_are_every_table_with_a_scope(db_path: Path) -> None:
+    from trueheart_core.adapters.sqlite.operations import SCOPED_TABLES
+
+    SQLiteRepository(db_path).close()
+    conn = sqlite3.connect(db_path)
+    try:
+        tables = [
+            name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+        ]
+        scoped = {
+            name
+            for name in tables
+            if any(
+                column[1] == "scope_id" for column in conn.execute(f'PRAGMA table_info("{name}")')
+            )
+        }
+    finally:
+        conn.close()
+    assert scoped - {"scopes"} == set(SCOPED_TABLES)

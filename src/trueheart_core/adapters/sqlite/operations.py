@@ -153,6 +153,24 @@ _KEPT_TABLES: Sequence[tuple[str, str]] = (
 )
 
 
+SCOPED_TABLES = (
+    "raw_events",
+    "raw_bodies",
+    "memories",
+    "lineage",
+    "claims",
+    "extractions",
+    "tombstones",
+    "audit",
+    "search_docs",
+    "search_stats",
+    "search_terms",
+    "search_pending",
+    "vectors",
+    "vector_generations",
+)
+"""Every table whose rows belong to a scope (a ``scope_id`` column), ``scopes`` aside."""
+
 _SCOPE_INDEXED = {
     "raw_event": ("raw_events", "event_id", "raw_events_by_scope", "raw_events_by_id"),
     "memory": ("memories", "memory_id", "memories_by_status", "memories_by_id"),
@@ -173,7 +191,16 @@ class SQLiteOperations(Role):
     def storage_is_consistent(self) -> bool:
         # integrity_check also proves that every index matches its table; only its verdict
         # is kept, since its messages name pages and rows.
-        return self._conn.execute("PRAGMA integrity_check(1)").fetchall() == [("ok",)]
+        if self._conn.execute("PRAGMA integrity_check(1)").fetchall() != [("ok",)]:
+            return False
+        # A row names its scope by the ID of the scope's row: one whose scope row is lost
+        # belongs to no scope the store can name (and no call reaches it).
+        return not any(
+            self._conn.execute(
+                f"SELECT 1 FROM {table} WHERE scope_id NOT IN (SELECT scope_id FROM scopes) LIMIT 1"
+            ).fetchone()
+            for table in SCOPED_TABLES
+        )
 
     def count_rows(self, scope: ScopeKey | None, *, from_tables: bool = False) -> dict[str, int]:
         if scope is None:

@@ -27,6 +27,24 @@ EVENT_X = EVENT_COLUMNS.format(a="x")
 MEMORY_M = MEMORY_COLUMNS.format(a="m")
 MEMORY_X = MEMORY_COLUMNS.format(a="x")
 SCOPE_JOIN = "JOIN scopes s ON s.scope_id = {alias}.scope_id"
+
+SCOPE_ID_KEYED = (
+    "scopes",
+    "audit",
+    "lineage",
+    "tombstones",
+    "search_docs",
+    "search_stats",
+    "extractions",
+    "vector_generations",
+)
+"""Tables whose largest scope ID is one index probe (the ID leads their key or an index).
+Every scope that holds rows has audit rows, which erasure keeps."""
+_NEXT_SCOPE_ID = (
+    "SELECT 1 + MAX("
+    + ", ".join(f"IFNULL((SELECT MAX(scope_id) FROM {table}), 0)" for table in SCOPE_ID_KEYED)
+    + ")"
+)
 SCOPE_COLUMNS = "s.tenant_id, s.owner_id, s.subject_id"
 
 EVENT_STATUS: dict[str, int] = {"active": 0, "expired": 1}
@@ -147,15 +165,19 @@ class Session:
         return sid
 
     def ensure_scope(self, scope: ScopeKey) -> int:
+        """The scope's row ID, its row added if it has none. A new ID is above every
+        scope ID that rows of the store hold, not only those of ``scopes``: were a
+        scope's row lost to damage, its rows must never be taken for a new scope's."""
         found = self.scope_id(scope)
         if found is not None:
             return found
-        cursor = self.conn.execute(
-            "INSERT INTO scopes (tenant_id, owner_id, subject_id) VALUES (?, ?, ?)", scope
+        (sid,) = self.conn.execute(_NEXT_SCOPE_ID).fetchone()
+        self.conn.execute(
+            "INSERT INTO scopes (scope_id, tenant_id, owner_id, subject_id) VALUES (?, ?, ?, ?)",
+            (sid, *scope),
         )
-        assert cursor.lastrowid is not None
-        self.new[scope] = cursor.lastrowid
-        return cursor.lastrowid
+        self.new[scope] = sid
+        return int(sid)
 
     def scan(
         self, sql: str, scope: ScopeKey | None, order: str, *, live: bool = True
