@@ -87,7 +87,7 @@ def verify(uow: UnitOfWork, scope: Scope | None) -> IntegrityReport:
     _check_memories(uow, uow.memories.iter(key), found, index_current)
     _check_edges(uow, uow.memories.iter_edges(key), found)
     _check_tombstones(uow, uow.tombstones.iter(key), found)
-    _check_audit(uow.audit.iter(key), found)
+    _check_audit(uow, uow.audit.iter(key), found)
     _check_claims(uow, uow.claims.iter(key), found)
     _check_extractions(uow, uow.claims.iter_extractions(key), found)
     found.checked += projecting.check_vectors(uow, key, found.add)
@@ -244,7 +244,12 @@ def _check_tombstones(uow: UnitOfWork, rows: Iterator[TombstoneRow], found: _Fin
             found.add("tombstone", row.entity_id, row.scope, error.code)
 
 
-def _check_audit(rows: Iterator[AuditRow], found: _Findings) -> None:
+_TOMBSTONED = frozenset({"forget", "delete"})
+"""Audit actions whose entity a tombstone must still block: tombstones are never
+removed, so one missing lets a forgotten or deleted ID come back."""
+
+
+def _check_audit(uow: UnitOfWork, rows: Iterator[AuditRow], found: _Findings) -> None:
     for row in rows:
         found.checked += 1
         try:
@@ -253,6 +258,11 @@ def _check_audit(rows: Iterator[AuditRow], found: _Findings) -> None:
                 raise RowInvalid("audit_policy_violation")
         except RowInvalid as error:
             found.add("audit", row.audit_id, row.scope, error.code)
+            continue
+        if row.action in _TOMBSTONED and not any(
+            t.entity_type == row.entity_type for t in uow.tombstones.get(row.scope, row.entity_id)
+        ):
+            found.add(row.entity_type, row.entity_id, row.scope, "tombstone_missing")
 
 
 def _check_claims(uow: UnitOfWork, rows: Iterator[ClaimRow], found: _Findings) -> None:

@@ -195,6 +195,16 @@ def test_a_body_whose_receipt_is_lost_is_reported_and_erased(service: TrueHeart,
     assert _scoped_rows(pg, OTHER_SCOPE)["raw_bodies"] == 1
 
 
+def test_a_lost_tombstone_of_a_delete_is_reported(service: TrueHeart, pg: Any) -> None:
+    service.ingest_event(event("evt-1"))
+    service.materialize_once(memory("mem-1", ("evt-1",)))
+    service.govern(command(GovernanceAction.DELETE, "mem-1"))
+    assert service.verify_integrity().ok
+    assert pg.execute("DELETE FROM tombstones").rowcount == 1
+    problems = [(p.entity_type, p.entity_id, p.code) for p in service.verify_integrity().problems]
+    assert problems == [("memory", "mem-1", "tombstone_missing")]
+
+
 # --- without a rewrite: gone from every query, copies left in free page space ----------
 
 

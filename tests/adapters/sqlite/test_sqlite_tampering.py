@@ -568,3 +568,23 @@ def test_the_scoped_tables_are_every_table_with_a_scope(db_path: Path) -> None:
     finally:
         conn.close()
     assert scoped - {"scopes"} == set(SCOPED_TABLES)
+
+
+def test_a_lost_tombstone_of_a_forget_or_delete_is_reported(
+    service: TrueHeart, db_path: Path
+) -> None:
+    """Tombstones are never removed, and every forget or delete is audited: an audited
+    one whose tombstone is gone (after ``compact`` nothing else would block the ID) is
+    reported under the entity it names."""
+    _populate(service)  # evt-gone was deleted
+    service.govern(command(GovernanceAction.FORGET, "mem-2"))
+    assert service.verify_integrity().ok
+    service.compact()
+    assert tamper(db_path, "DELETE FROM tombstones") == 2
+    problems = {(p.entity_type, p.entity_id, p.code) for p in service.verify_integrity().problems}
+    assert problems == {
+        ("raw_event", "evt-gone", "tombstone_missing"),
+        ("memory", "mem-2", "tombstone_missing"),
+    }
+    assert service.verify_integrity(SCOPE).problems == service.verify_integrity().problems
+    assert service.verify_integrity(OTHER_SCOPE).ok
