@@ -1,0 +1,101 @@
+"""The schema check at open: a store whose live catalog differs from what this version
+builds, object by object, or whose ``meta`` row is not ours, is refused with
+``RepositoryCorruption`` and left as it was; a schema that holds something else is
+never taken over; a read-only open never creates a store."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from conformance_builders import event, msg
+
+import postgres_configuration
+from trueheart_core import (
+    PostgresRepository,
+    RepositoryCorruption,
+    RepositoryReadOnly,
+    TrueHeart,
+)
+
+INVALID_CATALOG = msg("repository corruption: invalid schema catalog")
+
+CHANGES = {
+    "an index dropped": "DROP INDEX memories_by_status",
+    "an index added": "CREATE INDEX extra_index ON memories (kind)",
+    "a column added": "ALTER TABLE memories ADD COLUMN note TEXT",
+    "a column's type changed": "ALTER TABLE audit ALTER COLUMN reason TYPE TEXT",
+    "a column made nullable": "ALTER TABLE meta ALTER COLUMN tokenizer DROP NOT NULL",
+    "a table added": "CREATE TABLE notes (k INTEGER PRIMARY KEY)",
+    "a trigger dropped": "DROP TRIGGER vectors_changed ON vectors",
+    "a function replaced": (
+        "CREATE OR REPLACE FUNCTION vector_generation_bump() RETURNS trigger "
+        "LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$"
+    ),
+    "a constraint dropped": "ALTER TABLE scopes DROP CONSTRAINT scopes_pkey",
+    "meta names another application": "UPDATE meta SET application = 'someone-else'",
+}
+
+
+def _catalog(pg: Any, schema: str) -> list[tuple[Any, ...]]:
+    """Every object of the schema, with its definition where it has one."""
+    return pg.execute(
+        "SELECT c.relname, c.relkind, pg_get_indexdef(c.oid), "
+        "(SELECT array_agg((a.attname, format_type(a.atttypid, a.atttypmod), a.attnotnull) "
+        "ORDER BY a.attnum) FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attnum > 0 "
+        "AND NOT a.attisdropped)::text "
+        "FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+        "WHERE n.nspname = %s ORDER BY c.relname",
+        (schema,),
+    ).fetchall()
+
+
+@pytest.mark.parametrize("change", sorted(CHANGES))
+def test_a_store_whose_catalog_changed_is_refused_and_left_alone(
+    repository: PostgresRepository, pg: Any, pg_schema: str, change: str
+) -> None:
+    TrueHeart(repository).ingest_event(event("evt-1"))
+    repository.close()
+    pg.execute(CHANGES[change])
+    before = _catalog(pg, pg_schema)
+    for read_only in (False, True):
+        with pytest.raises(RepositoryCorruption, match=INVALID_CATALOG):
+            PostgresRepository(
+                postgres_configuration.database_url(), schema=pg_schema, read_only=read_only
+            )
+    assert _catalog(pg, pg_schema) == before
+    (events,) = pg.execute("SELECT COUNT(*) FROM raw_events").fetchone()
+    assert events == 1
+
+
+def test_a_schema_that_holds_something_else_is_not_taken_over(pg: Any, pg_schema: str) -> None:
+    foreign = pg_schema + "_foreign"
+    pg.execute(f'CREATE SCHEMA "{foreign}"')
+    try:
+        pg.execute(f'CREATE TABLE "{foreign}".orders (k INTEGER PRIMARY KEY)')
+        before = _catalog(pg, foreign)
+        for read_only in (False, True):
+            with pytest.raises(RepositoryCorruption, match=INVALID_CATALOG):
+                PostgresRepository(
+                    postgres_configuration.database_url(), schema=foreign, read_only=read_only
+                )
+        assert _catalog(pg, foreign) == before
+        assert [name for name, *_ in before] == ["orders", "orders_pkey"]
+    finally:
+        pg.execute(f'DROP SCHEMA "{foreign}" CASCADE')
+
+
+def test_a_read_only_open_creates_no_store(pg_schema: str) -> None:
+    url = postgres_configuration.database_url()
+    with pytest.raises(
+        RepositoryReadOnly,
+        match=msg("repository read-only: a new store needs a writable connection"),
+    ):
+        PostgresRepository(url, schema=pg_schema + "_ro", read_only=True)
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        found = conn.execute(
+            "SELECT 1 FROM pg_namespace WHERE nspname = %s", (pg_schema + "_ro",)
+        ).fetchone()
+    assert found is None
