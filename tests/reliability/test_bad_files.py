@@ -189,7 +189,42 @@ def _missing_table(tmp: Path) -> Path:
     return target
 
 
+def _changed(statement: str) -> Callable[[Path], Path]:
+    """A store whose schema ``statement`` changed behind the library's back."""
+
+    def make(tmp: Path) -> Path:
+        target = tmp / "changed.db"
+        make_store(target)
+        conn = sqlite3.connect(target, isolation_level=None)
+        try:
+            conn.execute(statement)
+        finally:
+            conn.close()
+        remove_sidecars(target)
+        return target
+
+    return make
+
+
+INVALID_CATALOG = "repository corruption: invalid schema catalog"
+CHANGED_SCHEMAS = {
+    "index-dropped": ("DROP INDEX memories_by_status", "repository corruption: incomplete schema"),
+    "index-added": ("CREATE INDEX extra_index ON memories (kind)", INVALID_CATALOG),
+    "column-added": ("ALTER TABLE memories ADD COLUMN note TEXT", INVALID_CATALOG),
+    "column-renamed": ("ALTER TABLE memories RENAME COLUMN kind TO sort", INVALID_CATALOG),
+    "view-added": ("CREATE VIEW everything AS SELECT * FROM memories", INVALID_CATALOG),
+    "trigger-added": (
+        "CREATE TRIGGER copy_out AFTER INSERT ON audit BEGIN SELECT 1; END",
+        INVALID_CATALOG,
+    ),
+    "version-zero": ("PRAGMA user_version = 0", "repository corruption: invalid schema version"),
+}
+
 BAD_FILES: dict[str, tuple[Callable[[Path], Path], type[TrueHeartError], str]] = {
+    **{
+        name: (_changed(statement), RepositoryCorruption, message)
+        for name, (statement, message) in CHANGED_SCHEMAS.items()
+    },
     "directory": (_directory, ValidationError, "path: must not be a directory"),
     "empty": (_empty, RepositoryCorruption, "repository corruption: invalid schema catalog"),
     "random-bytes": (
