@@ -222,33 +222,24 @@ class SQLiteEvents(Role):
     def iter_bodies(self, scope: ScopeKey | None) -> Iterator[BodyRow]:
         # A body is named by its receipt; one whose receipt is missing (damage) is
         # named by no event ID, for verification to report. A scope's bodies are found
-        # through its receipts.
-        if scope is None:
+        # through its receipts, unless its audit log says a receipt is lost: then, as
+        # for the whole store, the bodies table itself is read.
+        sid = None if scope is None else self._scope_id(scope, thorough=True)
+        if scope is None or (sid is not None and receipt_lost(self._conn, sid)):
             sql = (
                 f"SELECT x.rid, {SCOPE_COLUMNS}, IFNULL(e.event_id, ''), x.content, x.digest "
                 "FROM raw_bodies x JOIN scopes s ON s.scope_id = x.scope_id "
                 "LEFT JOIN raw_events e ON e.rid = x.rid AND e.scope_id = x.scope_id"
             )
-            for r in self._scan(sql, None, "rid"):
-                yield BodyRow(key_of(r), r[3], r[4], r[5])
-            return
-        sql = (
-            f"SELECT x.rid, {SCOPE_COLUMNS}, x.event_id, b.content, b.digest "
-            "FROM raw_events x INDEXED BY raw_events_by_scope "
-            "JOIN raw_bodies b ON b.rid = x.rid AND b.erased IS NOT 1 "
-            f"{SCOPE_JOIN.format(alias='x')}"
-        )
+        else:
+            sql = (
+                f"SELECT x.rid, {SCOPE_COLUMNS}, x.event_id, b.content, b.digest "
+                "FROM raw_events x INDEXED BY raw_events_by_scope "
+                "JOIN raw_bodies b ON b.rid = x.rid AND b.erased IS NOT 1 "
+                f"{SCOPE_JOIN.format(alias='x')}"
+            )
         for r in self._scan(sql, scope, "rid"):
             yield BodyRow(key_of(r), r[3], r[4], r[5])
-        sid = self._scope_id(scope, thorough=True)
-        if sid is not None and receipt_lost(self._conn, sid):
-            sql = (
-                f"SELECT x.rid, {SCOPE_COLUMNS}, '', x.content, x.digest FROM raw_bodies x "
-                "JOIN scopes s ON s.scope_id = x.scope_id "
-                "AND NOT EXISTS (SELECT 1 FROM raw_events e WHERE e.rid = x.rid)"
-            )
-            for r in self._scan(sql, scope, "rid"):
-                yield BodyRow(key_of(r), r[3], r[4], r[5])
 
 
 def _values(sid: int, row: EventRow) -> tuple[object, ...]:

@@ -27,8 +27,9 @@ EVENT_X = EVENT_COLUMNS.format(a="x")
 MEMORY_M = MEMORY_COLUMNS.format(a="m")
 MEMORY_X = MEMORY_COLUMNS.format(a="x")
 SCOPE_JOIN = "JOIN scopes s ON s.scope_id = {alias}.scope_id"
+SCOPE_COLUMNS = "s.tenant_id, s.owner_id, s.subject_id"
 
-SCOPE_ID_KEYED = (
+_SCOPE_ID_KEYED = (
     "scopes",
     "audit",
     "lineage",
@@ -42,10 +43,9 @@ SCOPE_ID_KEYED = (
 Every scope that holds rows has audit rows, which erasure keeps."""
 _NEXT_SCOPE_ID = (
     "SELECT 1 + MAX("
-    + ", ".join(f"IFNULL((SELECT MAX(scope_id) FROM {table}), 0)" for table in SCOPE_ID_KEYED)
+    + ", ".join(f"IFNULL((SELECT MAX(scope_id) FROM {table}), 0)" for table in _SCOPE_ID_KEYED)
     + ")"
 )
-SCOPE_COLUMNS = "s.tenant_id, s.owner_id, s.subject_id"
 
 EVENT_STATUS: dict[str, int] = {"active": 0, "expired": 1}
 """A receipt's status as stored: 0 or 1, which SQLite stores in no bytes, so that expiry
@@ -176,7 +176,7 @@ class Session:
             "INSERT INTO scopes (scope_id, tenant_id, owner_id, subject_id) VALUES (?, ?, ?, ?)",
             (sid, *scope),
         )
-        self.new[scope] = sid
+        self.new[scope] = int(sid)
         return int(sid)
 
     def scan(
