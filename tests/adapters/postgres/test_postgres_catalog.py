@@ -50,6 +50,15 @@ def _catalog(pg: Any, schema: str) -> list[tuple[Any, ...]]:
     ).fetchall()
 
 
+def _refused(schema: str) -> None:
+    """Opening the schema, read-write and read-only, is refused as an invalid catalog."""
+    for read_only in (False, True):
+        with pytest.raises(RepositoryCorruption, match=INVALID_CATALOG):
+            PostgresRepository(
+                postgres_configuration.database_url(), schema=schema, read_only=read_only
+            )
+
+
 @pytest.mark.parametrize("change", sorted(CHANGES))
 def test_a_store_whose_catalog_changed_is_refused_and_left_alone(
     repository: PostgresRepository, pg: Any, pg_schema: str, change: str
@@ -58,11 +67,7 @@ def test_a_store_whose_catalog_changed_is_refused_and_left_alone(
     repository.close()
     pg.execute(CHANGES[change])
     before = _catalog(pg, pg_schema)
-    for read_only in (False, True):
-        with pytest.raises(RepositoryCorruption, match=INVALID_CATALOG):
-            PostgresRepository(
-                postgres_configuration.database_url(), schema=pg_schema, read_only=read_only
-            )
+    _refused(pg_schema)
     assert _catalog(pg, pg_schema) == before
     (events,) = pg.execute("SELECT COUNT(*) FROM raw_events").fetchone()
     assert events == 1
@@ -74,11 +79,7 @@ def test_a_schema_that_holds_something_else_is_not_taken_over(pg: Any, pg_schema
     try:
         pg.execute(f'CREATE TABLE "{foreign}".orders (k INTEGER PRIMARY KEY)')
         before = _catalog(pg, foreign)
-        for read_only in (False, True):
-            with pytest.raises(RepositoryCorruption, match=INVALID_CATALOG):
-                PostgresRepository(
-                    postgres_configuration.database_url(), schema=foreign, read_only=read_only
-                )
+        _refused(foreign)
         assert _catalog(pg, foreign) == before
         assert [name for name, *_ in before] == ["orders", "orders_pkey"]
     finally:
