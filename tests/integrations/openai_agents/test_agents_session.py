@@ -10,11 +10,14 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
-from agents import Session
+from agents import Session, SessionSettings
 from agents_support import OTHER_SCOPE, SCOPE, Clock
 
 from trueheart_core import (
     EntityDeleted,
+    EntityType,
+    GovernanceAction,
+    GovernanceCommand,
     RetentionPolicy,
     SQLiteRepository,
     TrueHeart,
@@ -149,6 +152,57 @@ def test_clear_removes_every_item_of_the_session_only(memory: TrueHeart, clock: 
     assert contents(session) == ITEMS[1:2]
 
 
+def test_a_sealed_item_is_hidden_keeps_its_position_and_is_cleared(
+    memory: TrueHeart, repository: SQLiteRepository, clock: Clock
+) -> None:
+    session = TrueHeartSession("conv-1", memory, SCOPE, clock=clock)
+    sealed_item = {"role": "user", "content": "zanzibar-sealed-marker"}
+    wait(session.add_items([ITEMS[0], sealed_item]))
+    [_, sealed] = memory.list_memories(SCOPE, kinds=(session.kind,)).items
+
+    def govern(action: GovernanceAction) -> None:
+        memory.govern(
+            GovernanceCommand(SCOPE, action, EntityType.MEMORY, sealed.memory_id, clock(), "hold")
+        )
+
+    govern(GovernanceAction.SEAL)
+    assert contents(session) == [ITEMS[0]]
+    # The next item goes after the sealed one, which keeps its place in the order.
+    wait(session.add_items([ITEMS[1]]))
+    positions = [m.memory_id[:26] for m in memory.list_memories(SCOPE).items]
+    assert len(set(positions)) == 3
+    assert wait(session.pop_item()) == ITEMS[1]  # a sealed item is never popped
+    wait(session.add_items([ITEMS[2]]))
+    govern(GovernanceAction.RESTORE)
+    assert contents(session) == [ITEMS[0], sealed_item, ITEMS[2]]
+    govern(GovernanceAction.SEAL)
+    wait(session.clear_session())
+    assert memory.list_memories(SCOPE, kinds=(session.kind,)).items == ()
+    with pytest.raises(EntityDeleted):
+        memory.get_memory(SCOPE, sealed.memory_id)
+    assert repository.residue([b"zanzibar-sealed-marker"]) == frozenset()
+
+
+def test_get_items_reads_its_default_limit_from_the_session_settings(
+    memory: TrueHeart, clock: Clock
+) -> None:
+    session = TrueHeartSession(
+        "conv-1", memory, SCOPE, clock=clock, session_settings=SessionSettings(limit=2)
+    )
+    wait(session.add_items(ITEMS))
+    assert contents(session) == ITEMS[-2:]
+    assert wait(session.get_items(limit=4)) == ITEMS[-4:]  # an explicit limit wins
+    from_dict = TrueHeartSession(
+        "conv-1", memory, SCOPE, clock=clock, session_settings={"limit": 3}
+    )
+    assert from_dict.session_settings == SessionSettings(limit=3)
+    assert contents(from_dict) == ITEMS[-3:]
+    unlimited = TrueHeartSession(
+        "conv-1", memory, SCOPE, clock=clock, session_settings=SessionSettings()
+    )
+    assert contents(unlimited) == ITEMS
+
+
 def test_sessions_and_scopes_are_isolated(memory: TrueHeart, clock: Clock) -> None:
     one = TrueHeartSession("conv-1", memory, SCOPE, clock=clock)
     two = TrueHeartSession("conv-2", memory, SCOPE, clock=clock)
@@ -276,4 +330,11 @@ def test_the_session_checks_its_settings(memory: TrueHeart) -> None:
     assert session.kind == "agent_session:" + "x" * 114
     with pytest.raises(ValidationError, match="limit: must be None or an int"):
         wait(session.get_items(limit=True))
+    for settings in ({1: 2}, {"limit": "two"}, {"limit": 2.5}, [("limit", 2)], "limit=2"):
+        with pytest.raises(ValidationError, match="session_settings: must be None, a Sess"):
+            TrueHeartSession("conv-1", memory, SCOPE, session_settings=settings)  # type: ignore[arg-type]
+    changed = SessionSettings()
+    changed.limit = "2"  # type: ignore[assignment]
+    with pytest.raises(ValidationError, match="session_settings: limit must be None or"):
+        TrueHeartSession("conv-1", memory, SCOPE, session_settings=changed)
     assert repr(session) == f"TrueHeartSession(session_id={'x' * 114!r})"

@@ -102,6 +102,29 @@ def _encoded(item: object) -> str:
     return v.content("items", text)  # valid UTF-8, at most 256 KiB
 
 
+_BAD_SETTINGS = "must be None, a SessionSettings or a dict of its fields"
+
+
+def _settings(value: object) -> SessionSettings | None:
+    """``session_settings`` as the SDK's sessions take it: a ``SessionSettings``, or a
+    dict of its fields made into one; its ``limit`` is ``None`` or an int."""
+    if value is None:
+        return None
+    if isinstance(value, Mapping):
+        if not all(isinstance(key, str) for key in value):
+            raise ValidationError("session_settings", _BAD_SETTINGS)
+        try:
+            value = SessionSettings(**value)
+        except (TypeError, ValueError):  # the SDK's own check of the fields
+            raise ValidationError("session_settings", _BAD_SETTINGS) from None
+    if not isinstance(value, SessionSettings):
+        raise ValidationError("session_settings", _BAD_SETTINGS)
+    limit = value.limit
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)):
+        raise ValidationError("session_settings", "limit must be None or an int")
+    return value
+
+
 def _decoded(record: MemoryRecord) -> Any:
     try:
         return json.loads(record.content)
@@ -118,15 +141,19 @@ class TrueHeartSession:
     ``UNTRUSTED`` (history quotes the model, the user and tools alike); ``clock`` gives
     the time of every write and read.
 
-    * ``get_items(limit=None)``: the items whose recall deadline (time added +
-      ``retention.recall_for``) is after now, in the order added; with ``limit``, the
-      latest ``limit`` of them, still in that order.
+    * ``get_items(limit=None)``: the active items whose recall deadline (time added +
+      ``retention.recall_for``) is after now, in the order added; with ``limit`` (by
+      default ``session_settings.limit``), the latest ``limit`` of them, still in that
+      order. An item the host has sealed is left out until it is restored, and keeps
+      its position meanwhile.
     * ``add_items(items)``: appends the items, in order, one transaction per item. Every
       item is checked first (a JSON object that decodes to an equal object, valid
       UTF-8, at most 256 KiB as JSON), so a refused item stores nothing; a store error
       part-way leaves the items before it stored.
-    * ``pop_item()``: deletes the latest item and returns it (``None`` when empty).
-    * ``clear_session()``: deletes every item of the session, expired ones included.
+    * ``pop_item()``: deletes the latest item ``get_items`` returns and returns it
+      (``None`` when there is none).
+    * ``clear_session()``: deletes every item of the session, expired and sealed ones
+      included.
     * ``delete_expired()``: deletes the items past their recall deadline and returns
       how many.
 
@@ -144,7 +171,7 @@ class TrueHeartSession:
         *,
         retention: RetentionPolicy = DEFAULT_SESSION_RETENTION,
         clock: Clock = utc_now,
-        session_settings: SessionSettings | None = None,
+        session_settings: SessionSettings | Mapping[str, Any] | None = None,
     ) -> None:
         v.text("session_id", session_id)
         if len(SESSION_KIND_PREFIX) + len(session_id) > v.MAX_TEXT_CHARS:
@@ -154,7 +181,7 @@ class TrueHeartSession:
         if not isinstance(retention, RetentionPolicy):
             raise ValidationError("retention", "must be a RetentionPolicy")
         self.session_id = session_id
-        self.session_settings = session_settings
+        self.session_settings = _settings(session_settings)
         self._service = service
         self._scope = scope
         self._retention = retention
@@ -216,13 +243,14 @@ class TrueHeartSession:
             return function(*args)
 
     def _stored(self) -> list[tuple[int, MemoryRecord]]:
-        """Every item of the session with its position, in position order."""
+        """Every item of the session with its position, in position order: the sealed
+        ones too, which hold their positions and which clearing deletes."""
         found: list[tuple[int, MemoryRecord]] = []
         cursor: str | None = None
         while True:
             page = self._service.list_memories(
                 self._scope,
-                status=MemoryStatus.ACTIVE,
+                status=None,
                 kinds=(self.kind,),
                 limit=_PAGE,
                 cursor=cursor,
@@ -236,10 +264,18 @@ class TrueHeartSession:
                 return found
 
     def _visible(self) -> list[MemoryRecord]:
+        """The items read and popped: active (a sealed item is hidden until the host
+        restores it) and before their recall deadline."""
         when = now(self._clock)
-        return [record for _, record in self._stored() if record.recall_until > when]
+        return [
+            record
+            for _, record in self._stored()
+            if record.status is MemoryStatus.ACTIVE and record.recall_until > when
+        ]
 
     def _get_items(self, limit: int | None) -> list[Any]:
+        if limit is None and self.session_settings is not None:
+            limit = self.session_settings.limit
         records = self._visible()
         if limit is not None:
             records = records[-limit:] if limit > 0 else []
