@@ -86,7 +86,18 @@ def test_retention_is_checked(capsys: pytest.CaptureFixture[str], tmp_path: Path
     status, out, err = call(
         capsys, "mcp", "--store", store, "--scope", SCOPE, "--create", "--recall-for", "10d"
     )
-    assert (status, out, err) == (1, "", "trueheart: recall_for: must be at least clear_for\n")
+    assert (status, out, err) == (2, "", "trueheart: --recall-for: must be at least --clear-for\n")
+    # a deadline no store can hold, refused before anything is opened
+    for option in ("--raw-ttl", "--clear-for", "--recall-for"):
+        status, out, err = call(
+            capsys, "mcp", "--store", store, "--scope", SCOPE, "--create", option, "999999999d"
+        )
+        assert (status, out, err) == (
+            2,
+            "",
+            f"trueheart: {option}: must end before the year 10000\n",
+        )
+    assert not Path(store).exists()
 
 
 @pytest.mark.usefixtures("without_sdk")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 import re
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import TextIO
 
 from trueheart_core import stores
@@ -77,11 +77,22 @@ def port(text: str) -> int:
 
 
 def _retention(args: argparse.Namespace) -> RetentionPolicy:
-    return RetentionPolicy(
-        raw_ttl=args.raw_ttl or DEFAULT_RETENTION.raw_ttl,
-        clear_for=args.clear_for or DEFAULT_RETENTION.clear_for,
-        recall_for=args.recall_for or DEFAULT_RETENTION.recall_for,
-    )
+    """The retention of the options, refused (a usage error) when a deadline it gives
+    from now on would fall after the year 9999, which no store can hold, or when
+    ``--recall-for`` is shorter than ``--clear-for``."""
+    durations = {
+        "raw_ttl": args.raw_ttl or DEFAULT_RETENTION.raw_ttl,
+        "clear_for": args.clear_for or DEFAULT_RETENTION.clear_for,
+        "recall_for": args.recall_for or DEFAULT_RETENTION.recall_for,
+    }
+    room = datetime.max.replace(tzinfo=UTC) - datetime.now(UTC)
+    for field, value in durations.items():
+        if value >= room:
+            option = "--" + field.replace("_", "-")
+            raise OptionConflict(f"{option}: must end before the year 10000")
+    if durations["recall_for"] < durations["clear_for"]:
+        raise OptionConflict("--recall-for: must be at least --clear-for")
+    return RetentionPolicy(**durations)
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:

@@ -53,9 +53,15 @@ def store(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def service(store: Path, clock: Any) -> Iterator[TrueHeart]:
-    """The writing service over ``store``, on the test clock."""
-    with TrueHeart(SQLiteRepository(store), clock=clock) as opened:
+def repository(store: Path) -> SQLiteRepository:
+    """The repository of ``store`` (closed by ``service``)."""
+    return SQLiteRepository(store)
+
+
+@pytest.fixture
+def service(repository: SQLiteRepository, clock: Any) -> Iterator[TrueHeart]:
+    """The writing service over ``repository``, on the test clock."""
+    with TrueHeart(repository, clock=clock) as opened:
         yield opened
 
 

@@ -13,7 +13,7 @@ EXPECTED = """\
 connected: 7 tools for example/assistant/ada
 remembered: Prefers green tea in the morning. (preference)
 search 'green tea': ['Prefers green tea in the morning.']
-forgot it; removed: memory, lineage_edge, search_entry, search_term
+forgot it; removed: raw_event, raw_body, memory, lineage_edge, search_entry, search_term
 search 'green tea': []
 remember with the same key: error=True: entity deleted: <memory id>
 done: the temporary store is removed

@@ -119,7 +119,7 @@ def test_the_handshake_era_client_sees_the_same_tools(connect: Connect) -> None:
 
 
 def test_remember_search_get_forget_and_no_resurrection(
-    service: TrueHeart, connect: Connect
+    service: TrueHeart, repository: SQLiteRepository, connect: Connect
 ) -> None:
     async def body() -> None:
         async with connect() as client:
@@ -164,8 +164,14 @@ def test_remember_search_get_forget_and_no_resurrection(
                     "forget_memory", {"memory_id": memory_id, "reason": "user asked"}
                 )
             )
-            assert forgot["affected_ids"] == [memory_id]
-            assert "memory" in forgot["removed"] and "search_entry" in forgot["removed"]
+            # remember's own event goes too, with the text of its body
+            assert forgot["affected_ids"] == sorted([first["event_id"], memory_id])
+            assert set(forgot["removed"]) >= {"memory", "search_entry", "raw_event", "raw_body"}
+            assert repository.residue([b"window seats"]) == frozenset()
+            assert [(r.action, r.entity_id) for r in service.audit(SCOPE, limit=2)] == [
+                ("delete", first["event_id"]),
+                ("forget", memory_id),
+            ]
 
             assert await _search(client, "window seats") == []
             assert structured(await client.call_tool("recall_memories", {}))["items"] == []
@@ -306,6 +312,23 @@ def test_refused_arguments_never_quote_what_was_sent(connect: Connect) -> None:
         ("search_memory", {"query": SECRET, "budget_tokens": True}, "budget_tokens: must be"),
         ("get_memory", {"memory_id": SECRET * 10}, "memory_id: must be at most 128 characters"),
         ("forget_memory", {"memory_id": "m", "reason": ""}, "reason: must be a non-blank"),
+        # each refused argument under the tool's own name for it
+        ("search_memory", {"query": " \t "}, "query: must be a non-blank string"),
+        ("search_memory", {"query": SECRET * 200}, "query: must be at most 4096 characters"),
+        ("forget_memory", {"memory_id": " ", "reason": "r"}, "memory_id: must be a non-blank"),
+        ("forget_memory", {"memory_id": SECRET * 6, "reason": "r"}, "memory_id: must be at most"),
+        # times whose UTC instant falls outside years 1 to 9999
+        ("claims", {"as_of": "0001-01-01T00:00:00+01:00"}, "as_of: must be a time from year 1"),
+        (
+            "remember_claim",
+            {
+                "subject": "s",
+                "predicate": "p",
+                "value": SECRET,
+                "valid_to": "9999-12-31T23:00-02:00",
+            },
+            "valid_to: must be a time from year 1 through 9999 in UTC",
+        ),
         (
             "remember_claim",
             {"subject": "s", "predicate": "p", "value": SECRET, "valid_from": SECRET},
@@ -521,12 +544,14 @@ def test_every_write_is_audited(service: TrueHeart, clock: Clock, connect: Conne
                 ("ingest", EntityType.RAW_EVENT, claim["source_event_ids"][0]),
                 ("materialize", EntityType.MEMORY, claim["claim_id"]),
                 ("forget", EntityType.MEMORY, memory_id),
+                ("delete", EntityType.RAW_EVENT, stored["event_id"]),
             ]
         )
         forget = next(r for r in records if r.action == "forget")
         assert forget.occurred_at == START + timedelta(minutes=5)
         assert all("4417" not in r.reason and "vault" not in r.reason for r in records)
-        assert service.get_receipt(SCOPE, stored["event_id"]).source.source_type == "mcp"
+        receipt = service.get_receipt(SCOPE, claim["source_event_ids"][0])
+        assert receipt.source.source_type == "mcp"
         assert service.verify_integrity().ok
 
     run(body)

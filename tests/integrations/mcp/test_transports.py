@@ -8,10 +8,12 @@ import queue
 import signal
 import socket
 import subprocess
+import sys
 import threading
 from pathlib import Path
 from typing import IO, Any
 
+import pytest
 from mcp_support import (
     DEADLINE,
     SCOPE,
@@ -68,19 +70,23 @@ def test_stdio_end_to_end(tmp_path: Path) -> None:
                 )
                 missing = await client.call_tool("get_memory", {"memory_id": memory_id})
                 assert error_text(missing) == f"entity deleted: {memory_id}"
+                await client.call_tool("remember", {"content": "Reads maps.", "kind": "fact"})
 
     run(body)
     log = errors.read_text()
     assert f"trueheart: serving the memory of {SCOPE_ARGUMENT} in {store}" in log
     assert "over stdio" in log and "Traceback" not in log
     assert _audit_trail(store) == [
+        ("delete", EntityType.RAW_EVENT),  # the forgotten memory's own event
         ("forget", EntityType.MEMORY),
         ("ingest", EntityType.RAW_EVENT),
+        ("ingest", EntityType.RAW_EVENT),
+        ("materialize", EntityType.MEMORY),
         ("materialize", EntityType.MEMORY),
     ]
     with TrueHeart(SQLiteRepository(store, read_only=True)) as service:
-        (event_id,) = stored_event_ids(service)
-        receipt = service.get_receipt(SCOPE, event_id)
+        kept, _ = stored_event_ids(service)  # the latest first
+        receipt = service.get_receipt(SCOPE, kept)
         assert (receipt.raw_expires_at - receipt.source.occurred_at).days == 7
 
 
@@ -214,3 +220,56 @@ def test_a_port_in_use_is_refused(tmp_path: Path) -> None:
         )
     assert (done.returncode, done.stdout) == (1, "")
     assert done.stderr == f"trueheart: 127.0.0.1 port {port}: Address already in use\n"
+
+
+# A child that serves ``serve_http`` and sends itself SIGTERM at one moment of the start.
+_SIGTERM_AT = """
+import os, signal, socket, sys
+import uvicorn
+from trueheart_core import Scope, SQLiteRepository, TrueHeart
+from trueheart_core.integrations.mcp_server import MemoryTools, server
+
+moment = sys.argv[2]
+original = uvicorn.Server.run
+
+
+def run(self, sockets=None):
+    if moment == "before-uvicorn":  # this process's handler is in place, uvicorn's not yet
+        os.kill(os.getpid(), signal.SIGTERM)
+    return original(self, sockets=sockets)
+
+
+def ready(url):
+    host, port = url.split("//")[1].split("/")[0].rsplit(":", 1)
+    socket.create_connection((host, int(port)), timeout=5).close()  # it listens already
+    print("ready", flush=True)
+    if moment == "at-ready":  # as soon as the URL is printed
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
+uvicorn.Server.run = run
+with TrueHeart(SQLiteRepository(sys.argv[1])) as service:
+    server.serve_http(
+        server.build_server(MemoryTools(service, Scope("a", "b", "c"))),
+        "127.0.0.1",
+        0,
+        ready=ready,
+    )
+print("stopped", flush=True)
+"""
+
+
+@pytest.mark.parametrize("moment", ["at-ready", "before-uvicorn"])
+def test_a_sigterm_during_the_start_stops_the_server_cleanly(tmp_path: Path, moment: str) -> None:
+    """The URL is given once the socket listens, and a SIGTERM from then on, before the
+    server has taken its own signal handlers over, still stops it with status 0."""
+    done = subprocess.run(
+        [sys.executable, "-c", _SIGTERM_AT, str(tmp_path / "memory.db"), moment],
+        check=False,
+        env=child_environment(),
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=DEADLINE,
+    )
+    assert (done.returncode, done.stdout) == (0, "ready\nstopped\n"), done.stderr

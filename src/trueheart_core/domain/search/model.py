@@ -32,6 +32,7 @@ __all__ = [
     "SignalSource",
     "TimeOrder",
     "TimeTrace",
+    "query_text",
 ]
 
 MAX_QUERY_CHARS = 4096
@@ -45,6 +46,18 @@ def _set(obj: object, name: str, value: object) -> None:
 def _count(field: str, value: object, low: int, high: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
         raise ValidationError(field, f"must be from {low} through {high}")
+    return value
+
+
+def query_text(field: str, value: object) -> str:
+    """A search query's text: non-blank, at most :data:`MAX_QUERY_CHARS` characters,
+    valid UTF-8; a refusal names ``field``."""
+    if not isinstance(value, str) or not value.strip():
+        raise ValidationError(field, "must be a non-blank string")
+    if len(value) > MAX_QUERY_CHARS:
+        raise ValidationError(field, f"must be at most {MAX_QUERY_CHARS} characters")
+    if not value.isascii() and v.utf8_size(value) is None:
+        raise ValidationError(field, "must be valid UTF-8")
     return value
 
 
@@ -86,12 +99,7 @@ class SearchQuery(_Reducible):
     def __post_init__(self) -> None:
         if not isinstance(self.scope, Scope):
             raise ValidationError("scope", "must be a Scope")
-        if not isinstance(self.text, str) or not self.text.strip():
-            raise ValidationError("text", "must be a non-blank string")
-        if len(self.text) > MAX_QUERY_CHARS:
-            raise ValidationError("text", f"must be at most {MAX_QUERY_CHARS} characters")
-        if not self.text.isascii() and v.utf8_size(self.text) is None:
-            raise ValidationError("text", "must be valid UTF-8")
+        query_text("text", self.text)
         _set(self, "as_of", v.utc("as_of", self.as_of))
         _count("budget_tokens", self.budget_tokens, 1, MAX_BUDGET_TOKENS)
         v.limit(self.limit)

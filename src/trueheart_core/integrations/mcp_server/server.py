@@ -110,12 +110,15 @@ def serve_stdio(server: Server[Any]) -> None:
     anyio.run(run)
 
 
-def _bind(host: str, port: int) -> socket.socket:
+def _listen(host: str, port: int, backlog: int) -> socket.socket:
+    """A socket bound to ``host`` and ``port`` and listening: a client that connects as
+    soon as the URL is printed waits in the backlog until the server accepts."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((host, port))
+        sock.listen(backlog)
     except OSError as error:
         sock.close()
         # The address is what the message is about (the command line prints it).
@@ -130,26 +133,35 @@ def serve_http(
     after open requests finish) or SIGINT (``KeyboardInterrupt``, after the same).
 
     ``host`` must be one of :data:`LOOPBACK_HOSTS`; port 0 takes a free port. ``ready``
-    is called with the URL once the socket is bound, before the first request is
-    accepted. A port that cannot be bound raises ``OSError``."""
+    is called with the URL once the socket listens (a client may connect from then on),
+    before the first request is accepted. A port that cannot be bound raises
+    ``OSError``. A SIGTERM at any time from the call to ``ready`` on stops the server
+    cleanly, before it serves or after."""
     if host not in LOOPBACK_HOSTS:
         raise ValueError("host: must be a loopback address (127.0.0.1, ::1 or localhost)")
     app = server.streamable_http_app(streamable_http_path=HTTP_PATH, host=host)
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
-    sock = _bind(host, port)
+    serving = uvicorn.Server(config)
+    sock = _listen(host, port, config.backlog)
     try:
         bound = sock.getsockname()[1]
         shown = f"[{host}]" if ":" in host else host
-        ready(f"http://{shown}:{bound}{HTTP_PATH}")
+        url = f"http://{shown}:{bound}{HTTP_PATH}"
         if threading.current_thread() is not threading.main_thread():
-            uvicorn.Server(config).run(sockets=[sock])  # signals are the main thread's
+            ready(url)
+            serving.run(sockets=[sock])  # signals are the main thread's
             return
-        stopped: list[int] = []
-        # uvicorn handles SIGTERM while it serves, shuts down, restores this handler and
-        # raises the signal again: here, a normal return.
-        previous = signal.signal(signal.SIGTERM, lambda number, frame: stopped.append(number))
+
+        def stop(number: int, frame: object) -> None:
+            # Before uvicorn takes SIGTERM over: it then starts, serves nothing and
+            # shuts down. While it serves, its own handler does the same; it then
+            # restores this one and raises the signal again, which lands here.
+            serving.should_exit = True
+
+        previous = signal.signal(signal.SIGTERM, stop)
         try:
-            uvicorn.Server(config).run(sockets=[sock])
+            ready(url)
+            serving.run(sockets=[sock])
         finally:
             signal.signal(signal.SIGTERM, previous)
     finally:

@@ -13,7 +13,9 @@ call takes a scope: the tools read and write the bound scope only.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import re
 import threading
 import uuid
 from collections.abc import Callable, Mapping
@@ -22,12 +24,14 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from trueheart_core import (
+    ArtifactClass,
     CapsuleItem,
     ClaimDraft,
     ClaimQuery,
     ClaimRecord,
     ClaimStatus,
     ClaimView,
+    EntityDeleted,
     EntityNotFound,
     EntityType,
     GovernanceAction,
@@ -49,6 +53,8 @@ from trueheart_core import (
     TrustLevel,
     ValidationError,
 )
+from trueheart_core.domain import validation as v
+from trueheart_core.domain.search.model import query_text
 
 __all__ = [
     "DEFAULT_KIND",
@@ -307,7 +313,10 @@ def parse_instant(name: str, value: object) -> datetime:
         return parsed.replace(tzinfo=UTC)
     if parsed.tzinfo is None or parsed.utcoffset() is None:
         raise ValidationError(name, "must have a UTC offset, such as Z or +02:00")
-    return parsed.astimezone(UTC)
+    try:
+        return parsed.astimezone(UTC)
+    except OverflowError:  # a local time whose UTC instant is outside years 1 to 9999
+        raise ValidationError(name, "must be a time from year 1 through 9999 in UTC") from None
 
 
 # --- results --------------------------------------------------------------------------------
@@ -377,6 +386,16 @@ def _search_item(item: CapsuleItem) -> Document:
         **_memory(item.memory),
         "claim": None if item.claim is None else _claim_view(item.claim),
     }
+
+
+_WRITTEN_HERE = re.compile(r"(?:mem|clm)-([0-9a-f]{32})")
+
+
+def _own_event(memory_id: str) -> str | None:
+    """The ID of the event ``remember`` or ``remember_claim`` wrote with this memory or
+    claim (see :func:`_ids`), or ``None`` for an ID those tools never give."""
+    match = _WRITTEN_HERE.fullmatch(memory_id)
+    return None if match is None else f"evt-{match.group(1)}"
 
 
 def _ids(namespace: str, key: str | None) -> tuple[str, str]:
@@ -614,9 +633,10 @@ class MemoryTools:
             ToolSpec(
                 "forget_memory",
                 "Forget a memory",
-                "Forget one memory for good: it is erased, a tombstone keeps its ID from "
-                "being stored again, and an audit record says it was forgotten (without "
-                "its content or the reason).",
+                "Forget one memory for good: it is erased (with the source record "
+                "remember stored it from), a tombstone keeps its ID from being stored "
+                "again, and an audit record says it was forgotten (without its content "
+                "or the reason).",
                 _object(
                     {
                         "memory_id": _MEMORY_ID,
@@ -726,12 +746,17 @@ class MemoryTools:
         return SourceRef(self._source_id, SOURCE_TYPE, at, trust)
 
     def _once(
-        self, key: str | None, event_id: str, write: Callable[[datetime], IngestResult]
+        self,
+        key: str | None,
+        event_id: str,
+        memory_id: str,
+        write: Callable[[datetime], IngestResult],
     ) -> tuple[IngestResult, bool]:
         """Run ``write`` at the current time, or, when the key's event is stored, at the
         time it was stored, so that the library compares the replay with what is stored
         (and its tombstones refuse a forgotten memory). Returns the result and whether it
-        was a replay."""
+        was a replay. The key of a forgotten memory, whose event ``forget_memory``
+        deleted, is refused as ``EntityDeleted`` of the memory."""
         if key is None:
             return write(self._now()), False
         for attempt in range(2):
@@ -739,6 +764,8 @@ class MemoryTools:
                 receipt = self._service.get_receipt(self._scope, event_id)
             except (EntityNotFound, ScopeMismatch):
                 at, replayed = self._now(), False
+            except EntityDeleted:
+                raise EntityDeleted(memory_id) from None
             else:
                 at, replayed = receipt.source.occurred_at, True
             try:
@@ -766,7 +793,7 @@ class MemoryTools:
             )
             return self._service.ingest_derived(event, memories=(memory,))
 
-        result, replayed = self._once(key, event_id, write)
+        result, replayed = self._once(key, event_id, memory_id, write)
         return {"memory": _memory(result.memories[0]), "event_id": event_id, "replayed": replayed}
 
     def _remember_claim(self, args: _Arguments) -> Document:
@@ -799,31 +826,47 @@ class MemoryTools:
             )
             return self._service.ingest_derived(event, claims=(claim,))
 
-        result, replayed = self._once(key, event_id, write)
+        result, replayed = self._once(key, event_id, claim_id, write)
         return {"claim": _claim(result.claims[0]), "event_id": event_id, "replayed": replayed}
 
     def _forget(self, args: _Arguments) -> Document:
-        memory_id = args.text("memory_id")
+        """FORGET the memory; when ``remember`` or ``remember_claim`` wrote it, DELETE
+        its event too, so that its text leaves the event's body as well (and a replay
+        of its key cannot compare a guess with the stored text)."""
+        memory_id = v.text("memory_id", args.text("memory_id"))
         reason = args.text("reason")
-        command = GovernanceCommand(
-            self._scope,
-            GovernanceAction.FORGET,
-            EntityType.MEMORY,
-            memory_id,
-            self._now(),
-            reason,
+        at = self._now()
+        forget = GovernanceCommand(
+            self._scope, GovernanceAction.FORGET, EntityType.MEMORY, memory_id, at, reason
         )
-        result = self._service.govern(command)
+        record = self._service.get_memory(self._scope, memory_id)
+        result = self._service.govern(forget)
+        affected, removed = set(result.affected_ids), set(result.removed)
+        event_id = _own_event(memory_id)
+        if event_id is not None and record.source_event_ids == (event_id,):
+            with contextlib.suppress(EntityNotFound, EntityDeleted):  # already gone
+                deleted = self._service.govern(
+                    GovernanceCommand(
+                        self._scope,
+                        GovernanceAction.DELETE,
+                        EntityType.RAW_EVENT,
+                        event_id,
+                        at,
+                        reason,
+                    )
+                )
+                affected.update(deleted.affected_ids)
+                removed.update(deleted.removed)
         return {
             "memory_id": memory_id,
-            "affected_ids": list(result.affected_ids),
-            "removed": [artifact.value for artifact in result.removed],
+            "affected_ids": sorted(affected),
+            "removed": [artifact.value for artifact in ArtifactClass if artifact in removed],
         }
 
     # --- reads ----------------------------------------------------------------------------
 
     def _search(self, args: _Arguments) -> Document:
-        text = args.text("query")
+        text = query_text("query", args.text("query"))
         limit = args.whole("limit", 1, MAX_LIMIT, DEFAULT_SEARCH_LIMIT)
         budget = args.whole("budget_tokens", 1, MAX_BUDGET, DEFAULT_BUDGET)
         kinds = args.kinds()
