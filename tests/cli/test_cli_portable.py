@@ -178,7 +178,10 @@ def test_a_refused_import_leaves_no_new_store(store: Path, tmp_path: Path) -> No
     assert error["error"] == "ImportRefused"
     assert error["message"].startswith("import refused: line ")
     assert "tea" not in error["message"] and "Lisbon" not in error["message"]
-    assert [p.name for p in tmp_path.iterdir() if p.name.startswith("new.db")] == []
+    assert [p.name for p in tmp_path.iterdir() if "new.db" in p.name] == []
+    # nor the directories it made for the store
+    done = run(tmp_path, "import", "made/for/it/new.db", "cut.jsonl")
+    assert done.returncode == 1 and not (tmp_path / "made").exists()
     missing = run(tmp_path, "import", "new.db", "nothing.jsonl")
     assert missing.returncode == 3
     assert last_error(missing) == "trueheart: nothing.jsonl: export file not found"
@@ -190,3 +193,41 @@ def test_import_into_an_existing_empty_store(store: Path, tmp_path: Path) -> Non
     SQLiteRepository(tmp_path / "empty.db").close()
     imported = ok_json(tmp_path, "import", "empty.db", "out.jsonl")
     assert imported["rows_by_kind"]["memory"] == 3
+
+
+def test_an_import_never_replaces_or_removes_a_store_created_meanwhile(
+    store: Path, tmp_path: Path
+) -> None:
+    """Another process creates a store at the path while the import reads its file: the
+    import is refused and that store is left as it was; nothing else stays behind."""
+    export = run(tmp_path, "export", str(store))
+    assert export.returncode == 0, export.stderr
+    env = {key: value for key, value in os.environ.items() if not key.startswith("PYTHON")}
+    env["PYTHONPATH"] = str(SRC)
+    importing = subprocess.Popen(
+        [sys.executable, "-m", "trueheart_core.cli", "import", "new.db", "-"],
+        cwd=tmp_path,
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert importing.stdin is not None and importing.stderr is not None
+    half = len(export.stdout) // 2
+    importing.stdin.write(export.stdout[:half])
+    importing.stdin.flush()
+    # Once it says so, the import has found no file at the path and has begun.
+    assert importing.stderr.readline() == b"trueheart: importing stdin into new.db\n"
+    source = SourceRef("other", "chat", NOW, TrustLevel.OBSERVED)
+    with TrueHeart(SQLiteRepository(tmp_path / "new.db"), clock=lambda: NOW) as service:
+        service.ingest_event(RawEventDraft("evt-other", SCOPE, source, "theirs", RETENTION))
+    out, err = importing.communicate(export.stdout[half:], timeout=120)
+    assert out == b""
+    assert importing.returncode == 1, err
+    assert err.decode().splitlines()[-1] == (
+        "trueheart: new.db: must not exist (another process created it during the import)"
+    )
+    with TrueHeart(SQLiteRepository(tmp_path / "new.db", read_only=True)) as service:
+        assert service.get_receipt(SCOPE, "evt-other").event_id == "evt-other"
+        assert service.stats().memories == 0
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".new.db")] == []

@@ -4,9 +4,11 @@ export file into an empty store (see docs/export-format.md).
 ``export`` opens the store read-only and writes the file to ``--output`` (a new file) or
 to stdout, then reports what it wrote: on stdout (text, or one JSON document with
 ``--json``) when the file went to ``--output``, and as one line on stderr when the export
-itself went to stdout. ``import`` creates the store when no file is at ``DB`` (and
-removes it again when the import is refused), reads ``FILE`` (``-`` for stdin) and
-prints what it stored.
+itself went to stdout. ``import`` reads ``FILE`` (``-`` for stdin) into the store at
+``DB`` and prints what it stored. When no file is at ``DB``, it builds the store under a
+temporary name beside it and links it into place once the import has committed: a
+refused import leaves nothing behind, and a file another process creates at ``DB``
+meanwhile is never replaced or removed.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import argparse
 import contextlib
 import io
 import os
+import secrets
 import sys
 from collections.abc import Callable, Iterator
 from typing import Any, BinaryIO, TextIO
@@ -159,18 +162,54 @@ def _remove_store(path: str) -> None:
             os.remove(name)
 
 
+def _missing_directories(path: str) -> list[str]:
+    """The directories above ``path`` that do not exist yet, the deepest first."""
+    missing = []
+    directory = os.path.dirname(os.path.abspath(path))
+    while not os.path.lexists(directory):
+        missing.append(directory)
+        directory = os.path.dirname(directory)
+    return missing
+
+
+def _import_into_new_file(args: argparse.Namespace, source: BinaryIO) -> ImportReceipt:
+    """Import into a new SQLite file at ``args.db``: built under a temporary name in the
+    same directory, then linked into place, which fails rather than replace a file that
+    appeared there meanwhile. The temporary name is always removed, and so are the
+    directories the import made, unless it succeeded."""
+    target = args.db
+    missing = _missing_directories(target)
+    directory, name = os.path.split(os.path.abspath(target))
+    temporary = os.path.join(directory, f".{name}.import-{secrets.token_hex(8)}")
+    done = False
+    try:
+        with opened(
+            argparse.Namespace(**{**vars(args), "db": temporary}), write=True, create=True
+        ) as service:
+            receipt = service.import_store(source)
+        try:
+            os.link(temporary, target)
+        except FileExistsError:
+            raise TargetExists(target, "another process created it during the import") from None
+        done = True
+        return receipt
+    finally:
+        _remove_store(temporary)
+        if not done:
+            for made in missing:
+                with contextlib.suppress(OSError):  # not empty: another process uses it
+                    os.rmdir(made)
+
+
 def import_(args: argparse.Namespace, out: TextIO) -> int:
-    # A new file that an import failed to fill is removed; a server's new schema stays
-    # (empty, as a refused import leaves it).
-    created = not stores.is_server_url(args.db) and not os.path.lexists(args.db)
     with _lines(args.file) as source:
         progress(f"importing {'stdin' if args.file == STDIO else args.file} into {args.db}")
-        try:
+        if stores.is_server_url(args.db) or os.path.lexists(args.db):
+            # A server's new schema stays when the import is refused (empty, as a
+            # refused import leaves it).
             with opened(args, write=True, create=True) as service:
                 receipt = service.import_store(source)
-        except BaseException:
-            if created:
-                _remove_store(args.db)
-            raise
+        else:
+            receipt = _import_into_new_file(args, source)
     _report(args, out, _receipt(receipt))
     return OK
