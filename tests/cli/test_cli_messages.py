@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import signal
 import sqlite3
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -211,6 +214,47 @@ def test_a_busy_store_names_the_path(store: Path, capsys: pytest.CaptureFixture[
         holder.close()
     assert status == 5
     assert err.splitlines()[-1].startswith(f"trueheart: {store}: repository busy: ")
+
+
+def test_a_path_that_cannot_hold_a_store_is_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = tmp_path / "source"
+    source.mkdir()
+    export = source / "empty.jsonl"
+    with (
+        TrueHeart(SQLiteRepository(source / "empty.db")) as service,
+        export.open("w", encoding="utf-8") as handle,
+    ):
+        service.export_store(handle)
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "plain").write_bytes(b"")
+    for argv, message in (
+        (("stats", str(tmp_path / "folder")), "must not be a directory"),
+        (("import", str(tmp_path / "folder"), str(export)), "must not be a directory"),
+        (("import", str(tmp_path / "plain" / "new.db"), str(export)), "must be in a directory"),
+    ):
+        status, out, err = call(capsys, *argv, "--json")
+        assert (status, err.splitlines()[-1]) == (1, f"trueheart: {argv[1]}: {message}"), argv
+        assert json.loads(out)["error"] == "TargetRefused"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["folder", "plain", "source"]
+
+
+def test_the_database_driver_s_own_warnings_stay_off_stderr() -> None:
+    """The command reports a failure in one line; the PostgreSQL driver's warnings
+    (each failed connection attempt of its pool, with the server's text) would reach
+    stderr through logging's last resort."""
+    script = (
+        "import logging; from trueheart_core.cli import main; main(['--version']); "
+        "logging.getLogger('psycopg.pool').warning('error connecting: FATAL: role')"
+    )
+    env = {key: value for key, value in os.environ.items() if not key.startswith("PYTHON")}
+    env["PYTHONPATH"] = str(Path(trueheart_core.__file__).parents[1])
+    done = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True
+    )
+    assert done.stdout == f"trueheart {trueheart_core.__version__}\n"
+    assert done.stderr == ""
 
 
 def test_a_demo_target_that_exists(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -114,6 +114,43 @@ def test_a_reader_that_closes_after_one_line(big_store: Path, extra: tuple[str, 
     assert err == b""
 
 
+# --- an output that cannot be written -----------------------------------------------------
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+@pytest.mark.parametrize(
+    ("args", "status", "line"),
+    [
+        (("export", "{store}"), 1, "trueheart: standard output: No space left on device"),
+        (("stats", "{store}"), 1, "trueheart: standard output: No space left on device"),
+        (("stats", "{store}", "--json"), 1, "trueheart: standard output: No space left on device"),
+        (("stats", "missing.db", "--json"), 3, "trueheart: missing.db: database not found"),
+        (("stats", "--bogus", "--json"), 2, None),
+    ],
+)
+def test_an_output_on_a_full_disk_is_named_as_such(
+    store: Path, args: tuple[str, ...], status: int, line: str | None
+) -> None:
+    """Standard output that cannot be written is reported as such (not as the store's
+    failure), in one line and without a traceback, with or without ``--json``."""
+    with open("/dev/full", "wb") as full:
+        done = subprocess.run(
+            _command(*(arg.format(store=store) for arg in args)),
+            env=_env(),
+            cwd=store.parent,
+            stdin=subprocess.DEVNULL,
+            stdout=full,
+            stderr=subprocess.PIPE,
+            timeout=120,
+            check=False,
+        )
+    err = done.stderr.decode()
+    assert done.returncode == status, err
+    assert "Traceback" not in err and "Exception ignored" not in err
+    if line is not None:
+        assert err.splitlines() == [line]
+
+
 # --- Ctrl-C ------------------------------------------------------------------------------
 
 

@@ -15,12 +15,15 @@ one JSON object on stdout). See docs/cli.md.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
+import logging
 import os
 import signal
 import sys
 import threading
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
 from trueheart_core.cli import progress, render
 from trueheart_core.cli.failures import CommandFailure, status_of
@@ -31,6 +34,9 @@ from trueheart_core.errors import (
     RepositoryReadOnly,
     TrueHeartError,
 )
+
+if TYPE_CHECKING:
+    from _typeshed import ReadableBuffer
 
 __all__ = ["EXIT_CODES", "build_parser", "main"]
 
@@ -82,39 +88,99 @@ def _broken_pipe() -> int:
     return EXIT_CODES["broken_pipe"]
 
 
+class _OutputFailed(OSError):
+    """Standard output could not be written (a full disk, a device error)."""
+
+
+class _Output(io.RawIOBase):
+    """A file descriptor whose write errors are raised as :class:`_OutputFailed`, told
+    apart from the store's own (a closed pipe stays ``BrokenPipeError``)."""
+
+    def __init__(self, fd: int) -> None:
+        super().__init__()
+        self._fd = fd
+
+    def writable(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        return self._fd
+
+    def isatty(self) -> bool:
+        return os.isatty(self._fd)
+
+    def write(self, data: ReadableBuffer) -> int:
+        try:
+            return os.write(self._fd, data)
+        except BrokenPipeError:
+            raise
+        except OSError as error:
+            raise _OutputFailed(error.errno, error.strerror) from None
+
+
+@contextlib.contextmanager
+def _guarded_stdout() -> Iterator[None]:
+    """``sys.stdout`` over :class:`_Output` while a command runs, when it is a file
+    (not a test's capture); the original is put back after."""
+    original = sys.stdout
+    try:
+        fd = original.fileno()
+        original.flush()
+    except (AttributeError, OSError, ValueError):
+        yield
+        return
+    guarded = io.TextIOWrapper(
+        io.BufferedWriter(_Output(fd)),
+        encoding=original.encoding,
+        errors=original.errors,
+        line_buffering=bool(original.line_buffering),
+    )
+    sys.stdout = guarded
+    try:
+        yield
+    finally:
+        sys.stdout = original
+        with contextlib.suppress(OSError, ValueError):  # given up on, or closed
+            guarded.flush()
+            guarded.detach()
+
+
+def _report(line: str, doc: dict[str, object] | None) -> None:
+    """``line`` on stderr and, unless ``None``, ``doc`` on stdout; a stream that cannot
+    be written is given up (pointed at the null device), never raised from."""
+    try:
+        sys.stderr.write(line)
+        sys.stderr.flush()
+    except OSError:
+        _silence(sys.stderr, 2)
+    if doc is not None:
+        try:
+            render.document(sys.stdout, doc)
+            sys.stdout.flush()
+        except OSError:
+            _silence(sys.stdout, 1)
+
+
 def _fail(name: str, message: str, status: int, as_json: bool) -> int:
     """Report a failure: one line on stderr and, with ``--json``, one JSON object on
     stdout. Returns ``status``."""
     progress.settle()
     try:
         sys.stdout.flush()  # what a command printed before it failed comes first
-    except BrokenPipeError:
+    except OSError:  # a closed pipe, a full disk: the document cannot go there either
         _silence(sys.stdout, 1)
         as_json = False
-    try:
-        sys.stderr.write(f"trueheart: {message}\n")
-        sys.stderr.flush()
-        if as_json:
-            doc = {"error": name, "message": message, "exit_status": status}
-            render.document(sys.stdout, doc)
-            sys.stdout.flush()
-    except BrokenPipeError:
-        _broken_pipe()
+    doc = {"error": name, "message": message, "exit_status": status}
+    _report(f"trueheart: {message}\n", doc if as_json else None)
     return status
 
 
 def _usage(error: UsageError, as_json: bool) -> int:
     status = EXIT_CODES["usage"]
-    try:
+    with contextlib.suppress(OSError):
         error.parser.print_usage(sys.stderr)
-        sys.stderr.write(f"{error.parser.prog}: error: {error.message}\n")
-        sys.stderr.flush()
-        if as_json:
-            doc = {"error": "usage", "message": error.message, "exit_status": status}
-            render.document(sys.stdout, doc)
-            sys.stdout.flush()
-    except BrokenPipeError:
-        _broken_pipe()
+    doc = {"error": "usage", "message": error.message, "exit_status": status}
+    _report(f"{error.parser.prog}: error: {error.message}\n", doc if as_json else None)
     return status
 
 
@@ -131,8 +197,24 @@ def _database(args: argparse.Namespace | None) -> str | None:
     return path if isinstance(path, str) else None
 
 
+def _quiet_drivers() -> None:
+    """Keep the PostgreSQL driver's own warnings (each failed connection attempt, with
+    the server's text) off stderr, where logging's last resort would print them: the
+    command reports a failure itself, as one line. A host that configures logging
+    still gets them."""
+    driver = logging.getLogger("psycopg")
+    if not any(isinstance(handler, logging.NullHandler) for handler in driver.handlers):
+        driver.addHandler(logging.NullHandler())
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; returns the exit status (see the module docstring)."""
+    _quiet_drivers()
+    with _guarded_stdout():
+        return _main(argv)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     as_json = _wants_json(arguments)
     args: argparse.Namespace | None = None
@@ -162,11 +244,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(type(error).__name__, message, status_of(error), as_json)
     except OSError as error:
         # The operating system's fixed text (such as "Permission denied"), and the
-        # path it concerns when it names one.
-        where = error.filename if isinstance(error.filename, str) else _database(args)
-        text = error.strerror or type(error).__name__
+        # path it concerns when it names one: the output when that is what failed
+        # (whatever the command did before it is done), else the store.
+        name = type(error).__name__
+        where: str | None
+        if isinstance(error, _OutputFailed):
+            where, name = "standard output", "OSError"
+            _silence(sys.stdout, 1)
+        elif isinstance(error.filename, str):
+            where = error.filename
+        else:
+            where = _database(args)
+        text = error.strerror or name
         message = text if where is None else f"{where}: {text}"
-        return _fail(type(error).__name__, message, EXIT_CODES["error"], as_json)
+        return _fail(name, message, EXIT_CODES["error"], as_json)
     except Exception as error:  # a bug: its message could hold anything, so not shown
         name = type(error).__name__
         message = f"internal error ({name}); please report it"

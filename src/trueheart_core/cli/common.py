@@ -18,9 +18,11 @@ from typing import TextIO
 
 from trueheart_core import stores
 from trueheart_core.cli import render
-from trueheart_core.cli.failures import DatabaseMissing, NotConfirmed
+from trueheart_core.cli.failures import DatabaseMissing, NotConfirmed, TargetRefused
 from trueheart_core.cli.scopes import format_scope
 from trueheart_core.domain.semantic.embedders import Embedder
+from trueheart_core.errors import ValidationError
+from trueheart_core.ports import Repository
 from trueheart_core.service.trueheart import TrueHeart
 
 __all__ = [
@@ -30,6 +32,7 @@ __all__ = [
     "hint",
     "now",
     "on_terminal",
+    "open_store",
     "opened",
     "progress",
 ]
@@ -80,6 +83,18 @@ def confirmed(args: argparse.Namespace, question: str, answer: str | None = None
         raise NotConfirmed
 
 
+def open_store(target: str, *, busy_timeout: float, read_only: bool) -> Repository:
+    """``stores.open_repository``, with a refused path named as it was given (the
+    library names it ``path``)."""
+    try:
+        return stores.open_repository(target, busy_timeout=busy_timeout, read_only=read_only)
+    except ValidationError as error:
+        field, _, rule = str(error).partition(": ")
+        if field != "path":
+            raise
+        raise TargetRefused(stores.redacted(target), rule) from None
+
+
 @contextmanager
 def opened(
     args: argparse.Namespace,
@@ -91,11 +106,14 @@ def opened(
     """The store at ``args.db``; read-only unless ``write``. Creates no file unless
     ``create`` (for a writing command that fills a new store). With ``embedder``, the
     service projects into its vector space only when asked (``auto_index=False``)."""
-    if not (create and write) and not stores.store_exists(args.db):
-        raise DatabaseMissing(stores.redacted(args.db))
-    repository = stores.open_repository(
-        args.db, busy_timeout=args.busy_timeout, read_only=not write
-    )
+    if not (create and write):
+        if not stores.store_exists(args.db):
+            raise DatabaseMissing(stores.redacted(args.db))
+    elif stores.is_server_url(args.db):
+        # One attempt, as every command makes: a server that is not there is reported
+        # at once, where the repository's pool would retry until its connect timeout.
+        stores.store_exists(args.db)
+    repository = open_store(args.db, busy_timeout=args.busy_timeout, read_only=not write)
     try:
         service = TrueHeart(repository, embedder=embedder, auto_index=False)
     except BaseException:

@@ -72,12 +72,15 @@ class TargetExists(CommandFailure):
 
 
 class TargetRefused(CommandFailure):
-    """The library refused the path of a new file for another reason, such as a missing
-    directory (exit status 1); ``rule`` is its fixed text."""
+    """The library refused a path the command was given: the store's (a directory, no
+    directory above it, a file this process cannot read), or a new file's for another
+    reason than that it exists, such as a missing directory (exit status 1); ``rule`` is
+    its fixed text."""
 
     def __init__(self, path: str, rule: str) -> None:
         super().__init__(f"{path}: {rule}")
         self.path = path
+        self.rule = rule
 
 
 class UnknownScope(CommandFailure):

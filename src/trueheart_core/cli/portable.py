@@ -25,7 +25,7 @@ from typing import Any, BinaryIO, TextIO
 from trueheart_core import stores
 from trueheart_core.cli import render
 from trueheart_core.cli.commands import opened, progress
-from trueheart_core.cli.failures import CommandFailure, TargetExists
+from trueheart_core.cli.failures import CommandFailure, TargetExists, TargetRefused
 from trueheart_core.domain.portable import ExportReceipt, ImportReceipt
 from trueheart_core.service.trueheart import TrueHeart
 
@@ -109,9 +109,11 @@ def _utf8(stream: TextIO) -> Iterator[TextIO]:
     wrapper = io.TextIOWrapper(raw, encoding="utf-8", newline="\n")
     try:
         yield wrapper
-    finally:
         wrapper.flush()
-        wrapper.detach()
+    finally:
+        # Detached even after a failure: collected attached, it would close the stream.
+        with contextlib.suppress(OSError, ValueError):
+            wrapper.detach()
 
 
 def export(args: argparse.Namespace, out: TextIO) -> int:
@@ -183,10 +185,13 @@ def _import_into_new_file(args: argparse.Namespace, source: BinaryIO) -> ImportR
     temporary = os.path.join(directory, f".{name}.import-{secrets.token_hex(8)}")
     done = False
     try:
-        with opened(
-            argparse.Namespace(**{**vars(args), "db": temporary}), write=True, create=True
-        ) as service:
-            receipt = service.import_store(source)
+        try:
+            with opened(
+                argparse.Namespace(**{**vars(args), "db": temporary}), write=True, create=True
+            ) as service:
+                receipt = service.import_store(source)
+        except TargetRefused as refused:  # about the directory both names share
+            raise TargetRefused(target, refused.rule) from None
         try:
             os.link(temporary, target)
         except FileExistsError:

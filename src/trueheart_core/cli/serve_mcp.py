@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TextIO
 
 from trueheart_core import stores
-from trueheart_core.cli.common import progress
+from trueheart_core.cli.common import open_store, progress
 from trueheart_core.cli.failures import CommandFailure, DatabaseMissing
 from trueheart_core.cli.scopes import format_scope
 from trueheart_core.domain.model import RetentionPolicy, TrustLevel
@@ -107,9 +107,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         from trueheart_core.integrations.mcp_server import server as wire  # noqa: PLC0415
     except ImportError:
         raise ExtraMissing from None
-    repository = stores.open_repository(
-        args.db, busy_timeout=args.busy_timeout, read_only=args.read_only
-    )
+    repository = open_store(args.db, busy_timeout=args.busy_timeout, read_only=args.read_only)
     with TrueHeart(repository) as service:
         tools = MemoryTools(
             service,

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from conformance_builders import msg
@@ -39,3 +40,21 @@ def test_a_command_on_a_server_that_is_not_there_says_so(command: str) -> None:
         "exit_status": 1,
     }
     assert done.stderr == f"trueheart: {COULD_NOT_CONNECT}\n"
+
+
+def test_an_import_to_a_server_that_is_not_there_says_so_in_one_line(tmp_path: Path) -> None:
+    """Nothing of the driver reaches stderr, its pool's warnings of failed attempts
+    included."""
+    export = tmp_path / "export.jsonl"
+    export.write_text("", encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "trueheart_core.cli", "import", UNREACHABLE, str(export)],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    assert done.returncode == 1
+    assert done.stderr == (
+        f"trueheart: importing {export} into {UNREACHABLE}\ntrueheart: {COULD_NOT_CONNECT}\n"
+    )
