@@ -445,11 +445,13 @@ def _inconsistent(lines: list[str]) -> Iterator[tuple[str, str, int | None, str]
     body_line = _line_of(lines, "body", event_id="evt-s")
     memory_line = _line_of(lines, "memory", memory_id="mem-1")
     claim_line = _line_of(lines, "claim", claim_id="claim-2")
+    tombstone_line = _line_of(lines, "tombstone")
     for kind, number in (
         ("event", event_line),
         ("body", body_line),
         ("memory", memory_line),
         ("claim", claim_line),
+        ("tombstone", tombstone_line),
     ):
         yield f"{kind} twice", _rechained(twice(number)), number + 2, "duplicate row"
     extra = _rechained(_edit(lines, event_line, note="x"))
