@@ -65,7 +65,8 @@ class _Link:
 class RoundTripCounter:
     """A proxy on a free loopback port to the server of ``url``; :meth:`url` is the
     URL that goes through it, :attr:`round_trips` the round trips counted since the
-    last :meth:`reset` (over every connection)."""
+    last :meth:`reset` (over every connection), :attr:`statements` the statements run
+    in them (the client's ``Execute`` messages)."""
 
     def __init__(self, url: str) -> None:
         parts = urlsplit(url)
@@ -79,6 +80,7 @@ class RoundTripCounter:
         self._selector.register(self._wake_read, selectors.EVENT_READ, "stop")
         self._lock = threading.Lock()
         self._round_trips = 0
+        self._statements = 0
         self._running = True
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
@@ -97,9 +99,15 @@ class RoundTripCounter:
         with self._lock:
             return self._round_trips
 
+    @property
+    def statements(self) -> int:
+        with self._lock:
+            return self._statements
+
     def reset(self) -> None:
         with self._lock:
             self._round_trips = 0
+            self._statements = 0
 
     def close(self) -> None:
         self._running = False
@@ -149,6 +157,8 @@ class RoundTripCounter:
                 for kind in link.sent.messages(data):
                     if kind == b"X":
                         continue  # Terminate: nothing is answered
+                    if kind == b"E":
+                        self._statements += 1
                     if link.waiting == 0 and not link.open:
                         link.open = True
                         self._round_trips += 1

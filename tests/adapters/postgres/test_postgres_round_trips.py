@@ -352,8 +352,10 @@ def test_the_round_trips_of_the_common_writes(counted: tuple[TrueHeart, RoundTri
     service.materialize_once(memory("mem-0", ("evt-0",)))
     later = NOW + timedelta(hours=1)
     # A new event: the locks and the insert (which checks the version) in one
-    # pipeline, the server's implicit transaction.
+    # pipeline, the server's implicit transaction; the store's and the scope's locks
+    # are taken by one statement.
     assert _round_trips(counter, lambda: service.ingest_event(event("evt-1"))) == 1
+    assert counter.statements == 2
     # A replay: the insert finds the receipt (and commits nothing); a new transaction
     # reads the tombstones, then the receipt; COMMIT.
     assert _round_trips(counter, lambda: service.ingest_event(event("evt-1"))) == 4

@@ -1,8 +1,10 @@
 """Erasure against a foreign reader that pins the WAL: the call either finishes with the
-bytes gone from the file and its WAL, or raises ``RepositoryBusy`` having done nothing."""
+bytes gone from the file and its WAL, or raises ``RepositoryBusy`` having done nothing;
+and two repositories erasing in one file at once."""
 
 from __future__ import annotations
 
+import threading
 from datetime import timedelta
 from pathlib import Path
 
@@ -10,7 +12,7 @@ import pytest
 from conformance_builders import NOW, SCOPE, command, event, memory
 from sqlite_builders import pinned_reader, store_bytes
 
-from trueheart_core import GovernanceAction, RepositoryBusy, SQLiteRepository, TrueHeart
+from trueheart_core import GovernanceAction, RepositoryBusy, Scope, SQLiteRepository, TrueHeart
 
 RAW_BODY = "erasure-raw-body-qx7v3k9p-" + "R" * 40
 MEMORY_BODY = "erasure-memory-body-mz4w8t2n-" + "M" * 40
@@ -58,3 +60,40 @@ def test_erasure_blocked_by_a_reader_is_busy_before_work_or_complete(
         if outcome is None:
             run()
             assert not _present(db_path, body)
+
+
+def test_two_repositories_erasing_at_once_wait_for_each_other(db_path: Path) -> None:
+    """Each erasing call checkpoints the WAL before and after its change; SQLite turns a
+    checkpoint away at once while another connection runs one, and that is waited out
+    within the busy timeout like any other contention: no call fails, and nothing of
+    what was forgotten stays in the files."""
+    scopes = [Scope("acme", "agent", f"user-{n}") for n in range(2)]
+    count = 60
+    with TrueHeart(SQLiteRepository(db_path), clock=lambda: NOW) as setup:
+        for scope in scopes:
+            setup.ingest_events(
+                [event(f"evt-{i}", scope=scope, content=f"{RAW_BODY}-{i}") for i in range(count)]
+            )
+            for i in range(count):
+                setup.materialize_once(
+                    memory(f"mem-{i}", (f"evt-{i}",), scope=scope, content=f"{MEMORY_BODY}-{i}")
+                )
+    failures: list[BaseException] = []
+
+    def forget_all(scope: Scope) -> None:
+        with TrueHeart(SQLiteRepository(db_path), clock=lambda: NOW) as service:
+            for i in range(count):
+                try:
+                    service.govern(command(GovernanceAction.FORGET, f"mem-{i}", scope=scope))
+                except RepositoryBusy as error:
+                    failures.append(error)
+
+    workers = [threading.Thread(target=forget_all, args=(scope,)) for scope in scopes]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(timeout=120)
+    assert failures == []
+    with TrueHeart(SQLiteRepository(db_path, read_only=True)) as service:
+        assert service.stats().memories == 0
+    assert not _present(db_path, MEMORY_BODY)

@@ -10,6 +10,7 @@ import errno
 import os
 import sqlite3
 import stat
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -376,10 +377,37 @@ def _creation_error(error: OSError, directory: str) -> TrueHeartError:
     return ValidationError("path", "a store cannot be created there")
 
 
+_CHECKPOINT_PAUSES = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05)
+"""Seconds between attempts at a checkpoint another connection turned away."""
+
+
 def checkpoint_truncate(conn: sqlite3.Connection) -> bool:
-    """Copy the WAL into the database and truncate it to zero bytes. True on success."""
-    row = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
-    return row is not None and row[0] == 0
+    """Copy the WAL into the database and truncate it to zero bytes. True on success;
+    False when other connections hold it up beyond the connection's busy timeout.
+
+    SQLite waits up to the busy timeout for readers of the WAL to finish, but turns a
+    checkpoint away at once while another connection runs one of its own (two
+    processes erasing at the same time): that is tried again, the busy timeout cut to
+    what is left of it, until the timeout has passed in all."""
+    (timeout_ms,) = conn.execute("PRAGMA busy_timeout").fetchone()
+    deadline = time.monotonic() + timeout_ms / 1000
+    attempt = 0
+    try:
+        while True:
+            row = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            if row is not None and row[0] == 0:
+                return True
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            time.sleep(min(_CHECKPOINT_PAUSES[min(attempt, len(_CHECKPOINT_PAUSES) - 1)], left))
+            attempt += 1
+            conn.execute(
+                f"PRAGMA busy_timeout = {max(1, int((deadline - time.monotonic()) * 1000))}"
+            )
+    finally:
+        if attempt:
+            conn.execute(f"PRAGMA busy_timeout = {int(timeout_ms)}")
 
 
 def rewrite(conn: sqlite3.Connection) -> bool:
