@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import TypeVar
@@ -23,6 +23,7 @@ from typing import TypeVar
 from evicortex.errors import (
     IdempotencyConflictError,
     PurgedError,
+    StorageClosedError,
     ValidationError,
 )
 from trueheart_core import Scope
@@ -111,17 +112,23 @@ def optional_moment(field: str, value: object) -> datetime | None:
 
 
 @contextmanager
-def engine_errors(memory_id: str | None = None) -> Iterator[None]:
+def engine_errors(
+    memory_id: str | None = None, renamed: Mapping[str, str] | None = None
+) -> Iterator[None]:
     """Translate the engine's errors into this face's where the two differ: validation
-    errors become ``evicortex.errors.ValidationError`` (also a ``ValueError``), a replay
-    conflict ``IdempotencyConflictError``, a tombstone ``PurgedError``."""
+    errors become ``evicortex.errors.ValidationError`` (also a ``ValueError``), under
+    the name of this face's argument where ``renamed`` maps the engine's field to it; a
+    closed service ``StorageClosedError``; a replay conflict
+    ``IdempotencyConflictError``; a tombstone ``PurgedError``."""
     try:
         yield
     except ValidationError:
         raise
     except EngineValidationError as error:
         field, _, rule = str(error).partition(": ")
-        raise ValidationError(field, rule) from None
+        if (field, rule) == ("repository", "is closed"):  # closed through ``engine``
+            raise StorageClosedError() from None
+        raise ValidationError((renamed or {}).get(field, field), rule) from None
     except IdempotencyConflict as error:
         if isinstance(error, IdempotencyConflictError):
             raise

@@ -7,12 +7,12 @@ converts arguments and results and translates errors, and holds no policy of its
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from os import PathLike
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from evicortex._mapping import (
     call,
@@ -47,8 +47,10 @@ from trueheart_core import (
     Embedder,
     EntityType,
     ExtractionRecord,
+    ExtractionResult,
     GovernanceAction,
     GovernanceCommand,
+    IngestResult,
     IntegrityReport,
     MemoryDraft,
     RawEventDraft,
@@ -63,12 +65,32 @@ from trueheart_core import (
     stores,
 )
 from trueheart_core import MemoryRecord as EngineMemory
+from trueheart_core.domain.validation import utf8_size
 from trueheart_core.errors import EntityDeleted, EntityNotFound, ScopeMismatch, body_free_errors
 
 __all__ = ["EviCortex"]
 
-EVIDENCE_RETENTION = timedelta(days=365 * 1000)
-"""Evidence neither fades nor expires: its body and memory are kept until purged."""
+_END_OF_TIME = datetime(9999, 12, 31, tzinfo=UTC)
+"""The deadline of every record's body, clarity and recall: evidence neither fades nor
+expires, however long ago it occurred; it goes when purged."""
+
+
+def _evidence_retention(occurred: datetime) -> RetentionPolicy:
+    """The retention that puts every deadline of evidence that occurred at ``occurred``
+    at :data:`_END_OF_TIME`."""
+    span = _END_OF_TIME - occurred
+    if span <= timedelta(0):
+        raise ValidationError("occurred_at", "must be before the year 9999 ends")
+    return RetentionPolicy(span, span, span)
+
+
+def _stored_retention(receipt: RawEventReceipt) -> RetentionPolicy:
+    """The retention a stored record was written with (records of earlier versions kept
+    theirs for 1,000 years), for a replay to be the same request."""
+    raw_ttl = receipt.raw_expires_at - receipt.source.occurred_at
+    return RetentionPolicy(raw_ttl, receipt.clear_for, receipt.recall_for)
+
+
 SOURCE_TYPE = "evicortex"
 PURGE_REASON = "purge requested"
 CLAIM_KIND = "claim"
@@ -174,29 +196,35 @@ class EviCortex:
         engine = self.engine
         scope = scope_of(namespace)
         inputs = _claim_inputs(claims)
-        plan = self._plan(
-            engine,
-            scope,
-            namespace,
-            content,
-            kind,
-            source,
-            occurred_at,
-            recorded_at,
-            metadata,
-            idempotency_key,
-        )
-        drafts = [
-            _claim_draft(scope, namespace, plan.memory.memory_id, plan.event, index, claim)
-            for index, claim in enumerate(inputs)
-        ]
-        event = _with_claim_ids(plan.event, [d.claim_id for d in drafts])
-        with (
-            _supersession(),
-            engine_errors(plan.memory.memory_id),
-            self._clock.at(plan.recorded_at),
-        ):
-            stored = engine.ingest_derived(event, memories=[plan.memory], claims=drafts)
+
+        def plan() -> _Plan:
+            return self._plan(
+                engine,
+                scope,
+                namespace,
+                content,
+                kind,
+                source,
+                occurred_at,
+                recorded_at,
+                metadata,
+                idempotency_key,
+            )
+
+        def write(plan: _Plan) -> IngestResult:
+            drafts = [
+                _claim_draft(scope, namespace, plan.memory.memory_id, plan.event, index, claim)
+                for index, claim in enumerate(inputs)
+            ]
+            event = _with_claim_ids(plan.event, [d.claim_id for d in drafts])
+            with (
+                engine_errors(plan.memory.memory_id),
+                _supersession(plan.memory.memory_id),
+                self._clock.at(plan.recorded_at),
+            ):
+                return engine.ingest_derived(event, memories=[plan.memory], claims=drafts)
+
+        stored = _written(plan, write)
         ids = [claim.claim_id for claim in stored.claims]
         return _built(engine, scope, stored.receipt, stored.memories[0], ids)
 
@@ -222,29 +250,35 @@ class EviCortex:
         chosen = extractor if extractor is not None else self._extractor
         if chosen is None:
             raise ValidationError("extractor", "must be given here or to open()")
-        plan = self._plan(
-            engine,
-            scope,
-            namespace,
-            content,
-            kind,
-            source,
-            occurred_at,
-            recorded_at,
-            metadata,
-            idempotency_key,
-        )
-        with (
-            _supersession(),
-            engine_errors(plan.memory.memory_id),
-            self._clock.at(plan.recorded_at),
-        ):
-            result = engine.ingest_extracted(
-                plan.event,
-                chosen,
-                claim_ids_by_source=claim_ids_by_source,
-                memories=[plan.memory],
+
+        def plan() -> _Plan:
+            return self._plan(
+                engine,
+                scope,
+                namespace,
+                content,
+                kind,
+                source,
+                occurred_at,
+                recorded_at,
+                metadata,
+                idempotency_key,
             )
+
+        def write(plan: _Plan) -> ExtractionResult:
+            with (
+                engine_errors(plan.memory.memory_id),
+                _supersession(plan.memory.memory_id),
+                self._clock.at(plan.recorded_at),
+            ):
+                return engine.ingest_extracted(
+                    plan.event,
+                    chosen,
+                    claim_ids_by_source=claim_ids_by_source,
+                    memories=[plan.memory],
+                )
+
+        result = _written(plan, write)
         ids = list(result.extraction.claim_ids)
         return _built(engine, scope, result.receipt, result.memories[0], ids)
 
@@ -275,7 +309,7 @@ class EviCortex:
         engine = self.engine
         scope = scope_of(namespace)
         when = _now() if as_of is None else moment("as_of", as_of)
-        with engine_errors():
+        with engine_errors(renamed={"text": "query"}):
             capsule = engine.search(SearchQuery(scope, query, when, budget_tokens, limit))
         signals = {entry.memory_id: entry.signals for entry in capsule.trace}
         items = []
@@ -327,11 +361,14 @@ class EviCortex:
     # --- semantic projection -----------------------------------------------------------
 
     def index_semantic(self, record: MemoryRecord) -> EmbeddingUpsertResult:
-        """Project a record and its claims (those without a current vector)."""
+        """Project a record and its claims (those without a current vector); ``KeyError``
+        when the store holds no such record (purged, or another store's), as for
+        :meth:`expand`."""
         engine = self.engine
         if not isinstance(record, MemoryRecord):
             raise ValidationError("record", "must be a MemoryRecord")
         scope = scope_of(record.namespace)
+        self._record(engine, scope, record.id)
         ids = (record.id, *(claim.id for claim in record.claims))
         embedded = call(lambda: engine.index_semantic(scope, ids), record.id)
         return EmbeddingUpsertResult(record.id, embedded, len(ids) - embedded)
@@ -387,10 +424,18 @@ class EviCortex:
         scope = scope_of(namespace)
         if not isinstance(memory_id, str) or not memory_id.strip():
             return False
-        command = GovernanceCommand(
-            scope, GovernanceAction.DELETE, EntityType.RAW_EVENT, memory_id, _now(), PURGE_REASON
-        )
         try:
+            # No record has an ID the engine refuses (too long, not UTF-8).
+            command = call(
+                lambda: GovernanceCommand(
+                    scope,
+                    GovernanceAction.DELETE,
+                    EntityType.RAW_EVENT,
+                    memory_id,
+                    _now(),
+                    PURGE_REASON,
+                )
+            )
             call(lambda: engine.govern(command))
         except _MISSING:
             return False
@@ -429,9 +474,12 @@ class EviCortex:
             not isinstance(idempotency_key, str) or not idempotency_key.strip()
         ):
             raise ValidationError("idempotency_key", "must be a non-blank string or None")
+        if idempotency_key is not None and utf8_size(idempotency_key) is None:
+            raise ValidationError("idempotency_key", "must be valid UTF-8")
         occurred = None if occurred_at is None else moment("occurred_at", occurred_at)
         recorded = None if recorded_at is None else moment("recorded_at", recorded_at)
         rid = record_id(namespace, idempotency_key)
+        stored = None
         if idempotency_key is not None:
             # A replay takes the times it leaves out from the stored request, so that an
             # identical request is recognised whenever it is repeated.
@@ -444,26 +492,30 @@ class EviCortex:
         now = _now()
         occurred = now if occurred is None else occurred
         recorded = now if recorded is None else recorded
+        if stored is not None and stored.source.occurred_at == occurred:
+            retention = _stored_retention(stored)
+        else:
+            retention = _evidence_retention(occurred)
         source_metadata = {"source": source, "idempotency_key": idempotency_key}
+        # Only the key can make the source's metadata too large (the source is checked
+        # for at most 128 characters first).
+        with engine_errors(rid, {"source_id": "source", "metadata": "idempotency_key"}):
+            source_ref = SourceRef(
+                source or SOURCE_TYPE, SOURCE_TYPE, occurred, TrustLevel.OBSERVED, source_metadata
+            )
         with engine_errors(rid):
             event = RawEventDraft(
                 rid,
                 scope,
-                SourceRef(
-                    source or SOURCE_TYPE,
-                    SOURCE_TYPE,
-                    occurred,
-                    TrustLevel.OBSERVED,
-                    source_metadata,
-                ),
+                source_ref,
                 content,
-                RetentionPolicy(EVIDENCE_RETENTION, EVIDENCE_RETENTION, EVIDENCE_RETENTION),
+                retention,
                 metadata,
             )
             memory = MemoryDraft(
                 rid, scope, content, (rid,), kind, TrustLevel.OBSERVED, occurred, metadata
             )
-        return _Plan(event, memory, recorded)
+        return _Plan(event, memory, recorded, first=idempotency_key is not None and stored is None)
 
     @staticmethod
     def _stored_receipt(engine: TrueHeart, scope: Scope, rid: str) -> RawEventReceipt | None:
@@ -485,13 +537,18 @@ class EviCortex:
 
 
 @contextmanager
-def _supersession() -> Iterator[None]:
+def _supersession(rid: str) -> Iterator[None]:
     """A write's only reference to other rows is the claim it supersedes: a missing one,
-    or one of another namespace, is a bad argument (and says nothing about which)."""
+    or one of another namespace, is a bad argument (and says nothing about which); so is
+    a purged one (a tombstone of another ID than the record's own, ``rid``)."""
     try:
         yield
     except (EntityNotFound, ScopeMismatch):
         raise ValidationError("supersedes", "must name a claim of the same namespace") from None
+    except EntityDeleted as error:
+        if str(error).partition(": ")[2] == rid:
+            raise
+        raise ValidationError("supersedes", "must not name a purged claim") from None
 
 
 class _Clock:
@@ -520,13 +577,36 @@ class _Fixed:
         self._local.fixed = None
 
 
-class _Plan:
-    __slots__ = ("event", "memory", "recorded_at")
+_W = TypeVar("_W")
 
-    def __init__(self, event: RawEventDraft, memory: MemoryDraft, recorded_at: datetime) -> None:
+
+def _written(plan: Callable[[], _Plan], write: Callable[[_Plan], _W]) -> _W:
+    """``write`` of a new plan; once more, planned again, when a keyed write that found
+    no record of its key conflicts: another writer's request of the same key was stored
+    meanwhile, and an identical one is then a replay that takes that record's times."""
+    planned = plan()
+    try:
+        return write(planned)
+    except IdempotencyConflictError:
+        if not planned.first:
+            raise
+    return write(plan())
+
+
+class _Plan:
+    """A write's drafts and time; ``first``: it is keyed, and no record of its key was
+    stored when it was planned (a conflict may then be another writer's identical
+    request that won the race: see :meth:`EviCortex._written`)."""
+
+    __slots__ = ("event", "first", "memory", "recorded_at")
+
+    def __init__(
+        self, event: RawEventDraft, memory: MemoryDraft, recorded_at: datetime, *, first: bool
+    ) -> None:
         self.event = event
         self.memory = memory
         self.recorded_at = recorded_at
+        self.first = first
 
 
 def _claim_inputs(claims: object) -> list[ClaimInput]:
@@ -565,7 +645,8 @@ def _with_claim_ids(event: RawEventDraft, ids: list[str]) -> RawEventDraft:
         return event
     source = event.source
     metadata = {**source.metadata, "claim_ids": ids}
-    with engine_errors(event.event_id):
+    # The claims' IDs are kept in the source's metadata, bounded at 16 KiB.
+    with engine_errors(event.event_id, {"metadata": "claims"}):
         return RawEventDraft(
             event.event_id,
             event.scope,

@@ -952,5 +952,11 @@ def _semantic_settings(
     space = projecting.snapshot(embedder)
     assert isinstance(embedder, Embedder)
     return hybrid.SemanticSearch(
-        embedder, space, scan_cap, float(minimum_score), *checked, hybrid.term_based(embedder)
+        embedder,
+        space,
+        scan_cap,
+        float(minimum_score),
+        *checked,
+        hybrid.term_based(embedder),
+        reranker_identity=None if checked[0] is None else checked[0].identity,
     )

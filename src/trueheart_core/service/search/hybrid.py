@@ -48,6 +48,9 @@ class SemanticSearch:
     rerank_limit: int
     reranker_weight: float
     term_based: bool = False
+    reranker_identity: str | None = None
+    """The reranker's identity when the service was built: a reranker whose identity
+    has changed since is refused, and traces name the one the service was built with."""
 
 
 def embed_query(settings: SemanticSearch, text: str) -> list[float]:
@@ -114,6 +117,7 @@ def ranked(
         loading.corrupt(_INDEX_CORRUPT)
     reranked = 0
     if settings.reranker is not None and fused:
+        _check_reranker(settings.reranker, settings.reranker_identity)
         shown = fused[: settings.rerank_limit]
         reranked = len(shown)
         fused = fusion.rerank(
@@ -135,12 +139,25 @@ def ranked(
         len(semantic),
         settings.minimum_score,
         fusion.TERM_BASED_FUSION if settings.term_based else fusion.FUSION,
-        None if settings.reranker is None else settings.reranker.identity,
+        settings.reranker_identity,
         None if settings.reranker is None else settings.reranker_weight,
         reranked,
         tuple(diagnostics),
     )
     return Ranking(window_ranked, rows, facts, matched, trace)
+
+
+def _check_reranker(reranker: Reranker, snapshot: str | None) -> None:
+    """Refuse a reranker whose identity is no longer the one the service was built
+    with (its scores would be traced under a name they are not from)."""
+    try:
+        identity = reranker.identity
+    except TrueHeartError:
+        raise
+    except Exception as error:
+        raise ProviderError("the reranker failed") from error
+    if identity != snapshot:
+        raise ValidationError("reranker", "its identity changed since the service opened")
 
 
 def _rerank(

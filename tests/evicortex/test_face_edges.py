@@ -1,0 +1,147 @@
+"""The face at its edges: evidence of any date, concurrent replays, arguments refused
+under their own names, purged claims and records, a service closed underneath, and a
+reranker whose identity changes."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+import pytest
+from evicortex_builders import NS, HashingEmbedder, RecordingReranker, record_id
+
+from evicortex import ClaimInput, EviCortex
+from evicortex.errors import PurgedError, StorageClosedError, ValidationError
+
+
+@pytest.mark.parametrize("year", [1016, 1, 9500])
+def test_evidence_of_any_date_is_recalled_now_and_never_expires(
+    memory: EviCortex, year: int
+) -> None:
+    """Evidence neither fades nor expires, however long ago (or far ahead) it occurred;
+    it is recalled from the time it occurred on (so not now, when that is ahead)."""
+    occurred = datetime(year, 10, 18, tzinfo=UTC)
+    stored = memory.remember(namespace=NS, content="The battle at Assandun", occurred_at=occurred)
+    later = datetime(9999, 12, 30, tzinfo=UTC)
+    for as_of in (occurred, later) if year > 2026 else (None, occurred, later):
+        capsule = memory.recall(namespace=NS, query="battle Assandun", as_of=as_of)
+        assert [item.id for item in capsule.items] == [stored.id], as_of
+    assert memory.engine.expire_raw_content(as_of=later) == 0
+    assert memory.expand(namespace=NS, memory_id=stored.id).content == stored.content
+
+
+def test_identical_keyed_requests_at_the_same_time_return_one_record(
+    open_store: Callable[..., EviCortex],
+) -> None:
+    """The request that loses the race is a replay of the one that won (it takes the
+    stored times), not a conflict."""
+    store = open_store(":memory:")
+
+    def write(key: str, start: threading.Barrier, results: list[object]) -> None:
+        start.wait()
+        try:
+            results.append(store.remember(namespace=NS, content="same", idempotency_key=key))
+        except Exception as error:  # reported below
+            results.append(error)
+
+    for round_ in range(40):
+        results: list[object] = []
+        start = threading.Barrier(2)
+        threads = [
+            threading.Thread(target=write, args=(f"key-{round_}", start, results)) for _ in range(2)
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=60)
+        assert len(results) == 2 and results[0] == results[1], results
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda m: m.recall(namespace=NS, query=" "), "query: must be a non-blank string"),
+        (lambda m: m.recall(namespace=NS, query="q" * 4097), "query: must be at most 4096"),
+        (lambda m: m.remember(namespace=NS, content="x", source="s" * 129), "source: must be at"),
+        (lambda m: m.remember(namespace=NS, content="x", source="\ud800"), "source: must be valid"),
+        (
+            lambda m: m.remember(namespace=NS, content="x", idempotency_key="\ud800"),
+            "idempotency_key: must be valid UTF-8",
+        ),
+        (
+            lambda m: m.remember(namespace=NS, content="x", idempotency_key="k" * 20_000),
+            "idempotency_key: must serialize to at most 16 KiB",
+        ),
+        (
+            lambda m: m.remember(
+                namespace=NS,
+                content="x",
+                claims=[ClaimInput("ada", "likes", f"v{n}") for n in range(400)],
+            ),
+            "claims: must serialize to at most 16 KiB",
+        ),
+    ],
+)
+def test_a_refused_argument_is_named_as_the_face_names_it(
+    memory: EviCortex, call: Callable[[EviCortex], object], message: str
+) -> None:
+    with pytest.raises(ValidationError) as caught:
+        call(memory)
+    assert str(caught.value).startswith(message)
+    assert memory.stats().memories == 0
+
+
+def test_ids_no_record_can_have_are_not_purged(memory: EviCortex) -> None:
+    assert memory.purge_memory(namespace=NS, memory_id="x" * 129) is False
+    assert memory.purge_memory(namespace=NS, memory_id="mem-\ud800") is False
+
+
+def test_superseding_a_purged_claim_is_a_bad_argument(memory: EviCortex) -> None:
+    old = memory.remember(
+        namespace=NS, content="Ada likes tea", claims=[ClaimInput("ada", "likes", "tea")]
+    )
+    assert memory.purge_memory(namespace=NS, memory_id=old.id) is True
+    superseding = ClaimInput("ada", "likes", "coffee", supersedes=old.claims[0].id)
+    with pytest.raises(ValidationError, match="supersedes: must not name a purged claim"):
+        memory.remember(
+            namespace=NS, content="Ada likes coffee", claims=[superseding], idempotency_key="k"
+        )
+    # The record's own key was never written, let alone purged.
+    fresh = memory.remember(namespace=NS, content="Ada likes coffee", idempotency_key="k")
+    assert fresh.id == record_id(NS, "k")
+    memory.purge_memory(namespace=NS, memory_id=fresh.id)
+    with pytest.raises(PurgedError):
+        memory.remember(namespace=NS, content="Ada likes coffee", idempotency_key="k")
+
+
+def test_a_service_closed_underneath_is_a_closed_store(
+    open_store: Callable[..., EviCortex],
+) -> None:
+    memory = open_store(":memory:")
+    memory.engine.close()
+    with pytest.raises(StorageClosedError):
+        memory.remember(namespace=NS, content="x")
+    with pytest.raises(StorageClosedError):
+        memory.recall(namespace=NS, query="x")
+
+
+def test_a_purged_record_is_not_indexed(open_store: Callable[..., EviCortex]) -> None:
+    memory = open_store(":memory:", embedder=HashingEmbedder(64))
+    stored = memory.remember(namespace=NS, content="quokka sighting")
+    memory.purge_memory(namespace=NS, memory_id=stored.id)
+    with pytest.raises(KeyError):
+        memory.index_semantic(stored)
+
+
+def test_a_reranker_whose_identity_changed_is_refused(
+    open_store: Callable[..., EviCortex],
+) -> None:
+    reranker = RecordingReranker("cross-encoder@rev-A")
+    memory = open_store(":memory:", embedder=HashingEmbedder(64), reranker=reranker)
+    memory.remember(namespace=NS, content="quokka sighting")
+    capsule = memory.recall(namespace=NS, query="quokka")
+    assert capsule.semantic is not None and capsule.semantic.reranker == "cross-encoder@rev-A"
+    reranker._identity = "cross-encoder@rev-B"
+    with pytest.raises(ValidationError, match="reranker: its identity changed"):
+        memory.recall(namespace=NS, query="quokka")
