@@ -100,3 +100,43 @@ def test_a_read_only_open_creates_no_store(pg_schema: str) -> None:
             "SELECT 1 FROM pg_namespace WHERE nspname = %s", (pg_schema + "_ro",)
         ).fetchone()
     assert found is None
+
+
+def test_a_store_of_the_first_version_is_upgraded_at_its_first_writable_open(
+    pg_schema: str,
+) -> None:
+    """A store built by version 1's migrations (before the store kept the rewrite an
+    erasure owes) is refused read-only, upgraded in place at the first writable open,
+    keeps its rows, and then matches what a new store's migrations build."""
+    import psycopg
+
+    from trueheart_core.adapters.postgres import schema as ddl
+
+    url = postgres_configuration.database_url()
+    name = pg_schema + "_v1"
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(f'CREATE SCHEMA "{name}"')
+        conn.execute(f'SET search_path TO "{name}"')
+        for statement in ddl.MIGRATIONS[1]:
+            conn.execute(statement.encode("utf-8"))
+        conn.execute(
+            "INSERT INTO meta (singleton, application, schema_version, tokenizer) "
+            "VALUES (1, %s, 1, '')",
+            (ddl.APPLICATION,),
+        )
+    try:
+        with pytest.raises(
+            RepositoryReadOnly,
+            match=msg("repository read-only: schema upgrade needs a writable store"),
+        ):
+            PostgresRepository(url, schema=name, read_only=True)
+        with TrueHeart(PostgresRepository(url, schema=name)) as service:
+            service.ingest_event(event("evt-1"))
+        with psycopg.connect(url) as conn:
+            assert conn.execute(f'SELECT schema_version FROM "{name}".meta').fetchone() == (2,)
+        with TrueHeart(PostgresRepository(url, schema=name, read_only=True)) as service:
+            assert service.stats().events == 1
+            assert service.verify_integrity().ok
+    finally:
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute(f'DROP SCHEMA "{name}" CASCADE')

@@ -18,6 +18,8 @@ sample of each column for the planner (``pg_statistic``) never holds caller text
 from __future__ import annotations
 
 import random
+import threading
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -48,6 +50,7 @@ from pg_files import (
 import postgres_configuration
 from trueheart_core import (
     ArtifactCounts,
+    EntityType,
     GovernanceAction,
     PostgresRepository,
     RecallQuery,
@@ -336,3 +339,93 @@ def test_an_older_snapshot_postpones_the_rewrite_until_it_ends(pg_schema: str, f
         assert locate(files(), words) == {}
     finally:
         service.close()
+
+
+def test_a_snapshot_taken_after_the_commit_behind_an_older_transaction_is_waited_for(
+    pg_schema: str, files: Any, pg: Any
+) -> None:
+    """A snapshot taken just after the erasure commits, while an older transaction is
+    still open, keeps the server's horizon before the erasure: ``VACUUM FULL`` would
+    count the removed rows as still visible and copy them. The rewrite waits for that
+    snapshot too, not only for the transactions open at the commit."""
+    import psycopg
+
+    url = postgres_configuration.database_url()
+    repository = PostgresRepository(url, schema=pg_schema, lock_timeout=30)
+    service = TrueHeart(repository, clock=lambda: NOW)
+    older = psycopg.connect(url, autocommit=True)
+    later = psycopg.connect(url, autocommit=True)
+    outcome: list[BaseException | None] = []
+    try:
+        words = _unique_subject(service)
+        older.execute("BEGIN")
+        older.execute("SELECT pg_current_xact_id()")  # a transaction older than the erasure
+
+        def erase() -> None:
+            try:
+                service.erase_subject(SCOPE, occurred_at=ERASED_AT)
+            except BaseException as error:  # reported below
+                outcome.append(error)
+            else:
+                outcome.append(None)
+
+        eraser = threading.Thread(target=erase)
+        eraser.start()
+        deadline = time.monotonic() + 60
+        # The erasure is committed once the store owes its rewrite.
+        while pg.execute("SELECT rewrite_xid FROM meta").fetchone()[0] is None:
+            assert time.monotonic() < deadline, "the erasure never committed"
+            time.sleep(0.01)
+        later.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+        later.execute("SELECT 1").fetchall()  # its snapshot's horizon: the older transaction
+        older.execute("COMMIT")
+        time.sleep(0.5)
+        assert eraser.is_alive(), "the rewrite ran while the later snapshot held the rows"
+        later.execute("COMMIT")
+        eraser.join(timeout=60)
+        assert outcome == [None]
+        assert locate(files(), words) == {}
+        assert pg.execute("SELECT rewrite_tables, rewrite_xid FROM meta").fetchone() == ([], None)
+    finally:
+        older.close()
+        later.close()
+        service.close()
+
+
+def test_an_owed_rewrite_outlives_the_repository_that_owed_it(
+    pg_schema: str, files: Any, pg: Any
+) -> None:
+    """The store, not the process, keeps the rewrite it owes: a repository whose
+    rewrite was postponed, then closed (or killed) while it still could not run, leaves
+    it to the next erasing call of any other repository of the store."""
+    import psycopg
+
+    url = postgres_configuration.database_url()
+    first = TrueHeart(
+        PostgresRepository(url, schema=pg_schema, lock_timeout=0.3), clock=lambda: NOW
+    )
+    holder = psycopg.connect(url)
+    try:
+        words = _unique_subject(first)
+        holder.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+        holder.execute("SELECT 1").fetchall()
+        with pytest.raises(RepositoryBusy, match="erasure rewrite incomplete"):
+            first.erase_subject(SCOPE, occurred_at=ERASED_AT)
+        first.close()  # the rewrite still cannot run: it stays owed
+        tables, xid = pg.execute("SELECT rewrite_tables, rewrite_xid FROM meta").fetchone()
+        assert "memories" in tables and "raw_bodies" in tables and xid is not None
+        assert locate(files(), words) != {}
+    finally:
+        holder.close()
+    with TrueHeart(PostgresRepository(url, schema=pg_schema), clock=lambda: NOW) as second:
+        second.ingest_event(event("evt-other", scope=OTHER_SCOPE))
+        second.govern(
+            command(
+                GovernanceAction.DELETE,
+                "evt-other",
+                entity_type=EntityType.RAW_EVENT,
+                scope=OTHER_SCOPE,
+            )
+        )
+    assert locate(files(), words) == {}
+    assert pg.execute("SELECT rewrite_tables, rewrite_xid FROM meta").fetchone() == ([], None)

@@ -12,9 +12,10 @@ heap itself, so that a row a damaged index lost is still found.
 Erasure removes rows with ``DELETE``. PostgreSQL keeps a deleted row's bytes in its
 heap page (and its index entries in their pages) until ``VACUUM`` prunes them, and a
 TOASTed value likewise in the TOAST table: the role records in
-``Session.touched_tables`` the tables an erasure deleted from, for the repository to
-vacuum after the commit (``VACUUM FULL``, which writes every live row into new files,
-when the erasure asked for a rewrite). There is no in-place overwrite: an ``UPDATE``
+``Session.touched_tables`` the tables an erasure deleted from and, when the erasure asks
+for a rewrite, in ``meta`` (in the same transaction) that those tables are owed one, for
+the repository to run after the commit (``VACUUM FULL``, which writes every live row
+into new files). There is no in-place overwrite: an ``UPDATE``
 writes a new version of the row and leaves the old one where it was, so blanking the
 rows first would add copies instead of removing any.
 """
@@ -26,7 +27,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from trueheart_core.adapters.postgres.schema import TABLES, quote
+from trueheart_core.adapters.postgres.schema import REWRITE_TABLES, TABLES, quote
 from trueheart_core.adapters.postgres.session import (
     KEY,
     Role,
@@ -242,11 +243,24 @@ class PostgresOperations(Role):
         touched = {table for artifact, table in SCOPED_ROWS if removed[artifact]}
         self._s.touched_tables |= touched
         if rewrite and touched:
-            self._s.rewrite_requested = True
+            self._owe_rewrite(sorted(self._s.touched_tables))
         return removed
 
     def request_rewrite(self) -> None:
         self._s.require_owner()
+        self._owe_rewrite(list(REWRITE_TABLES))
+
+    def _owe_rewrite(self, tables: list[str]) -> None:
+        """Record in the store, in the erasing transaction, that ``tables`` are owed a
+        rewrite once no snapshot older than this transaction is left (the repository
+        runs it after the commit, or a later erasing call of any process does)."""
+        self._s.write(
+            "UPDATE meta SET rewrite_tables = ARRAY(SELECT DISTINCT t "
+            "FROM unnest(rewrite_tables || %s::text[]) AS t ORDER BY t), "
+            "rewrite_xid = GREATEST(rewrite_xid, pg_current_xact_id()) WHERE singleton = 1",
+            (tables,),
+            rows=1,
+        )
         self._s.rewrite_requested = True
 
     def rebuild_storage_indexes(self) -> int:

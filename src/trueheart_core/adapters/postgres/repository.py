@@ -46,10 +46,6 @@ from trueheart_core.errors import (
 )
 from trueheart_core.ports import Capability, Operation
 
-_SCRUB_TABLES: tuple[str, ...] = tuple(t for t in ddl.TABLES if t not in ("meta", "scopes"))
-"""The tables an erasure that did not say which tables it changed has rewritten."""
-
-
 _REWRITE_OWED = "erasure rewrite incomplete"
 _LOCK = {True: "pg_advisory_xact_lock", False: "pg_advisory_xact_lock_shared"}
 """The store's lock: exclusive (``True``) for whole-store changes, else shared."""
@@ -158,8 +154,8 @@ class PostgresRepository:
         self._read_only = read_only
         self._scratch: dict[object, object] = {}
         self._lock = threading.Lock()
-        # Tables an erasure asked to rewrite, whose rewrite has not run yet.
-        self._owed: set[str] = set()
+        # Whether this repository may have left a rewrite owed (see ``close``).
+        self._erased = False
         self._lock_timeout = locks
         # Scopes whose row is committed (a scope's row is never deleted).
         self._known: set[tuple[str, str, str]] = set()
@@ -248,9 +244,11 @@ class PostgresRepository:
         if write and self._read_only:
             raise RepositoryReadOnly(diagnostic)
         with conn_mod.translate(diagnostic), pool.connection() as conn:
-            if erasing and self._owed:
-                # An earlier erasure's rewrite first: an erasing call that returns has
-                # left none of what it or any erasure before it removed.
+            if erasing:
+                # An earlier erasure's rewrite first (of this process or another): an
+                # erasing call that returns has left none of what it or any erasure
+                # before it removed.
+                self._erased = True
                 self._rewrite(conn)
             uow = PostgresUnitOfWork(
                 conn, self._scratch, write=write, store=self._schema, known=self._known
@@ -279,56 +277,74 @@ class PostgresRepository:
                 # Nothing erased may stay in what the service derived from the store.
                 self._scratch.clear()
                 if session.rewrite_requested:
-                    with self._lock:
-                        self._owed.update(session.touched_tables or _SCRUB_TABLES)
                     self._rewrite(conn)
 
     def _rewrite(self, conn: psycopg.Connection[tuple[Any, ...]]) -> None:
-        """Rewrite the tables an erasure asked to rewrite (``VACUUM FULL``: new files
-        that hold only the rows that stay), after its commit and outside any transaction.
+        """Run the rewrite the store owes (``VACUUM FULL``: new files that hold only the
+        rows that stay), after an erasure's commit and outside any transaction.
 
-        A transaction that began before the commit may still see the removed rows, and
-        ``VACUUM FULL`` copies every row some snapshot may see; so first it waits, up to
-        the lock timeout, until every transaction of the database that was open at the
-        commit has ended (prepared transactions included). When that, or the table
-        locks, cannot be had in time, the change stays committed and the rewrite is owed:
-        ``RepositoryBusy("erasure rewrite incomplete")``, and every later erasing call
-        (and :meth:`close`) tries it first. Logged on ``trueheart_core.erasure``."""
-        with self._lock:
-            tables = sorted(self._owed)
-        if not tables:
+        An erasing transaction records the tables it asks to rewrite, and itself, in
+        ``meta`` (see ``operations``): the rewrite is owed until it has run, whatever
+        becomes of the process that erased. ``VACUUM FULL`` copies every row version a
+        snapshot of the database might still see, and counts as such every version a
+        transaction removed while some snapshot's horizon (``backend_xmin``) is not
+        past it, even a snapshot taken after the commit; so first it waits, up to the
+        lock timeout, until no other session of the database (nor a prepared
+        transaction) holds a horizon or a transaction at or before the newest erasing
+        transaction. When that, or the table locks, cannot be had in time, the rewrite
+        stays owed: ``RepositoryBusy("erasure rewrite incomplete")``, and every later
+        erasing call (and :meth:`close`) tries it first. A role that does not own the
+        tables leaves it owed (the server would skip them with a warning). Logged on
+        ``trueheart_core.erasure``."""
+        row = conn.execute("SELECT rewrite_tables, rewrite_xid::text FROM meta").fetchone()
+        if row is None or not row[0]:
+            return
+        tables, xid = list(row[0]), str(row[1])
+        owner = conn.execute(
+            "SELECT bool_and(pg_has_role(c.relowner, 'USAGE')) FROM pg_class c "
+            "WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind = 'r'"
+        ).fetchone()
+        if owner is None or owner[0] is not True:
+            logs.ERASURE.warning("erasure rewrite postponed: this role does not own the store")
             return
         started = time.perf_counter()
-        if not self._older_snapshots_ended(conn):
+        if not self._older_horizons_ended(conn, xid):
             logs.ERASURE.warning("erasure rewrite postponed: an older transaction is open")
             raise RepositoryBusy(_REWRITE_OWED)
-        listed = ", ".join(ddl.quote(t) for t in tables)
+        listed = ", ".join(ddl.quote(t) for t in tables if t in ddl.REWRITE_TABLES)
         try:
             conn.execute(f"VACUUM (FULL, ANALYZE) {listed}")
         except psycopg.errors.LockNotAvailable:
             logs.ERASURE.warning("erasure rewrite postponed: the tables are in use")
             raise RepositoryBusy(_REWRITE_OWED) from None
-        with self._lock:
-            self._owed.difference_update(tables)
+        # Settled unless an erasure committed meanwhile, whose rewrite is still owed.
+        conn.execute(
+            "UPDATE meta SET rewrite_tables = '{}', rewrite_xid = NULL "
+            "WHERE singleton = 1 AND rewrite_xid = %s::xid8",
+            (xid,),
+        )
         logs.ERASURE.info(
             "erasure rewrite: %d tables rewritten in %.3f s",
             len(tables),
             time.perf_counter() - started,
         )
 
-    def _older_snapshots_ended(self, conn: psycopg.Connection[tuple[Any, ...]]) -> bool:
-        """Wait (up to the lock timeout) until no transaction of the database that began
-        before now is still open; False if one still is."""
-        (now,) = conn.execute("SELECT clock_timestamp()").fetchone() or (None,)
+    def _older_horizons_ended(self, conn: psycopg.Connection[tuple[Any, ...]], xid: str) -> bool:
+        """Wait (up to the lock timeout) until no other session of the database holds a
+        snapshot horizon or a transaction at or before the transaction ``xid``, nor a
+        prepared transaction does; False if one still does. Vacuums are left out: the
+        server leaves them out of the horizon too."""
         deadline = time.monotonic() + self._lock_timeout
         while True:
             row = conn.execute(
                 "SELECT (SELECT count(*) FROM pg_stat_activity WHERE datname = "
-                "current_database() AND pid <> pg_backend_pid() AND xact_start < %s "
-                "AND (backend_xmin IS NOT NULL OR backend_xid IS NOT NULL)) + "
+                "current_database() AND pid <> pg_backend_pid() "
+                "AND backend_type <> 'autovacuum worker' "
+                "AND (age(backend_xmin) >= age(%s::xid8::xid) "
+                "OR age(backend_xid) >= age(%s::xid8::xid))) + "
                 "(SELECT count(*) FROM pg_prepared_xacts WHERE database = current_database() "
-                "AND prepared < %s)",
-                (now, now),
+                "AND age(transaction) >= age(%s::xid8::xid))",
+                (xid, xid, xid),
             ).fetchone()
             if row is not None and row[0] == 0:
                 return True
@@ -361,7 +377,9 @@ class PostgresRepository:
         """Close the pool (after any scrub still owed). Idempotent; later use raises
         ``ValidationError``."""
         pool = self._pool
-        if pool is not None and self._owed:
+        if pool is not None and self._erased and not self._read_only:
+            # What cannot be rewritten now stays owed in the store, for the next
+            # erasing call of any process.
             with contextlib.suppress(Exception), pool.connection(timeout=5) as conn:
                 self._rewrite(conn)
         self._scratch.clear()

@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 
 from trueheart_core.errors import RepositoryCorruption
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 APPLICATION = "trueheart-core"
 """Written in ``meta``: marks a schema as ours."""
 
@@ -211,8 +211,18 @@ _V1 = (
     ),
 )
 
-MIGRATIONS: Mapping[int, Sequence[str]] = {1: _V1}
+_V2 = (
+    # The rewrite an erasure owes, kept in the store so that it survives the process
+    # that erased: the tables to rewrite, and the newest erasing transaction, whose
+    # removed rows no snapshot that rewrite waits for may still hold (see
+    # ``repository.PostgresRepository``).
+    "ALTER TABLE meta ADD COLUMN rewrite_tables TEXT[] NOT NULL DEFAULT '{}'",
+    "ALTER TABLE meta ADD COLUMN rewrite_xid xid8",
+)
+
+MIGRATIONS: Mapping[int, Sequence[str]] = {1: _V1, 2: _V2}
 """Statements that take a schema from version ``n - 1`` to version ``n``."""
+
 
 TABLES: tuple[str, ...] = tuple(
     match.group(1)
@@ -223,6 +233,10 @@ TABLES: tuple[str, ...] = tuple(
 
 GLOBAL_TABLES = frozenset({"meta", "semantic_spaces"})
 """The tables that belong to no tenant."""
+
+REWRITE_TABLES = tuple(t for t in TABLES if t not in ("meta", "scopes"))
+"""The tables a whole-store rewrite (``compact``) rewrites: every table erased rows can
+be in."""
 
 
 def create_statements(schema_name: str) -> list[str]:
