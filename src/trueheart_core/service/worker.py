@@ -113,7 +113,7 @@ class Worker:
             if job is None:
                 job = self._final
                 if job is None:
-                    job = self._executor.submit(final)
+                    job = self._submit_final(final)
                     if stop:
                         self._final = job
                         self._executor.shutdown(wait=False)
@@ -128,8 +128,24 @@ class Worker:
         is queued, and then the thread ends (for a face that could not be opened)."""
         with self._lock:
             if self._final is None:
-                self._final = self._executor.submit(final)
+                self._final = self._submit_final(final)
                 self._executor.shutdown(wait=False)
+
+    def _submit_final(self, final: Callable[[], None]) -> Future[None]:
+        """``final`` queued for the thread; run here and now when the executor takes
+        nothing more (the interpreter is shutting down: an ``atexit`` handler, a thread
+        that outlived the main one), so that a close still closes."""
+        try:
+            return self._executor.submit(final)
+        except RuntimeError:
+            done: Future[None] = Future()
+            try:
+                final()
+            except BaseException as error:  # the close's own outcome, for its caller
+                done.set_exception(error)
+            else:
+                done.set_result(None)
+            return done
 
 
 async def settled(job: Future[_R], *, cancel: bool) -> _R:

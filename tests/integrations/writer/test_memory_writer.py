@@ -552,6 +552,17 @@ def test_a_deleted_event_id_is_refused_before_the_model_is_asked(
     assert len(stub.requests) == 1
 
 
+def test_a_closed_service_is_refused_before_the_model_is_asked(
+    stub: Stub, settings: ChatSettings, service: TrueHeart
+) -> None:
+    stub.script(answer(GOOD_MEMORIES, []))
+    writer = _writer(service, settings)
+    service.close()
+    with pytest.raises(ValidationError, match="repository: is closed"):
+        writer.write(SCOPE, MESSAGE, event_id="turn-1")
+    assert stub.requests == []
+
+
 def test_an_event_stored_without_extraction_can_be_written(
     stub: Stub, settings: ChatSettings, service: TrueHeart
 ) -> None:

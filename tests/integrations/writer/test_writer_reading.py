@@ -18,6 +18,7 @@ from trueheart_core.integrations.writer import (
     normalised,
 )
 from trueheart_core.integrations.writer.reading import (
+    MAX_EXAMINED,
     ProposedClaim,
     ProposedMemory,
     diagnostics,
@@ -140,6 +141,26 @@ def test_normalised_forms_match(left: str, right: str) -> None:
 def test_normalised_forms_keep_different_facts_apart() -> None:
     assert normalised("tea") != normalised("green tea")
     assert normalised("...") == "..."
+
+
+def test_a_list_past_the_items_examined_is_dropped_unread() -> None:
+    """A model repeating itself: past the first items of a list, the rest is dropped as
+    too many without being located (each quote is located once, whatever repeats it)."""
+    text = "tea " * 3
+    memories = [ProposedMemory("tea", "tea")] * (MAX_EXAMINED + 7)
+    reading = read(text, memories, [], "writer")
+    assert [(m.index, m.start) for m in reading.memories] == [(0, 0)]
+    codes = [(i.index, i.code) for i in reading.dropped]
+    assert codes[: MAX_EXAMINED - 1] == [(n, REPEATED_IN_ANSWER) for n in range(1, MAX_EXAMINED)]
+    assert codes[MAX_EXAMINED - 1 :] == [(n, TOO_MANY) for n in range(MAX_EXAMINED, 1007)]
+    # The occurrences are taken in order, then the first again.
+    spans = [(i.start, i.end) for i in reading.dropped[:4]]
+    assert spans == [(4, 7), (8, 11), (0, 3), (0, 3)]
+
+
+def test_an_answer_nested_too_deep_is_no_object() -> None:
+    deep = '{"memories": [], "claims": [], "note": ' + "[" * 5000 + "]" * 5000 + "}"
+    assert first_json_object(deep) is None
 
 
 def test_the_first_json_object_is_read_from_the_text() -> None:

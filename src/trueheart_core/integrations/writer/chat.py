@@ -92,7 +92,7 @@ def first_json_object(text: str) -> dict[str, Any] | None:
     stripped = text.strip()
     try:
         whole = decoder.decode(stripped)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested too deep to read
         whole = None
     if isinstance(whole, dict):
         return whole
@@ -101,7 +101,7 @@ def first_json_object(text: str) -> dict[str, Any] | None:
     while position >= 0 and starts < _MAX_OBJECT_STARTS:
         try:
             found, _ = decoder.raw_decode(text, position)
-        except ValueError:
+        except (ValueError, RecursionError):
             found = None
         if isinstance(found, dict):
             return found

@@ -19,7 +19,8 @@ from the message. Nothing it says is trusted:
 4. **Fields.** A field that breaks a rule of the library (blank, too long, a valid time
    without an offset, ``valid_to`` not after ``valid_from``) drops the item
    (``invalid_item``); so does the same fact twice in one answer (``repeated_in_answer``,
-   the later one) and anything past the first 100 kept items of a list (``too_many``).
+   the later one) and anything past the first 100 kept items of a list, or past the
+   first 1,000 items of a list, which are dropped unread (``too_many``).
 
 Issues are reported by list, position in the model's list and fixed code, with the
 located span when there is one: never with text of the message or of the answer.
@@ -49,6 +50,7 @@ __all__ = [
     "ALREADY_STORED",
     "CLAIMS_PROMPT",
     "INVALID_ITEM",
+    "MAX_EXAMINED",
     "MAX_MEMORIES",
     "NOT_IN_SPAN",
     "PROMPT_VERSION",
@@ -252,28 +254,44 @@ def proposals(
     return proposed_memories, proposed_claims
 
 
-def _locate(text: str, quote: str, taken: set[tuple[int, int]]) -> tuple[int, int, bool] | None:
-    """The span of ``quote`` in ``text``: its first occurrence not in ``taken`` (every
-    one taken: the first), and whether it occurs more than once."""
-    if not quote:
-        return None
-    first = text.find(quote)
-    if first < 0:
-        return None
-    size = len(quote)
-    chosen = None
-    count = 0
-    position = first
-    while position >= 0:
-        count += 1
-        if chosen is None and (position, position + size) not in taken:
-            chosen = position
-        if chosen is not None and count > 1:
-            break
-        position = text.find(quote, position + 1)
-    start = first if chosen is None else chosen
-    taken.add((start, start + size))
-    return start, start + size, count > 1
+MAX_EXAMINED = 1000
+"""Items of one list examined at most: those after are dropped as ``too_many`` unread
+(with at most 100 kept, the rest of a longer list is a model repeating itself)."""
+
+
+class _Quotes:
+    """The quotes of one list located in ``text``: each quote's first occurrence not
+    taken by an earlier item of the list (every one taken: the first), and whether it
+    occurs more than once. The occurrences taken of one quote are always its first
+    ones, so each quote keeps the next one to take: a quote repeated by many items is
+    found in one pass over the text, not one per item."""
+
+    def __init__(self, text: str) -> None:
+        self._text = text
+        # quote -> (first occurrence, found more than once), or None when not found
+        self._found: dict[str, tuple[int, bool] | None] = {}
+        # quote -> the next occurrence to take, or -1 when every one is taken
+        self._upcoming: dict[str, int] = {}
+
+    def locate(self, quote: str) -> tuple[int, int, bool] | None:
+        if not quote:
+            return None
+        if quote not in self._found:
+            first = self._text.find(quote)
+            many = first >= 0 and self._text.find(quote, first + 1) >= 0
+            self._found[quote] = None if first < 0 else (first, many)
+            self._upcoming[quote] = first
+        found = self._found[quote]
+        if found is None:
+            return None
+        first, many = found
+        upcoming = self._upcoming[quote]
+        if upcoming < 0:
+            start = first
+        else:
+            start = upcoming
+            self._upcoming[quote] = self._text.find(quote, upcoming + 1)
+        return start, start + len(quote), many
 
 
 def _time(value: str | None) -> datetime | None:
@@ -286,10 +304,13 @@ def _time(value: str | None) -> datetime | None:
 
 
 def _read_memories(text: str, proposed: Sequence[ProposedMemory], reading: Reading) -> None:
-    taken: set[tuple[int, int]] = set()
+    quotes = _Quotes(text)
     seen: set[str] = set()
     for index, memory in enumerate(proposed):
-        located = _locate(text, memory.quote, taken)
+        if index >= MAX_EXAMINED:
+            reading.dropped.append(WriteIssue("memory", index, TOO_MANY))
+            continue
+        located = quotes.locate(memory.quote)
         if located is None:
             reading.dropped.append(WriteIssue("memory", index, QUOTE_NOT_FOUND))
             continue
@@ -330,10 +351,13 @@ def _claim(proposed: ProposedClaim, start: int, end: int, authority: str) -> Ext
 def _read_claims(
     text: str, proposed: Sequence[ProposedClaim], authority: str, reading: Reading
 ) -> None:
-    taken: set[tuple[int, int]] = set()
+    quotes = _Quotes(text)
     seen: set[tuple[str, str, str]] = set()
     for index, item in enumerate(proposed):
-        located = _locate(text, item.quote, taken)
+        if index >= MAX_EXAMINED:
+            reading.dropped.append(WriteIssue("claim", index, TOO_MANY))
+            continue
+        located = quotes.locate(item.quote)
         if located is None:
             reading.dropped.append(WriteIssue("claim", index, QUOTE_NOT_FOUND))
             continue
