@@ -552,6 +552,18 @@ def test_a_deleted_event_id_is_refused_before_the_model_is_asked(
     assert len(stub.requests) == 1
 
 
+def test_a_redirect_is_an_http_error_and_the_message_goes_nowhere_else(
+    stub: Stub, settings: ChatSettings, service: TrueHeart
+) -> None:
+    elsewhere = f"{stub.url}/elsewhere/chat/completions"
+    stub.script(Reply(status=307, body={}, headers={"location": elsewhere}))
+    stub.script(answer(GOOD_MEMORIES, []))
+    with pytest.raises(ProviderError, match="the writer model answered HTTP 307"):
+        _writer(service, settings).write(SCOPE, MESSAGE, event_id="turn-1")
+    assert len(stub.requests) == 1 and all("elsewhere" not in path for path in stub.paths)
+    assert service.stats(SCOPE).events == 0
+
+
 def test_a_closed_service_is_refused_before_the_model_is_asked(
     stub: Stub, settings: ChatSettings, service: TrueHeart
 ) -> None:

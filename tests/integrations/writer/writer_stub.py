@@ -38,6 +38,7 @@ class Reply:
     status: int = 200
     body: Any = None
     hang: bool = False
+    headers: dict[str, str] = field(default_factory=dict)
 
 
 def completion(
@@ -107,6 +108,8 @@ def _handler(stub: Stub) -> type[BaseHTTPRequestHandler]:
                 self.send_response(reply.status)
                 self.send_header("content-type", "application/json")
                 self.send_header("content-length", str(len(body)))
+                for name, value in reply.headers.items():
+                    self.send_header(name, value)
                 self.end_headers()
                 self.wfile.write(body)
             except OSError:

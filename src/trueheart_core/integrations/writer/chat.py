@@ -136,6 +136,9 @@ class ChatClient:
                 api_key=settings.api_key,
                 timeout=float(settings.timeout),
                 max_retries=settings.max_retries,
+                # The message goes to the configured endpoint only: a redirect is an
+                # HTTP error, never a second request to wherever it points.
+                http_client=self._module.DefaultHttpxClient(follow_redirects=False),
             )
         except Exception:
             raise ProviderError(
