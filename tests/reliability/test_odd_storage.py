@@ -24,6 +24,9 @@ import pytest
 from storage_faults import NOBODY, NOW, OTHER, RETENTION, SCOPE, body, in_child, populate
 
 from trueheart_core import (
+    EntityType,
+    GovernanceAction,
+    GovernanceCommand,
     RawEventDraft,
     RecallQuery,
     RepositoryFull,
@@ -389,3 +392,47 @@ def test_a_file_another_user_may_write_is_read_as_a_store_in_use(shared_dir: Pat
     side, before, after = value  # type: ignore[misc]
     assert side, "read as an immutable snapshot although the owner may write"
     assert after == before + 1
+
+
+def test_a_snapshot_its_reader_could_not_guard_is_read_again_once_the_file_changed(
+    shared_dir: Path,
+) -> None:
+    """A reader that may not create side files (the directory is its owner's, mode 0755)
+    reads the file as an immutable snapshot; when the owner writes (side files appear,
+    then the file itself changes), the reader's next call opens it again and sees what
+    the owner committed, rather than stale pages."""
+    path = shared_dir / "store.db"
+    populate(path)
+    path.chmod(0o644)
+    flags = shared_dir / "flags"  # written by both users; the store's directory is not
+    flags.mkdir()
+    flags.chmod(0o777)
+
+    def read_while_the_owner_writes() -> tuple[int, int, int, int]:
+        with TrueHeart(SQLiteRepository(path, read_only=True), clock=lambda: NOW) as service:
+            before = (len(service.audit(SCOPE, limit=100)), service.stats().memories)
+            (flags / "reader-ready").write_text("1")
+            _wait_for(flags / "writer-done")
+            after = (len(service.audit(SCOPE, limit=100)), service.stats().memories)
+        return (*before, *after)
+
+    def owner() -> None:
+        _wait_for(flags / "reader-ready")
+        with TrueHeart(SQLiteRepository(path), clock=lambda: NOW) as service:
+            source = SourceRef("chat", "chat", NOW, TrustLevel.OBSERVED)
+            service.ingest_event(RawEventDraft("owner-new", SCOPE, source, "x", RETENTION))
+            service.govern(
+                GovernanceCommand(
+                    SCOPE, GovernanceAction.FORGET, EntityType.MEMORY, "m0", NOW, "request"
+                )
+            )
+        (flags / "writer-done").write_text("1")
+
+    writer = threading.Thread(target=owner)
+    writer.start()
+    kind, value = in_child(read_while_the_owner_writes, uid=NOBODY)
+    writer.join(timeout=30)
+    assert kind == "ok", value
+    audit_before, memories_before, audit_after, memories_after = value  # type: ignore[misc]
+    assert audit_after == audit_before + 2
+    assert memories_after == memories_before - 1

@@ -86,6 +86,10 @@ class SQLiteRepository:
         self._erasure_pending = False
         # Set when a bulk erasure committed but the file has not been rewritten yet.
         self._rewrite_pending = False
+        # For a file read as an immutable snapshot: what the file was when it was opened
+        # (see ``_fresh_snapshot``); None otherwise.
+        self._snapshot: tuple[int, int, int, bool] | None = None
+        self._busy_timeout = float(busy_timeout)
         try:
             self._conn = self._open(target, float(busy_timeout), read_only)
         except BaseException as error:
@@ -127,6 +131,7 @@ class SQLiteRepository:
                 and not conn_mod.has_side_files(target)
                 and (not conn_mod.directory_writable(target) or conn_mod.unwritable_file(target))
             )
+            self._snapshot = _file_stamp(target) if immutable else None
         elif read_only:
             raise ValidationError("read_only", "requires a database file")
         self._read_only = read_only
@@ -146,6 +151,31 @@ class SQLiteRepository:
                 conn.close()
                 raise
         return conn
+
+    def _fresh_snapshot(self) -> None:
+        """Before a unit on a file read as an immutable snapshot: when the file has
+        changed since it was opened, or side files have appeared beside it (a user who
+        may write the directory, such as its owner, has written since), open it again,
+        as a snapshot if it still is one, else as a store in use, so that what that
+        user committed is read instead of stale pages."""
+        if self._snapshot is None or self._path is None:
+            return
+        if _file_stamp(self._path) == self._snapshot:
+            return
+        old_conn, old_handle, old_snapshot = self._conn, self._handle, self._snapshot
+        try:
+            self._conn = self._open(self._path, self._busy_timeout, True)
+        except BaseException:
+            # This unit fails; the next one tries again.
+            self._conn, self._handle, self._snapshot = old_conn, old_handle, old_snapshot
+            raise
+        if old_conn is not None:
+            with contextlib.suppress(sqlite3.Error):
+                old_conn.close()
+        if old_handle is not None:
+            old_handle.release()
+        self._scope_ids.clear()
+        self._scratch.clear()
 
     @staticmethod
     def _upgrade(conn: sqlite3.Connection, version: int, read_only: bool) -> None:
@@ -242,11 +272,13 @@ class SQLiteRepository:
     ) -> Iterator[SQLiteUnitOfWork]:
         diagnostic = DIAGNOSTICS[operation]
         with self._lock:
-            conn = self._conn
-            if conn is None:
+            if self._conn is None:
                 raise ValidationError("repository", "is closed")
             if write and self._read_only:
                 raise RepositoryReadOnly(diagnostic)
+            if self._snapshot is not None:
+                self._fresh_snapshot()
+            conn = self._conn
             if self._erasure_pending or (erasing and self._file_backed):
                 self._scrub_first(conn, diagnostic, erasing=erasing)
             with conn_mod.translate(diagnostic):
@@ -346,10 +378,12 @@ class SQLiteRepository:
         """Copy the whole store, online and consistently, into a new file at ``target``
         (see ``ports.SupportsBackup``); works for file and ``:memory:`` stores."""
         with self._lock:
-            conn = self._conn
-            if conn is None:
+            if self._conn is None:
                 raise ValidationError("repository", "is closed")
-            return backup_mod.copy_to(conn, target)
+            if self._snapshot is not None:
+                with conn_mod.translate(DIAGNOSTICS["open"]):
+                    self._fresh_snapshot()
+            return backup_mod.copy_to(self._conn, target)
 
     def storage_sizes(self) -> tuple[tuple[str, int], ...] | None:
         """``(("database", bytes), ("wal", bytes))`` of a file store (a missing WAL
@@ -390,3 +424,10 @@ class SQLiteRepository:
     def __del__(self) -> None:
         with contextlib.suppress(Exception):
             self.close()
+
+
+def _file_stamp(path: str) -> tuple[int, int, int, bool]:
+    """What changes when a file is written: its inode, size and modification time, and
+    whether side files lie beside it."""
+    found = os.stat(path)
+    return (found.st_ino, found.st_size, found.st_mtime_ns, conn_mod.has_side_files(path))
