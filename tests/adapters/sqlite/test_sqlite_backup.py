@@ -48,6 +48,24 @@ def test_a_journal_or_wal_next_to_the_target_is_refused(
     assert not target.exists() and side.read_bytes() == b"old log"
 
 
+@pytest.mark.parametrize("suffix", ["-wal", "-journal", "-shm"])
+def test_the_side_file_path_of_a_database_is_refused(
+    service: TrueHeart, db_path: Path, tmp_path: Path, suffix: str
+) -> None:
+    """SQLite would read a copy written there as that database's journal or WAL the next
+    time the database opens, and remove it."""
+    for database in (db_path, tmp_path / "other.db"):
+        database.touch()
+        target = Path(f"{database}{suffix}")
+        if target.exists():
+            continue
+        with pytest.raises(
+            ValidationError, match=r"^path: must not be the side file of another database$"
+        ):
+            service.backup(target)
+        assert not target.exists()
+
+
 def test_the_copy_keeps_the_bytes_that_later_erasure_removes(
     service: TrueHeart, db_path: Path, tmp_path: Path
 ) -> None:

@@ -25,10 +25,16 @@ def copy_to(conn: sqlite3.Connection, target: str) -> tuple[int, int]:
 
     The target is created exclusively (readable and writable by its owner only), so an
     existing file is never overwritten; a file next to it that SQLite would read as its
-    journal or WAL is refused too. A copy that fails part-way is removed.
+    journal or WAL is refused too, and so is a target that is the journal, WAL or
+    shared-memory path of an existing file. A copy that fails part-way is removed.
     """
     if any(os.path.lexists(f"{target}{suffix}") for suffix in _SIDE_FILES):
         raise ValidationError("path", "must not exist")
+    # The journal or WAL path of a database would be read (and removed) by SQLite as
+    # that database's own file the next time it is opened.
+    for suffix in _SIDE_FILES[1:]:
+        if target.endswith(suffix) and os.path.lexists(target.removesuffix(suffix)):
+            raise ValidationError("path", "must not be the side file of another database")
     try:
         os.close(os.open(target, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
     except FileExistsError:
