@@ -92,6 +92,19 @@ def test_a_memory_that_mentions_the_month_is_about_it_whenever_written(
     assert "hike-june" not in _ids(capsule)
 
 
+def test_a_question_about_december_in_chinese_is_none_about_february(
+    service: TrueHeart,
+) -> None:
+    """十二月 is the pairs 十二 and 二月: the question looks for 十二 only."""
+    _store(
+        service,
+        {"feb-trip": ("二月去北京出差", MARCH), "dec-trip": ("十二月去上海出差", MARCH)},
+    )
+    capsule = _search(service, "十二月去哪里出差")
+    assert capsule.time is not None and capsule.time.filtered
+    assert _ids(capsule) == ["dec-trip"]
+
+
 def test_relative_words_are_never_mentions(service: TrueHeart) -> None:
     _store(
         service,

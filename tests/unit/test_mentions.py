@@ -16,7 +16,9 @@ from trueheart_core.domain.search.mentions import mention_terms
         (("in 2025",), {"2025"}),
         (("三月",), {"三月"}),
         (("三月に",), {"三月"}),
-        (("十二月",), {"十二", "二月"}),
+        (("十二月",), {"十二"}),  # not 二月: December is no question about February
+        (("十一月に",), {"十一"}),
+        (("二月到十二月",), {"二月", "十二"}),
         (("2025年3月",), {"2025"}),
     ],
 )

@@ -8,7 +8,8 @@ being about that period, as a memory created in it does.
 
 Only words that name a period absolutely count: English month names and their
 abbreviations, years from 1970 to 2100, and the Chinese and Japanese month bigrams
-(``三月``, and ``十一`` and ``十二`` of ``十一月`` and ``十二月``). Relative words
+(``三月``, and only ``十一`` and ``十二`` of ``十一月`` and ``十二月``, whose second
+bigram is another month's). Relative words
 ("yesterday", "last week", 昨天) never do: a memory that says "yesterday" means the
 day before it was written.
 """
@@ -37,9 +38,22 @@ def _names_a_period(term: str) -> bool:
     return (len(term) == 2 and term[0] in _NUMERALS and term[1] == "月") or term in ("十一", "十二")
 
 
+_TWO_NUMERAL_MONTHS = ("十一月", "十二月")
+"""Months whose bigrams hold another month's: 十二月 (December) is 十二 and 二月
+(February)."""
+
+
+def _terms(text: str) -> Iterable[str]:
+    """The terms of one expression; 十一月 and 十二月 give only 十一 and 十二, so that a
+    question about December is not one about February as well."""
+    for month in _TWO_NUMERAL_MONTHS:
+        if month in text:
+            yield month[:2]
+            text = text.replace(month, " ")
+    yield from tokenize(text)
+
+
 def mention_terms(expressions: Iterable[str]) -> frozenset[str]:
     """The terms of these time expressions (as the tokeniser gives them) that name a
     calendar period absolutely."""
-    return frozenset(
-        term for text in expressions for term in tokenize(text) if _names_a_period(term)
-    )
+    return frozenset(term for text in expressions for term in _terms(text) if _names_a_period(term))
