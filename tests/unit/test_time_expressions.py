@@ -397,6 +397,9 @@ def test_chinese_forms(query: str, expected: Expected) -> None:
         "0月",
         "3月32日",
         "2月30日",
+        "2025年2月29日看牙医",  # no such day: not the 29th of February of another year
+        "2021年2月29日",
+        "每年3月",  # every March: no one period
         "最近的超市",  # the nearest supermarket
         "最近邻",
         "3天前往北京",  # 前往, to go to
