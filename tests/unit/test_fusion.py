@@ -153,7 +153,8 @@ def _three() -> list[Fused]:
 
 def test_rerank_adds_a_share_of_its_weight_by_rank_to_the_scored_candidates_only() -> None:
     fused = _three()
-    result = rerank(fused, {"c": 0.9, "b": 0.1}, 1.25)
+    # Shown two, it scored both: the first gains the weight, the second half of it.
+    result = rerank(fused, {"c": 0.9, "b": 0.1}, 1.25, 2)
     by_id = {f.memory_id: f for f in result}
     assert by_id["a"] == fused[0]
     assert by_id["c"].score == 0.0625 + 1.25
@@ -163,24 +164,33 @@ def test_rerank_adds_a_share_of_its_weight_by_rank_to_the_scored_candidates_only
     assert _ids(result) == ["c", "b", "a"]
 
 
+def test_the_shares_are_of_the_candidates_shown_not_of_those_scored() -> None:
+    """Shown three, it scored two: ranks 1 and 2 of three gain 3/3 and 2/3 of the
+    weight; rank 3 is unused."""
+    result = rerank(_three(), {"c": 0.9, "b": 0.1}, 1.5, 3)
+    by_id = {f.memory_id: f for f in result}
+    assert by_id["c"].signals[-1] == RankSignal(RR, 1, 0.9, 1.5)
+    assert by_id["b"].signals[-1] == RankSignal(RR, 2, 0.1, 1.0)
+
+
 def test_rerank_breaks_score_ties_by_fused_position() -> None:
     fused = _three()
-    result = rerank(fused, {"b": 0.5, "a": 0.5, "c": 0.5}, 1.0)
+    result = rerank(fused, {"b": 0.5, "a": 0.5, "c": 0.5}, 1.0, 3)
     ranks = {f.memory_id: f.signals[-1].rank for f in result}
     assert ranks == {"a": 1, "b": 2, "c": 3}
     assert _ids(result) == ["a", "b", "c"]
 
 
 def test_rerank_orders_by_score_descending_including_negative_scores() -> None:
-    result = rerank(_three(), {"a": -3.0, "b": -1.0, "c": 2.0}, 1.0)
+    result = rerank(_three(), {"a": -3.0, "b": -1.0, "c": 2.0}, 1.0, 3)
     ranks = {f.memory_id: f.signals[-1].rank for f in result}
     assert ranks == {"c": 1, "b": 2, "a": 3}
 
 
 def test_rerank_with_no_scores_or_weight_zero_keeps_the_order() -> None:
     fused = _three()
-    assert rerank(fused, {}, 1.25) == fused
-    zero = rerank(fused, {"c": 9.0}, 0.0)
+    assert rerank(fused, {}, 1.25, 3) == fused
+    zero = rerank(fused, {"c": 9.0}, 0.0, 3)
     assert _ids(zero) == _ids(fused)
     assert zero[2].score == fused[2].score
     assert zero[2].signals[-1] == RankSignal(RR, 1, 9.0, 0.0)
@@ -189,8 +199,8 @@ def test_rerank_with_no_scores_or_weight_zero_keeps_the_order() -> None:
 def test_shown_candidates_stay_above_the_ones_not_shown() -> None:
     fused = fuse([_scored(f"m{i}", 10.0 - i) for i in range(6)], [], 10, 10.0)
     shown = {f.memory_id: float(i) for i, f in enumerate(fused[:3])}
-    assert _ids(rerank(fused, shown, 0.01)) == _ids(fused)
-    assert _ids(rerank(fused, shown, 10.0)) == ["m2", "m1", "m0", "m3", "m4", "m5"]
+    assert _ids(rerank(fused, shown, 0.01, 3)) == _ids(fused)
+    assert _ids(rerank(fused, shown, 10.0, 3)) == ["m2", "m1", "m0", "m3", "m4", "m5"]
 
 
 # --- properties against a brute-force model -------------------------------------------------
@@ -290,14 +300,15 @@ def test_rerank_matches_a_brute_force_model(
     )
     scores = {memory_id: float(data.draw(st.integers(-2, 2))) for memory_id in chosen}
     weight = data.draw(st.sampled_from([0.0, 1.0, 1.25]))
-    result = rerank(fused, scores, weight)
+    shown = len(chosen) + data.draw(st.integers(0, 3))
+    result = rerank(fused, scores, weight, shown)
     # reranker ranks: score descending, then fused position
     order = sorted(chosen, key=lambda m: (-scores[m], _ids(fused).index(m)))
     expected = []
     for f in fused:
         if f.memory_id in scores:
             rank = order.index(f.memory_id) + 1
-            added = weight * (len(order) - rank + 1) / len(order)
+            added = weight * (shown - rank + 1) / shown
             signal = RankSignal(RR, rank, scores[f.memory_id], added)
             expected.append(
                 Fused(

@@ -147,12 +147,15 @@ def fuse(
     return fused[:keep]
 
 
-def rerank(fused: Sequence[Fused], scores: Mapping[str, float], weight: float) -> list[Fused]:
+def rerank(
+    fused: Sequence[Fused], scores: Mapping[str, float], weight: float, shown: int
+) -> list[Fused]:
     """``fused`` with the reranker's contribution added to the candidates it scored,
-    in the new fused order."""
+    in the new fused order: of the ``shown`` candidates, the one at rank ``r`` of its
+    order gains ``weight * (shown - r + 1) / shown`` (a reranker that scores only some
+    of them leaves the rest of the ranks unused)."""
     position = {f.memory_id: i for i, f in enumerate(fused)}
     order = sorted(scores, key=lambda memory_id: (-scores[memory_id], position[memory_id]))
-    shown = len(order)
     rank_of = {memory_id: rank for rank, memory_id in enumerate(order, start=1)}
     result = []
     for f in fused:

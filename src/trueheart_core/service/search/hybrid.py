@@ -121,7 +121,10 @@ def ranked(
         shown = fused[: settings.rerank_limit]
         reranked = len(shown)
         fused = fusion.rerank(
-            fused, _rerank(uow, query, settings.reranker, shown, rows), settings.reranker_weight
+            fused,
+            _rerank(uow, query, settings.reranker, shown, rows),
+            settings.reranker_weight,
+            len(shown),
         )
     window_ranked = [
         Ranked(f.memory_id, rows[f.memory_id].content, f.score, f.clarity, f.signals) for f in fused
