@@ -329,6 +329,7 @@ def test_a_cursor_not_made_by_a_page_is_refused(service: TrueHeart) -> None:
         _forged(["m1", query_id, claim_id]),
         _forged([version, "0" * 16, claim_id]),
         _forged({"cursor": claim_id}),
+        base64.urlsafe_b64encode(b"[" * 1500).decode("ascii"),  # nested too deep to read
     ]
     for cursor in bad:
         with pytest.raises(ValidationError, match=msg(SAME_QUERY)):

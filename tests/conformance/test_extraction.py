@@ -203,6 +203,20 @@ def test_refused_extractor_output_stores_nothing(service: TrueHeart, case: str) 
     assert service.ingest_extracted(event("evt-1", content=ADA), Fixed(ClaimExtraction((dark(),))))
 
 
+def test_an_extractor_whose_identity_fails_is_a_provider_error(service: TrueHeart) -> None:
+    class Failing:
+        @property
+        def identity(self) -> str:
+            raise RuntimeError("identity lookup failed")
+
+        def extract(self, content: str) -> ClaimExtraction:
+            return ClaimExtraction()
+
+    with pytest.raises(ProviderError, match=msg("provider error: the extractor failed")):
+        service.ingest_extracted(event("evt-1", content=ADA), Failing())
+    _nothing_stored(service)
+
+
 def test_the_most_claims_allowed_are_stored(service: TrueHeart) -> None:
     result = service.ingest_extracted(
         event("evt-1", content=ADA), Fixed(ClaimExtraction((dark(),) * 100))

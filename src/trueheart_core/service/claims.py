@@ -214,13 +214,17 @@ def drafts_from(
 
 def extract(draft: RawEventDraft, extractor: object) -> tuple[str, ClaimExtraction]:
     """Run the extractor and check everything it returned, before any transaction."""
-    if (
-        isinstance(extractor, type)
-        or not isinstance(extractor, ClaimExtractor)
-        or not isinstance(extractor.identity, str)
-    ):
+    try:
+        # The protocol check and the identity read run the host's code.
+        fits = not isinstance(extractor, type) and isinstance(extractor, ClaimExtractor)
+        identity = extractor.identity if isinstance(extractor, ClaimExtractor) and fits else None
+    except TrueHeartError:
+        raise
+    except Exception as error:
+        raise ProviderError("the extractor failed") from error
+    if not isinstance(extractor, ClaimExtractor) or not isinstance(identity, str):
         raise ValidationError("extractor", "must be a ClaimExtractor")
-    identity = v.text("extractor", extractor.identity)
+    identity = v.text("extractor", identity)
     try:
         answer = extractor.extract(draft.content)
     except TrueHeartError:

@@ -75,8 +75,8 @@ def decode_cursor(
     try:
         raw = base64.b64decode(cursor + "=" * (-len(cursor) % 4), altchars=b"-_", validate=True)
         value = json.loads(raw.decode("ascii"))
-    except (binascii.Error, UnicodeDecodeError, ValueError):
-        raise invalid from None
+    except (binascii.Error, UnicodeDecodeError, ValueError, RecursionError):
+        raise invalid from None  # RecursionError: JSON nested too deep to read
     if (
         not isinstance(value, list)
         or len(value) != 3
