@@ -507,3 +507,65 @@ def test_an_unexpected_exception_shows_only_its_class(
     assert err == "trueheart: internal error (KeyError); please report it\n"
     assert json.loads(out)["error"] == "KeyError"
     assert "green tea" not in out + err
+
+
+def test_a_subject_id_with_spaces_is_confirmed_as_typed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], terminal: Answer
+) -> None:
+    spaced = Scope("acme", "agent", " bob ")
+    path = tmp_path / "spaced.db"
+    with TrueHeart(SQLiteRepository(path), clock=lambda: NOW) as service:
+        service.ingest_events([_event("evt-1", spaced, "I drink green tea.")])
+    for answer, status in (("bob\n", 1), (" bob \n", 0)):
+        terminal(answer)
+        assert call(capsys, "erase-subject", str(path), "--scope", "acme/agent/ bob ")[0] == status
+
+
+# --- output ------------------------------------------------------------------------------
+
+
+def test_times_given_with_an_offset_are_printed_in_utc(
+    store: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for command in (
+        ("recall", str(store), "--scope", "acme/agent/user-1"),
+        ("search", str(store), "--scope", "acme/agent/user-1", "tea"),
+    ):
+        status, out, _ = call(capsys, *command, "--as-of", "2026-08-13T14:00:00+02:00", "--json")
+        assert status == 0 and json.loads(out)["as_of"] == "2026-08-13T12:00:00Z"
+    status, out, err = call(capsys, "expire", str(store), "--at", "2026-08-13T14:00:00+02:00")
+    assert status == 0 and out.endswith("due by 2026-08-13T12:00:00Z\n"), (out, err)
+
+
+def test_stored_control_characters_are_escaped_in_text_output(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    forged = Scope("acme\nevil", "agent\x1b[2J", "user")
+    path = tmp_path / "odd.db"
+    with TrueHeart(SQLiteRepository(path), clock=lambda: NOW) as service:
+        service.ingest_events([_event("evt\x1b[31m", forged, "body")])
+    status, out, _ = call(capsys, "scopes", str(path))
+    assert (status, out) == (0, "acme\\nevil/agent\\x1b[2J/user\n")
+    status, out, _ = call(
+        capsys,
+        "delete-event",
+        str(path),
+        "--scope",
+        "acme\nevil/agent\x1b[2J/user",
+        "evt\x1b[31m",
+        "--yes",
+    )
+    assert status == 0 and "\x1b" not in out and out.startswith("deleted evt\\x1b[31m;"), out
+
+
+def test_demo_makes_a_sqlite_file_only_and_leaves_nothing_when_it_fails(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = "postgresql://agent@127.0.0.1:1/memory"
+    status, _, err = call(capsys, "demo", url)
+    assert (status, err) == (1, f"trueheart: {url}: demo creates a new SQLite file\n")
+    assert list(tmp_path.iterdir()) == []
+    path = tmp_path / "demo.db"
+    status, _, err = call(capsys, "demo", str(path), "--at", "9999-12-31T00:00:00Z")
+    assert status == 1 and "Traceback" not in err
+    assert list(tmp_path.iterdir()) == []

@@ -39,7 +39,28 @@ def cwd_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]
         "    raise SystemExit('Drinks green tea.')\n"
         "def wrong():\n"
         "    return 42\n"
-        "number = 7\n",
+        "number = 7\n"
+        "class _Small:\n"
+        "    dimensions = 2\n"
+        "    normalized = False\n"
+        "    def embed_query(self, text):\n"
+        "        return [1.0, 0.0]\n"
+        "class Exits(_Small):\n"
+        "    identity = 'exits-v1'\n"
+        "    def embed_documents(self, texts):\n"
+        "        raise SystemExit('model said: ' + texts[0])\n"
+        "class Aborted(BaseException):\n"
+        "    pass\n"
+        "class Aborts(_Small):\n"
+        "    identity = 'aborts-v1'\n"
+        "    def embed_documents(self, texts):\n"
+        "        raise Aborted('model said: ' + texts[0])\n"
+        "class NoIdentity(_Small):\n"
+        "    @property\n"
+        "    def identity(self):\n"
+        "        raise ValueError('Drinks green tea.')\n"
+        "    def embed_documents(self, texts):\n"
+        "        return [[1.0, 0.0] for _ in texts]\n",
         encoding="utf-8",
     )
     monkeypatch.chdir(home)
@@ -135,6 +156,7 @@ def test_a_module_of_the_current_directory(
         ("cli_embedders:broken", "calling it without arguments failed"),
         ("cli_embedders:exits", "calling it without arguments failed"),
         ("cli_embedders:wrong", "calling it did not return an embedder"),
+        ("cli_embedders:NoIdentity", "calling it did not return an embedder"),
     ],
 )
 def test_a_bad_embedder_path_exits_2_and_changes_nothing(
@@ -151,6 +173,20 @@ def test_a_bad_embedder_path_exits_2_and_changes_nothing(
     assert json.loads(out) == {"error": "EmbedderRefused", "exit_status": 2, "message": message}
     assert "Drinks" not in err + out
     assert dump(store) == before
+
+
+@pytest.mark.parametrize("embedder", ["Exits", "Aborts"])
+def test_an_embedder_that_exits_or_aborts_is_an_internal_error_without_its_text(
+    store: Path, capsys: pytest.CaptureFixture[str], cwd_module: str, embedder: str
+) -> None:
+    args = ("semantic-sync", str(store), "--embedder", f"{cwd_module}:{embedder}", "--json")
+    status, out, err = call(capsys, *args)
+    name = "SystemExit" if embedder == "Exits" else "Aborted"
+    message = f"internal error ({name}); please report it"
+    assert status == 1
+    assert json.loads(out) == {"error": name, "exit_status": 1, "message": message}
+    assert err.splitlines()[-1] == f"trueheart: {message}"
+    assert "Drinks" not in err + out and "Traceback" not in err
 
 
 @pytest.mark.parametrize(

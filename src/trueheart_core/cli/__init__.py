@@ -258,7 +258,9 @@ def _main(argv: Sequence[str] | None) -> int:
         text = error.strerror or name
         message = text if where is None else f"{where}: {text}"
         return _fail(name, message, EXIT_CODES["error"], as_json)
-    except Exception as error:  # a bug: its message could hold anything, so not shown
+    except BaseException as error:
+        # A bug, or host code (an embedder) that raised anything or exited (Ctrl-C is
+        # handled above): its message could hold anything, so it is not shown.
         name = type(error).__name__
         message = f"internal error ({name}); please report it"
         return _fail(name, message, EXIT_CODES["error"], as_json)

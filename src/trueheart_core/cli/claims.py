@@ -112,7 +112,7 @@ def claims(args: argparse.Namespace, out: TextIO) -> int:
         clip="value",
     )
     for conflict in answer.conflicts:
-        out.write(f"conflict: {' '.join(conflict.claim_ids)}\n")
+        out.write(render.printable(f"conflict: {' '.join(conflict.claim_ids)}") + "\n")
     out.flush()
     if answer.next_cursor is not None:
         progress(

@@ -9,6 +9,8 @@ confirmation when stdin is a terminal, unless ``--yes`` is given.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import shlex
 import sys
 from collections.abc import Iterator
@@ -35,6 +37,7 @@ __all__ = [
     "open_store",
     "opened",
     "progress",
+    "remove_store",
 ]
 
 OK = 0
@@ -75,12 +78,22 @@ def confirmed(args: argparse.Namespace, question: str, answer: str | None = None
     sys.stderr.write(f"trueheart: {question} ")
     sys.stderr.flush()
     try:
-        reply = sys.stdin.readline().strip()  # "" at the end of input: declined
+        line = sys.stdin.readline()  # "" at the end of input: declined
     except OSError:  # the terminal went away
-        reply = ""
-    accepted = reply.lower() in ("y", "yes") if answer is None else reply == answer
+        line = ""
+    if answer is None:
+        accepted = line.strip().lower() in ("y", "yes")
+    else:  # exactly, spaces included: a subject ID may begin or end with one
+        accepted = line.rstrip("\r\n") == answer
     if not accepted:
         raise NotConfirmed
+
+
+def remove_store(path: str) -> None:
+    """Remove a SQLite file this command created, with its side files."""
+    for name in (path, f"{path}-wal", f"{path}-shm", f"{path}-journal"):
+        with contextlib.suppress(OSError):
+            os.remove(name)
 
 
 def open_store(target: str, *, busy_timeout: float, read_only: bool) -> Repository:

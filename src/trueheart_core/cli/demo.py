@@ -13,9 +13,11 @@ import os
 from datetime import UTC, datetime, timedelta
 from typing import Any, TextIO
 
+from trueheart_core import stores
 from trueheart_core.adapters.sqlite import SQLiteRepository
 from trueheart_core.cli import render
-from trueheart_core.cli.failures import TargetExists
+from trueheart_core.cli.common import remove_store
+from trueheart_core.cli.failures import TargetExists, TargetRefused
 from trueheart_core.cli.scopes import format_scope
 from trueheart_core.domain.model import (
     EntityType,
@@ -63,9 +65,20 @@ def clock(at: datetime | None) -> datetime:
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
+    if stores.is_server_url(args.path):
+        raise TargetRefused(stores.redacted(args.path), "demo creates a new SQLite file")
     path = os.path.abspath(args.path)
     if os.path.lexists(path):
         raise TargetExists(args.path, "demo creates a new store")
+    try:
+        return _walk(args, out, path)
+    except BaseException:
+        # A demo that did not finish leaves no store behind (the path was free).
+        remove_store(path)
+        raise
+
+
+def _walk(args: argparse.Namespace, out: TextIO, path: str) -> int:
     now = clock(args.at)
     steps: list[dict[str, Any]] = []
 

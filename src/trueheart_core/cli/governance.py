@@ -59,7 +59,7 @@ def _report(args: argparse.Namespace, out: TextIO, result: GovernanceResult) -> 
     if command.entity_type is EntityType.RAW_EVENT:
         derived = [i for i in result.affected_ids if i != command.entity_id]
         line += f"; memories deleted with it: {', '.join(derived) or 'none'}"
-    out.write(line + "\n")
+    out.write(render.printable(line) + "\n")
     return OK
 
 

@@ -25,6 +25,7 @@ from typing import Any, BinaryIO, TextIO
 from trueheart_core import stores
 from trueheart_core.cli import render
 from trueheart_core.cli.commands import opened, progress
+from trueheart_core.cli.common import remove_store
 from trueheart_core.cli.failures import CommandFailure, TargetExists, TargetRefused
 from trueheart_core.domain.portable import ExportReceipt, ImportReceipt
 from trueheart_core.service.trueheart import TrueHeart
@@ -158,12 +159,6 @@ def _lines(path: str) -> contextlib.AbstractContextManager[BinaryIO]:
         raise ImportFileMissing(path) from None
 
 
-def _remove_store(path: str) -> None:
-    for name in (path, f"{path}-wal", f"{path}-shm", f"{path}-journal"):
-        with contextlib.suppress(OSError):
-            os.remove(name)
-
-
 def _missing_directories(path: str) -> list[str]:
     """The directories above ``path`` that do not exist yet, the deepest first."""
     missing = []
@@ -199,7 +194,7 @@ def _import_into_new_file(args: argparse.Namespace, source: BinaryIO) -> ImportR
         done = True
         return receipt
     finally:
-        _remove_store(temporary)
+        remove_store(temporary)
         if not done:
             for made in missing:
                 with contextlib.suppress(OSError):  # not empty: another process uses it

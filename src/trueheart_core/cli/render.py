@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any, TextIO
 
 from trueheart_core.cli.scopes import format_scope
@@ -29,8 +29,9 @@ _CELL = 60
 
 
 def when(value: datetime) -> str:
-    """An instant as ISO 8601 in UTC, to the microsecond only when it has one."""
-    return value.isoformat().replace("+00:00", "Z")
+    """An instant as ISO 8601 in UTC, to the microsecond only when it has one (a time
+    given with another offset is converted)."""
+    return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
 def scope_text(scope: Scope | None) -> str | None:
@@ -179,8 +180,17 @@ def cell(value: object, clip: bool = False) -> str:
         return "-"
     if isinstance(value, bool):
         return "yes" if value else "no"
-    text = " ".join(str(value).split())
+    text = printable(" ".join(str(value).split()))
     return text if not clip or len(text) <= _CELL else text[: _CELL - 1] + "…"
+
+
+def printable(text: str) -> str:
+    """``text`` with every control or other unprintable character written as its Python
+    escape (``\\x1b``, ``\\n``), so that stored text cannot break a line or drive the
+    terminal."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def table(
@@ -213,8 +223,9 @@ def table(
 
 def pairs(out: TextIO, items: Sequence[tuple[str, object]]) -> None:
     """``name  value`` lines, the values aligned."""
-    width = max((len(name) for name, _ in items), default=0)
-    for name, value in items:
+    names = [printable(name) for name, _ in items]
+    width = max((len(name) for name in names), default=0)
+    for name, (_, value) in zip(names, items, strict=True):
         out.write(f"{name.ljust(width)}  {cell(value)}".rstrip() + "\n")
 
 

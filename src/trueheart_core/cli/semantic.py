@@ -48,7 +48,12 @@ class EmbedderRefused(CommandFailure):
 
 
 def _is_embedder(value: object) -> bool:
-    return not isinstance(value, type) and isinstance(value, Embedder)
+    """Whether ``value`` is an embedder; one whose attributes fail when read is not
+    (the protocol check reads them)."""
+    try:
+        return not isinstance(value, type) and isinstance(value, Embedder)
+    except (Exception, SystemExit):
+        return False
 
 
 def load_embedder(path: str) -> Embedder:
