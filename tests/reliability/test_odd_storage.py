@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import sqlite3
 import subprocess
 import tempfile
 import threading
@@ -436,3 +437,35 @@ def test_a_snapshot_its_reader_could_not_guard_is_read_again_once_the_file_chang
     audit_before, memories_before, audit_after, memories_after = value  # type: ignore[misc]
     assert audit_after == audit_before + 2
     assert memories_after == memories_before - 1
+
+
+def test_side_files_another_user_left_unreadable_are_named_not_taken_for_damage(
+    shared_dir: Path,
+) -> None:
+    """A reader of a store it may read finds the WAL and shared-memory files another
+    user's process left, readable by their owner only: the open is refused with a
+    library error naming them, not reported as a damaged store."""
+    path = shared_dir / "store.db"
+    populate(path)
+    holder = sqlite3.connect(path)  # keeps the side files, as a running writer does
+    try:
+        holder.execute("SELECT count(*) FROM scopes").fetchone()
+        for side in (Path(f"{path}-wal"), Path(f"{path}-shm")):
+            assert side.exists()
+            side.chmod(0o600)
+        path.chmod(0o644)
+
+        def open_it() -> str:
+            try:
+                SQLiteRepository(path, read_only=True).close()
+            except TrueHeartError as error:
+                return f"{type(error).__name__}: {error}"
+            return "opened"
+
+        kind, value = in_child(open_it, uid=NOBODY)
+    finally:
+        holder.close()
+    assert (kind, value) == (
+        "ok",
+        "ValidationError: path: its WAL or shared-memory file cannot be read by this process",
+    )

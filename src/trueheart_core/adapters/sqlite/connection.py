@@ -136,7 +136,11 @@ def check_target(path: str) -> bool:
     if not exists and os.path.islink(path):
         raise ValidationError("path", "is a dangling symbolic link")
     for side in ("-wal", "-shm"):
-        _regular(path + side)
+        if _regular(path + side) and exists and not os.access(path + side, os.R_OK):
+            # Left by another user's process: SQLite would fail on it as on damage.
+            raise ValidationError(
+                "path", "its WAL or shared-memory file cannot be read by this process"
+            )
     if not exists and len(os.fsencode(path)) > MAX_PATH_BYTES - _TEMPORARY_SUFFIX_BYTES:
         raise ValidationError(
             "path",
