@@ -24,9 +24,15 @@ from conformance_builders import (
 from semantic_builders import ConceptEmbedder
 
 from trueheart_core import GovernanceAction, MemoryCapsule, SearchQuery, TrueHeart
-from trueheart_core.domain.search.spelling import corrections
+from trueheart_core.domain.search.spelling import (
+    MAX_CORRECTIONS_PER_QUERY,
+    correctable,
+    correction_bound,
+    corrections,
+)
 from trueheart_core.domain.search.tokenize import term_key
 from trueheart_core.ports import Capability, Repository
+from trueheart_core.service.search import lexical
 
 CORPUS = {
     "mem-parcel": "the courier will receive the parcel on monday",
@@ -248,3 +254,39 @@ def test_the_index_answers_the_frequencies_of_hundreds_of_keys(
         other = (OTHER_SCOPE.tenant_id, OTHER_SCOPE.owner_id, OTHER_SCOPE.subject_id)
         assert uow.search.term_frequencies(other, keys) == {}
     assert found == {term_key(word): df for word, df in held.items()}
+
+
+def _many_blocks(count: int) -> str:
+    """A word of one lower-case letter from each of ``count`` Unicode blocks: its
+    corrections may bring in the letters of every one of them."""
+    letters = []
+    for block in range(0x1000 >> 7):
+        for code in range(block << 7, (block + 1) << 7):
+            char = chr(code)
+            if char.isalpha() and char.casefold() == char and correctable("ab" + char):
+                letters.append(char)
+                break
+        if len(letters) == count:
+            return "".join(letters)
+    raise AssertionError("too few blocks")
+
+
+def test_a_query_looks_up_a_bounded_number_of_corrections(
+    service: TrueHeart, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A word whose corrections would go past the query's budget is not corrected, and
+    the words after it still are."""
+    materialize_all(service, CORPUS)
+    huge = _many_blocks(30)
+    assert correction_bound(huge) > MAX_CORRECTIONS_PER_QUERY
+    assert correction_bound("recieve") <= MAX_CORRECTIONS_PER_QUERY
+    corrected: list[str] = []
+
+    def counting(term: str) -> list[str]:
+        corrected.append(term)
+        return corrections(term)
+
+    monkeypatch.setattr(lexical, "corrections", counting)
+    capsule = _search(service, f"{huge} recieve")
+    assert corrected == ["recieve"]
+    assert _ids(capsule)[:1] == ["mem-parcel"]

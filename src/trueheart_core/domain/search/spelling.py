@@ -50,9 +50,11 @@ import unicodedata
 from trueheart_core.domain.search.tokenize import MAX_TERM_CHARS, unspaced
 
 __all__ = [
+    "MAX_CORRECTIONS_PER_QUERY",
     "MIN_CORRECTABLE_CHARS",
     "alphabet",
     "correctable",
+    "correction_bound",
     "corrections",
     "inflections",
     "variants",
@@ -61,6 +63,11 @@ __all__ = [
 MIN_CORRECTABLE_CHARS = 3
 """Shorter words are not corrected: one edit of a two-letter word is almost any other
 two-letter word."""
+
+MAX_CORRECTIONS_PER_QUERY = 32_768
+"""The corrections one query looks up at most, over all its words: a word whose
+corrections would go past it (counted by :func:`correction_bound`) is not corrected, so
+that a long query of unusual words costs no more than a few ordinary ones."""
 
 _BLOCK = 7  # a character's block is its code point >> _BLOCK
 _LATIN_END = 0x250  # the Latin blocks (Basic Latin through Latin Extended-B)
@@ -122,6 +129,15 @@ def correctable(term: str) -> bool:
         and all(map(_letter, term))
         and not any(map(unspaced, term))
     )
+
+
+def correction_bound(term: str) -> int:
+    """At most how many corrections :func:`corrections` gives for ``term`` (0 when it is
+    not correctable), computed without making them."""
+    if not correctable(term):
+        return 0
+    letters = len(alphabet(term))
+    return len(term) * (2 * letters + 21) + letters
 
 
 def corrections(term: str) -> list[str]:

@@ -18,7 +18,11 @@ from trueheart_core.domain import policy
 from trueheart_core.domain.search import ranking
 from trueheart_core.domain.search.capsule import Ranked
 from trueheart_core.domain.search.model import SearchQuery, SemanticTrace
-from trueheart_core.domain.search.spelling import corrections
+from trueheart_core.domain.search.spelling import (
+    MAX_CORRECTIONS_PER_QUERY,
+    correction_bound,
+    corrections,
+)
 from trueheart_core.domain.search.stopwords import STOP_WORDS, content_words
 from trueheart_core.domain.search.tokenize import term_key, tokenize, unspaced
 from trueheart_core.ports import MemoryRow, Period, ScopeKey, SearchCandidate, UnitOfWork
@@ -138,16 +142,15 @@ def lexical(
     weights = _weights(uow, key, docs, sorted(words), 1.0)
     held = {term for term, _ in weights}
     missing = {term_id: term for term_id, term in words.items() if docs and term_id not in held}
-    fixes_of = {
-        term_id: {term_key(fix) for fix in corrections(term) if fix not in STOP_WORDS}
-        for term_id, term in missing.items()
-    }
-    fixes = {
-        term_key(fix)
-        for term in missing.values()
-        for fix in corrections(term)
-        if fix not in STOP_WORDS
-    } - words.keys()
+    fixes_of: dict[int, set[int]] = {}
+    budget = MAX_CORRECTIONS_PER_QUERY
+    for term_id, term in missing.items():  # in the query's order
+        bound = correction_bound(term)
+        if bound > budget:
+            continue
+        budget -= bound
+        fixes_of[term_id] = {term_key(fix) for fix in corrections(term) if fix not in STOP_WORDS}
+    fixes = set().union(*fixes_of.values()) - words.keys()
     weights += _weights(uow, key, docs, sorted(fixes), ranking.CORRECTION_WEIGHT)
     ceiling = _ceiling(docs, words, dict(weights), fixes_of)
     terms = sorted({*words, *(term for term, _ in weights)})
