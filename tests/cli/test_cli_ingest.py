@@ -161,6 +161,19 @@ def test_bytes_that_are_not_utf8(
     assert _new(store) == (0, 0)
 
 
+def test_a_byte_order_mark_at_the_start_is_skipped_and_nowhere_else(
+    store: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = tmp_path / "in.jsonl"
+    first, second = (json.dumps(_event(e)).encode() for e in ("evt-1", "evt-2"))
+    source.write_bytes(b"\xef\xbb\xbf" + first + b"\r\n" + second + b"\r\n")
+    status, out, _ = call(capsys, "ingest", str(store), str(source))
+    assert (status, out) == (0, "ingested 2 events and 0 memories\n")
+    source.write_bytes(first + b"\n\xef\xbb\xbf" + second + b"\n")
+    status, _, err = call(capsys, "ingest", str(store), str(source))
+    assert (status, err) == (1, "trueheart: line 2: not valid JSON; nothing was stored\n")
+
+
 def test_a_refused_event_stores_no_event(
     store: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

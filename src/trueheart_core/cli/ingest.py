@@ -229,6 +229,9 @@ def _memory(line: Mapping[str, Any]) -> MemoryDraft:
     )
 
 
+_BOM = b"\xef\xbb\xbf"
+
+
 def _parse(raw: bytes) -> RawEventDraft | MemoryDraft:
     try:
         text = raw.decode("utf-8")
@@ -256,7 +259,9 @@ def read_lines(source: Iterable[bytes]) -> Lines:
     :class:`BadLine` at the first bad one."""
     events: list[RawEventDraft] = []
     memories: list[tuple[int, MemoryDraft]] = []
-    for number, raw in enumerate(source, start=1):
+    for number, read in enumerate(source, start=1):
+        # A UTF-8 byte-order mark at the start, as some editors write, is no content.
+        raw = read.removeprefix(_BOM) if number == 1 else read
         if not raw.strip():
             continue
         try:
