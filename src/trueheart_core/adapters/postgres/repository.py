@@ -33,7 +33,7 @@ from trueheart_core import logs
 from trueheart_core.adapters.postgres import catalog
 from trueheart_core.adapters.postgres import connection as conn_mod
 from trueheart_core.adapters.postgres import schema as ddl
-from trueheart_core.adapters.postgres.session import Session
+from trueheart_core.adapters.postgres.session import OWNS_THE_TABLES, Session
 from trueheart_core.adapters.postgres.unit_of_work import PostgresUnitOfWork
 from trueheart_core.adapters.postgres.wire import Result
 from trueheart_core.adapters.sql.failures import DIAGNOSTICS
@@ -300,10 +300,7 @@ class PostgresRepository:
         if row is None or not row[0]:
             return
         tables, xid = list(row[0]), str(row[1])
-        owner = conn.execute(
-            "SELECT bool_and(pg_has_role(c.relowner, 'USAGE')) FROM pg_class c "
-            "WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind = 'r'"
-        ).fetchone()
+        owner = conn.execute(OWNS_THE_TABLES).fetchone()
         if owner is None or owner[0] is not True:
             logs.ERASURE.warning("erasure rewrite postponed: this role does not own the store")
             return

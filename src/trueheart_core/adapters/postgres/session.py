@@ -107,6 +107,13 @@ def memory_row(scope: ScopeKey, r: Sequence[Any]) -> MemoryRow:
     )
 
 
+OWNS_THE_TABLES = (
+    "SELECT bool_and(pg_has_role(c.relowner, 'USAGE')) FROM pg_class c "
+    "WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind = 'r'"
+)
+"""Whether the connection's role owns every table of the store's schema (true), as
+``VACUUM FULL`` needs."""
+
 _cursor_names = itertools.count(1)
 
 
@@ -289,10 +296,7 @@ class Session:
         every table of the store (``VACUUM FULL`` needs the owner's role; for any other
         role the server skips the table with a mere warning, which would leave an
         erasure's rows in place while the call reported success)."""
-        row = self.one(
-            "SELECT bool_and(pg_has_role(c.relowner, 'USAGE')) FROM pg_class c "
-            "WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind = 'r'"
-        )
+        row = self.one(OWNS_THE_TABLES)
         if row is None or row[0] is not True:
             raise RepositoryReadOnly("rewriting the store's tables needs the role that owns them")
 
