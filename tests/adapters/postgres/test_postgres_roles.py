@@ -11,13 +11,15 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
-from conformance_builders import ERASED_AT, NOW, SCOPE, command, event, memory
+from conformance_builders import ERASED_AT, NOW, OTHER_SCOPE, SCOPE, command, event, memory
 
 import postgres_configuration
 from trueheart_core import (
+    EntityType,
     GovernanceAction,
     PostgresRepository,
     RecallQuery,
+    RepositoryBusy,
     RepositoryReadOnly,
     TrueHeart,
 )
@@ -74,3 +76,51 @@ def test_a_rewrite_needs_the_owner_and_is_refused_before_any_change(
 def test_the_application_role_cannot_create_a_store(app_url: str) -> None:
     with pytest.raises(RepositoryReadOnly):
         PostgresRepository(app_url, schema=f"th_denied_{uuid.uuid4().hex[:8]}")
+
+
+def test_an_owed_rewrite_is_left_owed_by_a_role_that_cannot_run_it(
+    app_url: str, pg_schema: str, pg: Any
+) -> None:
+    """The application role's erasing calls go on, and the rewrite an owner's erasure
+    owes stays recorded until the owner's next erasing call runs it (the server would
+    skip another role's ``VACUUM FULL`` with a mere warning)."""
+    import psycopg
+
+    url = postgres_configuration.database_url()
+    holder = psycopg.connect(url)
+    try:
+        with TrueHeart(
+            PostgresRepository(url, schema=pg_schema, lock_timeout=0.3), clock=lambda: NOW
+        ) as owner:
+            owner.ingest_event(event("evt-1"))
+            owner.materialize_once(memory("mem-1", ("evt-1",)))
+            holder.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+            holder.execute("SELECT 1").fetchall()
+            with pytest.raises(RepositoryBusy, match="erasure rewrite incomplete"):
+                owner.erase_subject(SCOPE, occurred_at=ERASED_AT)
+    finally:
+        holder.close()
+    owed = pg.execute("SELECT rewrite_tables, rewrite_xid FROM meta").fetchone()
+    assert owed[0] and owed[1] is not None
+    with TrueHeart(PostgresRepository(app_url, schema=pg_schema), clock=lambda: NOW) as app:
+        app.ingest_event(event("evt-2", scope=OTHER_SCOPE))
+        app.govern(
+            command(
+                GovernanceAction.DELETE,
+                "evt-2",
+                entity_type=EntityType.RAW_EVENT,
+                scope=OTHER_SCOPE,
+            )
+        )
+    assert pg.execute("SELECT rewrite_tables, rewrite_xid FROM meta").fetchone() == owed
+    with TrueHeart(PostgresRepository(url, schema=pg_schema), clock=lambda: NOW) as owner:
+        owner.ingest_event(event("evt-3", scope=OTHER_SCOPE))
+        owner.govern(
+            command(
+                GovernanceAction.DELETE,
+                "evt-3",
+                entity_type=EntityType.RAW_EVENT,
+                scope=OTHER_SCOPE,
+            )
+        )
+    assert pg.execute("SELECT rewrite_tables, rewrite_xid FROM meta").fetchone() == ([], None)
