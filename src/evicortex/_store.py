@@ -6,6 +6,7 @@ converts arguments and results and translates errors, and holds no policy of its
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -196,20 +197,19 @@ class EviCortex:
         engine = self.engine
         scope = scope_of(namespace)
         inputs = _claim_inputs(claims)
-
-        def plan() -> _Plan:
-            return self._plan(
-                engine,
-                scope,
-                namespace,
-                content,
-                kind,
-                source,
-                occurred_at,
-                recorded_at,
-                metadata,
-                idempotency_key,
-            )
+        plan = functools.partial(
+            self._plan,
+            engine,
+            scope,
+            namespace,
+            content,
+            kind,
+            source,
+            occurred_at,
+            recorded_at,
+            metadata,
+            idempotency_key,
+        )
 
         def write(plan: _Plan) -> IngestResult:
             drafts = [
@@ -217,14 +217,9 @@ class EviCortex:
                 for index, claim in enumerate(inputs)
             ]
             event = _with_claim_ids(plan.event, [d.claim_id for d in drafts])
-            with (
-                engine_errors(plan.memory.memory_id),
-                _supersession(plan.memory.memory_id),
-                self._clock.at(plan.recorded_at),
-            ):
-                return engine.ingest_derived(event, memories=[plan.memory], claims=drafts)
+            return engine.ingest_derived(event, memories=[plan.memory], claims=drafts)
 
-        stored = _written(plan, write)
+        stored = self._written(plan, write)
         ids = [claim.claim_id for claim in stored.claims]
         return _built(engine, scope, stored.receipt, stored.memories[0], ids)
 
@@ -250,35 +245,29 @@ class EviCortex:
         chosen = extractor if extractor is not None else self._extractor
         if chosen is None:
             raise ValidationError("extractor", "must be given here or to open()")
-
-        def plan() -> _Plan:
-            return self._plan(
-                engine,
-                scope,
-                namespace,
-                content,
-                kind,
-                source,
-                occurred_at,
-                recorded_at,
-                metadata,
-                idempotency_key,
-            )
+        plan = functools.partial(
+            self._plan,
+            engine,
+            scope,
+            namespace,
+            content,
+            kind,
+            source,
+            occurred_at,
+            recorded_at,
+            metadata,
+            idempotency_key,
+        )
 
         def write(plan: _Plan) -> ExtractionResult:
-            with (
-                engine_errors(plan.memory.memory_id),
-                _supersession(plan.memory.memory_id),
-                self._clock.at(plan.recorded_at),
-            ):
-                return engine.ingest_extracted(
-                    plan.event,
-                    chosen,
-                    claim_ids_by_source=claim_ids_by_source,
-                    memories=[plan.memory],
-                )
+            return engine.ingest_extracted(
+                plan.event,
+                chosen,
+                claim_ids_by_source=claim_ids_by_source,
+                memories=[plan.memory],
+            )
 
-        result = _written(plan, write)
+        result = self._written(plan, write)
         ids = list(result.extraction.claim_ids)
         return _built(engine, scope, result.receipt, result.memories[0], ids)
 
@@ -517,6 +506,25 @@ class EviCortex:
             )
         return _Plan(event, memory, recorded, first=idempotency_key is not None and stored is None)
 
+    def _written(self, plan: Callable[[], _Plan], write: Callable[[_Plan], _W]) -> _W:
+        """``write`` of a new plan, at its recorded time and with the engine's errors
+        translated; once more, planned again, when a keyed write that found no record of
+        its key conflicts: another writer's request of the same key was stored
+        meanwhile, and an identical one is then a replay that takes that record's times."""
+
+        def attempt(planned: _Plan) -> _W:
+            rid = planned.memory.memory_id
+            with engine_errors(rid), _supersession(rid), self._clock.at(planned.recorded_at):
+                return write(planned)
+
+        planned = plan()
+        try:
+            return attempt(planned)
+        except IdempotencyConflictError:
+            if not planned.first:
+                raise
+        return attempt(plan())
+
     @staticmethod
     def _stored_receipt(engine: TrueHeart, scope: Scope, rid: str) -> RawEventReceipt | None:
         try:
@@ -578,19 +586,6 @@ class _Fixed:
 
 
 _W = TypeVar("_W")
-
-
-def _written(plan: Callable[[], _Plan], write: Callable[[_Plan], _W]) -> _W:
-    """``write`` of a new plan; once more, planned again, when a keyed write that found
-    no record of its key conflicts: another writer's request of the same key was stored
-    meanwhile, and an identical one is then a replay that takes that record's times."""
-    planned = plan()
-    try:
-        return write(planned)
-    except IdempotencyConflictError:
-        if not planned.first:
-            raise
-    return write(plan())
 
 
 class _Plan:
