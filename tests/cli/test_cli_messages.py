@@ -545,17 +545,29 @@ def test_stored_control_characters_are_escaped_in_text_output(
     with TrueHeart(SQLiteRepository(path), clock=lambda: NOW) as service:
         service.ingest_events([_event("evt\x1b[31m", forged, "body")])
     status, out, _ = call(capsys, "scopes", str(path))
-    assert (status, out) == (0, "acme\\nevil/agent\\x1b[2J/user\n")
+    assert (status, out) == (0, "acme%0Aevil/agent%1B[2J/user\n")
     status, out, _ = call(
-        capsys,
-        "delete-event",
-        str(path),
-        "--scope",
-        "acme\nevil/agent\x1b[2J/user",
-        "evt\x1b[31m",
-        "--yes",
+        capsys, "delete-event", str(path), "--scope", out.strip(), "evt\x1b[31m", "--yes"
     )
     assert status == 0 and "\x1b" not in out and out.startswith("deleted evt\\x1b[31m;"), out
+
+
+def test_a_scope_shown_names_that_scope_and_no_other(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A subject with a newline and one with a backslash and an ``n`` are shown apart, and
+    # the line shown for one, passed back, erases that one only.
+    meant, bystander = Scope("t", "o", "user\nname"), Scope("t", "o", "user\\nname")
+    path = tmp_path / "odd.db"
+    with TrueHeart(SQLiteRepository(path), clock=lambda: NOW) as service:
+        service.ingest_events([_event("e1", meant, "body"), _event("e1", bystander, "body")])
+    status, out, _ = call(capsys, "scopes", str(path))
+    assert (status, out) == (0, "t/o/user%0Aname\nt/o/user\\nname\n")
+    shown = out.splitlines()[0]
+    status, out, _ = call(capsys, "erase-subject", str(path), "--scope", shown, "--yes")
+    assert status == 0 and out.startswith(f"scope        {shown}\n"), out
+    with TrueHeart(SQLiteRepository(path), clock=lambda: NOW) as service:
+        assert service.scopes() == (bystander,)
 
 
 def test_demo_makes_a_sqlite_file_only_and_leaves_nothing_when_it_fails(

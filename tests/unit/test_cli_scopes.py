@@ -1,4 +1,4 @@
-"""The command line's scope syntax: tenant/owner/subject with %2F and %25 escapes."""
+"""The command line's scope syntax: tenant/owner/subject with %XX byte escapes."""
 
 from __future__ import annotations
 
@@ -17,6 +17,9 @@ from trueheart_core.cli.scopes import ScopeSyntaxError, format_scope, parse_scop
         ("a%2Fb/c%25d/e", Scope("a/b", "c%d", "e")),
         ("a%2fb/c/%252F", Scope("a/b", "c", "%2F")),
         ("t/o/ä 漢", Scope("t", "o", "ä 漢")),
+        ("t/o/user%0Aname", Scope("t", "o", "user\nname")),
+        ("t/o/%C3%A4%e6%bc%a2", Scope("t", "o", "ä漢")),
+        ("a/b/%41", Scope("a", "b", "A")),
     ],
 )
 def test_parse(text: str, scope: Scope) -> None:
@@ -25,7 +28,10 @@ def test_parse(text: str, scope: Scope) -> None:
 
 @pytest.mark.parametrize(
     "text",
-    ["a/b", "a/b/c/d", "", "a/b/%", "a/b/%2", "a/b/%41", "a//c", "a/ /c", "a/b/" + "x" * 129],
+    [
+        *("a/b", "a/b/c/d", "", "a/b/%", "a/b/%2", "a/b/%G1", "a//c", "a/ /c", "a/b/" + "x" * 129),
+        *("a/b/%C3", "a/b/%FF", "a/b/%ED%A0%80", "a/b/%20"),  # not UTF-8, a surrogate, blank
+    ],
 )
 def test_malformed(text: str) -> None:
     with pytest.raises(ScopeSyntaxError):
@@ -43,3 +49,26 @@ def test_format_then_parse_is_the_identity(tenant: str, owner: str, subject: str
     text = format_scope(scope)
     assert text.count("/") == 2
     assert parse_scope(text) == scope
+
+
+@pytest.mark.parametrize(
+    ("shown", "scope"),
+    [
+        ("t/o/user%0Aname", Scope("t", "o", "user\nname")),
+        ("t/o/user\\nname", Scope("t", "o", "user\\nname")),
+        ("t/o/z%00", Scope("t", "o", "z\x00")),
+        ("t/o/z\\x00", Scope("t", "o", "z\\x00")),
+        ("t/o/a%E2%80%8Bb", Scope("t", "o", "a\u200bb")),
+    ],
+)
+def test_output_names_exactly_one_scope(shown: str, scope: Scope) -> None:
+    # A control character is escaped as its bytes, not as a backslash escape that a
+    # part holding a literal backslash would print the same as.
+    assert format_scope(scope) == shown
+    assert parse_scope(shown) == scope
+    assert shown.isprintable()
+
+
+@given(parts, parts, parts)
+def test_formatted_scopes_are_printable(tenant: str, owner: str, subject: str) -> None:
+    assert format_scope(Scope(tenant, owner, subject)).isprintable()
