@@ -365,3 +365,22 @@ def test_semantic_scores_are_the_cosine_of_the_stored_vectors(
                 assert signal.score == expected
                 seen += 1
     assert seen == 30
+
+
+def test_a_term_based_embedder_keeps_the_lexical_order(repository: Repository) -> None:
+    # Both matches of "kyoto ryokan" reach the lexical ceiling (their shares are capped at
+    # 1); the one holding both words stays first, though the other is newer.
+    service = hybrid(repository, embedder=HashingEmbedder(256))
+    service.ingest_event(event("evt-1"))
+    contents = {"booked": "booked a ryokan in kyoto", "loves": "loves kyoto"}
+    contents |= {f"r{i}": f"compared ryokan option {i} for the spring tour" for i in range(10)}
+    contents |= {f"x{i}": f"team meeting notes for week {i} and the budget" for i in range(28)}
+    for n, (memory_id, content) in enumerate(contents.items()):
+        created = NOW + timedelta(seconds=100 if memory_id == "loves" else n)
+        service.materialize_once(memory(memory_id, content=content, created_at=created))
+    lexical = find(service, "kyoto ryokan", semantic=False)
+    assert ids(lexical)[:2] == ["booked", "loves"]
+    capsule = find(service, "kyoto ryokan")
+    assert capsule.semantic is not None
+    assert [e.score for e in capsule.trace[:2]] == [1.0, 1.0]
+    assert ids(capsule)[: len(lexical.items)] == ids(lexical)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from math import inf
 
 import pytest
 from hypothesis import given, settings
@@ -10,7 +11,14 @@ from hypothesis import strategies as st
 
 from trueheart_core.domain.search.model import RankSignal, SignalSource
 from trueheart_core.domain.semantic import fusion
-from trueheart_core.domain.semantic.fusion import Fused, Scored, fuse, lexical_evidence, rerank
+from trueheart_core.domain.semantic.fusion import (
+    Fused,
+    Scored,
+    fuse,
+    lexical_evidence,
+    ranked,
+    rerank,
+)
 
 LEX = SignalSource.LEXICAL
 SEM = SignalSource.SEMANTIC
@@ -93,33 +101,44 @@ def test_an_empty_ranking_leaves_the_other() -> None:
     assert fuse([], [], 10, 4.0) == []
 
 
-def test_exact_ties_are_broken_by_similarity_clarity_created_at_then_memory_id() -> None:
+def test_exact_ties_are_broken_by_similarity_lexical_rank_clarity_created_at_then_id() -> None:
     lexical = [_scored("lex", 2.0)]
     semantic = [_scored("sem", 0.25), _scored("lex", 0.1)]
     # lex: 0.25 + 0.1 > sem: 0.25
     assert _ids(fuse(lexical, semantic, 10, 4.0)) == ["lex", "sem"]
     # equal fused scores: the candidate with a similarity first, then the higher one
     assert _ids(fuse([_scored("lex", 2.0)], [_scored("sem", 0.25)], 10, 4.0)) == ["sem", "lex"]
-    same = [_scored("m-clear", clarity=1.0, created=1), _scored("z-low", clarity=0.1)]
+    # equal scores and no similarity: the lexical ranking's order
+    same = ranked([_scored("z-low", clarity=0.1), _scored("m-clear", clarity=1.0, created=1)])
     assert _ids(fuse(same, [], 10, 1.0)) == ["m-clear", "z-low"]
-    assert _ids(fuse([_scored("old", created=1), _scored("new", created=2)], [], 10, 1.0)) == [
-        "new",
-        "old",
-    ]
-    assert _ids(fuse([_scored("b", created=5), _scored("a", created=5)], [], 10, 1.0)) == [
-        "a",
-        "b",
-    ]
+    # equal scores and similarities, no lexical rank: clarity, created_at, then ID
+    same = [_scored("z-low", 0.5, clarity=0.1), _scored("m-clear", 0.5, clarity=1.0)]
+    assert _ids(fuse([], same, 10, 1.0)) == ["m-clear", "z-low"]
+    older, newer = _scored("old", 0.5, created=1), _scored("new", 0.5, created=2)
+    assert _ids(fuse([], [older, newer], 10, 1.0)) == ["new", "old"]
+    assert _ids(fuse([], [_scored("b", 0.5), _scored("a", 0.5)], 10, 1.0)) == ["a", "b"]
+
+
+def test_lexical_shares_capped_at_one_keep_the_bm25_order() -> None:
+    # Both scores reach the ceiling (a share of 1): the stronger match stays first, though
+    # the weaker one is clearer and newer.
+    strong = _scored("strong", 5.5, clarity=0.5, created=1)
+    weak = _scored("weak", 4.3, clarity=1.0, created=9)
+    for term_based in (False, True):
+        fused = fuse([strong, weak], [], 10, 4.0, term_based=term_based)
+        assert [(f.memory_id, f.score) for f in fused] == [("strong", 1.0), ("weak", 1.0)]
 
 
 def test_memory_ids_are_compared_in_code_point_order() -> None:
-    fused = fuse([_scored("Z"), _scored("é"), _scored("a"), _scored("_")], [], 10, 1.0)
+    fused = fuse([], [_scored("Z"), _scored("é"), _scored("a"), _scored("_")], 10, 1.0)
     assert _ids(fused) == ["Z", "_", "a", "é"]
+    assert _ids(fusion.ranked([_scored("é"), _scored("_"), _scored("Z")])) == ["Z", "_", "é"]
 
 
 def test_the_fused_key_is_the_total_order() -> None:
-    assert Fused("m", 0.5, 0.25, 7, (), 0.125).key() == (-0.5, -0.125, -0.25, -7, "m")
-    assert Fused("m", 0.5, 0.25, 7, ()).key() == (-0.5, 2.0, -0.25, -7, "m")
+    assert Fused("m", 0.5, 0.25, 7, (), 0.125).key() == (-0.5, -0.125, inf, -0.25, -7, "m")
+    assert Fused("m", 0.5, 0.25, 7, ()).key() == (-0.5, 2.0, inf, -0.25, -7, "m")
+    assert Fused("m", 0.5, 0.25, 7, (), None, 3).key() == (-0.5, 2.0, 3.0, -0.25, -7, "m")
 
 
 # --- term-based embedders ------------------------------------------------------------------
@@ -228,9 +247,11 @@ def _brute_fuse(
     found: dict[str, list[RankSignal]] = {}
     facts: dict[str, tuple[float, int]] = {}
     similarity: dict[str, float] = {}
+    lexical_position: dict[str, int] = {}
     for position, candidate in enumerate(lexical[:window]):
         share = 0.0 if ceiling <= 0 else min(1.0, candidate.score / ceiling)
         facts[candidate.memory_id] = (candidate.clarity, candidate.created_at)
+        lexical_position[candidate.memory_id] = position
         found.setdefault(candidate.memory_id, []).append(
             RankSignal(LEX, position + 1, candidate.score, share * share)
         )
@@ -255,6 +276,9 @@ def _brute_fuse(
         s1, s2 = similarity.get(one[0], -9.0), similarity.get(other[0], -9.0)
         if s1 != s2:
             return s1 > s2
+        p1, p2 = lexical_position.get(one[0], 99), lexical_position.get(other[0], 99)
+        if p1 != p2:
+            return p1 < p2
         a, b = facts[one[0]], facts[other[0]]
         if a[0] != b[0]:
             return a[0] > b[0]
@@ -318,6 +342,7 @@ def test_rerank_matches_a_brute_force_model(
                     f.created_at,
                     (*f.signals, signal),
                     f.similarity,
+                    f.lexical_rank,
                 )
             )
         else:

@@ -20,8 +20,11 @@ noise into the fused ranking. This rule fuses evidence instead:
 Each ranking contributes its best ``window`` candidates only (the search's
 ``2 * limit``). The fused order is total: fused score descending, then cosine
 similarity descending (a candidate without one after every candidate with one), then
-clarity at ``as_of`` descending, then ``created_at`` descending, then ``memory_id``
-ascending. The semantic ranking orders by cosine similarity with the usual tie-breaks.
+rank in the lexical ranking (a candidate without one after every candidate with one),
+then clarity at ``as_of`` descending, then ``created_at`` descending, then
+``memory_id`` ascending. The lexical rank keeps the BM25 order among candidates whose
+lexical share is capped at 1 (every score at or above the ceiling). The semantic
+ranking orders by cosine similarity with the usual tie-breaks.
 
 An embedder whose vectors only restate the library's own terms (``term_based``, as
 :class:`~trueheart_core.domain.semantic.embedders.HashingEmbedder`) repeats the
@@ -58,6 +61,7 @@ FUSION = "evidence-v1"
 TERM_BASED_FUSION = "evidence-v1 lexical-first"
 
 _NO_SIMILARITY = -2.0  # below every cosine similarity
+_NO_RANK = float("inf")  # after every lexical rank
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,11 +86,13 @@ class Fused:
     created_at: int
     signals: tuple[RankSignal, ...]
     similarity: float | None = None
+    lexical_rank: int | None = None
 
-    def key(self) -> tuple[float, float, float, int, str]:
+    def key(self) -> tuple[float, float, float, float, int, str]:
         """Sort key of the fused order (ascending sort puts the best first)."""
         similarity = _NO_SIMILARITY if self.similarity is None else self.similarity
-        return (-self.score, -similarity, -self.clarity, -self.created_at, self.memory_id)
+        rank = _NO_RANK if self.lexical_rank is None else float(self.lexical_rank)
+        return (-self.score, -similarity, rank, -self.clarity, -self.created_at, self.memory_id)
 
 
 def lexical_evidence(score: float, ceiling: float) -> float:
@@ -117,9 +123,11 @@ def fuse(
     found: dict[str, list[RankSignal]] = {}
     facts: dict[str, Scored] = {}
     similarity: dict[str, float] = {}
+    lexical_rank: dict[str, int] = {}
     for rank, candidate in enumerate(lexical[:window], start=1):
         evidence = lexical_evidence(candidate.score, ceiling)
         facts.setdefault(candidate.memory_id, candidate)
+        lexical_rank.setdefault(candidate.memory_id, rank)
         found.setdefault(candidate.memory_id, []).append(
             RankSignal(SignalSource.LEXICAL, rank, candidate.score, evidence * evidence)
         )
@@ -140,6 +148,7 @@ def fuse(
             facts[memory_id].created_at,
             tuple(signals),
             similarity.get(memory_id),
+            lexical_rank.get(memory_id),
         )
         for memory_id, signals in found.items()
     ]
