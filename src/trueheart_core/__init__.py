@@ -199,7 +199,10 @@ if TYPE_CHECKING:
 
 def __getattr__(name: str) -> object:
     """``PostgresRepository`` is imported on first use, so that ``import trueheart_core``
-    loads no third-party module (it needs the ``postgres`` extra: psycopg)."""
+    loads no third-party module (it needs the ``postgres`` extra: psycopg). Without the
+    extra the name still resolves (``from trueheart_core import *``, ``hasattr`` and
+    ``getattr`` work), to a class whose construction raises ``ImportError`` naming the
+    extra."""
     if name == "PostgresRepository":
         try:
             from trueheart_core.adapters.postgres import (  # noqa: PLC0415 (lazy on purpose)
@@ -208,9 +211,18 @@ def __getattr__(name: str) -> object:
         except ModuleNotFoundError as missing:
             if missing.name not in ("psycopg", "psycopg_pool"):
                 raise
-            raise ImportError(
-                "PostgresRepository needs the postgres extra: "
-                "pip install 'trueheart-core[postgres]'"
-            ) from None
+            return _WithoutTheExtra
         return PostgresRepository
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+class _WithoutTheExtra:
+    """``PostgresRepository`` when the ``postgres`` extra is not installed."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        raise ImportError(
+            "PostgresRepository needs the postgres extra: pip install 'trueheart-core[postgres]'"
+        )
+
+
+_WithoutTheExtra.__name__ = _WithoutTheExtra.__qualname__ = "PostgresRepository"

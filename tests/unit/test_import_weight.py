@@ -60,8 +60,11 @@ def test_without_the_extra_the_postgresql_adapter_says_what_to_install() -> None
         "import sys\n"
         "sys.modules['psycopg'] = None  # as if the postgres extra were not installed\n"
         "import trueheart_core\n"
+        "from trueheart_core import *  # every name of __all__ resolves\n"
+        "assert hasattr(trueheart_core, 'PostgresRepository')\n"
+        "from trueheart_core import PostgresRepository\n"
         "try:\n"
-        "    trueheart_core.PostgresRepository\n"
+        "    PostgresRepository('postgresql://localhost/memory')\n"
         "except ImportError as error:\n"
         "    print(type(error).__name__, error)\n"
     )
