@@ -430,3 +430,24 @@ def test_help_and_the_package_import(tmp_path: Path) -> None:
         [sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True
     )
     assert imported.stdout == "[]\n"
+
+
+def test_json_output_is_utf8_when_an_argument_is_not(tmp_path: Path) -> None:
+    # A path byte that is not UTF-8 reaches Python as a lone surrogate; the document
+    # writes it as a JSON escape, not as the raw byte.
+    env = {key: value for key, value in os.environ.items() if not key.startswith("PYTHON")}
+    env["PYTHONPATH"] = str(SRC)
+    for target in (b"demo\xff.db", b"postgresql://app@db\xff.internal/agents"):
+        done = subprocess.run(
+            [sys.executable, "-m", "trueheart_core.cli", "stats", target, "--json"],
+            cwd=tmp_path,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=120,
+            check=False,
+        )
+        assert b"Traceback" not in done.stderr and b"internal error" not in done.stderr
+        doc = json.loads(done.stdout.decode("utf-8"))
+        assert doc["exit_status"] in (1, 3) and doc["error"] != "internal", doc
+    assert list(tmp_path.iterdir()) == []

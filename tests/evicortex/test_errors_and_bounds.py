@@ -318,6 +318,8 @@ def remember_with_claim(memory: EviCortex, **fields: Any) -> object:
         pytest.param({"confidence": 1.01}, id="confidence-above-1"),
         pytest.param({"confidence": math.nan}, id="confidence-nan"),
         pytest.param({"confidence": math.inf}, id="confidence-infinite"),
+        pytest.param({"confidence": 2**1024}, id="confidence-huge-int"),
+        pytest.param({"confidence": -(10**5000)}, id="confidence-huge-negative-int"),
         pytest.param({"confidence": True}, id="confidence-bool"),
         pytest.param({"confidence": "0.5"}, id="confidence-str"),
         pytest.param({"valid_from": T1, "valid_to": T1}, id="valid-to-equal"),

@@ -4,6 +4,7 @@ tables for people."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, TextIO
@@ -26,6 +27,7 @@ from trueheart_core.domain.operations import (
 
 Document = dict[str, Any]
 _CELL = 60
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 
 def when(value: datetime) -> str:
@@ -230,5 +232,11 @@ def pairs(out: TextIO, items: Sequence[tuple[str, object]]) -> None:
 
 
 def document(out: TextIO, value: Mapping[str, Any]) -> None:
-    """One JSON document, keys sorted, followed by a newline."""
-    out.write(json.dumps(value, ensure_ascii=False, sort_keys=True, indent=2) + "\n")
+    """One JSON document, keys sorted, followed by a newline. A lone surrogate (an
+    argument's byte that is not UTF-8, as Python decodes it) is written as its ``\\u``
+    escape: written as itself, it would put that byte back, and the output would not be
+    UTF-8 text."""
+    text = json.dumps(value, ensure_ascii=False, sort_keys=True, indent=2)
+    if not text.isascii():
+        text = _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    out.write(text + "\n")

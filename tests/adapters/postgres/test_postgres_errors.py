@@ -23,6 +23,7 @@ from trueheart_core import (  # noqa: E402
     RepositoryReadOnly,
     RepositoryUnavailable,
     TrueHeartError,
+    ValidationError,
 )
 from trueheart_core.adapters.postgres.connection import translate, translated  # noqa: E402
 
@@ -194,3 +195,19 @@ def test_a_connection_killed_by_the_server_is_unavailable(conninfo: str) -> None
             victim.execute("SELECT 1")
     finally:
         victim.close()
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["postgresql://app:s3cret@db\udcff.internal/agents", "host=db\ud800 password=s3cret"],
+)
+def test_a_connection_string_that_is_not_utf8_is_refused_without_quoting_it(url: str) -> None:
+    from trueheart_core import PostgresRepository
+    from trueheart_core.stores import open_repository
+
+    # open_repository takes only the URL form for a server; other text is a path
+    for opening in (PostgresRepository, *([open_repository] if "://" in url else [])):
+        with pytest.raises(ValidationError) as caught:
+            opening(url)
+        assert str(caught.value) == "conninfo: must be a libpq connection string or URL"
+        assert caught.value.__context__ is None and caught.value.__cause__ is None

@@ -37,6 +37,7 @@ from trueheart_core.adapters.postgres.session import OWNS_THE_TABLES, Session
 from trueheart_core.adapters.postgres.unit_of_work import PostgresUnitOfWork
 from trueheart_core.adapters.postgres.wire import Result
 from trueheart_core.adapters.sql.failures import DIAGNOSTICS
+from trueheart_core.domain.validation import utf8_size
 from trueheart_core.errors import (
     RepositoryBusy,
     RepositoryReadOnly,
@@ -77,6 +78,9 @@ def _conninfo(conninfo: object) -> str:
     """A libpq connection string or URL, checked by libpq's own parser. The message
     never quotes it: it may hold a password."""
     if not isinstance(conninfo, str) or not conninfo.strip() or "\x00" in conninfo:
+        raise ValidationError("conninfo", "must be a libpq connection string or URL")
+    if not conninfo.isascii() and utf8_size(conninfo) is None:
+        # libpq takes UTF-8 only; the encoder's error would quote the whole string
         raise ValidationError("conninfo", "must be a libpq connection string or URL")
     try:
         conninfo_to_dict(conninfo)
