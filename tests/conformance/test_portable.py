@@ -671,3 +671,32 @@ def test_the_async_face_exports_and_imports(
     exported_receipt, imported = asyncio.run(run())
     assert exported_receipt.digest == imported.digest
     assert exported_receipt.rows == imported.rows == 3  # event, body, audit
+
+
+def test_the_hosts_own_exceptions_pass_through_unchanged(
+    service: TrueHeart, fresh_repository: Callable[[], Repository], clock: Callable[[], datetime]
+) -> None:
+    # A writer or an iterable that fails with an exception of its own is not a damaged
+    # store: the exception comes back as it was raised, arguments included.
+    populate(service)
+    text, _ = exported(service)
+
+    class Failing:
+        def write(self, line: str) -> None:
+            raise KeyError("bucket missing")
+
+    with pytest.raises(KeyError) as caught:
+        service.export_store(Failing())  # type: ignore[arg-type]
+    assert caught.value.args == ("bucket missing",)
+    lines = text.splitlines(keepends=True)
+
+    def broken() -> Iterator[str]:
+        yield from lines[:3]
+        raise LookupError("the feed broke")
+
+    target = TrueHeart(fresh_repository(), clock=clock)
+    with pytest.raises(LookupError) as refused:
+        target.import_store(broken())
+    assert refused.value.args == ("the feed broke",)
+    assert _is_empty(target)
+    assert target.import_store(lines).rows == len(lines) - 2

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from trueheart_core import (
     CapsuleDecision,
     MemoryCapsule,
+    ProviderError,
     SearchQuery,
     TrueHeart,
     Utf8BytesEstimator,
@@ -219,3 +220,57 @@ def test_an_estimator_returning_a_bad_cost_is_rejected_at_search(
     ):
         bad.search(SearchQuery(SCOPE, "tea", NOW))
     assert _ids(_search(good, "tea")) == ["mem-1"]
+
+
+class _Failing:
+    name = "failing"
+
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+
+    def estimate(self, text: str) -> int:
+        raise self.error
+
+
+def test_an_estimator_that_raises_is_a_provider_error(repository: Repository) -> None:
+    good = TrueHeart(repository, clock=lambda: NOW)
+    materialize_all(good, {"mem-1": "green tea"})
+    for error in (ValueError("no tokenizer"), KeyError("model"), RuntimeError("down")):
+        bad = TrueHeart(repository, clock=lambda: NOW, token_estimator=_Failing(error))
+        with pytest.raises(
+            ProviderError, match=msg("provider error: the token estimator failed")
+        ) as caught:
+            bad.search(SearchQuery(SCOPE, "tea", NOW))
+        assert caught.value.__cause__ is error and error.args  # the host's, unchanged
+    assert _ids(_search(good, "tea")) == ["mem-1"]
+    assert good.verify_integrity().ok
+
+
+class _CallsBack:
+    name = "calls-back"
+
+    def __init__(self) -> None:
+        self.service: TrueHeart | None = None
+
+    def estimate(self, text: str) -> int:
+        assert self.service is not None
+        self.service.stats(SCOPE)
+        return 1
+
+
+def test_a_callback_may_not_call_back_into_the_store(repository: Repository) -> None:
+    estimator = _CallsBack()
+    service = TrueHeart(repository, clock=lambda: NOW, token_estimator=estimator)
+    estimator.service = service
+    materialize_all(service, {"mem-1": "green tea"})
+    reentrant = (
+        "repository: is already in a call on this thread"
+        " (a callback may not call back into the store)"
+    )
+    with pytest.raises(ValidationError, match=msg(reentrant)):
+        service.search(SearchQuery(SCOPE, "tea", NOW))
+    # nothing is left held: the next call runs, on this thread and on another
+    assert service.stats(SCOPE).memories == 1
+    estimator.service = None
+    plain = TrueHeart(repository, clock=lambda: NOW)
+    assert _ids(_search(plain, "tea")) == ["mem-1"]

@@ -124,16 +124,15 @@ class ClaimDraft(_Reducible):
     __repr__ = body_free_repr("subject", "predicate", "value")
 
     def __post_init__(self) -> None:
-        v.text("claim_id", self.claim_id)
+        _set(self, "claim_id", v.text("claim_id", self.claim_id))
         if not isinstance(self.scope, Scope):
             raise ValidationError("scope", "must be a Scope")
-        v.text("subject", self.subject)
-        v.text("predicate", self.predicate)
-        v.claim_value(self.value)
+        _set(self, "subject", v.text("subject", self.subject))
+        _set(self, "predicate", v.text("predicate", self.predicate))
+        _set(self, "value", v.claim_value(self.value))
         if not isinstance(self.source_event_ids, tuple) or not self.source_event_ids:
             raise ValidationError("source_event_ids", "must be a non-empty tuple")
-        for event_id in self.source_event_ids:
-            v.text("source_event_ids", event_id)
+        _set(self, "source_event_ids", v.text_tuple("source_event_ids", self.source_event_ids))
         if len(set(self.source_event_ids)) != len(self.source_event_ids):
             raise ValidationError("source_event_ids", "must not repeat an ID")
         v.member("trust", self.trust, TrustLevel, "must be a TrustLevel")
@@ -142,9 +141,9 @@ class ClaimDraft(_Reducible):
         _set(self, "valid_from", start)
         _set(self, "valid_to", end)
         _set(self, "confidence", v.confidence(self.confidence))
-        v.text("authority", self.authority)
+        _set(self, "authority", v.text("authority", self.authority))
         if self.supersedes is not None:
-            v.text("supersedes", self.supersedes)
+            _set(self, "supersedes", v.text("supersedes", self.supersedes))
             if self.supersedes == self.claim_id:
                 raise ValidationError("supersedes", "must name another claim")
         _set(self, "metadata", v.metadata(self.metadata))
@@ -174,17 +173,17 @@ class ClaimRecord(_Reducible):
     __repr__ = body_free_repr("subject", "predicate", "value")
 
     def __post_init__(self) -> None:
-        v.text("claim_id", self.claim_id)
-        v.text("subject", self.subject)
-        v.text("predicate", self.predicate)
-        v.claim_value(self.value)
+        _set(self, "claim_id", v.text("claim_id", self.claim_id))
+        _set(self, "subject", v.text("subject", self.subject))
+        _set(self, "predicate", v.text("predicate", self.predicate))
+        _set(self, "value", v.claim_value(self.value))
         start, end = validity(self.valid_from, self.valid_to)
         _set(self, "valid_from", start)
         _set(self, "valid_to", end)
         _set(self, "confidence", v.confidence(self.confidence))
-        v.text("authority", self.authority)
+        _set(self, "authority", v.text("authority", self.authority))
         if self.supersedes is not None:
-            v.text("supersedes", self.supersedes)
+            _set(self, "supersedes", v.text("supersedes", self.supersedes))
         if not isinstance(self.memory, MemoryRecord) or self.memory.memory_id != self.claim_id:
             raise ValidationError("memory", "must be the claim's MemoryRecord")
 
@@ -212,7 +211,7 @@ class ClaimView(_Reducible):
         if not isinstance(self.claim, ClaimRecord):
             raise ValidationError("claim", "must be a ClaimRecord")
         v.member("status", self.status, ClaimStatus, "must be a ClaimStatus")
-        v.text_tuple("superseded_by", self.superseded_by)
+        _set(self, "superseded_by", v.text_tuple("superseded_by", self.superseded_by))
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,7 +222,7 @@ class ClaimConflict(_Reducible):
     claim_ids: tuple[str, ...]
 
     def __post_init__(self) -> None:
-        v.text_tuple("claim_ids", self.claim_ids)
+        _set(self, "claim_ids", v.text_tuple("claim_ids", self.claim_ids))
         if len(self.claim_ids) < 2:
             raise ValidationError("claim_ids", "must name at least two claims")
 
@@ -259,9 +258,9 @@ class ClaimQuery(_Reducible):
         known = self.as_of if self.known_at is None else v.utc("known_at", self.known_at)
         _set(self, "known_at", known)
         if self.subject is not None:
-            v.text("subject", self.subject)
+            _set(self, "subject", v.text("subject", self.subject))
         if self.predicate is not None:
-            v.text("predicate", self.predicate)
+            _set(self, "predicate", v.text("predicate", self.predicate))
         if not isinstance(self.statuses, tuple) or not all(
             isinstance(s, ClaimStatus) for s in self.statuses
         ):
@@ -386,11 +385,11 @@ class ExtractionRecord(_Reducible):
     diagnostics: tuple[ExtractionDiagnostic, ...]
 
     def __post_init__(self) -> None:
-        v.text("event_id", self.event_id)
+        _set(self, "event_id", v.text("event_id", self.event_id))
         if not isinstance(self.scope, Scope):
             raise ValidationError("scope", "must be a Scope")
-        v.text("extractor", self.extractor)
-        v.text_tuple("claim_ids", self.claim_ids)
+        _set(self, "extractor", v.text("extractor", self.extractor))
+        _set(self, "claim_ids", v.text_tuple("claim_ids", self.claim_ids))
         if not isinstance(self.spans, tuple) or not all(
             isinstance(s, ClaimProvenance) for s in self.spans
         ):

@@ -123,9 +123,9 @@ class Scope(_Reducible):
     subject_id: str
 
     def __post_init__(self) -> None:
-        v.text("tenant_id", self.tenant_id)
-        v.text("owner_id", self.owner_id)
-        v.text("subject_id", self.subject_id)
+        _set(self, "tenant_id", v.text("tenant_id", self.tenant_id))
+        _set(self, "owner_id", v.text("owner_id", self.owner_id))
+        _set(self, "subject_id", v.text("subject_id", self.subject_id))
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,8 +157,8 @@ class SourceRef(_Reducible):
     __repr__ = body_free_repr()
 
     def __post_init__(self) -> None:
-        v.text("source_id", self.source_id)
-        v.text("source_type", self.source_type)
+        _set(self, "source_id", v.text("source_id", self.source_id))
+        _set(self, "source_type", v.text("source_type", self.source_type))
         _set(self, "occurred_at", v.utc("occurred_at", self.occurred_at))
         v.member("trust", self.trust, TrustLevel, "must be a TrustLevel")
         _set(self, "metadata", v.metadata(self.metadata))
@@ -178,11 +178,11 @@ class RawEventDraft(_Reducible):
     __repr__ = body_free_repr("content")
 
     def __post_init__(self) -> None:
-        v.text("event_id", self.event_id)
+        _set(self, "event_id", v.text("event_id", self.event_id))
         _scope(self.scope)
         if not isinstance(self.source, SourceRef):
             raise ValidationError("source", "must be a SourceRef")
-        v.content("content", self.content)
+        _set(self, "content", v.content("content", self.content))
         if not isinstance(self.retention, RetentionPolicy):
             raise ValidationError("retention", "must be a RetentionPolicy")
         _set(self, "metadata", v.metadata(self.metadata))
@@ -206,11 +206,11 @@ class RawEventReceipt(_Reducible):
     __repr__ = body_free_repr()
 
     def __post_init__(self) -> None:
-        v.text("event_id", self.event_id)
+        _set(self, "event_id", v.text("event_id", self.event_id))
         _scope(self.scope)
         if not isinstance(self.source, SourceRef):
             raise ValidationError("source", "must be a SourceRef")
-        v.text("content_hash", self.content_hash)
+        _set(self, "content_hash", v.text("content_hash", self.content_hash))
         _set(self, "ingested_at", v.utc("ingested_at", self.ingested_at))
         _set(self, "raw_expires_at", v.utc("raw_expires_at", self.raw_expires_at))
         v.positive_duration("clear_for", self.clear_for)
@@ -225,10 +225,10 @@ class RawEventReceipt(_Reducible):
 def _source_ids(value: object) -> tuple[str, ...]:
     if not isinstance(value, tuple) or not value:
         raise ValidationError("source_event_ids", "must be a non-empty tuple")
-    v.text_tuple("source_event_ids", value)
-    if len(set(value)) != len(value):
+    ids = v.text_tuple("source_event_ids", value)
+    if len(set(ids)) != len(ids):
         raise ValidationError("source_event_ids", "must not contain duplicates")
-    return value
+    return ids
 
 
 @dataclass(frozen=True, slots=True, repr=False)
@@ -247,11 +247,11 @@ class MemoryDraft(_Reducible):
     __repr__ = body_free_repr("content")
 
     def __post_init__(self) -> None:
-        v.text("memory_id", self.memory_id)
+        _set(self, "memory_id", v.text("memory_id", self.memory_id))
         _scope(self.scope)
-        v.content("content", self.content)
-        _source_ids(self.source_event_ids)
-        v.text("kind", self.kind)
+        _set(self, "content", v.content("content", self.content))
+        _set(self, "source_event_ids", _source_ids(self.source_event_ids))
+        _set(self, "kind", v.text("kind", self.kind))
         v.member("trust", self.trust, TrustLevel, "must be a TrustLevel")
         _set(self, "created_at", v.utc("created_at", self.created_at))
         _set(self, "metadata", v.metadata(self.metadata))
@@ -277,12 +277,16 @@ class MemoryRecord(_Reducible):
     __repr__ = body_free_repr("content")
 
     def __post_init__(self) -> None:
-        v.text("memory_id", self.memory_id)
+        _set(self, "memory_id", v.text("memory_id", self.memory_id))
         _scope(self.scope)
-        v.content("content", self.content)
-        _source_ids(self.source_event_ids)
-        v.text("dependency_fingerprint", self.dependency_fingerprint)
-        v.text("kind", self.kind)
+        _set(self, "content", v.content("content", self.content))
+        _set(self, "source_event_ids", _source_ids(self.source_event_ids))
+        _set(
+            self,
+            "dependency_fingerprint",
+            v.text("dependency_fingerprint", self.dependency_fingerprint),
+        )
+        _set(self, "kind", v.text("kind", self.kind))
         v.member("trust", self.trust, TrustLevel, "must be a TrustLevel")
         _set(self, "created_at", v.utc("created_at", self.created_at))
         _set(self, "clear_until", v.utc("clear_until", self.clear_until))
@@ -306,7 +310,7 @@ class RecallQuery(_Reducible):
         _scope(self.scope)
         _set(self, "as_of", v.utc("as_of", self.as_of))
         v.limit(self.limit)
-        v.text_tuple("kinds", self.kinds)
+        _set(self, "kinds", v.text_tuple("kinds", self.kinds))
 
 
 @dataclass(frozen=True, slots=True)
@@ -342,9 +346,9 @@ class GovernanceCommand(_Reducible):
         v.member("entity_type", self.entity_type, EntityType, "must be an EntityType")
         if self.entity_type is EntityType.SUBJECT:
             raise ValidationError("entity_type", "must be raw_event or memory")
-        v.text("entity_id", self.entity_id)
+        _set(self, "entity_id", v.text("entity_id", self.entity_id))
         _set(self, "occurred_at", v.utc("occurred_at", self.occurred_at))
-        v.text("reason", self.reason)
+        _set(self, "reason", v.text("reason", self.reason))
 
 
 @dataclass(frozen=True, slots=True)
@@ -367,7 +371,7 @@ class GovernanceResult(_Reducible):
             raise ValidationError("command", "must be a GovernanceCommand")
         if not isinstance(self.affected_ids, tuple):
             raise ValidationError("affected_ids", "must be a tuple")
-        v.text_tuple("affected_ids", self.affected_ids)
+        _set(self, "affected_ids", v.text_tuple("affected_ids", self.affected_ids))
         if not isinstance(self.removed, tuple) or not all(
             isinstance(a, ArtifactClass) for a in self.removed
         ):
@@ -393,13 +397,13 @@ class AuditRecord(_Reducible):
     __repr__ = body_free_repr()
 
     def __post_init__(self) -> None:
-        v.text("audit_id", self.audit_id)
+        _set(self, "audit_id", v.text("audit_id", self.audit_id))
         _scope(self.scope)
-        v.text("action", self.action)
+        _set(self, "action", v.text("action", self.action))
         v.member("entity_type", self.entity_type, EntityType, "must be an EntityType")
-        v.text("entity_id", self.entity_id)
+        _set(self, "entity_id", v.text("entity_id", self.entity_id))
         _set(self, "occurred_at", v.utc("occurred_at", self.occurred_at))
-        v.text("reason", self.reason)
+        _set(self, "reason", v.text("reason", self.reason))
         _set(self, "metadata", v.metadata(self.metadata))
 
 
@@ -421,12 +425,12 @@ class IntegrityProblem(_Reducible):
     code: str
 
     def __post_init__(self) -> None:
-        v.text("entity_type", self.entity_type)
+        _set(self, "entity_type", v.text("entity_type", self.entity_type))
         if not isinstance(self.entity_id, str):
             raise ValidationError("entity_id", "must be a string")
         if self.scope is not None:
             _scope(self.scope)
-        v.text("code", self.code)
+        _set(self, "code", v.text("code", self.code))
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,7 @@ from dataclasses import dataclass, fields
 from datetime import datetime
 
 from trueheart_core.domain import validation as v
-from trueheart_core.domain.model import ArtifactClass, Scope, _Reducible
+from trueheart_core.domain.model import ArtifactClass, Scope, _Reducible, _set
 from trueheart_core.errors import ValidationError
 
 __all__ = [
@@ -104,9 +104,9 @@ class ErasureReceipt(_Reducible):
             raise ValidationError("dry_run", "must be a bool")
         if not isinstance(self.erased, ArtifactCounts):
             raise ValidationError("erased", "must be an ArtifactCounts")
-        _sorted_ids("event_ids", self.event_ids)
-        _sorted_ids("memory_ids", self.memory_ids)
-        _sorted_ids("claim_ids", self.claim_ids)
+        _set(self, "event_ids", _sorted_ids("event_ids", self.event_ids))
+        _set(self, "memory_ids", _sorted_ids("memory_ids", self.memory_ids))
+        _set(self, "claim_ids", _sorted_ids("claim_ids", self.claim_ids))
         if self.dry_run and self.remaining is not None:
             raise ValidationError("remaining", "must be None in a dry run")
         if not self.dry_run and not isinstance(self.remaining, ArtifactCounts):

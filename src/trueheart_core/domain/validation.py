@@ -38,9 +38,20 @@ def utf8_size(value: str) -> int | None:
         return None
 
 
+def plain(value: str) -> str:
+    """``value`` as a plain ``str``: a subclass's own methods (``__len__``, ``encode``,
+    ``__eq__``) could tell the checks and the digests something other than what the
+    store writes, so a subclass is copied to a ``str`` first."""
+    return value if type(value) is str else str.__str__(value)
+
+
 def text(field: str, value: object) -> str:
-    """A non-blank ID-like string of at most 128 code points that encodes as UTF-8."""
-    if not isinstance(value, str) or not value.strip():
+    """A non-blank ID-like string of at most 128 code points that encodes as UTF-8, as a
+    plain ``str``."""
+    if not isinstance(value, str):
+        raise ValidationError(field, "must be a non-blank string")
+    value = plain(value)
+    if not value.strip():
         raise ValidationError(field, "must be a non-blank string")
     if len(value) > MAX_TEXT_CHARS:
         raise ValidationError(field, f"must be at most {MAX_TEXT_CHARS} characters")
@@ -66,8 +77,11 @@ def utc(field: str, value: object) -> datetime:
 
 
 def content(field: str, value: object) -> str:
-    """A non-empty body of at most 256 KiB of UTF-8."""
-    if not isinstance(value, str) or not value:
+    """A non-empty body of at most 256 KiB of UTF-8, as a plain ``str``."""
+    if not isinstance(value, str):
+        raise ValidationError(field, "must be non-empty UTF-8 text")
+    value = plain(value)
+    if not value:
         raise ValidationError(field, "must be non-empty UTF-8 text")
     if len(value) * 4 <= MAX_CONTENT_BYTES and value.isascii():
         return value
@@ -80,8 +94,12 @@ def content(field: str, value: object) -> str:
 
 
 def claim_value(value: object) -> str:
-    """A claim value: non-blank text of at most 1,024 characters of valid UTF-8."""
-    if not isinstance(value, str) or not value.strip():
+    """A claim value: non-blank text of at most 1,024 characters of valid UTF-8, as a
+    plain ``str``."""
+    if not isinstance(value, str):
+        raise ValidationError("value", "must be a non-blank string")
+    value = plain(value)
+    if not value.strip():
         raise ValidationError("value", "must be a non-blank string")
     if len(value) > MAX_CLAIM_VALUE_CHARS:
         raise ValidationError("value", f"must be at most {MAX_CLAIM_VALUE_CHARS} characters")
@@ -121,12 +139,14 @@ def limit(value: object) -> int:
 
 
 def text_tuple(field: str, value: object) -> tuple[str, ...]:
-    """A tuple whose entries are text components reported under ``field``."""
+    """A tuple whose entries are text components reported under ``field``, as a plain
+    tuple of plain ``str``."""
     if not isinstance(value, tuple):
         raise ValidationError(field, "must be a tuple")
-    for entry in value:
-        text(field, entry)
-    return value
+    checked = tuple([text(field, entry) for entry in tuple.__iter__(value)])
+    if type(value) is tuple and all(a is b for a, b in zip(checked, value, strict=True)):
+        return value
+    return checked
 
 
 def _json_default(value: object) -> object:
@@ -157,13 +177,17 @@ def canonical_json(value: object) -> str:
 
 
 def _freeze(value: object, depth: int) -> object:
-    if value is None or isinstance(value, str | bool):
+    if value is None or type(value) is str or type(value) is bool:
         return value
+    if isinstance(value, str):
+        return plain(value)
     if isinstance(value, int):
+        value = int.__int__(value)  # a plain int, whatever a subclass says of itself
         if value.bit_length() > MAX_INT_BITS:
             raise ValidationError("metadata", "must contain bounded integers")
         return value
     if isinstance(value, float):
+        value = float.__float__(value)
         if not math.isfinite(value):
             raise ValidationError("metadata", "must contain finite JSON values")
         return value
@@ -183,7 +207,7 @@ def _freeze_mapping(value: Mapping[Any, Any], depth: int) -> Mapping[str, Any]:
     for key, item in value.items():
         if not isinstance(key, str):
             raise ValidationError("metadata", "must have string keys")
-        frozen[key] = _freeze(item, depth)
+        frozen[plain(key)] = _freeze(item, depth)
     return MappingProxyType(frozen)
 
 

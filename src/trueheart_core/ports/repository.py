@@ -116,7 +116,9 @@ class Repository(Protocol):
         :attr:`Capability.FORENSICS` proves it: its :meth:`SupportsForensics.residue`
         finds none of the removed bodies afterwards); if it cannot finish, it raises
         instead of returning. Driver errors inside the block surface as library errors
-        carrying the operation's fixed diagnostic.
+        carrying the operation's fixed diagnostic. Units do not nest: a unit opened on a
+        thread that is inside one of this repository's units already (a host callback
+        calling back into the store) raises ``ValidationError`` at once.
         """
 
     def close(self) -> None:

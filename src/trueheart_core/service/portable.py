@@ -30,7 +30,7 @@ from trueheart_core.ports import (
     ScopeKey,
     UnitOfWork,
 )
-from trueheart_core.service import integrity, loading, records
+from trueheart_core.service import hosted, integrity, loading, records
 from trueheart_core.service import portable_rows as rows
 from trueheart_core.service import search as searching
 from trueheart_core.service.records import RowInvalid, scope_key
@@ -161,6 +161,8 @@ class _Lines:
             raise ImportRefused("not UTF-8 text", self.number) from None
         except ValueError:  # a closed file
             raise ValidationError("lines", "must be readable") from None
+        except Exception as error:  # the host's own iterable failed: not the store's doing
+            raise hosted.HostRaised(error) from None
         if isinstance(raw, bytes | bytearray):
             try:
                 raw = bytes(raw).decode("utf-8")

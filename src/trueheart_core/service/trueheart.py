@@ -73,6 +73,7 @@ from trueheart_core.service import (
     erasure,
     expiry,
     governance,
+    hosted,
     integrity,
     loading,
     maintenance,
@@ -846,8 +847,9 @@ class TrueHeart:
         the store. Every row is verified as it is read (``RepositoryCorruption`` for one
         that does not; the lines written before it have no trailer, so an import refuses
         them). Derived indexes and semantic vectors are not exported. A writer
-        that refuses text (a binary file, a closed one) raises ``ValidationError``; an
-        ``OSError`` of the writer propagates. Returns the rows written per kind and the
+        that refuses text (a binary file, a closed one) raises ``ValidationError``; any
+        other exception of the writer (an ``OSError``) propagates as it was raised, after
+        the reading transaction has ended. Returns the rows written per kind and the
         file's digest."""
         if scope is not None and not isinstance(scope, Scope):
             raise ValidationError("scope", "must be a Scope or None")
@@ -860,9 +862,11 @@ class TrueHeart:
                 write(line)
             except (TypeError, ValueError, UnicodeError):
                 raise ValidationError("out", "must be a writable text stream") from None
+            except Exception as error:
+                raise hosted.HostRaised(error) from None
 
         exported_at = self._now()
-        with self._repository.unit_of_work("export", write=False) as uow:
+        with hosted.unwrapped(), self._repository.unit_of_work("export", write=False) as uow:
             receipt = portable.export(uow, scope, exported_at, emit)
         logs.STORE.info("store exported: %d rows", receipt.rows)
         return receipt
@@ -882,12 +886,14 @@ class TrueHeart:
         whose digest does not match, rows out of order, a missing or wrong trailer (a
         truncated, reordered or edited file), an invalid row, or a row that a tombstone
         of the file forbids. Its message names the problem and the line number, never
-        the line's content; nothing is stored."""
+        the line's content; nothing is stored. An exception that iterating ``lines``
+        raises (other than a decoding error or a closed file's ``ValueError``) propagates
+        as it was raised, and nothing is stored."""
         if isinstance(lines, str | bytes | bytearray) or not callable(
             getattr(lines, "__iter__", None)
         ):
             raise ValidationError("lines", "must be an iterable of lines, such as a file")
-        with self._repository.unit_of_work("import", write=True) as uow:
+        with hosted.unwrapped(), self._repository.unit_of_work("import", write=True) as uow:
             receipt = portable.import_lines(uow, lines)
             uow.commit()
         logs.STORE.info("store imported: %d rows", receipt.rows)

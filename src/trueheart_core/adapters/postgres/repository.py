@@ -36,7 +36,7 @@ from trueheart_core.adapters.postgres import schema as ddl
 from trueheart_core.adapters.postgres.session import OWNS_THE_TABLES, Session
 from trueheart_core.adapters.postgres.unit_of_work import PostgresUnitOfWork
 from trueheart_core.adapters.postgres.wire import Result
-from trueheart_core.adapters.sql.failures import DIAGNOSTICS
+from trueheart_core.adapters.sql.failures import DIAGNOSTICS, REENTRANT
 from trueheart_core.domain.validation import utf8_size
 from trueheart_core.errors import (
     RepositoryBusy,
@@ -163,6 +163,7 @@ class PostgresRepository:
         self._lock_timeout = locks
         # Scopes whose row is committed (a scope's row is never deleted).
         self._known: set[tuple[str, str, str]] = set()
+        self._inside = threading.local()  # whether this thread is inside a unit of work
         self._pool: psycopg_pool.ConnectionPool[psycopg.Connection[tuple[Any, ...]]] | None = None
         options = conn_mod.options_text(
             conn_mod.connection_settings(
@@ -245,8 +246,29 @@ class PostgresRepository:
     ) -> Iterator[PostgresUnitOfWork]:
         diagnostic = DIAGNOSTICS[operation]
         pool = self._pool_or_fail()
+        if getattr(self._inside, "unit", False):
+            # A host callback called back into the store from inside a call: a second
+            # connection could wait for the first one's locks until the lock timeout.
+            raise ValidationError("repository", REENTRANT)
         if write and self._read_only:
             raise RepositoryReadOnly(diagnostic)
+        self._inside.unit = True
+        try:
+            with self._unit_on(pool, operation, diagnostic, write=write, erasing=erasing) as uow:
+                yield uow
+        finally:
+            self._inside.unit = False
+
+    @contextlib.contextmanager
+    def _unit_on(
+        self,
+        pool: psycopg_pool.ConnectionPool[psycopg.Connection[tuple[Any, ...]]],
+        operation: Operation,
+        diagnostic: str,
+        *,
+        write: bool,
+        erasing: bool,
+    ) -> Iterator[PostgresUnitOfWork]:
         with conn_mod.translate(diagnostic), pool.connection() as conn:
             if erasing:
                 # An earlier erasure's rewrite first (of this process or another): an

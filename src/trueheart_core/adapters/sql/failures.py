@@ -10,6 +10,10 @@ MALFORMED = (UnicodeError, TypeError, ValueError, ArithmeticError, LookupError)
 own errors: invalid UTF-8 in a server's messages, values of the wrong type."""
 
 
+REENTRANT = "is already in a call on this thread (a callback may not call back into the store)"
+"""The ``ValidationError`` rule of a unit of work opened inside another on one thread."""
+
+
 def forget(error: BaseException) -> None:
     """Strip what an exception may quote of a body: arguments, traceback and chain (and
     the text a Unicode error carries), so that keeping it as a context holds no body."""

@@ -16,7 +16,7 @@ import time
 from collections.abc import Collection, Iterator
 
 from trueheart_core import logs
-from trueheart_core.adapters.sql.failures import DIAGNOSTICS
+from trueheart_core.adapters.sql.failures import DIAGNOSTICS, REENTRANT
 from trueheart_core.adapters.sqlite import backup as backup_mod
 from trueheart_core.adapters.sqlite import connection as conn_mod
 from trueheart_core.adapters.sqlite import handles, schema
@@ -74,6 +74,7 @@ class SQLiteRepository:
         if not isinstance(read_only, bool):
             raise ValidationError("read_only", "must be a bool")
         self._lock = threading.RLock()
+        self._unit_thread: int | None = None  # the thread inside a unit of work
         self._scope_ids: dict[ScopeKey, int] = {}
         # What the service keeps in memory of this store (see UnitOfWork.scratch).
         self._scratch: dict[object, object] = {}
@@ -274,6 +275,10 @@ class SQLiteRepository:
         with self._lock:
             if self._conn is None:
                 raise ValidationError("repository", "is closed")
+            if self._unit_thread == threading.get_ident():
+                # A host callback (an embedder, a reranker) called back into the store
+                # from inside a call: the lock is re-entrant, the transaction is not.
+                raise ValidationError("repository", REENTRANT)
             if write and self._read_only:
                 raise RepositoryReadOnly(diagnostic)
             if self._snapshot is not None:
@@ -287,8 +292,10 @@ class SQLiteRepository:
                 try:
                     (version,) = conn.execute("PRAGMA user_version").fetchone()
                     schema.check_version(version)
+                    self._unit_thread = threading.get_ident()
                     yield uow
                 finally:
+                    self._unit_thread = None
                     if not uow.committed:
                         with contextlib.suppress(sqlite3.Error):
                             conn.execute("ROLLBACK")

@@ -76,7 +76,7 @@ class ExtractionDiagnostic(_Reducible):
     end: int | None = None
 
     def __post_init__(self) -> None:
-        v.text("code", self.code)
+        _set(self, "code", v.text("code", self.code))
         if self.start is not None and (not _is_int(self.start) or self.start < 0):
             raise ValidationError("start", "must be a non-negative int or None")
         if (self.start is None) != (self.end is None):
@@ -110,9 +110,9 @@ class ExtractedClaim(_Reducible):
     __repr__ = body_free_repr("subject", "predicate", "value", "supersedes_source")
 
     def __post_init__(self) -> None:
-        v.text("subject", self.subject)
-        v.text("predicate", self.predicate)
-        v.claim_value(self.value)
+        _set(self, "subject", v.text("subject", self.subject))
+        _set(self, "predicate", v.text("predicate", self.predicate))
+        _set(self, "value", v.claim_value(self.value))
         if not isinstance(self.provenance, ClaimProvenance):
             raise ValidationError("provenance", "must be a ClaimProvenance")
         if self.valid_from is not None:
@@ -123,9 +123,9 @@ class ExtractedClaim(_Reducible):
                 raise ValidationError("valid_to", "must be later than valid_from")
             _set(self, "valid_to", valid_to)
         _set(self, "confidence", v.confidence(self.confidence))
-        v.text("authority", self.authority)
+        _set(self, "authority", v.text("authority", self.authority))
         if self.supersedes_source is not None:
-            v.text("supersedes_source", self.supersedes_source)
+            _set(self, "supersedes_source", v.text("supersedes_source", self.supersedes_source))
 
 
 @dataclass(frozen=True, slots=True)

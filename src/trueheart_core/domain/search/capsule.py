@@ -15,7 +15,7 @@ from typing import Protocol, runtime_checkable
 
 from trueheart_core.domain.reprs import body_free_repr
 from trueheart_core.domain.search.model import CapsuleDecision, CapsuleTraceEntry, RankSignal
-from trueheart_core.errors import ValidationError
+from trueheart_core.errors import ProviderError, TrueHeartError, ValidationError
 
 __all__ = ["TokenEstimator", "Utf8BytesEstimator", "pack"]
 
@@ -70,8 +70,14 @@ class Ranked:
 
 
 def cost(estimator: TokenEstimator, text: str) -> int:
-    """The estimator's cost of ``text``, checked to be a non-negative ``int``."""
-    tokens = estimator.estimate(text)
+    """The estimator's cost of ``text``, checked to be a non-negative ``int``. An
+    exception of the estimator is ``ProviderError``, with it as the cause."""
+    try:
+        tokens = estimator.estimate(text)
+    except TrueHeartError:
+        raise
+    except Exception as error:
+        raise ProviderError("the token estimator failed") from error
     if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 0:
         raise ValidationError("token_estimator", "must return a non-negative int")
     return tokens

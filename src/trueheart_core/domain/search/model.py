@@ -103,7 +103,7 @@ class SearchQuery(_Reducible):
         _set(self, "as_of", v.utc("as_of", self.as_of))
         _count("budget_tokens", self.budget_tokens, 1, MAX_BUDGET_TOKENS)
         v.limit(self.limit)
-        v.text_tuple("kinds", self.kinds)
+        _set(self, "kinds", v.text_tuple("kinds", self.kinds))
         if self.min_trust is not None:
             v.member("min_trust", self.min_trust, TrustLevel, "must be a TrustLevel or None")
         if not isinstance(self.claim_statuses, tuple) or not all(
@@ -205,7 +205,7 @@ class CapsuleTraceEntry(_Reducible):
     signals: tuple[RankSignal, ...] = ()
 
     def __post_init__(self) -> None:
-        v.text("memory_id", self.memory_id)
+        _set(self, "memory_id", v.text("memory_id", self.memory_id))
         _count("rank", self.rank, 1, 2**31)
         _finite("score", self.score)
         _finite("clarity", self.clarity)
@@ -246,7 +246,7 @@ class SemanticTrace(_Reducible):
     diagnostics: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        v.text("embedder", self.embedder)
+        _set(self, "embedder", v.text("embedder", self.embedder))
         if self.scan_cap is not None:
             _count("scan_cap", self.scan_cap, 1, 2**31)
         _count("scanned", self.scanned, 0, 2**63 - 1 if self.scan_cap is None else self.scan_cap)
@@ -254,9 +254,9 @@ class SemanticTrace(_Reducible):
             raise ValidationError("capped", "must be a bool")
         _count("matched", self.matched, 0, self.scanned)
         _finite("minimum_score", self.minimum_score)
-        v.text("fusion", self.fusion)
+        _set(self, "fusion", v.text("fusion", self.fusion))
         if self.reranker is not None:
-            v.text("reranker", self.reranker)
+            _set(self, "reranker", v.text("reranker", self.reranker))
             _finite("reranker_weight", self.reranker_weight)
         _count("reranked", self.reranked, 0, 2**31)
         if not isinstance(self.diagnostics, tuple) or not all(
@@ -352,7 +352,7 @@ class MemoryCapsule(_Reducible):
         v.limit(self.limit)
         if len(self.items) > self.limit:
             raise ValidationError("items", "must not exceed limit")
-        v.text("estimator", self.estimator)
+        _set(self, "estimator", v.text("estimator", self.estimator))
         if isinstance(self.matched, bool) or not isinstance(self.matched, int):
             raise ValidationError("matched", "must be a non-negative int")
         if not isinstance(self.trace, tuple) or not all(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from trueheart_core.domain import validation as v
-from trueheart_core.domain.model import Scope, _Reducible
+from trueheart_core.domain.model import Scope, _Reducible, _set
 from trueheart_core.errors import ValidationError
 
 __all__ = ["SemanticStatus"]
@@ -44,7 +44,7 @@ class SemanticStatus(_Reducible):
         if not isinstance(self.scope, Scope):
             raise ValidationError("scope", "must be a Scope")
         if self.embedder is not None:
-            v.text("embedder", self.embedder)
+            _set(self, "embedder", v.text("embedder", self.embedder))
         if not isinstance(self.registered, bool):
             raise ValidationError("registered", "must be a bool")
         for name in ("memories", "indexed"):

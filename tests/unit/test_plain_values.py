@@ -1,0 +1,138 @@
+"""Subclasses of ``str``, ``int`` and ``float`` are taken as the plain values they hold:
+their own methods cannot tell the checks, the digests or the store something else."""
+
+from __future__ import annotations
+
+import itertools
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from trueheart_core import (
+    ClaimDraft,
+    MemoryDraft,
+    RawEventDraft,
+    RecallQuery,
+    RetentionPolicy,
+    Scope,
+    SourceRef,
+    SQLiteRepository,
+    TrueHeart,
+    TrustLevel,
+    ValidationError,
+)
+
+NOW = datetime(2026, 8, 13, 12, tzinfo=UTC)
+SCOPE = Scope("t", "o", "s")
+SOURCE = SourceRef("src", "chat", NOW, TrustLevel.OBSERVED)
+RETENTION = RetentionPolicy(timedelta(days=1), timedelta(days=2), timedelta(days=3))
+
+
+class Short(str):
+    """Says it is one ASCII character long, whatever it holds."""
+
+    __slots__ = ()
+
+    def __len__(self) -> int:
+        return 1
+
+    def isascii(self) -> bool:
+        return True
+
+
+class Recoded(str):
+    """Encodes to other bytes than it holds."""
+
+    __slots__ = ()
+
+    def encode(self, encoding: str = "utf-8", errors: str = "strict") -> bytes:
+        return b"something else"
+
+
+_counter = itertools.count()
+
+
+class NeverEqual(str):
+    __slots__ = ()
+
+    def __hash__(self) -> int:
+        return next(_counter)
+
+    def __eq__(self, other: object) -> bool:
+        return False
+
+
+def test_a_body_that_lies_about_its_size_is_refused() -> None:
+    with pytest.raises(ValidationError, match="content: must be at most 256 KiB UTF-8"):
+        MemoryDraft("m", SCOPE, Short("y" * 300_000), ("e",), "fact", TrustLevel.OBSERVED, NOW)
+    with pytest.raises(ValidationError, match="content: must be at most 256 KiB UTF-8"):
+        RawEventDraft("e", SCOPE, SOURCE, Short("z" * 300_000), RETENTION)
+    with pytest.raises(ValidationError, match="content: must be valid UTF-8") as caught:
+        RawEventDraft("e", SCOPE, SOURCE, Short("secret \ud800"), RETENTION)
+    assert caught.value.__context__ is None
+    with pytest.raises(ValidationError, match="tenant_id: must be valid UTF-8"):
+        Scope(Short("t\ud800"), "o", "s")
+
+
+def test_ids_that_lie_about_equality_are_compared_as_text() -> None:
+    with pytest.raises(ValidationError, match="source_event_ids: must not contain duplicates"):
+        MemoryDraft(
+            "m", SCOPE, "body", (NeverEqual("e"), NeverEqual("e")), "fact", TrustLevel.OBSERVED, NOW
+        )
+    draft = MemoryDraft("m", SCOPE, "body", (NeverEqual("e"),), "fact", TrustLevel.OBSERVED, NOW)
+    assert type(draft.source_event_ids) is tuple
+    assert [type(i) for i in draft.source_event_ids] == [str]
+
+
+def test_fields_hold_plain_values() -> None:
+    class Tuple(tuple[str, ...]):
+        __slots__ = ()
+
+    draft = MemoryDraft(
+        Recoded("m"),
+        Scope(Recoded("t"), "o", "s"),
+        Recoded("body"),
+        Tuple([Recoded("e")]),
+        Recoded("fact"),
+        TrustLevel.OBSERVED,
+        NOW,
+        {Recoded("key"): [Recoded("v"), _Int(3), _Float(0.5)]},
+    )
+    assert type(draft.memory_id) is str and type(draft.content) is str
+    assert type(draft.kind) is str and type(draft.scope.tenant_id) is str
+    assert type(draft.source_event_ids) is tuple
+    key, values = next(iter(draft.metadata.items()))
+    assert type(key) is str and [type(v) for v in values] == [str, int, float]
+    claim = ClaimDraft(
+        Recoded("c"),
+        SCOPE,
+        Recoded("ada"),
+        Recoded("likes"),
+        Recoded("tea"),
+        ("e",),
+        TrustLevel.OBSERVED,
+        NOW,
+    )
+    assert {type(claim.claim_id), type(claim.subject), type(claim.value)} == {str}
+
+
+class _Int(int):
+    def bit_length(self) -> int:
+        return 1
+
+
+class _Float(float):
+    pass
+
+
+def test_a_stored_memory_of_a_recoding_body_reads_back(tmp_path: Path) -> None:
+    with TrueHeart(SQLiteRepository(tmp_path / "m.db"), clock=lambda: NOW) as service:
+        service.ingest_event(RawEventDraft(Recoded("e"), SCOPE, SOURCE, Recoded("body"), RETENTION))
+        service.materialize_once(
+            MemoryDraft(
+                Recoded("m"), SCOPE, Recoded("the body"), ("e",), "fact", TrustLevel.OBSERVED, NOW
+            )
+        )
+        assert [i.memory.content for i in service.recall(RecallQuery(SCOPE, NOW))] == ["the body"]
+        assert service.verify_integrity().ok
