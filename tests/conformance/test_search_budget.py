@@ -208,7 +208,7 @@ class _Returns:
         return self.value  # type: ignore[return-value]
 
 
-@pytest.mark.parametrize("value", [-1, 1.5, True, False, "3", None, 2.0])
+@pytest.mark.parametrize("value", [-1, 1.5, True, False, "3", None, 2.0, 2**63])
 def test_an_estimator_returning_a_bad_cost_is_rejected_at_search(
     repository: Repository, value: object
 ) -> None:

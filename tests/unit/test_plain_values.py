@@ -4,7 +4,8 @@ their own methods cannot tell the checks, the digests or the store something els
 from __future__ import annotations
 
 import itertools
-from datetime import UTC, datetime, timedelta
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
@@ -27,6 +28,7 @@ NOW = datetime(2026, 8, 13, 12, tzinfo=UTC)
 SCOPE = Scope("t", "o", "s")
 SOURCE = SourceRef("src", "chat", NOW, TrustLevel.OBSERVED)
 RETENTION = RetentionPolicy(timedelta(days=1), timedelta(days=2), timedelta(days=3))
+_PLUS_2 = timezone(timedelta(hours=2))
 
 
 class Short(str):
@@ -136,3 +138,31 @@ def test_a_stored_memory_of_a_recoding_body_reads_back(tmp_path: Path) -> None:
         )
         assert [i.memory.content for i in service.recall(RecallQuery(SCOPE, NOW))] == ["the body"]
         assert service.verify_integrity().ok
+
+
+def test_times_hold_plain_datetimes() -> None:
+    class Moment(datetime):
+        def __lt__(self, other: object) -> bool:
+            raise RuntimeError("compared")
+
+        def astimezone(self, tz: object = None) -> datetime:  # type: ignore[override]
+            raise KeyError("converted")
+
+    for moment in (Moment(2026, 8, 13, 12, tzinfo=UTC), Moment(2026, 8, 13, 14, tzinfo=_PLUS_2)):
+        source = SourceRef("src", "chat", moment, TrustLevel.OBSERVED)
+        assert type(source.occurred_at) is datetime and source.occurred_at == NOW
+        assert source.occurred_at.tzinfo is UTC
+
+
+def test_a_batch_is_read_once() -> None:
+    class Shifting(list[RawEventDraft]):
+        passes = 0
+
+        def __iter__(self) -> Iterator[RawEventDraft]:
+            Shifting.passes += 1
+            return iter(["not a draft"] if Shifting.passes > 1 else list.__iter__(self))  # type: ignore[list-item]
+
+    drafts = Shifting([RawEventDraft("e", SCOPE, SOURCE, "body", RETENTION)])
+    with TrueHeart(SQLiteRepository(":memory:"), clock=lambda: NOW) as service:
+        (receipt,) = service.ingest_events(drafts)
+    assert receipt.event_id == "e" and Shifting.passes == 0

@@ -26,6 +26,7 @@ MAX_CLAIM_VALUE_CHARS = 1024
 EMPTY_METADATA: Mapping[str, Any] = MappingProxyType({})
 
 _E = TypeVar("_E", bound=Enum)
+_T = TypeVar("_T")
 
 
 def utf8_size(value: str) -> int | None:
@@ -67,11 +68,14 @@ def utc(field: str, value: object) -> datetime:
     if not isinstance(value, datetime):
         raise ValidationError(field, "must be timezone-aware")
     try:
-        if value.tzinfo is None or value.utcoffset() is None:
+        # The base class's methods: a subclass's own could answer otherwise.
+        if value.tzinfo is None or datetime.utcoffset(value) is None:
             raise ValidationError(field, "must be timezone-aware")
-        if value.tzinfo is UTC:
-            return value
-        return value.astimezone(UTC)
+        if value.tzinfo is not UTC:
+            value = datetime.astimezone(value, UTC)
+        if type(value) is not datetime:  # a plain datetime, whatever a subclass does
+            value = datetime.combine(datetime.date(value), datetime.time(value), UTC)
+        return value
     except (OSError, OverflowError, RuntimeError, TypeError, ValueError):
         raise ValidationError(field, "must be a representable datetime") from None
 
@@ -136,6 +140,16 @@ def limit(value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 100:
         raise ValidationError("limit", "must be from 1 through 100")
     return value
+
+
+def items(value: list[_T] | tuple[_T, ...]) -> tuple[_T, ...]:
+    """The items of a list or tuple, read once through the base class (a subclass's own
+    ``__iter__`` could yield other items on each pass), as a plain tuple."""
+    if type(value) is tuple:
+        return value
+    if isinstance(value, tuple):
+        return tuple(tuple.__iter__(value))
+    return tuple(list.__iter__(value))
 
 
 def text_tuple(field: str, value: object) -> tuple[str, ...]:

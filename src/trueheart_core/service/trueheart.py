@@ -217,6 +217,7 @@ class TrueHeart:
         event ID within the batch is a replay of its first occurrence."""
         if not isinstance(drafts, list | tuple):
             raise ValidationError("drafts", "must be a list or tuple of RawEventDraft")
+        drafts = v.items(drafts)
         if not all(isinstance(draft, RawEventDraft) for draft in drafts):
             raise ValidationError("drafts", "must contain only RawEventDraft")
         if not drafts:
@@ -904,9 +905,12 @@ class TrueHeart:
 
 
 def _drafts(field: str, value: object, kind: type[_D]) -> tuple[_D, ...]:
-    if not isinstance(value, list | tuple) or not all(isinstance(d, kind) for d in value):
+    if not isinstance(value, list | tuple):
         raise ValidationError(field, f"must be a list or tuple of {kind.__name__}")
-    return tuple(value)
+    items = v.items(value)
+    if not all(isinstance(d, kind) for d in items):
+        raise ValidationError(field, f"must be a list or tuple of {kind.__name__}")
+    return items
 
 
 def _targets(

@@ -78,7 +78,7 @@ def cost(estimator: TokenEstimator, text: str) -> int:
         raise
     except Exception as error:
         raise ProviderError("the token estimator failed") from error
-    if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 0:
+    if isinstance(tokens, bool) or not isinstance(tokens, int) or not 0 <= tokens < 2**63:
         raise ValidationError("token_estimator", "must return a non-negative int")
     return tokens
 
