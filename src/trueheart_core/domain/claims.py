@@ -25,7 +25,7 @@ conflict. Conflicts are reported, by claim IDs, and never resolved by the librar
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
@@ -75,8 +75,8 @@ _Time = TypeVar("_Time", datetime, int)
 """A time as the rules compare it: a UTC datetime, or integer microseconds as stored."""
 
 
-def _set(obj: object, name: str, value: object) -> None:
-    object.__setattr__(obj, name, value)
+_set: Callable[[object, str, object], None] = object.__setattr__
+"""Set a field of a frozen DTO (during ``__post_init__``)."""
 
 
 def validity(valid_from: object, valid_to: object) -> tuple[datetime | None, datetime | None]:

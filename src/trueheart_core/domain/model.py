@@ -9,7 +9,7 @@ body-free: bodies print as their length and metadata as its number of keys.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from datetime import datetime, timedelta
 from enum import IntEnum, StrEnum
@@ -90,8 +90,8 @@ class MemoryStatus(StrEnum):
     SEALED = "sealed"
 
 
-def _set(obj: object, name: str, value: object) -> None:
-    object.__setattr__(obj, name, value)
+_set: Callable[[object, str, object], None] = object.__setattr__
+"""Set a field of a frozen DTO (during ``__post_init__``)."""
 
 
 class _Reducible:

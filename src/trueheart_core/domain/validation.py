@@ -49,9 +49,10 @@ def plain(value: str) -> str:
 def text(field: str, value: object) -> str:
     """A non-blank ID-like string of at most 128 code points that encodes as UTF-8, as a
     plain ``str``."""
-    if not isinstance(value, str):
-        raise ValidationError(field, "must be a non-blank string")
-    value = plain(value)
+    if type(value) is not str:
+        if not isinstance(value, str):
+            raise ValidationError(field, "must be a non-blank string")
+        value = plain(value)
     if not value.strip():
         raise ValidationError(field, "must be a non-blank string")
     if len(value) > MAX_TEXT_CHARS:
@@ -82,9 +83,10 @@ def utc(field: str, value: object) -> datetime:
 
 def content(field: str, value: object) -> str:
     """A non-empty body of at most 256 KiB of UTF-8, as a plain ``str``."""
-    if not isinstance(value, str):
-        raise ValidationError(field, "must be non-empty UTF-8 text")
-    value = plain(value)
+    if type(value) is not str:
+        if not isinstance(value, str):
+            raise ValidationError(field, "must be non-empty UTF-8 text")
+        value = plain(value)
     if not value:
         raise ValidationError(field, "must be non-empty UTF-8 text")
     if len(value) * 4 <= MAX_CONTENT_BYTES and value.isascii():
@@ -100,9 +102,10 @@ def content(field: str, value: object) -> str:
 def claim_value(value: object) -> str:
     """A claim value: non-blank text of at most 1,024 characters of valid UTF-8, as a
     plain ``str``."""
-    if not isinstance(value, str):
-        raise ValidationError("value", "must be a non-blank string")
-    value = plain(value)
+    if type(value) is not str:
+        if not isinstance(value, str):
+            raise ValidationError("value", "must be a non-blank string")
+        value = plain(value)
     if not value.strip():
         raise ValidationError("value", "must be a non-blank string")
     if len(value) > MAX_CLAIM_VALUE_CHARS:
@@ -155,12 +158,13 @@ def items(value: list[_T] | tuple[_T, ...]) -> tuple[_T, ...]:
 def text_tuple(field: str, value: object) -> tuple[str, ...]:
     """A tuple whose entries are text components reported under ``field``, as a plain
     tuple of plain ``str``."""
+    if type(value) is tuple and all(type(entry) is str for entry in value):
+        for entry in value:
+            text(field, entry)
+        return value
     if not isinstance(value, tuple):
         raise ValidationError(field, "must be a tuple")
-    checked = tuple([text(field, entry) for entry in tuple.__iter__(value)])
-    if type(value) is tuple and all(a is b for a, b in zip(checked, value, strict=True)):
-        return value
-    return checked
+    return tuple([text(field, entry) for entry in tuple.__iter__(value)])
 
 
 def _json_default(value: object) -> object:

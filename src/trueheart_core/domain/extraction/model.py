@@ -9,6 +9,7 @@ fixed, body-free messages, normalise times to UTC and survive ``pickle``,
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol, runtime_checkable
@@ -35,8 +36,8 @@ MAX_VALUE_CHARS = v.MAX_CLAIM_VALUE_CHARS
 """The longest claim value, in code points."""
 
 
-def _set(obj: object, name: str, value: object) -> None:
-    object.__setattr__(obj, name, value)
+_set: Callable[[object, str, object], None] = object.__setattr__
+"""Set a field of a frozen DTO (during ``__post_init__``)."""
 
 
 def _is_int(value: object) -> bool:

@@ -8,6 +8,7 @@ Like the 0.1 DTOs they validate every field in declaration order in ``__post_ini
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
@@ -39,8 +40,8 @@ MAX_QUERY_CHARS = 4096
 MAX_BUDGET_TOKENS = 1_048_576
 
 
-def _set(obj: object, name: str, value: object) -> None:
-    object.__setattr__(obj, name, value)
+_set: Callable[[object, str, object], None] = object.__setattr__
+"""Set a field of a frozen DTO (during ``__post_init__``)."""
 
 
 def _count(field: str, value: object, low: int, high: int) -> int:
