@@ -123,7 +123,10 @@ class RepositoryConflict(RepositoryBusy):
 
 
 class RepositoryUnavailable(TrueHeartError):
-    """The database server could not be reached, or the connection to it was lost.
+    """The database server could not be reached, or the connection to it was lost; or
+    the file an open SQLite repository works on is no longer at its path (removed, or
+    replaced by another file): that repository refuses every call until it is closed
+    and the path opened again.
 
     Nothing of the call was committed, except when the connection was lost while the
     commit itself was in flight: then the outcome is unknown, and replaying the same

@@ -14,6 +14,7 @@ import os
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from trueheart_core.adapters.sqlite import SQLiteRepository
+from trueheart_core.adapters.sqlite import connection as sqlite_files
 from trueheart_core.errors import ValidationError
 from trueheart_core.ports import Repository
 
@@ -92,6 +93,15 @@ def store_exists(target: str) -> bool:
         conninfo, schema = server_target(target)
         return schema_exists(conninfo, schema)
     return target == ":memory:" or os.path.exists(target)
+
+
+def orphaned_side_files(target: str) -> str | None:
+    """For a SQLite path where no database is: the rule a new store there breaks when a
+    WAL, shared-memory or journal file of a removed database lies at it (SQLite would
+    take its pages for the new database's), else ``None``."""
+    if is_server_url(target) or target == ":memory:":
+        return None
+    return sqlite_files.ORPHANS if sqlite_files.orphans(os.path.abspath(target)) else None
 
 
 def open_repository(

@@ -597,3 +597,35 @@ def test_close_while_threads_work(tmp_path: Path) -> None:
     """Closing a shared repository mid-flight: other threads see only 'is closed'."""
     for round_no in range(8):
         _close_mid_flight(tmp_path / f"store-{round_no}.db", 0.002 * round_no)
+
+
+def test_opening_waits_for_a_held_store_as_long_as_the_busy_timeout(tmp_path: Path) -> None:
+    # The check of the catalog at open waits like every call: past SQLite's default of 5
+    # seconds when the busy timeout is longer, and no longer than a shorter one.
+    db = tmp_path / "store.db"
+    SQLiteRepository(db).close()
+    holder_code = (
+        "import sqlite3, sys, time\n"
+        "c = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
+        "c.execute('PRAGMA locking_mode=EXCLUSIVE')\n"
+        "c.execute('BEGIN EXCLUSIVE')\n"
+        "print('held', flush=True)\n"
+        "time.sleep(float(sys.argv[2]))\n"
+        "c.execute('COMMIT')\n"
+        "c.close()\n"
+    )
+    for seconds, busy_timeout in (("7", 60.0), ("60", 0.2)):
+        holder = subprocess.Popen(
+            [sys.executable, "-c", holder_code, str(db), seconds], stdout=subprocess.PIPE, text=True
+        )
+        try:
+            assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+            if busy_timeout > 7:
+                with TrueHeart(SQLiteRepository(db, busy_timeout=busy_timeout)) as service:
+                    assert service.verify_integrity().ok
+            else:
+                with pytest.raises(RepositoryBusy):
+                    SQLiteRepository(db, busy_timeout=busy_timeout)
+        finally:
+            holder.kill()
+            holder.wait()

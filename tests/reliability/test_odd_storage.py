@@ -469,3 +469,37 @@ def test_side_files_another_user_left_unreadable_are_named_not_taken_for_damage(
         "ok",
         "ValidationError: path: its WAL or shared-memory file cannot be read by this process",
     )
+
+
+def test_a_full_disk_at_open_is_repository_full() -> None:
+    # SQLite reports the shared-memory file it cannot grow as an I/O error; that is a
+    # full disk, not a damaged store.
+    with _tmpfs("2m") as mount:
+        path = mount / "store.db"
+        with TrueHeart(SQLiteRepository(path), clock=lambda: NOW) as service:
+            for index in range(30):
+                service.ingest_event(_event(index))
+        filler = _fill(mount)
+        for read_only in (False, True):
+            with pytest.raises(RepositoryFull, match=r"^repository full: "):
+                SQLiteRepository(path, read_only=read_only)
+        filler.unlink()
+        with TrueHeart(SQLiteRepository(path), clock=lambda: NOW) as service:
+            assert service.stats().events == 30 and service.verify_integrity().ok
+
+
+def test_failed_creations_on_a_full_disk_leave_nothing_behind() -> None:
+    with _tmpfs("1m") as mount:
+        filler = _fill(mount)
+        path = mount / "store.db"
+        for _ in range(400):
+            try:
+                SQLiteRepository(path).close()
+                break
+            except TrueHeartError as error:
+                assert type(error) is RepositoryFull, error
+                assert sorted(p.name for p in mount.iterdir()) == ["filler"]
+            _free(filler, 4096)
+        else:
+            pytest.fail("the store was never created")
+        assert sorted(p.name for p in mount.iterdir()) == ["filler", "store.db"]

@@ -53,6 +53,9 @@ _KINDS: dict[int, tuple[type[TrueHeartError], str]] = {
     13: (RepositoryFull, "full"),  # FULL
     15: (RepositoryBusy, "busy"),  # PROTOCOL
 }
+_EXTENDED = {
+    4874: (RepositoryFull, "full"),  # IOERR_SHMSIZE: no room to grow the -shm file
+}
 
 
 @pytest.mark.parametrize("cls", DRIVER_ERRORS)
@@ -66,7 +69,7 @@ def test_every_driver_error_maps_to_exactly_one_library_error(
     expected, kind = (
         (RepositoryCorruption, "corruption")
         if code is None
-        else _KINDS.get(code & 0xFF, (RepositoryCorruption, "corruption"))
+        else _EXTENDED.get(code) or _KINDS.get(code & 0xFF, (RepositoryCorruption, "corruption"))
     )
     assert type(result) is expected
     assert str(result) == f"repository {kind}: memory recall failed"

@@ -175,6 +175,9 @@ def _import_into_new_file(args: argparse.Namespace, source: BinaryIO) -> ImportR
     appeared there meanwhile. The temporary name is always removed, and so are the
     directories the import made, unless it succeeded."""
     target = args.db
+    orphans = stores.orphaned_side_files(target)
+    if orphans is not None:
+        raise TargetRefused(target, orphans)
     missing = _missing_directories(target)
     directory, name = os.path.split(os.path.abspath(target))
     temporary = os.path.join(directory, f".{name}.import-{secrets.token_hex(8)}")
@@ -187,6 +190,9 @@ def _import_into_new_file(args: argparse.Namespace, source: BinaryIO) -> ImportR
                 receipt = service.import_store(source)
         except TargetRefused as refused:  # about the directory both names share
             raise TargetRefused(target, refused.rule) from None
+        orphans = stores.orphaned_side_files(target)
+        if orphans is not None:  # left there during the import
+            raise TargetRefused(target, orphans)
         try:
             os.link(temporary, target)
         except FileExistsError:

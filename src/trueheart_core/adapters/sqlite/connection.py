@@ -36,6 +36,9 @@ SQLITE_FULL = 13
 # after many attempts (other connections checkpoint and reset the log under it) gives
 # up with SQLITE_PROTOCOL: contention, not damage, and nothing was done.
 SQLITE_PROTOCOL = 15
+# The shared-memory file could not be grown to map the WAL's index: no room on its disk
+# (an extended I/O error code, reported instead of SQLITE_FULL).
+SQLITE_IOERR_SHMSIZE = 10 | (19 << 8)
 _CONTENTION = (SQLITE_BUSY, SQLITE_LOCKED, SQLITE_PROTOCOL)
 _HEADER_MAGIC = b"SQLite format 3\x00"
 _HEADER_SIZE = 100
@@ -78,7 +81,8 @@ def translated(error: BaseException, diagnostic: str) -> TrueHeartError:
 
     Lock contention (``SQLITE_BUSY``, ``SQLITE_LOCKED``, and ``SQLITE_PROTOCOL``, which
     WAL mode returns when other connections keep resetting the log) is
-    ``RepositoryBusy``; a full disk or database (``SQLITE_FULL``) is ``RepositoryFull``;
+    ``RepositoryBusy``; a full disk or database (``SQLITE_FULL``, and
+    ``SQLITE_IOERR_SHMSIZE``: no room to grow the shared-memory file) is ``RepositoryFull``;
     a file or medium that refuses writes (``SQLITE_READONLY``, ``SQLITE_PERM``) is
     ``RepositoryReadOnly``; every other error, and anything that is not a driver error
     (a malformed row), is ``RepositoryCorruption``.
@@ -87,7 +91,7 @@ def translated(error: BaseException, diagnostic: str) -> TrueHeartError:
     primary = code & 0xFF if isinstance(code, int) else None
     if primary in _CONTENTION:
         return RepositoryBusy(diagnostic)
-    if primary == SQLITE_FULL:
+    if primary == SQLITE_FULL or code == SQLITE_IOERR_SHMSIZE:
         return RepositoryFull(diagnostic)
     if primary in (SQLITE_READONLY, SQLITE_PERM):
         return RepositoryReadOnly(diagnostic)
@@ -320,16 +324,17 @@ def configure(conn: sqlite3.Connection, *, file_backed: bool, read_only: bool) -
         conn.execute("PRAGMA synchronous = FULL")
 
 
-def inspect_catalog(path: str) -> int:
+def inspect_catalog(path: str, *, busy_timeout: float) -> int:
     """Refuse a file of ours whose catalog is incomplete or foreign, without writing;
-    return its schema version."""
+    return its schema version. A lock held on the file is waited for up to
+    ``busy_timeout`` seconds, as every call waits."""
     # A store in use (or left by a crash) has a WAL that may hold pages the main file
     # lacks: read it like any reader. Otherwise read the main file as immutable, which
     # creates no -wal or -shm file next to a file that may be refused.
     mode = "ro" if has_side_files(path) else "ro&immutable=1"
     uri = f"file:{quote(os.path.abspath(path))}?mode={mode}"
     with translate("schema initialization failed"):
-        conn = sqlite3.connect(uri, uri=True, isolation_level=None)
+        conn = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=busy_timeout)
         try:
             return schema.check_catalog(conn)
         finally:
@@ -344,6 +349,11 @@ def create_file(path: str, *, busy_timeout: float) -> None:
     someone else created the file first, theirs is kept. The file is readable and
     writable by its owner only; SQLite gives its WAL and shared-memory files the same
     permissions.
+
+    A WAL, shared-memory or journal file at the path with no database beside it (left
+    by a database that was removed after its process was killed) is refused: SQLite
+    would take its pages for the new database's. A failed creation removes its
+    temporary file and that file's side files.
     """
     directory = os.path.dirname(os.path.abspath(path))
     name = f".{os.path.basename(path)}.{uuid.uuid4().hex[:16]}.init"
@@ -357,15 +367,40 @@ def create_file(path: str, *, busy_timeout: float) -> None:
                 conn.execute("BEGIN IMMEDIATE")
                 schema.migrate(conn, 0)
                 conn.execute("COMMIT")
+                # The schema must be in the file itself before it is linked into place:
+                # the temporary name's WAL is not the path's (and is removed below).
+                busy, frames, copied = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+                if busy or frames != copied:
+                    raise RepositoryFull("no room to create the store")
             finally:
                 conn.close()
+        if orphans(path):
+            raise ValidationError("path", ORPHANS)
         with contextlib.suppress(FileExistsError):
             os.link(temporary, path)
     except OSError as error:
         raise _creation_error(error, directory) from None
     finally:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
+        for leftover in (temporary, *(temporary + suffix for suffix in _SIDE_SUFFIXES)):
+            with contextlib.suppress(OSError):
+                os.unlink(leftover)
+
+
+_SIDE_SUFFIXES = ("-wal", "-shm", "-journal")
+ORPHANS = (
+    "has a -wal, -shm or -journal file beside it but no database (left by a removed "
+    "store): move those files away first"
+)
+
+
+def orphans(path: str) -> bool:
+    """Whether side files lie at ``path`` with no database there: not when another
+    process has just created the database (its side files are its own)."""
+    if os.path.lexists(path):
+        return False
+    if not any(os.path.lexists(path + suffix) for suffix in _SIDE_SUFFIXES):
+        return False
+    return not os.path.lexists(path)
 
 
 def _creation_error(error: OSError, directory: str) -> TrueHeartError:

@@ -60,6 +60,11 @@ class Handle:
             offset += len(part)
         return b"".join(parts)
 
+    @property
+    def key(self) -> _Key:
+        """The identity ``(st_dev, st_ino)`` of the file this hold is on."""
+        return self._key
+
     def size(self) -> int:
         """The file's size in bytes. Raises ``OSError``."""
         return os.fstat(self._fd).st_size

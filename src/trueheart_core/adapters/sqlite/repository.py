@@ -26,6 +26,7 @@ from trueheart_core.errors import (
     RepositoryCorruption,
     RepositoryFull,
     RepositoryReadOnly,
+    RepositoryUnavailable,
     TrueHeartError,
     ValidationError,
     body_free_errors,
@@ -33,6 +34,10 @@ from trueheart_core.errors import (
 from trueheart_core.ports import Capability, Operation, ScopeKey
 
 _UPGRADE_NEEDS_WRITE = "schema upgrade needs a writable store"
+_FILE_GONE = (
+    "the database file was removed or replaced since it was opened: close the repository "
+    "and open the path again"
+)
 _SCRUB_NEEDS_SPACE = (
     "erasure committed, but scrubbing its bytes from the files needs free disk space: "
     "free space, then make any call or close the repository"
@@ -118,7 +123,7 @@ class SQLiteRepository:
                 conn_mod.make_directories(target)
                 conn_mod.create_file(target, busy_timeout=busy_timeout)
             self._handle = conn_mod.inspect_file(target)
-            version = conn_mod.inspect_catalog(target)
+            version = conn_mod.inspect_catalog(target, busy_timeout=busy_timeout)
             read_only = read_only or not conn_mod.writable(target)
             if read_only and version < schema.SCHEMA_VERSION:
                 # Refused before SQLite opens it, so nothing is created next to the file.
@@ -152,6 +157,19 @@ class SQLiteRepository:
                 conn.close()
                 raise
         return conn
+
+    def _check_in_place(self) -> None:
+        """Refuse a unit when the path no longer names the file this repository opened
+        (removed, or replaced by another file, such as a restored backup): the
+        connection would go on reading and writing the old file, which nobody finds at
+        the path any more, and a write it committed would be lost."""
+        assert self._path is not None and self._handle is not None
+        try:
+            found = os.stat(self._path)
+        except OSError:
+            raise RepositoryUnavailable(_FILE_GONE) from None
+        if (found.st_dev, found.st_ino) != self._handle.key:
+            raise RepositoryUnavailable(_FILE_GONE)
 
     def _fresh_snapshot(self) -> None:
         """Before a unit on a file read as an immutable snapshot: when the file has
@@ -283,6 +301,8 @@ class SQLiteRepository:
                 raise RepositoryReadOnly(diagnostic)
             if self._snapshot is not None:
                 self._fresh_snapshot()
+            elif self._handle is not None:
+                self._check_in_place()
             conn = self._conn
             if self._erasure_pending or (erasing and self._file_backed):
                 self._scrub_first(conn, diagnostic, erasing=erasing)
@@ -390,6 +410,8 @@ class SQLiteRepository:
             if self._snapshot is not None:
                 with conn_mod.translate(DIAGNOSTICS["open"]):
                     self._fresh_snapshot()
+            elif self._handle is not None:
+                self._check_in_place()
             return backup_mod.copy_to(self._conn, target)
 
     def storage_sizes(self) -> tuple[tuple[str, int], ...] | None:
