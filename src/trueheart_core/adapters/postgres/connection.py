@@ -9,6 +9,7 @@ each SQLSTATE class and every exception class psycopg defines).
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
 import weakref
 from collections.abc import Iterator
@@ -149,6 +150,36 @@ def _check_if_idle(conn: psycopg.Connection[Any]) -> None:
     if last is not None and time.monotonic() - last < _RECENT:
         return
     psycopg_pool.ConnectionPool.check_connection(conn)
+
+
+class Lender:
+    """Lends a pool's connections, counting those lent: a pool that gives none in time
+    while none is lent could not connect to the server (``RepositoryUnavailable``); one
+    whose connections are all lent is busy (``RepositoryBusy``)."""
+
+    def __init__(self, pool: psycopg_pool.ConnectionPool[psycopg.Connection[tuple[Any, ...]]]):
+        self.pool = pool
+        self._lock = threading.Lock()
+        self._lent = 0
+
+    @contextlib.contextmanager
+    def connection(self, diagnostic: str) -> Iterator[psycopg.Connection[tuple[Any, ...]]]:
+        """A connection for the block (see the class)."""
+        try:
+            with self.pool.connection() as conn:
+                with self._lock:
+                    self._lent += 1
+                try:
+                    yield conn
+                finally:
+                    with self._lock:
+                        self._lent -= 1
+        except psycopg_pool.PoolTimeout:
+            with self._lock:
+                idle_pool = self._lent == 0
+            if idle_pool:
+                raise RepositoryUnavailable(diagnostic) from None
+            raise
 
 
 def make_pool(

@@ -175,6 +175,7 @@ class PostgresRepository:
                 self._pool = conn_mod.make_pool(
                     target, options=options, max_connections=max_connections, connect_timeout=wait
                 )
+                self._lender = conn_mod.Lender(self._pool)
                 with self._pool.connection() as conn:
                     found = catalog.open_schema(conn, schema, read_only=read_only)
         except TrueHeartError as error:
@@ -245,7 +246,7 @@ class PostgresRepository:
         self, operation: Operation, *, write: bool, erasing: bool
     ) -> Iterator[PostgresUnitOfWork]:
         diagnostic = DIAGNOSTICS[operation]
-        pool = self._pool_or_fail()
+        self._pool_or_fail()
         if getattr(self._inside, "unit", False):
             # A host callback called back into the store from inside a call: a second
             # connection could wait for the first one's locks until the lock timeout.
@@ -254,7 +255,9 @@ class PostgresRepository:
             raise RepositoryReadOnly(diagnostic)
         self._inside.unit = True
         try:
-            with self._unit_on(pool, operation, diagnostic, write=write, erasing=erasing) as uow:
+            with self._unit_on(
+                self._lender, operation, diagnostic, write=write, erasing=erasing
+            ) as uow:
                 yield uow
         finally:
             self._inside.unit = False
@@ -262,14 +265,14 @@ class PostgresRepository:
     @contextlib.contextmanager
     def _unit_on(
         self,
-        pool: psycopg_pool.ConnectionPool[psycopg.Connection[tuple[Any, ...]]],
+        lender: conn_mod.Lender,
         operation: Operation,
         diagnostic: str,
         *,
         write: bool,
         erasing: bool,
     ) -> Iterator[PostgresUnitOfWork]:
-        with conn_mod.translate(diagnostic), pool.connection() as conn:
+        with conn_mod.translate(diagnostic), lender.connection(diagnostic) as conn:
             if erasing:
                 # An earlier erasure's rewrite first (of this process or another): an
                 # erasing call that returns has left none of what it or any erasure
