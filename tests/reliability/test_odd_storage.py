@@ -503,3 +503,19 @@ def test_failed_creations_on_a_full_disk_leave_nothing_behind() -> None:
         else:
             pytest.fail("the store was never created")
         assert sorted(p.name for p in mount.iterdir()) == ["filler", "store.db"]
+
+
+def test_an_export_whose_disk_fills_names_its_output(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from trueheart_core.cli import main
+
+    store = tmp_path / "store.db"
+    with TrueHeart(SQLiteRepository(store), clock=lambda: NOW) as service:
+        service.ingest_events([_event(index, size=20) for index in range(40)])
+    with _tmpfs("64k") as mount:
+        _fill(mount)
+        output = mount / "out.jsonl"
+        assert main(["export", str(store), "-o", str(output)]) == 1
+        assert capsys.readouterr().err.endswith(f"\ntrueheart: {output}: No space left on device\n")
+        assert not output.exists()

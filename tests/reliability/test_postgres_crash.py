@@ -38,7 +38,6 @@ from trueheart_core import (
     Scope,
     SourceRef,
     TrueHeart,
-    TrueHeartError,
     TrustLevel,
 )
 

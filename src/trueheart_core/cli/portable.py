@@ -144,9 +144,12 @@ def _export_to_file(service: TrueHeart, path: str, args: argparse.Namespace) -> 
     try:
         with handle:
             return service.export_store(handle, scope=args.scope)
-    except BaseException:
+    except BaseException as error:
         with contextlib.suppress(OSError):
             os.remove(path)
+        if isinstance(error, OSError) and error.filename is None:
+            # Writing the output failed (a full disk): name the output, not the store.
+            raise OSError(error.errno, error.strerror, path) from None
         raise
 
 
