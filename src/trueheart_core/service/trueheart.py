@@ -791,7 +791,9 @@ class TrueHeart:
         self, *, tenant_id: str | None = None, owner_id: str | None = None
     ) -> tuple[Scope, ...]:
         """The scopes that hold at least one raw event or memory (of one tenant, and one
-        owner, when given), sorted. Cost grows with the number of scopes."""
+        owner, when given), sorted. Cost grows with the number of scopes listed, with
+        ``tenant_id``: of the tenant's; without it (``owner_id`` alone too): of every
+        scope of the store."""
         if tenant_id is not None:
             v.text("tenant_id", tenant_id)
         if owner_id is not None:

@@ -24,6 +24,7 @@ from trueheart_core import (
     EntityType,
     GovernanceAction,
     GovernanceCommand,
+    HashingEmbedder,
     MemoryDraft,
     MemoryStatus,
     RawEventDraft,
@@ -307,3 +308,38 @@ def test_a_walk_of_a_whole_scope_is_detected() -> None:
     assert _walks_per_row(recall, correlated=True)
     assert not _walks_per_row(recall, correlated=False)
     assert not _walks_per_row("SEARCH sm USING INDEX memories_by_id (memory_id=?)", True)
+
+
+def test_erasing_a_subject_reads_no_table_whole(tmp_path: Path) -> None:
+    # Erasure walks its own scope, through the scope's indexes, and never a whole table:
+    # vectors included, which another scope's memories fill.
+    path = tmp_path / "store.db"
+    repository = SQLiteRepository(path)
+    service = TrueHeart(
+        repository, clock=lambda: NOW, embedder=HashingEmbedder(32), auto_index=True
+    )
+    for scope in (SCOPE, OTHER):
+        for index in range(5):
+            service.ingest_event(_event(f"e{index}", scope))
+            service.materialize_once(
+                MemoryDraft(
+                    f"m{index}",
+                    scope,
+                    "memory body",
+                    (f"e{index}",),
+                    "fact",
+                    TrustLevel.OBSERVED,
+                    NOW,
+                )
+            )
+    statements: list[str] = []
+    repository._conn.set_trace_callback(statements.append)  # type: ignore[union-attr]
+    try:
+        service.erase_subject(SCOPE, occurred_at=NOW, dry_run=True)
+        service.erase_subject(SCOPE, occurred_at=NOW)
+    finally:
+        repository.close()
+    plans = _plans(path, statements)
+    assert any("UPDATE vectors" in statement for statement, _, _ in plans)
+    for statement, detail, _ in plans:
+        assert not _scans_a_table(statement, detail), (statement, detail)

@@ -130,9 +130,13 @@ _ERASE_SCOPE: Sequence[tuple[str, str]] = (
     ("lineage_edge", "DELETE FROM lineage WHERE scope_id = ?1"),
     (
         "vector",
-        f"UPDATE vectors SET {ERASE_VECTOR} WHERE erased IS NOT 1 AND (doc IN ({_MEMORIES}) OR "
-        "vid IN (SELECT vid FROM vectors INDEXED BY vectors_scan WHERE scope_id = ?1 "
-        "AND erased IS NOT 1))",
+        # One probe per vector of the scope: by its memory's row, and by its own scope
+        # (an OR of the two lists would walk every vector of the store instead).
+        f"UPDATE vectors SET {ERASE_VECTOR} WHERE vid IN ("
+        "SELECT vid FROM vectors INDEXED BY vectors_by_doc WHERE erased IS NOT 1 "
+        f"AND doc IN ({_MEMORIES}) UNION "
+        "SELECT vid FROM vectors INDEXED BY vectors_scan WHERE scope_id = ?1 "
+        "AND erased IS NOT 1)",
     ),
     ("memory", f"UPDATE memories SET {ERASE_MEMORY} WHERE rid IN ({_MEMORIES})"),
     (
