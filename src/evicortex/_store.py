@@ -352,13 +352,13 @@ class EviCortex:
     def index_semantic(self, record: MemoryRecord) -> EmbeddingUpsertResult:
         """Project a record and its claims (those without a current vector); ``KeyError``
         when the store holds no such record (purged, or another store's), as for
-        :meth:`expand`."""
+        :meth:`expand`. The claims are the stored record's, whatever ``record`` lists."""
         engine = self.engine
         if not isinstance(record, MemoryRecord):
             raise ValidationError("record", "must be a MemoryRecord")
         scope = scope_of(record.namespace)
-        self._record(engine, scope, record.id)
-        ids = (record.id, *(claim.id for claim in record.claims))
+        stored = self._record(engine, scope, record.id)
+        ids = (stored.id, *(claim.id for claim in stored.claims))
         embedded = call(lambda: engine.index_semantic(scope, ids), record.id)
         return EmbeddingUpsertResult(record.id, embedded, len(ids) - embedded)
 

@@ -3,6 +3,7 @@ repair, a failing provider, a changed provider, the scan cap and the reranker se
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -84,6 +85,23 @@ def test_index_semantic_embeds_a_record_with_its_claims(
     assert result.embedded >= 1
     status = memory.semantic_status(NS)
     assert record.id not in status.memory_missing_ids
+
+
+def test_index_semantic_projects_the_stored_records_claims(
+    open_store: Callable[..., EviCortex],
+) -> None:
+    # A record whose claims were changed after it was returned (None, or another
+    # record's claim) projects what the store holds for it, nothing else.
+    memory = open_store(":memory:", embedder=CountingEmbedder(), auto_index=False)
+    record = memory.remember(namespace=NS, content="evidence", claims=TWO_CLAIMS)
+    other = memory.remember(namespace=NS, content="other evidence", claims=TWO_CLAIMS[:1])
+    forged = dataclasses.replace(record, claims=(None, *other.claims))  # type: ignore[arg-type]
+    result = memory.index_semantic(forged)
+    assert (result.memory_id, result.embedded + result.skipped) == (record.id, 3)
+    status = memory.semantic_status(NS)
+    assert record.id not in status.memory_missing_ids
+    assert other.id in status.memory_missing_ids
+    assert set(status.claim_missing_ids) == {claim.id for claim in other.claims}
 
 
 def test_sync_semantic_repairs_in_batches(open_store: Callable[..., EviCortex]) -> None:
