@@ -7,6 +7,7 @@ from typing import Protocol
 
 from trueheart_core.ports.rows import (
     Period,
+    RecallCandidate,
     ScopeKey,
     SearchCandidate,
     SearchDocRow,
@@ -97,6 +98,34 @@ class SearchIndex(Protocol):
         them whose score is at least the ``window``-th best score (so ties at the edge
         are all present), unordered. Reads the postings of the given terms only.
         """
+
+    def in_period(
+        self,
+        scope: ScopeKey,
+        period: Period,
+        as_of: int,
+        kinds: Sequence[str],
+        min_trust: int | None,
+        claim_statuses: Sequence[str],
+        newest: bool,
+        limit: int,
+        claim_kind: str = "claim",
+    ) -> list[RecallCandidate]:
+        """Up to ``limit`` of the scope's eligible memories in ``period``, whatever they
+        say: the answer to a question about a period that names nothing else.
+
+        Eligibility and the period are those of :meth:`candidates` (a memory of
+        ``claim_kind`` with a claim row is in the period when its validity overlaps it,
+        any other memory when it was created in it). The order is ``created_at``
+        descending, then ``memory_id`` ascending, when ``newest``; otherwise its exact
+        reverse (``created_at`` ascending, then ``memory_id`` descending). Returns the
+        first ``limit`` in that order.
+
+        The memories created in the period are read by walking an index of the scope's
+        active memories by ``created_at`` in the order asked, from the period's end (or
+        ``as_of``) or its start, stopping at ``limit``: the cost follows ``limit``, not
+        the scope. The claims are read from the scope's claims, each with one probe of
+        its memory."""
 
     def docs_for(self, scope: ScopeKey, memory_ids: Sequence[str]) -> list[SearchDocRow]:
         """The search entries (with terms) of these memories in the exact scope."""

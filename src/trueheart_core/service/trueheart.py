@@ -428,6 +428,9 @@ class TrueHeart:
         candidates are limited to the period it names (memories created in it, claims
         valid at some time in it; every time when nothing is in it), the relevant ones
         are ordered newest or oldest first when it asks, and ``capsule.time`` says so.
+        A question about a period that names nothing else ("what did I do yesterday?")
+        is answered with the memories about the period in time order, never with those
+        of every time, and without the embedder.
 
         An index built by other tokenisation rules (or by a version without search) is
         rebuilt first, in a writing transaction of its own.
@@ -436,7 +439,8 @@ class TrueHeart:
             raise ValidationError("query", "must be a SearchQuery")
         semantic = self._semantic if query.semantic else None
         time = searching.read_time(query)
-        vector = None if semantic is None else hybrid.embed_query(semantic, time.text)
+        # A question about a period alone ranks nothing: its vector would not be used.
+        vector = None if semantic is None or time.only else hybrid.embed_query(semantic, time.text)
         for _ in range(2):
             with self._repository.unit_of_work("search", write=False) as uow:
                 if searching.index_is_current(uow):

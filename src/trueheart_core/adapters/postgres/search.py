@@ -35,9 +35,11 @@ from trueheart_core.adapters.sql.expressions import (
     claim_status,
     supersedes_at,
 )
+from trueheart_core.adapters.sql.order import time_ordered
 from trueheart_core.errors import RepositoryCorruption
 from trueheart_core.ports import (
     Period,
+    RecallCandidate,
     ScopeKey,
     SearchCandidate,
     SearchDocRow,
@@ -352,6 +354,54 @@ class PostgresSearch(Role):
         if not rows:
             return 0, []
         return rows[0][5], [SearchCandidate(dec(r[0]), *r[1:5]) for r in rows]
+
+    def in_period(
+        self,
+        scope: ScopeKey,
+        period: Period,
+        as_of: int,
+        kinds: Sequence[str],
+        min_trust: int | None,
+        claim_statuses: Sequence[str],
+        newest: bool,
+        limit: int,
+        claim_kind: str = "claim",
+    ) -> list[RecallCandidate]:
+        if limit <= 0:
+            return []
+        key = self._s.key(scope)
+        start, end = period
+        filters, extra = eligibility_filters(
+            as_of, kinds, min_trust, claim_statuses, claim_kind, d="x", period=period
+        )
+        order = "x.created_at DESC, x.memory_id ASC" if newest else "x.created_at, x.memory_id DESC"
+        bounds, bound_params = "", []
+        if start is not None:
+            bounds += " AND x.created_at >= %s"
+            bound_params.append(start)
+        if end is not None:
+            bounds += " AND x.created_at < %s"
+            bound_params.append(end)
+        selected = "SELECT x.memory_id, x.created_at, x.clear_until, x.recall_until"
+        eligible = (
+            "x.status = 'active' AND x.created_at <= %s "
+            f"AND x.recall_until > %s{filters} ORDER BY {order} LIMIT %s"
+        )
+        # The memories created in the period: ``memories_recall_clear`` holds this order
+        # (read backwards for the oldest first), so the walk stops at the limit.
+        created = self._s.all(
+            f"{selected} FROM memories x WHERE {scoped('x')}{bounds} AND {eligible}",
+            [*key, *bound_params, as_of, as_of, *extra, limit],
+        )
+        # The claims valid in the period, whenever they were recorded: the scope's claims,
+        # each one probe of its memory.
+        claims = self._s.all(
+            f"{selected} FROM claims c JOIN memories x "
+            f"ON {same_scope('x', 'c')} AND x.memory_id = c.claim_id "
+            f"WHERE {scoped('c')} AND x.kind = %s AND {eligible}",
+            [*key, enc(claim_kind), as_of, as_of, *extra, limit],
+        )
+        return time_ordered([(dec(r[0]), *r[1:]) for r in [*created, *claims]], newest, limit)
 
     def docs_for(self, scope: ScopeKey, memory_ids: Sequence[str]) -> list[SearchDocRow]:
         key = self._s.key(scope)

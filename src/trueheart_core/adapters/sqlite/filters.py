@@ -33,10 +33,12 @@ def eligibility_filters(
     claim_kind: str,
     d: str = "d",
     period: Period | None = None,
+    doc: str = "doc",
 ) -> tuple[str, list[Any]]:
     """``AND`` clauses over a row ``d`` that copies a memory's ``trust``, ``kind`` and
-    ``created_at`` (and names it by ``doc``) for the kind, trust, claim-status and
-    period filters of a search, with their parameters."""
+    ``created_at`` (and names the memory's ``rid`` in its column ``doc``) for the kind,
+    trust, claim-status and period filters of a search, with their parameters. ``d`` must
+    not be ``m``, the alias of the memory row the clauses read."""
     filters = ""
     params: list[Any] = []
     if min_trust is not None:
@@ -66,18 +68,18 @@ def eligibility_filters(
         f" AND ({d}.kind IS NOT ? OR (SELECT {status.sql}"
         " FROM memories m LEFT JOIN claims c"
         f" ON c.claim_id = m.memory_id AND c.scope_id = m.scope_id AND c.erased IS NOT 1"
-        f" WHERE m.rid = {d}.doc) IN (SELECT value FROM json_each(?)))"
+        f" WHERE m.rid = {d}.{doc}) IN (SELECT value FROM json_each(?)))"
     )
     params += [claim_kind, *status.params]
     params.append(json.dumps([NOT_A_CLAIM, *claim_statuses]))
     if period is not None:
-        clause, extra = _in_period(period, d)
+        clause, extra = _in_period(period, d, doc)
         filters += clause
         params += [claim_kind, *extra]
     return filters, params
 
 
-def _in_period(period: Period, d: str) -> tuple[str, list[Any]]:
+def _in_period(period: Period, d: str, doc: str) -> tuple[str, list[Any]]:
     """The clause of a period: a claim (of the claim kind, with a claim row) is in it
     when its validity overlaps it, any other memory when it was created in it."""
     start, end = period
@@ -97,6 +99,6 @@ def _in_period(period: Period, d: str) -> tuple[str, list[Any]]:
         f" THEN {' AND '.join(created)} ELSE {' AND '.join(valid)} END"
         " FROM memories m LEFT JOIN claims c"
         f" ON c.claim_id = m.memory_id AND c.scope_id = m.scope_id AND c.erased IS NOT 1"
-        f" WHERE m.rid = {d}.doc)"
+        f" WHERE m.rid = {d}.{doc})"
     )
     return clause, [*params, *valid_params]

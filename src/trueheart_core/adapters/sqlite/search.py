@@ -12,6 +12,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from trueheart_core.adapters.sql.expressions import SQLITE, Param, bm25_term
+from trueheart_core.adapters.sql.order import time_ordered
 from trueheart_core.adapters.sqlite.filters import eligibility_filters
 from trueheart_core.adapters.sqlite.pending import (
     ENTRY_COLUMNS,
@@ -31,6 +32,7 @@ from trueheart_core.adapters.sqlite.session import (
 from trueheart_core.errors import RepositoryCorruption
 from trueheart_core.ports import (
     Period,
+    RecallCandidate,
     ScopeKey,
     SearchCandidate,
     SearchDocRow,
@@ -268,6 +270,56 @@ class SQLiteSearch(Role):
         if not rows:
             return 0, []
         return rows[0][5], [SearchCandidate(*r[:5]) for r in rows]
+
+    def in_period(
+        self,
+        scope: ScopeKey,
+        period: Period,
+        as_of: int,
+        kinds: Sequence[str],
+        min_trust: int | None,
+        claim_statuses: Sequence[str],
+        newest: bool,
+        limit: int,
+        claim_kind: str = "claim",
+    ) -> list[RecallCandidate]:
+        sid = self._scope_id(scope)
+        if sid is None or limit <= 0:
+            return []
+        start, end = period
+        filters, extra = eligibility_filters(
+            as_of, kinds, min_trust, claim_statuses, claim_kind, d="x", period=period, doc="rid"
+        )
+        order = "x.created_at DESC, x.memory_id ASC" if newest else "x.created_at, x.memory_id DESC"
+        bounds, bound_params = "", []
+        if start is not None:
+            bounds += " AND x.created_at >= ?"
+            bound_params.append(start)
+        if end is not None:
+            bounds += " AND x.created_at < ?"
+            bound_params.append(end)
+        selected = "SELECT x.memory_id, x.created_at, x.clear_until, x.recall_until"
+        eligible = (
+            "x.status = 'active' AND x.erased IS NOT 1 AND x.created_at <= ? "
+            f"AND x.recall_until > ?{filters} ORDER BY {order} LIMIT ?"
+        )
+        # The memories created in the period: a walk of the recall index in the order
+        # asked, which stops at the limit (a claim among them is kept by its validity).
+        created = self._conn.execute(
+            f"{selected} FROM memories x INDEXED BY memories_recall_clear "
+            f"WHERE x.scope_id = ?{bounds} AND {eligible}",
+            [sid, *bound_params, as_of, as_of, *extra, limit],
+        ).fetchall()
+        # The claims valid in the period, whenever they were recorded: the scope's claims,
+        # each one probe of its memory.
+        claims = self._conn.execute(
+            f"{selected} FROM claims c INDEXED BY claims_by_subject "
+            "CROSS JOIN memories x INDEXED BY memories_by_id "
+            "ON x.memory_id = c.claim_id AND x.scope_id = c.scope_id "
+            f"WHERE c.scope_id = ? AND c.erased IS NOT 1 AND x.kind = ? AND {eligible}",
+            [sid, claim_kind, as_of, as_of, *extra, limit],
+        ).fetchall()
+        return time_ordered([*created, *claims], newest, limit)
 
     def holding(self, sid: int, terms: Sequence[int], memory_ids: Sequence[str]) -> int:
         """How many of these memories of the scope have a searchable entry that holds at

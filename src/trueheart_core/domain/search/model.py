@@ -283,9 +283,12 @@ class TimeTrace(_Reducible):
     by a space). ``start`` (inclusive) and ``end`` (exclusive) bound the period it names,
     ``None`` where it is open; ``order`` is the order it asks for, or ``None``.
     ``filtered`` is true when the candidates were limited to the period: memories
-    created in it, claims valid at some time in it. It is false when there is no period,
-    or when no candidate was in it and the search fell back to every time (the
-    diagnostic ``"time_period_empty"`` says so).
+    created in it, claims valid at some time in it, memories that name it. It is false
+    when there is no period, or when no candidate was in it and the search fell back to
+    every time (the diagnostic ``"time_period_empty"`` says so). A question about the
+    period alone ("what did I do yesterday?") is answered with the memories about it in
+    time order, scored 0.0, and never falls back: the diagnostic ``"time_only"`` says
+    so, with ``"time_period_empty"`` when the answer is empty.
     """
 
     expression: str

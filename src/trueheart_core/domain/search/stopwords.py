@@ -14,13 +14,20 @@ fragments that the tokeniser cuts from English contractions (``don't`` gives ``d
 and ``t``). Chinese and Japanese queries need no list: their question words are
 character bigrams that statements rarely hold (see :mod:`.ranking` for how an absent
 term counts).
+
+:data:`OPEN_WORDS` is a second, smaller list, used for one decision only: a question
+whose words, once its time expression is left out, are all stop words or open words
+("what did I do yesterday?", "what happened last week?", "what was I up to in
+March?", "yesterday") asks about the period as a whole, not about a topic in it
+(:func:`asks_only_when`). Open words are searched like any other word in every other
+query.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
-__all__ = ["STOP_WORDS", "content_words"]
+__all__ = ["OPEN_WORDS", "STOP_WORDS", "asks_only_when", "content_words"]
 
 _WORDS = """
     a an the
@@ -39,6 +46,27 @@ _WORDS = """
 STOP_WORDS = frozenset(_WORDS.split())
 """The query words left out when the query holds another word (after NFKC and case
 folding, as the tokeniser produces them)."""
+
+
+_OPEN = """
+    happen happens happened happening go goes going went gone get gets got getting up
+    anything everything something stuff thing things else new
+    tell show remind list give recap summary summarize summarise
+    remember recall memory memories note notes
+"""
+
+OPEN_WORDS = frozenset(_OPEN.split())
+"""Words that, with only stop words beside them, ask for everything in a period
+("what happened", "what was I up to", "tell me about", "anything new"), as the
+tokeniser produces them. They are not stop words: only :func:`asks_only_when` reads
+them."""
+
+
+def asks_only_when(words: Iterable[str]) -> bool:
+    """Whether a question's words (without its time expression, as the tokeniser gives
+    them) name nothing but the question itself: every one is a stop word or an open
+    word, or there are none."""
+    return all(word in STOP_WORDS or word in OPEN_WORDS for word in words)
 
 
 def content_words(words: Mapping[int, str]) -> dict[int, str]:

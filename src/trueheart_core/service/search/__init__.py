@@ -5,8 +5,10 @@ expression (before any transaction, so that the embedder sees the query without 
 :func:`answer` ranks the scope's memories (``lexical``: BM25 through the search role;
 ``hybrid``: that ranking fused with the semantic scan and the reranker), limited to the
 period the query names and ordered as it asks, then packs the window into the capsule
-and verifies what enters it (``capsule``). ``index`` keeps the index in step with every
-write. The rules (tokenisation, stop words, BM25, time expressions, the result order,
+and verifies what enters it (``capsule``). A question about a period that names nothing
+else ("what did I do yesterday?") is answered by ``about_period`` instead: the memories
+about the period, in time order, ranked by nothing. ``index`` keeps the index in step
+with every write. The rules (tokenisation, stop words, BM25, time expressions, the result order,
 fusion, packing) live in ``domain``.
 """
 
@@ -26,12 +28,13 @@ from trueheart_core.domain.search.model import (
     TimeOrder,
     TimeTrace,
 )
+from trueheart_core.domain.search.stopwords import asks_only_when
 from trueheart_core.domain.search.tokenize import term_key, tokenize
 from trueheart_core.domain.search.when import TimeReference, find_time, without_time
 from trueheart_core.ports import Period, UnitOfWork
 from trueheart_core.service import records
 from trueheart_core.service.records import scope_key
-from trueheart_core.service.search import hybrid, lexical
+from trueheart_core.service.search import about_period, hybrid, lexical
 from trueheart_core.service.search.capsule import ClaimViews, capsule
 from trueheart_core.service.search.index import (
     doc_row,
@@ -43,6 +46,7 @@ from trueheart_core.service.search.lexical import Ranking
 
 __all__ = [
     "PERIOD_EMPTY",
+    "TIME_ONLY",
     "ClaimViews",
     "QueryTime",
     "answer",
@@ -55,17 +59,24 @@ __all__ = [
 
 PERIOD_EMPTY = "time_period_empty"
 
+TIME_ONLY = "time_only"
+"""The diagnostic of a question about a period that names nothing else: its answer is
+the memories about the period in time order, with no relevance score."""
+
 
 @dataclass(frozen=True, slots=True)
 class QueryTime:
     """What a query says about time; the text that is searched: the query without its
     time expression (the whole query when nothing else is left), since a memory about
-    the period need not say so; and the ``terms`` of its period that a memory may
-    mention (``domain.search.mentions``)."""
+    the period need not say so; the ``terms`` of its period that a memory may mention
+    (``domain.search.mentions``); and whether it asks ``only`` about its period (it
+    names one, and nothing but stop words and open words are left beside it,
+    ``domain.search.stopwords.asks_only_when``)."""
 
     reference: TimeReference | None
     text: str
     terms: frozenset[str] = frozenset()
+    only: bool = False
 
     @property
     def period(self) -> Period | None:
@@ -91,7 +102,9 @@ def read_time(query: SearchQuery) -> QueryTime:
             naming.append(text)
     rest = without_time(query.text, reference)
     terms = mention_terms(naming)
-    return QueryTime(reference, rest if tokenize(rest) else query.text, terms)
+    words = tokenize(rest)
+    only = bool(naming) and asks_only_when(words)
+    return QueryTime(reference, rest if words else query.text, terms, only)
 
 
 def answer(
@@ -111,6 +124,8 @@ def answer(
     disagrees with its row fails closed."""
     time = read_time(query) if time is None else time
     period = time.period
+    if time.only and period is not None and time.reference is not None:
+        return _about_period(uow, query, estimator, claim_views, time, period)
 
     def ranked(within: Period | None) -> Ranking:
         if semantic is None or vector is None:
@@ -145,6 +160,33 @@ def answer(
             period is not None,
             diagnostics,
         )
+    return capsule(uow, query, estimator, claim_views, found, trace, period, time.terms)
+
+
+def _about_period(
+    uow: UnitOfWork,
+    query: SearchQuery,
+    estimator: TokenEstimator,
+    claim_views: ClaimViews,
+    time: QueryTime,
+    period: Period,
+) -> MemoryCapsule:
+    """The capsule of a question about a period that names nothing else: the memories
+    about the period in time order (the order asked, else newest first), never every
+    time."""
+    reference = time.reference
+    assert reference is not None
+    order = None if reference.order is None else TimeOrder(reference.order)
+    found = about_period.ranked(uow, query, period, time.terms, order is not TimeOrder.OLDEST)
+    diagnostics = (TIME_ONLY,) if found.ranked else (TIME_ONLY, PERIOD_EMPTY)
+    trace = TimeTrace(
+        reference.expression,
+        None if reference.start is None else records.from_us(reference.start),
+        None if reference.end is None else records.from_us(reference.end),
+        order,
+        True,
+        diagnostics,
+    )
     return capsule(uow, query, estimator, claim_views, found, trace, period, time.terms)
 
 

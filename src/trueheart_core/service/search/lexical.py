@@ -31,7 +31,7 @@ from trueheart_core.service.records import scope_key
 from trueheart_core.service.search.index import INDEX_CORRUPT
 
 
-def _checked(candidate: SearchCandidate) -> SearchCandidate:
+def checked(candidate: SearchCandidate) -> SearchCandidate:
     times = (candidate.created_at, candidate.clear_until, candidate.recall_until)
     if (
         not isinstance(candidate.memory_id, str)
@@ -69,7 +69,7 @@ def _ceiling(
     return math.fsum(parts)
 
 
-def _weights(
+def term_weights(
     uow: UnitOfWork, key: ScopeKey, docs: int, terms: list[int], factor: float
 ) -> list[tuple[int, float]]:
     """``(term, factor * idf)`` of each of these term keys that the scope holds."""
@@ -139,7 +139,7 @@ def lexical(
     docs, total_length = uow.search.statistics(key)
     if type(docs) is not int or type(total_length) is not int or docs < 0:
         loading.corrupt(INDEX_CORRUPT)
-    weights = _weights(uow, key, docs, sorted(words), 1.0)
+    weights = term_weights(uow, key, docs, sorted(words), 1.0)
     held = {term for term, _ in weights}
     missing = {term_id: term for term_id, term in words.items() if docs and term_id not in held}
     fixes_of: dict[int, set[int]] = {}
@@ -151,7 +151,7 @@ def lexical(
         budget -= bound
         fixes_of[term_id] = {term_key(fix) for fix in corrections(term) if fix not in STOP_WORDS}
     fixes = set().union(*fixes_of.values()) - words.keys()
-    weights += _weights(uow, key, docs, sorted(fixes), ranking.CORRECTION_WEIGHT)
+    weights += term_weights(uow, key, docs, sorted(fixes), ranking.CORRECTION_WEIGHT)
     ceiling = _ceiling(docs, words, dict(weights), fixes_of)
     terms = sorted({*words, *(term for term, _ in weights)})
     matched, found = 0, list[SearchCandidate]()
@@ -171,7 +171,7 @@ def lexical(
         )
     if type(matched) is not int or matched < len(found) or matched > docs:
         loading.corrupt(INDEX_CORRUPT)
-    candidates = [_checked(c) for c in found]
+    candidates = [checked(c) for c in found]
     candidates.sort(
         key=lambda c: ranking.order_key(
             c.score,

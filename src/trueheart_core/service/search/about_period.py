@@ -1,0 +1,114 @@
+"""The answer to a question about a period that names nothing else ("what did I do
+yesterday?", "what happened last week?", "yesterday"): the memories about the period,
+whatever they say, in time order.
+
+Such a question holds no word to rank by: its words, once the time expression is left
+out, are stop words or open words (``domain.search.stopwords.asks_only_when``). The
+memories about the period are those a period limits every search to: the memories
+created in it and the claims valid at some time in it (``SearchIndex.in_period``, which
+walks an index of the scope in time order and stops at the window), and the memories
+that mention it (``domain.search.mentions``), found as the best window of a search for
+the words that name it. They are ranked by ``created_at`` (newest first, or oldest
+first when the question asks), then ``memory_id``; their score is 0.0, since no
+relevance was measured.
+"""
+
+from __future__ import annotations
+
+from trueheart_core.domain import policy
+from trueheart_core.domain.search import ranking
+from trueheart_core.domain.search.capsule import Ranked
+from trueheart_core.domain.search.model import SearchQuery
+from trueheart_core.domain.search.tokenize import term_key
+from trueheart_core.ports import Period, RecallCandidate, ScopeKey, UnitOfWork
+from trueheart_core.service import loading, records
+from trueheart_core.service.records import scope_key
+from trueheart_core.service.search.index import INDEX_CORRUPT
+from trueheart_core.service.search.lexical import Facts, Ranking, checked, term_weights
+
+__all__ = ["SCORE", "ranked"]
+
+SCORE = 0.0
+"""The score of every memory in the answer: nothing was ranked by relevance."""
+
+
+def _facts(candidate: object) -> Facts:
+    """What the index said of a memory in the period, checked."""
+    if not isinstance(candidate, RecallCandidate) or not isinstance(candidate.memory_id, str):
+        loading.corrupt(INDEX_CORRUPT)
+    times = (candidate.created_at, candidate.clear_until, candidate.recall_until)
+    if not all(type(t) is int for t in times):
+        loading.corrupt(INDEX_CORRUPT)
+    return Facts(*times)
+
+
+def _mentioning(
+    uow: UnitOfWork, query: SearchQuery, key: ScopeKey, terms: frozenset[str], window: int
+) -> dict[str, Facts]:
+    """The eligible memories, of every time, that hold a word naming the period: the
+    best ``window`` of a BM25 search for those words (ties at the edge included)."""
+    if not terms:
+        return {}
+    docs, total_length = uow.search.statistics(key)
+    if type(docs) is not int or type(total_length) is not int or docs < 0:
+        loading.corrupt(INDEX_CORRUPT)
+    weights = term_weights(uow, key, docs, sorted({term_key(term) for term in terms}), 1.0)
+    if not weights:
+        return {}
+    _, found = uow.search.candidates(
+        key,
+        weights,
+        ranking.BM25_K1,
+        ranking.BM25_B,
+        ranking.average_length(docs, total_length),
+        records.to_us(query.as_of),
+        query.kinds,
+        None if query.min_trust is None else int(query.min_trust),
+        window,
+        [status.value for status in query.claim_statuses],
+    )
+    return {
+        c.memory_id: Facts(c.created_at, c.clear_until, c.recall_until) for c in map(checked, found)
+    }
+
+
+def ranked(
+    uow: UnitOfWork, query: SearchQuery, period: Period, terms: frozenset[str], newest: bool
+) -> Ranking:
+    """The window of the memories about ``period`` (created in it, claims valid in it,
+    or holding one of ``terms``), newest first or (``newest`` false) oldest first, with
+    their rows; ``matched`` counts the memories found before the window was cut."""
+    key = scope_key(query.scope)
+    as_of = records.to_us(query.as_of)
+    window = ranking.candidate_window(query.limit)
+    found = uow.search.in_period(
+        key,
+        period,
+        as_of,
+        query.kinds,
+        None if query.min_trust is None else int(query.min_trust),
+        [status.value for status in query.claim_statuses],
+        newest,
+        window,
+    )
+    if not isinstance(found, list) or len(found) > window:
+        loading.corrupt(INDEX_CORRUPT)
+    facts = {candidate.memory_id: _facts(candidate) for candidate in found}
+    if len(facts) != len(found):
+        loading.corrupt(INDEX_CORRUPT)
+    for memory_id, fact in _mentioning(uow, query, key, terms, window).items():
+        facts.setdefault(memory_id, fact)
+    ordered = sorted(facts, key=lambda memory_id: (-facts[memory_id].created_at, memory_id))
+    if not newest:
+        ordered.reverse()
+    chosen = ordered[:window]
+    rows = {row.memory_id: row for row in uow.memories.get_many(key, chosen)}
+    items = []
+    for memory_id in chosen:
+        row = rows.get(memory_id)
+        if row is None or not isinstance(row.content, str):
+            loading.corrupt(INDEX_CORRUPT)
+        fact = facts[memory_id]
+        clarity = policy.clarity_us(as_of, fact.clear_until, fact.recall_until)
+        items.append(Ranked(memory_id, row.content, SCORE, clarity))
+    return Ranking(items, rows, {memory_id: facts[memory_id] for memory_id in chosen}, len(facts))
