@@ -114,7 +114,7 @@ def test_an_empty_period_gives_an_empty_answer_not_every_time(service: TrueHeart
     assert capsule.time.diagnostics == ("time_only", "time_period_empty")
 
 
-def test_the_answer_holds_claims_valid_in_the_period_and_memories_that_mention_it(
+def test_the_answer_holds_claims_made_and_valid_in_the_period_and_memories_naming_it(
     service: TrueHeart,
 ) -> None:
     _store(
@@ -137,6 +137,15 @@ def test_the_answer_holds_claims_valid_in_the_period_and_memories_that_mention_i
     )
     service.materialize_claim(
         claim(
+            "claim-made-in-june",
+            predicate="team",
+            value="Platform",
+            created_at=JUNE + timedelta(hours=1),
+            valid_from=datetime(2026, 6, 1, tzinfo=UTC),
+        )
+    )
+    service.materialize_claim(
+        claim(
             "claim-2025",
             predicate="lives_in",
             value="Rome",
@@ -146,9 +155,11 @@ def test_the_answer_holds_claims_valid_in_the_period_and_memories_that_mention_i
         )
     )
     capsule = _search(service, "What did I do in June?", claim_statuses=ENDED_TOO)
-    # by created_at, newest first: the claim recorded last week about June, the memory
-    # created in June, the memory written in March that names June
-    assert _ids(capsule) == ["claim-june", "hike-june", "trip-seoul"]
+    # by created_at, newest first: the claim recorded in June and valid in it, the memory
+    # created in June, the memory written in March that names June. Neither the claim
+    # recorded last week about June (valid in June, recorded outside it) nor the one
+    # recorded in June about 2025 (not valid in June) is read.
+    assert _ids(capsule) == ["claim-made-in-june", "hike-june", "trip-seoul"]
     assert capsule.items[0].claim is not None
     assert capsule.time is not None and capsule.time.diagnostics == ("time_only",)
 

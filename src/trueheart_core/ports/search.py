@@ -111,21 +111,21 @@ class SearchIndex(Protocol):
         limit: int,
         claim_kind: str = "claim",
     ) -> list[RecallCandidate]:
-        """Up to ``limit`` of the scope's eligible memories in ``period``, whatever they
-        say: the answer to a question about a period that names nothing else.
+        """Up to ``limit`` of the scope's eligible memories created in ``period``,
+        whatever they say: the answer to a question about a period that names nothing
+        else.
 
-        Eligibility and the period are those of :meth:`candidates` (a memory of
-        ``claim_kind`` with a claim row is in the period when its validity overlaps it,
-        any other memory when it was created in it). The order is ``created_at``
-        descending, then ``memory_id`` ascending, when ``newest``; otherwise its exact
-        reverse (``created_at`` ascending, then ``memory_id`` descending). Returns the
-        first ``limit`` in that order.
+        Eligibility is that of :meth:`candidates` (a memory of ``claim_kind`` with a
+        claim row is kept only when its validity overlaps the period too). The order is
+        ``created_at`` descending, then ``memory_id`` ascending, when ``newest``;
+        otherwise its exact reverse (``created_at`` ascending, then ``memory_id``
+        descending). Returns the first ``limit`` in that order.
 
-        The memories created in the period are read by walking an index of the scope's
-        active memories by ``created_at`` in the order asked, from the period's end (or
-        ``as_of``) or its start, stopping at ``limit``: the cost follows ``limit``, not
-        the scope. The claims are read from the scope's claims, each with one probe of
-        its memory."""
+        The memories are read by walking an index of the scope's active memories by
+        ``created_at`` in the order asked, from the period's end (or ``as_of``) or its
+        start, stopping at ``limit``: the cost follows ``limit`` (and the memories the
+        filters pass over), not the scope. Claims valid in the period but recorded
+        outside it are not read: finding them would read every claim of the scope."""
 
     def docs_for(self, scope: ScopeKey, memory_ids: Sequence[str]) -> list[SearchDocRow]:
         """The search entries (with terms) of these memories in the exact scope."""

@@ -117,13 +117,11 @@ def _scans_a_table(statement: str, detail: str) -> bool:
     return (match.group(2) or match.group(1)) not in _computed_sources(statement)
 
 
-# A search of a table by the scope alone walks every row of the scope. Three tables are
-# walked so on purpose: the audit log in its read order, stopped at the limit; the
-# pending search changes, fewer than a fixed bound per scope; and the claims, by a
-# question about a period alone, which reads the claims valid in it (documented in
-# docs/search.md, "Cost").
+# A search of a table by the scope alone walks every row of the scope. Two tables are
+# walked so on purpose: the audit log in its read order, stopped at the limit, and the
+# pending search changes, fewer than a fixed bound per scope.
 _SCOPE_WALK = re.compile(r"^SEARCH (\w+) USING .*\(scope_id=\?\)$")
-_WALKED_BY_SCOPE = {"audit", "search_pending", "claims"}
+_WALKED_BY_SCOPE = {"audit", "search_pending"}
 _SEARCH = re.compile(r"^SEARCH (\w+) USING .*\((.*)\)$")
 
 
@@ -158,10 +156,6 @@ def _assert_indexed(path: Path, statements: list[str]) -> None:
             # finds the window's lowest score: both sorts are over the postings of the
             # query terms in the scope (documented in docs/search.md, "Cost"), which are
             # read by primary-key ranges, never over a table.
-            continue
-        if "FROM claims c INDEXED BY claims_by_subject CROSS JOIN memories x" in statement:
-            # The claims valid in a period, newest or oldest first: a top-`limit` sorter
-            # over the scope's claims (see above), never over its memories.
             continue
         assert "TEMP B-TREE" not in detail, (statement, detail)
 

@@ -35,7 +35,6 @@ from trueheart_core.adapters.sql.expressions import (
     claim_status,
     supersedes_at,
 )
-from trueheart_core.adapters.sql.order import time_ordered
 from trueheart_core.errors import RepositoryCorruption
 from trueheart_core.ports import (
     Period,
@@ -389,19 +388,11 @@ class PostgresSearch(Role):
         )
         # The memories created in the period: ``memories_recall_clear`` holds this order
         # (read backwards for the oldest first), so the walk stops at the limit.
-        created = self._s.all(
+        rows = self._s.all(
             f"{selected} FROM memories x WHERE {scoped('x')}{bounds} AND {eligible}",
             [*key, *bound_params, as_of, as_of, *extra, limit],
         )
-        # The claims valid in the period, whenever they were recorded: the scope's claims,
-        # each one probe of its memory.
-        claims = self._s.all(
-            f"{selected} FROM claims c JOIN memories x "
-            f"ON {same_scope('x', 'c')} AND x.memory_id = c.claim_id "
-            f"WHERE {scoped('c')} AND x.kind = %s AND {eligible}",
-            [*key, enc(claim_kind), as_of, as_of, *extra, limit],
-        )
-        return time_ordered([(dec(r[0]), *r[1:]) for r in [*created, *claims]], newest, limit)
+        return [RecallCandidate(dec(r[0]), *r[1:4]) for r in rows]
 
     def docs_for(self, scope: ScopeKey, memory_ids: Sequence[str]) -> list[SearchDocRow]:
         key = self._s.key(scope)

@@ -12,7 +12,6 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from trueheart_core.adapters.sql.expressions import SQLITE, Param, bm25_term
-from trueheart_core.adapters.sql.order import time_ordered
 from trueheart_core.adapters.sqlite.filters import eligibility_filters
 from trueheart_core.adapters.sqlite.pending import (
     ENTRY_COLUMNS,
@@ -305,21 +304,12 @@ class SQLiteSearch(Role):
         )
         # The memories created in the period: a walk of the recall index in the order
         # asked, which stops at the limit (a claim among them is kept by its validity).
-        created = self._conn.execute(
+        rows = self._conn.execute(
             f"{selected} FROM memories x INDEXED BY memories_recall_clear "
             f"WHERE x.scope_id = ?{bounds} AND {eligible}",
             [sid, *bound_params, as_of, as_of, *extra, limit],
         ).fetchall()
-        # The claims valid in the period, whenever they were recorded: the scope's claims,
-        # each one probe of its memory.
-        claims = self._conn.execute(
-            f"{selected} FROM claims c INDEXED BY claims_by_subject "
-            "CROSS JOIN memories x INDEXED BY memories_by_id "
-            "ON x.memory_id = c.claim_id AND x.scope_id = c.scope_id "
-            f"WHERE c.scope_id = ? AND c.erased IS NOT 1 AND x.kind = ? AND {eligible}",
-            [sid, claim_kind, as_of, as_of, *extra, limit],
-        ).fetchall()
-        return time_ordered([*created, *claims], newest, limit)
+        return [RecallCandidate(*row) for row in rows]
 
     def holding(self, sid: int, terms: Sequence[int], memory_ids: Sequence[str]) -> int:
         """How many of these memories of the scope have a searchable entry that holds at

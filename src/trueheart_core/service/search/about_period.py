@@ -4,11 +4,12 @@ whatever they say, in time order.
 
 Such a question holds no word to rank by: its words, once the time expression is left
 out, are stop words or open words (``domain.search.stopwords.asks_only_when``). The
-memories about the period are those a period limits every search to: the memories
-created in it and the claims valid at some time in it (``SearchIndex.in_period``, which
-walks an index of the scope in time order and stops at the window), and the memories
-that mention it (``domain.search.mentions``), found as the best window of a search for
-the words that name it. They are ranked by ``created_at`` (newest first, or oldest
+memories about the period are the memories created in it (a claim among them only when
+its validity overlaps the period: ``SearchIndex.in_period``, which walks an index of
+the scope in time order and stops at the window), and the memories that mention it
+(``domain.search.mentions``), found as the best window of a search for the words that
+name it. Claims valid in the period but recorded outside it are left out: finding them
+would read every claim of the scope. They are ranked by ``created_at`` (newest first, or oldest
 first when the question asks), then ``memory_id``; their score is 0.0, since no
 relevance was measured.
 """
@@ -75,8 +76,8 @@ def _mentioning(
 def ranked(
     uow: UnitOfWork, query: SearchQuery, period: Period, terms: frozenset[str], newest: bool
 ) -> Ranking:
-    """The window of the memories about ``period`` (created in it, claims valid in it,
-    or holding one of ``terms``), newest first or (``newest`` false) oldest first, with
+    """The window of the memories about ``period`` (created in it, or holding one of
+    ``terms``), newest first or (``newest`` false) oldest first, with
     their rows; ``matched`` counts the memories found before the window was cut."""
     key = scope_key(query.scope)
     as_of = records.to_us(query.as_of)
