@@ -75,7 +75,7 @@ def test_a_refused_open_keeps_the_locks_of_an_open_store(
     path = tmp_path / "store.db"
     first = SQLiteRepository(path)
 
-    def refuse(target: str) -> int:
+    def refuse(target: str, *, busy_timeout: float) -> int:
         raise RepositoryCorruption("invalid schema catalog")
 
     # A refusal after the header was read through the held descriptor.
