@@ -85,7 +85,9 @@ def test_one_term_lands_in_one_signed_bucket() -> None:
 @given(st.text(max_size=100))
 def test_vectors_are_deterministic_across_instances(text: str) -> None:
     assert HashingEmbedder(32).embed_query(text) == HashingEmbedder(32).embed_query(text)
-    assert HashingEmbedder(32).embed_documents([text]) == [HashingEmbedder(32).embed_query(text)]
+    assert HashingEmbedder(32).embed_documents([text]) == HashingEmbedder(32).embed_documents(
+        [text]
+    )
 
 
 def test_texts_sharing_words_are_more_similar_than_unrelated_ones() -> None:
@@ -109,3 +111,17 @@ def test_embed_documents_keeps_order_and_length() -> None:
     assert vectors[0] != vectors[1]
     assert embedder.embed_documents(tuple(texts)) == vectors
     assert embedder.embed_documents([]) == []
+
+
+def test_a_query_leaves_out_its_stop_words_when_it_holds_another_word() -> None:
+    embedder = HashingEmbedder()
+    question = embedder.embed_query("What is my blood type?")
+    assert question == embedder.embed_query("blood type")
+    # a memory that shares only "what", "is" and "my" with it is not similar to it (as a
+    # document, the question would be: 0.55)
+    (memory,) = embedder.embed_documents(["What my sister is: a nurse"])
+    assert _dot(question, memory) == pytest.approx(0.0)
+    assert _dot(embedder.embed_documents(["What is my blood type?"])[0], memory) > 0.5
+    # documents keep every term, and a query of stop words only is embedded whole
+    assert embedder.embed_query("what is it") == embedder.embed_documents(["what is it"])[0]
+    assert embedder.embed_query("what is it") != [0.0] * embedder.dimensions

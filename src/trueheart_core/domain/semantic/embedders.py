@@ -13,6 +13,7 @@ import math
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
+from trueheart_core.domain.search.stopwords import STOP_WORDS
 from trueheart_core.domain.search.tokenize import TOKENIZER_ID, tokenize
 from trueheart_core.errors import ValidationError
 
@@ -106,9 +107,9 @@ class HashingEmbedder:
     def normalized(self) -> bool:
         return True
 
-    def _vector(self, text: str) -> list[float]:
+    def _vector(self, terms: Sequence[str]) -> list[float]:
         vector = [0.0] * self._dimensions
-        for term in tokenize(text):
+        for term in terms:
             digest = hashlib.blake2b(
                 term.encode("utf-8"), digest_size=8, person=b"trueheart.hash"
             ).digest()
@@ -118,10 +119,15 @@ class HashingEmbedder:
         return [x / norm for x in vector] if norm else vector
 
     def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
-        return [self._vector(text) for text in texts]
+        return [self._vector(tokenize(text)) for text in texts]
 
     def embed_query(self, text: str) -> list[float]:
-        return self._vector(text)
+        """The query's terms without its English stop words when it holds another word,
+        as lexical search takes a query: a question that shares only "what", "is" and
+        "my" with a memory is not similar to it."""
+        terms = list(tokenize(text))
+        content = [term for term in terms if term not in STOP_WORDS]
+        return self._vector(content or terms)
 
     def __repr__(self) -> str:
         return f"HashingEmbedder(dimensions={self._dimensions})"
