@@ -136,6 +136,53 @@ class Cluster:
         log = str(self._home / "server.log")
         _pg_ctl("start", "-D", str(self.data_directory), "-l", log, "-w", "-t", "60")
 
+    def start_standby(self, settings: str = "") -> Cluster:
+        """A hot standby of this throwaway cluster, streaming from it (``pg_basebackup``),
+        with ``settings`` added to its configuration; stop it with its :meth:`stop`."""
+        binaries = _binaries()
+        assert binaries is not None and self.data_directory is not None
+        home = Path(tempfile.mkdtemp(prefix="trueheart-pg-standby-"))
+        runner = _runner()
+        if runner:
+            record = pwd.getpwnam("postgres")
+            os.chown(home, record.pw_uid, record.pw_gid)
+        os.chmod(home, 0o700)
+        data = home / "data"
+        primary_port = urlsplit(self.url).port
+        try:
+            subprocess.run(
+                [
+                    *runner,
+                    str(binaries / "pg_basebackup"),
+                    "-D",
+                    str(data),
+                    "-R",
+                    "-X",
+                    "stream",
+                    "-c",
+                    "fast",
+                    "-h",
+                    "127.0.0.1",
+                    "-p",
+                    str(primary_port),
+                    "-U",
+                    "postgres",
+                ],
+                capture_output=True,
+                check=True,
+            )
+            port = _free_port()
+            with open(data / "postgresql.conf", "a", encoding="utf-8") as conf:
+                conf.write(f"port = {port}\nunix_socket_directories = '{home}'\n{settings}\n")
+            standby = Cluster(
+                f"postgresql://postgres@127.0.0.1:{port}/postgres", data_directory=data, _home=home
+            )
+            standby.start_server()
+        except BaseException:
+            shutil.rmtree(home, ignore_errors=True)
+            raise
+        return standby
+
 
 def start(*, durable: bool = False) -> Cluster:
     """The environment's server, or a new throwaway cluster (see the module docstring).

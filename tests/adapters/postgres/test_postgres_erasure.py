@@ -429,3 +429,67 @@ def test_an_owed_rewrite_outlives_the_repository_that_owed_it(
         )
     assert locate(files(), words) == {}
     assert pg.execute("SELECT rewrite_tables, rewrite_xid FROM meta").fetchone() == ([], None)
+
+
+def test_while_a_rewrite_is_owed_erasing_calls_still_make_their_change(
+    pg_schema: str, files: Any, pg: Any
+) -> None:
+    """A rewrite owed while an older snapshot lives (a ``pg_dump``) does not stop later
+    forgets, deletes, expiry or erasures: each commits its change, then tries the owed
+    rewrite, and says ``erasure rewrite incomplete`` (its change committed, the rewrite
+    owed) while it still cannot run."""
+    import psycopg
+
+    url = postgres_configuration.database_url()
+    service = TrueHeart(
+        PostgresRepository(url, schema=pg_schema, lock_timeout=0.3), clock=lambda: NOW
+    )
+    holder = psycopg.connect(url)
+    try:
+        words = _unique_subject(service)
+        service.ingest_event(event("evt-other", scope=OTHER_SCOPE))
+        service.materialize_once(memory("mem-other", ("evt-other",), scope=OTHER_SCOPE))
+        holder.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+        holder.execute("SELECT 1").fetchall()
+        with pytest.raises(RepositoryBusy, match="erasure rewrite incomplete"):
+            service.erase_subject(SCOPE, occurred_at=ERASED_AT)
+        with pytest.raises(RepositoryBusy, match="erasure rewrite incomplete"):
+            service.govern(command(GovernanceAction.FORGET, "mem-other", scope=OTHER_SCOPE))
+        assert service.recall(RecallQuery(OTHER_SCOPE, NOW)) == ()  # forgotten
+        holder.rollback()
+        service.govern(
+            command(
+                GovernanceAction.DELETE,
+                "evt-other",
+                entity_type=EntityType.RAW_EVENT,
+                scope=OTHER_SCOPE,
+            )
+        )
+        assert locate(files(), words) == {}
+        assert pg.execute("SELECT rewrite_tables, rewrite_xid FROM meta").fetchone() == ([], None)
+    finally:
+        holder.close()
+        service.close()
+
+
+def test_a_statement_timeout_does_not_stop_the_rewrite(pg_schema: str, files: Any) -> None:
+    """The session's statement timeout bounds the store's statements, not the rewrite
+    of the tables, which takes as long as copying them takes."""
+    url = postgres_configuration.database_url()
+    service = TrueHeart(
+        PostgresRepository(url, schema=pg_schema, statement_timeout=0.05), clock=lambda: NOW
+    )
+    try:
+        words = _unique_subject(service)
+        # Enough rows of another scope that copying the tables takes longer than that.
+        for batch in range(4):
+            service.ingest_events(
+                [
+                    event(f"evt-bulk-{batch}-{n}", scope=OTHER_SCOPE, content="x" * 4000)
+                    for n in range(250)
+                ]
+            )
+        service.erase_subject(SCOPE, occurred_at=ERASED_AT)
+        assert locate(files(), words) == {}
+    finally:
+        service.close()

@@ -274,11 +274,7 @@ class PostgresRepository:
     ) -> Iterator[PostgresUnitOfWork]:
         with conn_mod.translate(diagnostic), lender.connection(diagnostic) as conn:
             if erasing:
-                # An earlier erasure's rewrite first (of this process or another): an
-                # erasing call that returns has left none of what it or any erasure
-                # before it removed.
                 self._erased = True
-                self._rewrite(conn)
             uow = PostgresUnitOfWork(
                 conn, self._scratch, write=write, store=self._schema, known=self._known
             )
@@ -305,8 +301,21 @@ class PostgresRepository:
             if uow.committed and erasing:
                 # Nothing erased may stay in what the service derived from the store.
                 self._scratch.clear()
-                if session.rewrite_requested:
-                    self._rewrite(conn)
+                # This call's rewrite, and any an earlier erasure (of this process or
+                # another) left owed: an erasing call that returns has left none of what
+                # it or any erasure before it removed. Its change is committed, so
+                # whatever stops the rewrite leaves it owed and says so.
+                self._settle(conn)
+
+    def _settle(self, conn: psycopg.Connection[tuple[Any, ...]]) -> None:
+        """:meth:`_rewrite` after an erasing commit: any failure of the server's (a
+        statement timeout, a lost connection) is ``RepositoryBusy("erasure rewrite
+        incomplete")``, which says that the erasure committed and its rewrite is owed."""
+        try:
+            self._rewrite(conn)
+        except psycopg.Error:
+            logs.ERASURE.warning("erasure rewrite postponed: the server stopped it")
+            raise RepositoryBusy(_REWRITE_OWED) from None
 
     def _rewrite(self, conn: psycopg.Connection[tuple[Any, ...]]) -> None:
         """Run the rewrite the store owes (``VACUUM FULL``: new files that hold only the
@@ -322,9 +331,10 @@ class PostgresRepository:
         transaction) holds a horizon or a transaction at or before the newest erasing
         transaction. When that, or the table locks, cannot be had in time, the rewrite
         stays owed: ``RepositoryBusy("erasure rewrite incomplete")``, and every later
-        erasing call (and :meth:`close`) tries it first. A role that does not own the
-        tables leaves it owed (the server would skip them with a warning). Logged on
-        ``trueheart_core.erasure``."""
+        erasing call (and :meth:`close`) tries it again after its own change. A role that
+        does not own the tables leaves it owed (the server would skip them with a
+        warning). The rewrite runs without the session's statement timeout: it takes as
+        long as copying the tables takes. Logged on ``trueheart_core.erasure``."""
         row = conn.execute("SELECT rewrite_tables, rewrite_xid::text FROM meta").fetchone()
         if row is None or not row[0]:
             return
@@ -338,11 +348,14 @@ class PostgresRepository:
             logs.ERASURE.warning("erasure rewrite postponed: an older transaction is open")
             raise RepositoryBusy(_REWRITE_OWED)
         listed = ", ".join(ddl.quote(t) for t in tables if t in ddl.REWRITE_TABLES)
+        conn.execute("SET statement_timeout = 0")
         try:
             conn.execute(f"VACUUM (FULL, ANALYZE) {listed}")
         except psycopg.errors.LockNotAvailable:
             logs.ERASURE.warning("erasure rewrite postponed: the tables are in use")
             raise RepositoryBusy(_REWRITE_OWED) from None
+        finally:
+            conn.execute("RESET statement_timeout")
         # Settled unless an erasure committed meanwhile, whose rewrite is still owed.
         conn.execute(
             "UPDATE meta SET rewrite_tables = '{}', rewrite_xid = NULL "
@@ -358,19 +371,25 @@ class PostgresRepository:
     def _older_horizons_ended(self, conn: psycopg.Connection[tuple[Any, ...]], xid: str) -> bool:
         """Wait (up to the lock timeout) until no other session of the database holds a
         snapshot horizon or a transaction at or before the transaction ``xid``, nor a
-        prepared transaction does; False if one still does. Vacuums are left out: the
-        server leaves them out of the horizon too."""
+        prepared transaction, a standby (through ``hot_standby_feedback``, which its
+        WAL sender holds on the primary) or a replication slot holds one; False if one
+        still does, or when the server defers cleanup (``vacuum_defer_cleanup_age``).
+        Vacuums are left out: the server leaves them out of the horizon too."""
         deadline = time.monotonic() + self._lock_timeout
         while True:
             row = conn.execute(
-                "SELECT (SELECT count(*) FROM pg_stat_activity WHERE datname = "
-                "current_database() AND pid <> pg_backend_pid() "
-                "AND backend_type <> 'autovacuum worker' "
+                "SELECT (SELECT count(*) FROM pg_stat_activity WHERE (datname = "
+                "current_database() OR backend_type = 'walsender') "
+                "AND pid <> pg_backend_pid() AND backend_type <> 'autovacuum worker' "
                 "AND (age(backend_xmin) >= age(%s::xid8::xid) "
                 "OR age(backend_xid) >= age(%s::xid8::xid))) + "
                 "(SELECT count(*) FROM pg_prepared_xacts WHERE database = current_database() "
-                "AND age(transaction) >= age(%s::xid8::xid))",
-                (xid, xid, xid),
+                "AND age(transaction) >= age(%s::xid8::xid)) + "
+                "(SELECT count(*) FROM pg_replication_slots "
+                "WHERE age(xmin) >= age(%s::xid8::xid)) + "
+                "(SELECT count(*) WHERE COALESCE(NULLIF(current_setting("
+                "'vacuum_defer_cleanup_age', true), ''), '0')::bigint > 0)",
+                (xid, xid, xid, xid),
             ).fetchone()
             if row is not None and row[0] == 0:
                 return True
