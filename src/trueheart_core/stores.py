@@ -35,13 +35,24 @@ def is_server_url(target: object) -> bool:
 
 def server_target(url: str) -> tuple[str, str]:
     """``(conninfo, schema)`` of a PostgreSQL URL: the URL without the ``schema``
-    parameter, and the schema it names (default ``trueheart``)."""
+    parameter, and the schema it names (default ``trueheart``). Every other parameter
+    reaches libpq exactly as written (decoding and encoding it again would turn a
+    ``%20`` into a ``+``, which libpq does not read as a space)."""
     parts = urlsplit(url)
-    query = parse_qsl(parts.query, keep_blank_values=True)
-    named = [value for key, value in query if key == "schema"]
+    fields = parts.query.split("&") if parts.query else []
+    named = [
+        value
+        for field in fields
+        for key, value in parse_qsl(field, keep_blank_values=True)
+        if key == "schema"
+    ]
     if len(named) > 1:
         raise ValidationError("url", "must name at most one schema")
-    rest = urlencode([(key, value) for key, value in query if key != "schema"])
+    rest = "&".join(
+        field
+        for field in fields
+        if not any(key == "schema" for key, _ in parse_qsl(field, keep_blank_values=True))
+    )
     conninfo = urlunsplit((parts.scheme, parts.netloc, parts.path, rest, parts.fragment))
     return conninfo, named[0] if named else DEFAULT_SCHEMA
 

@@ -39,6 +39,12 @@ def test_is_server_url_of_something_that_is_not_text() -> None:
             "postgresql://agent@db:5433/memory?sslmode=require&application_name=x",
             "agents",
         ),
+        (
+            "postgresql://db/memory?application_name=billing%20agent&schema=a%5Fb"
+            "&host=%2Fvar%2Frun%2Fmy%20pg",
+            "postgresql://db/memory?application_name=billing%20agent&host=%2Fvar%2Frun%2Fmy%20pg",
+            "a_b",
+        ),
     ],
 )
 def test_the_schema_parameter_is_taken_off_the_url(url: str, conninfo: str, schema: str) -> None:
