@@ -34,6 +34,21 @@ CHANGES = {
     ),
     "a constraint dropped": "ALTER TABLE scopes DROP CONSTRAINT scopes_pkey",
     "meta names another application": "UPDATE meta SET application = 'someone-else'",
+    "a rule added": (
+        "CREATE TABLE IF NOT EXISTS public.erased_copies (content BYTEA); "
+        "CREATE RULE keep_bodies AS "
+        "ON DELETE TO raw_bodies DO ALSO INSERT INTO public.erased_copies VALUES (OLD.content)"
+    ),
+    "a trigger disabled": "ALTER TABLE vectors DISABLE TRIGGER vectors_changed",
+    "a table made unlogged": "ALTER TABLE audit SET UNLOGGED",
+    "a column's statistics target changed": (
+        "ALTER TABLE raw_bodies ALTER COLUMN content SET STATISTICS -1"
+    ),
+    "a column's storage changed": "ALTER TABLE raw_bodies ALTER COLUMN content SET STORAGE PLAIN",
+    "a column's default changed": "ALTER TABLE meta ALTER COLUMN rewrite_tables SET DEFAULT '{x}'",
+    "a function made security definer": "ALTER FUNCTION vector_generation_bump() SECURITY DEFINER",
+    "an identity's sequence changed": "ALTER TABLE audit ALTER COLUMN seq SET INCREMENT BY 2",
+    "a type added": "CREATE TYPE mood AS ENUM ('calm')",
 }
 
 

@@ -1,9 +1,12 @@
 """Creating, checking and upgrading the schema of a PostgreSQL store.
 
 An existing schema is accepted only when its catalog is exactly what this version's
-migrations build: every table, column (name, type, nullability, identity), constraint,
-index, trigger and function present with the very definition expected, and nothing
-foreign. The expected catalog is read from a copy that the same migrations build in the
+migrations build: every table (unlogged or not), column (name, type, nullability,
+identity, statistics target, storage, default), constraint, index, rule, trigger (and
+whether it is enabled), identity sequence, type and function (its body, security,
+volatility and settings) present with the very definition expected, and nothing
+foreign. Row-level security policies and table storage parameters are the operator's
+and are not compared. The expected catalog is read from a copy that the same migrations build in the
 connection's temporary schema inside a transaction that is rolled back (any role that may
 connect can do that), once per process and server version.
 """
@@ -29,20 +32,51 @@ def _describe(conn: psycopg.Connection[tuple[Any, ...]], namespace: str) -> Cata
     prefix = f"{namespace}."
     found: set[tuple[str, ...]] = set()
     rows = conn.execute(
-        "SELECT c.relkind::text, c.relname FROM pg_class c JOIN pg_namespace n "
+        # An unlogged table loses its rows in a crash (the expected tables, temporary,
+        # are neither logged nor unlogged: only ``u`` is told apart).
+        "SELECT c.relkind::text, c.relname, (c.relpersistence = 'u')::text "
+        "FROM pg_class c JOIN pg_namespace n "
         "ON n.oid = c.relnamespace WHERE n.nspname = %s",
         (namespace,),
     ).fetchall()
-    found.update(("relation", kind, name) for kind, name in rows)
+    found.update(("relation", *row) for row in rows)
     rows = conn.execute(
+        # Statistics targets (caller text is never sampled), storage and defaults too.
         "SELECT c.relname, a.attname, format_type(a.atttypid, a.atttypmod), "
-        "a.attnotnull::text, a.attidentity::text, a.attnum::text "
+        "a.attnotnull::text, a.attidentity::text, a.attnum::text, "
+        "a.attstattarget::text, a.attstorage::text, "
+        "COALESCE(pg_get_expr(d.adbin, d.adrelid), '') "
         "FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid "
         "JOIN pg_namespace n ON n.oid = c.relnamespace "
+        "LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum "
         "WHERE n.nspname = %s AND c.relkind = 'r' AND a.attnum > 0 AND NOT a.attisdropped",
         (namespace,),
     ).fetchall()
-    found.update(("column", *row) for row in rows)
+    found.update(("column", *row[:-1], row[-1].replace(prefix, "")) for row in rows)
+    rows = conn.execute(
+        # A rule could copy what an erasure deletes somewhere else.
+        "SELECT c.relname, r.rulename, pg_get_ruledef(r.oid) FROM pg_rewrite r "
+        "JOIN pg_class c ON c.oid = r.ev_class JOIN pg_namespace n ON n.oid = c.relnamespace "
+        "WHERE n.nspname = %s",
+        (namespace,),
+    ).fetchall()
+    found.update(("rule", t, name, d.replace(prefix, "")) for t, name, d in rows)
+    rows = conn.execute(
+        "SELECT c.relname, s.seqtypid::regtype::text, s.seqstart::text, "
+        "s.seqincrement::text, s.seqmax::text, s.seqmin::text, s.seqcache::text, "
+        "s.seqcycle::text FROM pg_sequence s JOIN pg_class c ON c.oid = s.seqrelid "
+        "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = %s",
+        (namespace,),
+    ).fetchall()
+    found.update(("sequence", *row) for row in rows)
+    rows = conn.execute(
+        # Types of their own (not the row types of the tables, nor arrays).
+        "SELECT t.typname, t.typtype::text FROM pg_type t "
+        "JOIN pg_namespace n ON n.oid = t.typnamespace "
+        "WHERE n.nspname = %s AND t.typrelid = 0 AND t.typelem = 0",
+        (namespace,),
+    ).fetchall()
+    found.update(("type", *row) for row in rows)
     rows = conn.execute(
         "SELECT c.relname, k.conname, pg_get_constraintdef(k.oid) FROM pg_constraint k "
         "JOIN pg_class c ON c.oid = k.conrelid JOIN pg_namespace n ON n.oid = c.relnamespace "
@@ -58,18 +92,20 @@ def _describe(conn: psycopg.Connection[tuple[Any, ...]], namespace: str) -> Cata
     ).fetchall()
     found.update(("index", name, d.replace(prefix, "")) for name, d in rows)
     rows = conn.execute(
-        "SELECT t.tgname, pg_get_triggerdef(t.oid) FROM pg_trigger t "
+        "SELECT t.tgname, pg_get_triggerdef(t.oid), t.tgenabled::text FROM pg_trigger t "
         "JOIN pg_class c ON c.oid = t.tgrelid JOIN pg_namespace n ON n.oid = c.relnamespace "
         "WHERE n.nspname = %s AND NOT t.tgisinternal",
         (namespace,),
     ).fetchall()
-    found.update(("trigger", name, d.replace(prefix, "")) for name, d in rows)
+    found.update(("trigger", name, d.replace(prefix, ""), on) for name, d, on in rows)
     rows = conn.execute(
-        "SELECT p.proname, p.prosrc FROM pg_proc p "
+        "SELECT p.proname, p.prosrc, p.prosecdef::text, p.provolatile::text, "
+        "COALESCE(array_to_string(p.proconfig, ','), ''), p.prorettype::regtype::text "
+        "FROM pg_proc p "
         "JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = %s",
         (namespace,),
     ).fetchall()
-    found.update(("function", name, source) for name, source in rows)
+    found.update(("function", *row) for row in rows)
     return frozenset(found)
 
 
