@@ -155,3 +155,45 @@ def test_a_store_of_the_first_version_is_upgraded_at_its_first_writable_open(
     finally:
         with psycopg.connect(url, autocommit=True) as conn:
             conn.execute(f'DROP SCHEMA "{name}" CASCADE')
+
+
+def test_an_open_that_another_process_upgrades_under_accepts_the_upgraded_store(
+    pg_schema: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An opener reads an older version, and before it compares the catalog another
+    opener upgrades the store: the first compares again with the version now stored
+    instead of taking the upgraded catalog for a damaged one."""
+    import psycopg
+
+    from trueheart_core.adapters.postgres import catalog
+    from trueheart_core.adapters.postgres import schema as ddl
+
+    url = postgres_configuration.database_url()
+    name = pg_schema + "_race"
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(f'CREATE SCHEMA "{name}"')
+        conn.execute(f'SET search_path TO "{name}"')
+        for statement in ddl.MIGRATIONS[1]:
+            conn.execute(statement.encode("utf-8"))
+        conn.execute(
+            "INSERT INTO meta (singleton, application, schema_version, tokenizer) "
+            "VALUES (1, %s, 1, '')",
+            (ddl.APPLICATION,),
+        )
+    real = catalog._describe
+    upgraded = []
+
+    def upgraded_meanwhile(conn: Any, namespace: str) -> Any:
+        if namespace == name and not upgraded:
+            upgraded.append(True)
+            PostgresRepository(url, schema=name).close()  # the other opener
+        return real(conn, namespace)
+
+    monkeypatch.setattr(catalog, "_describe", upgraded_meanwhile)
+    try:
+        with TrueHeart(PostgresRepository(url, schema=name)) as service:
+            assert service.verify_integrity().ok
+        assert upgraded == [True]
+    finally:
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute(f'DROP SCHEMA "{name}" CASCADE')

@@ -190,7 +190,14 @@ def open_schema(conn: psycopg.Connection[tuple[Any, ...]], name: str, *, read_on
         conn.execute("ROLLBACK")
         raise
     if _describe(conn, name) != expected(conn, version):
-        raise RepositoryCorruption("invalid schema catalog")
+        # Another process may have upgraded the store since its version was read here.
+        (stored,) = conn.execute(f"SELECT schema_version FROM {quoted}.meta").fetchone() or (
+            None,
+        )
+        newer = schema.check_known_version(stored)
+        if newer == version or _describe(conn, name) != expected(conn, newer):
+            raise RepositoryCorruption("invalid schema catalog")
+        version = newer
     if version < schema.SCHEMA_VERSION:
         if read_only:
             raise RepositoryReadOnly(_UPGRADE_NEEDS_WRITE)
