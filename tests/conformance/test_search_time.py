@@ -105,6 +105,29 @@ def test_a_question_about_december_in_chinese_is_none_about_february(
     assert _ids(capsule) == ["dec-trip"]
 
 
+def test_the_bound_of_an_open_period_is_not_a_mention(service: TrueHeart) -> None:
+    """ "before 2025" ends at 2025: a memory that says 2025 is about a year outside it,
+    and one that says 2024 is inside it only by being written then."""
+    _store(
+        service,
+        {
+            "moved-2019": ("moved to Lisbon for work", datetime(2019, 6, 1, tzinfo=UTC)),
+            "moved-2025": ("moved to Berlin in 2025 for work", datetime(2026, 1, 5, tzinfo=UTC)),
+            "plan-2024": (
+                "goal for 2024: move to Oslo for work",
+                datetime(2023, 12, 20, tzinfo=UTC),
+            ),
+        },
+    )
+    before = _search(service, "where did I move for work before 2025?")
+    assert before.time is not None and before.time.filtered
+    assert "moved-2025" not in _ids(before)
+    assert set(_ids(before)) == {"moved-2019", "plan-2024"}
+    after = _search(service, "where did I move for work after 2024?")
+    assert after.time is not None and after.time.filtered
+    assert _ids(after) == ["moved-2025"]
+
+
 def test_relative_words_are_never_mentions(service: TrueHeart) -> None:
     _store(
         service,

@@ -95,13 +95,17 @@ def read_time(query: SearchQuery) -> QueryTime:
     reference = find_time(query.text, as_of)
     if reference is None:
         return QueryTime(None, query.text)
-    naming = []
+    naming, closed = [], []
     for text in reference.expressions:
         piece = find_time(text, as_of)
         if piece is not None and (piece.start is not None or piece.end is not None):
             naming.append(text)
+            if piece.start is not None and piece.end is not None:
+                closed.append(text)
     rest = without_time(query.text, reference)
-    terms = mention_terms(naming)
+    # Only a period with both ends is named by its words: "before 2025" names 2025 as
+    # the bound, outside the period, and a memory that says 2025 is not about it.
+    terms = mention_terms(closed)
     words = tokenize(rest)
     only = bool(naming) and asks_only_when(words)
     return QueryTime(reference, rest if words else query.text, terms, only)
