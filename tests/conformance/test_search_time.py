@@ -128,6 +128,21 @@ def test_the_bound_of_an_open_period_is_not_a_mention(service: TrueHeart) -> Non
     assert _ids(after) == ["moved-2025"]
 
 
+def test_a_calendar_year_said_relatively_is_named_by_its_number(service: TrueHeart) -> None:
+    """ "this year" is 2026 (``NOW``'s): a memory written last December about 2026 says
+    so, and is about the period as much as one written in it."""
+    _store(
+        service,
+        {
+            "goals-2026": ("goals for 2026: run a marathon", datetime(2025, 12, 28, tzinfo=UTC)),
+            "goals-2025": ("goals for 2025: learn to swim", datetime(2024, 12, 30, tzinfo=UTC)),
+        },
+    )
+    capsule = _search(service, "what are my goals this year?")
+    assert capsule.time is not None and capsule.time.filtered
+    assert _ids(capsule) == ["goals-2026"]
+
+
 def test_relative_words_are_never_mentions(service: TrueHeart) -> None:
     _store(
         service,

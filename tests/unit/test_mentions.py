@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 
-from trueheart_core.domain.search.mentions import mention_terms
+from trueheart_core.domain.search.mentions import mention_terms, period_terms
 
 
 @pytest.mark.parametrize(
@@ -39,3 +41,29 @@ def test_relative_words_are_never_mentions(expression: str) -> None:
 def test_years_outside_the_recognised_range_and_other_numbers_are_not_mentions() -> None:
     assert mention_terms(("in 1969", "in 2101", "room 12")) == frozenset()
     assert mention_terms(()) == frozenset()
+
+
+def _us(year: int, month: int = 1, day: int = 1) -> int:
+    return int(datetime(year, month, day, tzinfo=UTC).timestamp()) * 1_000_000
+
+
+@pytest.mark.parametrize(
+    ("start", "end", "terms"),
+    [
+        (_us(2026), _us(2027), {"2026"}),
+        (_us(2026, 2), _us(2026, 3), {"february", "feb", "二月"}),
+        (_us(2025, 12), _us(2026), {"december", "dec", "十二"}),
+        (_us(2025, 9), _us(2025, 10), {"september", "sep", "sept", "九月"}),
+        (_us(2026, 5), _us(2026, 6), {"may", "五月"}),
+        (_us(1969), _us(1970), set()),  # a year no memory is taken to name
+        (_us(2026, 3, 9), _us(2026, 3, 16), set()),  # a week
+        (_us(2026, 1), _us(2026, 3), set()),  # two months
+        (_us(2026, 1, 2), _us(2027, 1, 2), set()),  # not a calendar year
+        (None, _us(2025), set()),
+        (_us(2024), None, set()),
+    ],
+)
+def test_a_calendar_year_or_month_is_named_by_its_words(
+    start: int | None, end: int | None, terms: set[str]
+) -> None:
+    assert period_terms(start, end) == terms

@@ -191,9 +191,7 @@ def open_schema(conn: psycopg.Connection[tuple[Any, ...]], name: str, *, read_on
         raise
     if _describe(conn, name) != expected(conn, version):
         # Another process may have upgraded the store since its version was read here.
-        (stored,) = conn.execute(f"SELECT schema_version FROM {quoted}.meta").fetchone() or (
-            None,
-        )
+        (stored,) = conn.execute(f"SELECT schema_version FROM {quoted}.meta").fetchone() or (None,)
         newer = schema.check_known_version(stored)
         if newer == version or _describe(conn, name) != expected(conn, newer):
             raise RepositoryCorruption("invalid schema catalog")

@@ -11,16 +11,19 @@ abbreviations, years from 1970 to 2100, and the Chinese and Japanese month bigra
 (``三月``, and only ``十一`` and ``十二`` of ``十一月`` and ``十二月``, whose second
 bigram is another month's). Relative words
 ("yesterday", "last week", 昨天) never do: a memory that says "yesterday" means the
-day before it was written.
+day before it was written. A period that is one calendar year or month, however the
+question says it ("this year", "last month", 去年), is also named by that year, or by
+that month's English names and its Chinese and Japanese bigram (``period_terms``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import UTC, datetime
 
 from trueheart_core.domain.search.tokenize import tokenize
 
-__all__ = ["mention_terms"]
+__all__ = ["mention_terms", "period_terms"]
 
 _MONTH_NAMES = """
     january february march april may june july august september october november december
@@ -57,3 +60,55 @@ def mention_terms(expressions: Iterable[str]) -> frozenset[str]:
     """The terms of these time expressions (as the tokeniser gives them) that name a
     calendar period absolutely."""
     return frozenset(term for text in expressions for term in _terms(text) if _names_a_period(term))
+
+
+_ENGLISH_MONTHS = (
+    ("january", "jan"),
+    ("february", "feb"),
+    ("march", "mar"),
+    ("april", "apr"),
+    ("may",),
+    ("june", "jun"),
+    ("july", "jul"),
+    ("august", "aug"),
+    ("september", "sep", "sept"),
+    ("october", "oct"),
+    ("november", "nov"),
+    ("december", "dec"),
+)
+_CJK_MONTHS = (
+    "一月",
+    "二月",
+    "三月",
+    "四月",
+    "五月",
+    "六月",
+    "七月",
+    "八月",
+    "九月",
+    "十月",
+    "十一",
+    "十二",
+)
+
+
+def period_terms(start_us: int | None, end_us: int | None) -> frozenset[str]:
+    """The words that name ``[start_us, end_us)`` (microseconds since the epoch, UTC)
+    when it is exactly one calendar year from 1970 to 2100 or one calendar month; none
+    otherwise."""
+    if start_us is None or end_us is None:
+        return frozenset()
+    start = datetime.fromtimestamp(start_us / 1_000_000, UTC)
+    end = datetime.fromtimestamp(end_us / 1_000_000, UTC)
+    if start != datetime(start.year, start.month, 1, tzinfo=UTC):
+        return frozenset()
+    if start.month == 1 and end == datetime(start.year + 1, 1, 1, tzinfo=UTC):
+        return frozenset({str(start.year)}) if 1970 <= start.year <= 2100 else frozenset()
+    following = (
+        datetime(start.year + 1, 1, 1, tzinfo=UTC)
+        if start.month == 12
+        else datetime(start.year, start.month + 1, 1, tzinfo=UTC)
+    )
+    if end != following:
+        return frozenset()
+    return frozenset((*_ENGLISH_MONTHS[start.month - 1], _CJK_MONTHS[start.month - 1]))

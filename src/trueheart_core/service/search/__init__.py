@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 
 from trueheart_core.domain.search import ranking as rules
 from trueheart_core.domain.search.capsule import Ranked, TokenEstimator
-from trueheart_core.domain.search.mentions import mention_terms
+from trueheart_core.domain.search.mentions import mention_terms, period_terms
 from trueheart_core.domain.search.model import (
     MemoryCapsule,
     SearchQuery,
@@ -96,16 +96,20 @@ def read_time(query: SearchQuery) -> QueryTime:
     if reference is None:
         return QueryTime(None, query.text)
     naming, closed = [], []
+    named: set[str] = set()
     for text in reference.expressions:
         piece = find_time(text, as_of)
         if piece is not None and (piece.start is not None or piece.end is not None):
             naming.append(text)
             if piece.start is not None and piece.end is not None:
                 closed.append(text)
+                named |= period_terms(piece.start, piece.end)
     rest = without_time(query.text, reference)
     # Only a period with both ends is named by its words: "before 2025" names 2025 as
-    # the bound, outside the period, and a memory that says 2025 is not about it.
-    terms = mention_terms(closed)
+    # the bound, outside the period, and a memory that says 2025 is not about it. A
+    # calendar year or month is named by its own words too, however the question says
+    # it ("this year": 2026).
+    terms = mention_terms(closed) | named
     words = tokenize(rest)
     only = bool(naming) and asks_only_when(words)
     return QueryTime(reference, rest if words else query.text, terms, only)
