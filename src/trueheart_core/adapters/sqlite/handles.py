@@ -60,10 +60,13 @@ class Handle:
             offset += len(part)
         return b"".join(parts)
 
-    @property
-    def key(self) -> _Key:
-        """The identity ``(st_dev, st_ino)`` of the file this hold is on."""
-        return self._key
+    def unlinked(self) -> bool:
+        """Whether the file has no name left (removed, or replaced by a file moved over
+        its name); an ``OSError`` of the descriptor counts as unlinked."""
+        try:
+            return os.fstat(self._fd).st_nlink == 0
+        except OSError:
+            return True
 
     def size(self) -> int:
         """The file's size in bytes. Raises ``OSError``."""
