@@ -4,15 +4,19 @@ that follows keeps every count exact."""
 
 from __future__ import annotations
 
+import sqlite3
 from datetime import timedelta
 from pathlib import Path
 
+import pytest
 from byte_search import key_bytes, leftovers
 from conformance_builders import NOW, SCOPE, command, event, memory
 from sqlite_builders import merge_pending_of
 
 from trueheart_core import ArtifactClass, GovernanceAction, SearchQuery, TrueHeart
-from trueheart_core.adapters.sqlite.pending import PENDING_BOUND
+from trueheart_core.adapters.sqlite import pending as pending_module
+from trueheart_core.adapters.sqlite.pending import LARGE_ROW, PENDING_BOUND
+from trueheart_core.service.records import scope_key
 
 
 def _found(service: TrueHeart, text: str) -> list[str]:
@@ -58,3 +62,48 @@ def test_the_write_that_reaches_the_bound_merges_and_answers_stay_the_same(
     service.govern(command(GovernanceAction.RESTORE, "mem-000"))
     assert _found(service, "green tea") == before
     assert service.verify_integrity().ok
+
+
+def _pending_rows(db_path: Path) -> int:
+    with sqlite3.connect(db_path) as conn:
+        (rows,) = conn.execute("SELECT COUNT(*) FROM search_pending").fetchone()
+    return int(rows)
+
+
+def test_a_memory_of_many_distinct_words_is_merged_as_it_is_written(
+    service: TrueHeart, db_path: Path
+) -> None:
+    # No pending row holds more than LARGE_ROW pairs: searches, seals and forgets that
+    # read pending rows never meet a large one, and no merge moves more than one large
+    # memory and the small rows before it.
+    service.ingest_event(event("evt-1"))
+    service.materialize_once(memory("mem-small", content="green tea"))
+    assert _pending_rows(db_path) == 1
+    words = " ".join(f"zq{n:05d}" for n in range(LARGE_ROW + 1))
+    service.materialize_once(memory("mem-large", content=f"green {words}"))
+    assert _pending_rows(db_path) == 0
+    capsule = service.search(SearchQuery(SCOPE, "green", NOW + timedelta(hours=1)))
+    assert sorted(entry.memory_id for entry in capsule.trace) == ["mem-large", "mem-small"]
+    assert service.verify_integrity().ok
+
+
+def test_pending_changes_are_the_same_read_either_way(
+    service: TrueHeart, db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Many terms: each pending row parsed once; few: each row's text searched per term.
+    service.ingest_event(event("evt-1"))
+    for number in range(20):
+        service.materialize_once(
+            memory(f"mem-{number:02d}", content=" ".join(f"w{n}" for n in range(number, 60)))
+        )
+    service.govern(command(GovernanceAction.SEAL, "mem-03"))  # a pending removal too
+    repository = service._repository  # white-box: the adapter's own reads
+    with repository.unit_of_work("search", write=False) as uow:  # type: ignore[attr-defined]
+        index = uow.search.pending
+        sid = uow.search._scope_id(scope_key(SCOPE))
+        conn = uow._session.conn
+        (ids,) = zip(*conn.execute("SELECT term_id FROM search_terms"), strict=True)
+        parsed = index.changes(sid, list(ids))
+        monkeypatch.setattr(pending_module, "_SEARCHED_TERMS", len(ids) + 1)
+        searched = index.changes(sid, list(ids))
+    assert parsed == searched and sum(parsed.values()) > 0

@@ -24,6 +24,11 @@ from typing import Any
 from trueheart_core.adapters.sqlite.session import CHUNK, Session, blanked
 from trueheart_core.errors import RepositoryCorruption
 
+_SEARCHED_TERMS = 32
+"""Up to this many terms, :meth:`PendingIndex.changes` searches each pending row's text
+for each term; beyond, it parses each row once."""
+LARGE_ROW = 1024
+"""A memory of more distinct terms than this is merged as soon as it is written."""
 PENDING_BOUND = 64
 """How many pending rows a scope may hold before the write that reaches this many merges
 them into the merged tables."""
@@ -116,9 +121,25 @@ class PendingIndex:
     def changes(self, sid: int, term_ids: Sequence[int]) -> Counter[int]:
         """The net change the scope's pending rows make to each of these terms'
         document frequencies (absent: none). A term ``t`` is in a row's postings when
-        they hold ``[t,`` (a term ID opens a pair; a frequency never does)."""
+        they hold ``[t,`` (a term ID opens a pair; a frequency never does).
+
+        For a few terms each row's text is searched once per term; for more, each row
+        is parsed once (its cost follows the rows' size, not the terms times the rows'
+        size: a memory of thousands of distinct words, sealed or forgotten beside
+        pending rows of as many)."""
         found: Counter[int] = Counter()
         wanted = sorted(set(term_ids))
+        if len(wanted) > _SEARCHED_TERMS:
+            chosen = set(wanted)
+            for change, postings in self._conn.execute(
+                "SELECT change, postings FROM search_pending WHERE scope_id = ?", (sid,)
+            ):
+                if type(change) is not int:
+                    continue
+                for term_id, _ in pairs_of(postings):
+                    if term_id in chosen:
+                        found[term_id] += change
+            return found
         for start in range(0, len(wanted), CHUNK):
             chunk = wanted[start : start + CHUNK]
             values = ", ".join("(?, ?)" for _ in chunk)

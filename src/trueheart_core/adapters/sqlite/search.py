@@ -16,6 +16,7 @@ from trueheart_core.adapters.sqlite.filters import eligibility_filters
 from trueheart_core.adapters.sqlite.pending import (
     ENTRY_COLUMNS,
     ERASE_TERM,
+    LARGE_ROW,
     PENDING_BOUND,
     PENDING_PAIRS,
     PendingIndex,
@@ -103,7 +104,10 @@ class SQLiteSearch(Role):
                 ids[term] = cursor.lastrowid
         entry = (doc.length, doc.created_at, doc.clear_until, doc.recall_until, doc.trust, doc.kind)
         self.pending.add(sid, rid, 1, entry, pairs_text(sorted((ids[t], f) for t, f in doc.terms)))
-        if self.pending.count(sid) >= PENDING_BOUND:
+        # A memory of many distinct words is merged at once (with the rows waiting
+        # before it): no pending row holds more than ``LARGE_ROW`` pairs, so a merge
+        # never moves more than its own memory's pairs and ``PENDING_BOUND`` small rows.
+        if len(doc.terms) > LARGE_ROW or self.pending.count(sid) >= PENDING_BOUND:
             self.pending.merge(sid)
 
     def unindex(self, scope: ScopeKey, memory_id: str, *, erasing: bool = False) -> tuple[int, int]:
@@ -228,22 +232,26 @@ class SQLiteSearch(Role):
         # CROSS JOIN keeps the query terms outermost: each term's merged postings are one
         # range of the primary key, and each posting's entry one probe (with filters the
         # planner would otherwise walk the scope's entries); besides them only the
-        # scope's pending rows (fewer than ``PENDING_BOUND``) are read, and only those
-        # that hold a query term are parsed (a term ``t`` opens a pair as ``[t,``, the
-        # test ``PendingIndex.changes`` makes). A memory's postings are either all
-        # merged or all pending, so each sum adds the terms of one branch; a merged
-        # entry with a pending removal is left out.
+        # scope's pending rows (fewer than ``PENDING_BOUND``) are read, and of a row only
+        # the pair of each query term it holds: a term ``t`` opens a pair as ``[t,`` (the
+        # test ``PendingIndex.changes`` makes), and its frequency is the integer after
+        # it. A row's other pairs are never parsed, however many the memory holds. A
+        # memory's postings are either all merged or all pending, so each sum adds the
+        # terms of one branch; a merged entry with a pending removal is left out.
         rows = self._conn.execute(
             f"WITH q (term, weight) AS (VALUES {values}), "
             "t AS MATERIALIZED (SELECT t.term_id AS term_id, q.weight AS weight "
             f"FROM q CROSS JOIN {_LOOKUP.format(key='q.term')}), "
-            "w AS MATERIALIZED (SELECT x.doc AS doc, x.length AS length, "
+            "w AS MATERIALIZED (SELECT doc, length, created_at, clear_until, recall_until, "
+            "trust, kind, term_id, "
+            "CAST(substr(postings, at + length(term_id) + 2) AS INTEGER) AS tf FROM ("
+            "SELECT x.doc AS doc, x.length AS length, "
             "x.created_at AS created_at, x.clear_until AS clear_until, "
             "x.recall_until AS recall_until, x.trust AS trust, x.kind AS kind, "
-            "j.value ->> 0 AS term_id, j.value ->> 1 AS tf "
-            "FROM search_pending x, json_each(x.postings) j "
-            "WHERE x.scope_id = ? AND x.change = 1 AND EXISTS (SELECT 1 FROM t "
-            "WHERE instr(x.postings, '[' || t.term_id || ',') > 0)), "
+            "t.term_id AS term_id, x.postings AS postings, "
+            "instr(x.postings, '[' || t.term_id || ',') AS at "
+            "FROM search_pending x CROSS JOIN t "
+            "WHERE x.scope_id = ? AND x.change = 1) WHERE at > 0), "
             "gone AS MATERIALIZED (SELECT doc FROM search_pending "
             "WHERE scope_id = ? AND change = -1), "
             "scored AS MATERIALIZED ("
