@@ -22,20 +22,25 @@ def expire(uow: UnitOfWork, when: datetime) -> int:
     as_of_us = records.to_us(when)
     expired = 0
     # Chunks keep memory bounded however many bodies are due; one transaction.
-    seen: set[tuple[ScopeKey, str]] = set()
+    previous: set[tuple[ScopeKey, str]] = set()
     while rows := uow.events.expirable(as_of_us, _CHUNK):
+        current: set[tuple[ScopeKey, str]] = set()
         for row in rows:
             receipt = loading.receipt(row, None, "invalid raw event record")
+            # Every pass must make progress: a receipt offered again after its expiry is
+            # a damaged index, not more work. One expired here says so by its status; one
+            # offered again in the same or the next chunk is caught here too, without
+            # keeping every expired receipt's key for the whole call.
             if not receipt.content_available or receipt.raw_expires_at > when:
                 loading.corrupt("invalid raw event record")
-            # Every pass must make progress: a receipt offered again after its expiry is
-            # a damaged index, not more work.
-            if (row.scope, row.event_id) in seen:
+            key = (row.scope, row.event_id)
+            if key in current or key in previous:
                 loading.corrupt("invalid raw event record")
-            seen.add((row.scope, row.event_id))
+            current.add(key)
             uow.events.expire(records.with_event_status(row, records.EVENT_EXPIRED))
             writing.audit(
                 uow, receipt.scope, "expire", EntityType.RAW_EVENT, receipt.event_id, when
             )
         expired += len(rows)
+        previous = current
     return expired
