@@ -37,7 +37,16 @@ def _event(index: int) -> RawEventDraft:
     return RawEventDraft(f"e{index}", SCOPE, source, f"body number {index}", RETENTION)
 
 
-@pytest.mark.parametrize("how", ["file removed", "directory removed", "file replaced"])
+@pytest.mark.parametrize(
+    "how",
+    [
+        "file removed",
+        "directory removed",
+        "file replaced",
+        "file renamed aside, then replaced",
+        "file kept under another link, then replaced",
+    ],
+)
 def test_no_call_succeeds_on_a_file_no_longer_at_its_path(tmp_path: Path, how: str) -> None:
     directory = tmp_path / "data"
     path = directory / "store.db"
@@ -49,7 +58,13 @@ def test_no_call_succeeds_on_a_file_no_longer_at_its_path(tmp_path: Path, how: s
         path.unlink()
     elif how == "directory removed":
         shutil.rmtree(directory)
-    else:  # an operator restores a backup over the store in use
+    elif how == "file replaced":  # an operator restores a backup over the store in use
+        os.replace(tmp_path / "copy.db", path)
+    elif how == "file renamed aside, then replaced":  # the old file keeps a name
+        os.rename(path, directory / "store.old")
+        os.replace(tmp_path / "copy.db", path)
+    else:
+        os.link(path, directory / "store.bak")
         os.replace(tmp_path / "copy.db", path)
     for call in (
         lambda: service.ingest_event(_event(2)),

@@ -60,13 +60,10 @@ class Handle:
             offset += len(part)
         return b"".join(parts)
 
-    def unlinked(self) -> bool:
-        """Whether the file has no name left (removed, or replaced by a file moved over
-        its name); an ``OSError`` of the descriptor counts as unlinked."""
-        try:
-            return os.fstat(self._fd).st_nlink == 0
-        except OSError:
-            return True
+    @property
+    def key(self) -> _Key:
+        """The identity ``(st_dev, st_ino)`` of the file this hold is on."""
+        return self._key
 
     def size(self) -> int:
         """The file's size in bytes. Raises ``OSError``."""

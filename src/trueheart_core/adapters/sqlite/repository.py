@@ -159,13 +159,18 @@ class SQLiteRepository:
         return conn
 
     def _check_in_place(self) -> None:
-        """Refuse a unit when the file this repository opened has no name left: it was
-        removed, or replaced by another file moved over its name (a restored backup).
-        The connection would go on reading and writing the old file, which nobody finds
-        any more, and a write it committed would be lost. (One ``fstat`` of the open
-        descriptor: no path to resolve.)"""
-        assert self._handle is not None
-        if self._handle.unlinked():
+        """Refuse a unit when the path no longer names the file this repository opened:
+        it was removed, or another file took its name (a restored backup moved over it,
+        the old file renamed aside or kept under another hard link). The connection
+        would go on reading and writing the old file, which nobody finds at the path,
+        and a write it committed would be lost. (One ``stat`` of the path: the link
+        count of the open file would miss a file that keeps another name.)"""
+        assert self._path is not None and self._handle is not None
+        try:
+            found = os.stat(self._path)
+        except OSError:
+            raise RepositoryUnavailable(_FILE_GONE) from None
+        if (found.st_dev, found.st_ino) != self._handle.key:
             raise RepositoryUnavailable(_FILE_GONE)
 
     def _fresh_snapshot(self) -> None:
