@@ -33,7 +33,9 @@ from trueheart_core.adapters.sql.expressions import (
     Param,
     bm25_term,
     claim_status,
+    created_in,
     supersedes_at,
+    time_order,
 )
 from trueheart_core.errors import RepositoryCorruption
 from trueheart_core.ports import (
@@ -369,18 +371,11 @@ class PostgresSearch(Role):
         if limit <= 0:
             return []
         key = self._s.key(scope)
-        start, end = period
         filters, extra = eligibility_filters(
             as_of, kinds, min_trust, claim_statuses, claim_kind, d="x", period=period
         )
-        order = "x.created_at DESC, x.memory_id ASC" if newest else "x.created_at, x.memory_id DESC"
-        bounds, bound_params = "", []
-        if start is not None:
-            bounds += " AND x.created_at >= %s"
-            bound_params.append(start)
-        if end is not None:
-            bounds += " AND x.created_at < %s"
-            bound_params.append(end)
+        order = time_order(newest)
+        bounds = created_in(period, POSTGRESQL)
         selected = "SELECT x.memory_id, x.created_at, x.clear_until, x.recall_until"
         eligible = (
             "x.status = 'active' AND x.created_at <= %s "
@@ -389,8 +384,8 @@ class PostgresSearch(Role):
         # The memories created in the period: ``memories_recall_clear`` holds this order
         # (read backwards for the oldest first), so the walk stops at the limit.
         rows = self._s.all(
-            f"{selected} FROM memories x WHERE {scoped('x')}{bounds} AND {eligible}",
-            [*key, *bound_params, as_of, as_of, *extra, limit],
+            f"{selected} FROM memories x WHERE {scoped('x')}{bounds.sql} AND {eligible}",
+            [*key, *bounds.params, as_of, as_of, *extra, limit],
         )
         return [RecallCandidate(dec(r[0]), *r[1:4]) for r in rows]
 

@@ -45,10 +45,12 @@ __all__ = [
     "Param",
     "bm25_term",
     "claim_status",
+    "created_in",
     "fade_ratio",
     "fading",
     "fully_clear",
     "supersedes_at",
+    "time_order",
 ]
 
 NOT_A_CLAIM = "memory"
@@ -275,3 +277,23 @@ def claim_status(
             "as_of": as_of,
         },
     )
+
+
+def created_in(period: tuple[int | None, int | None], dialect: Dialect) -> Fragment:
+    """`` AND`` conditions that hold ``x.created_at`` to ``[start, end)`` (a missing end
+    is no bound on that side)."""
+    start, end = period
+    sql, params = "", []
+    if start is not None:
+        sql += f" AND x.created_at >= {dialect.placeholder}"
+        params.append(start)
+    if end is not None:
+        sql += f" AND x.created_at < {dialect.placeholder}"
+        params.append(end)
+    return Fragment(sql, tuple(params))
+
+
+def time_order(newest: bool) -> str:
+    """The order of a question about a period: ``created_at`` descending, then
+    ``memory_id`` ascending, or (``newest`` false) its exact reverse."""
+    return "x.created_at DESC, x.memory_id ASC" if newest else "x.created_at, x.memory_id DESC"

@@ -11,7 +11,13 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from trueheart_core.adapters.sql.expressions import SQLITE, Param, bm25_term
+from trueheart_core.adapters.sql.expressions import (
+    SQLITE,
+    Param,
+    bm25_term,
+    created_in,
+    time_order,
+)
 from trueheart_core.adapters.sqlite.filters import eligibility_filters
 from trueheart_core.adapters.sqlite.pending import (
     ENTRY_COLUMNS,
@@ -293,18 +299,11 @@ class SQLiteSearch(Role):
         sid = self._scope_id(scope)
         if sid is None or limit <= 0:
             return []
-        start, end = period
         filters, extra = eligibility_filters(
             as_of, kinds, min_trust, claim_statuses, claim_kind, d="x", period=period, doc="rid"
         )
-        order = "x.created_at DESC, x.memory_id ASC" if newest else "x.created_at, x.memory_id DESC"
-        bounds, bound_params = "", []
-        if start is not None:
-            bounds += " AND x.created_at >= ?"
-            bound_params.append(start)
-        if end is not None:
-            bounds += " AND x.created_at < ?"
-            bound_params.append(end)
+        order = time_order(newest)
+        bounds = created_in(period, SQLITE)
         selected = "SELECT x.memory_id, x.created_at, x.clear_until, x.recall_until"
         eligible = (
             "x.status = 'active' AND x.erased IS NOT 1 AND x.created_at <= ? "
@@ -314,8 +313,8 @@ class SQLiteSearch(Role):
         # asked, which stops at the limit (a claim among them is kept by its validity).
         rows = self._conn.execute(
             f"{selected} FROM memories x INDEXED BY memories_recall_clear "
-            f"WHERE x.scope_id = ?{bounds} AND {eligible}",
-            [sid, *bound_params, as_of, as_of, *extra, limit],
+            f"WHERE x.scope_id = ?{bounds.sql} AND {eligible}",
+            [sid, *bounds.params, as_of, as_of, *extra, limit],
         ).fetchall()
         return [RecallCandidate(*row) for row in rows]
 
