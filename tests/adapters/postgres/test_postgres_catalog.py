@@ -5,6 +5,8 @@ never taken over; a read-only open never creates a store."""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -74,6 +76,30 @@ def _refused(schema: str) -> None:
             )
 
 
+@contextlib.contextmanager
+def _version_one_store(url: str, name: str) -> Iterator[None]:
+    """A store in schema ``name`` as version 1's migrations built it, dropped after."""
+    import psycopg
+
+    from trueheart_core.adapters.postgres import schema as ddl
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(f'CREATE SCHEMA "{name}"')
+        conn.execute(f'SET search_path TO "{name}"')
+        for statement in ddl.MIGRATIONS[1]:
+            conn.execute(statement.encode("utf-8"))
+        conn.execute(
+            "INSERT INTO meta (singleton, application, schema_version, tokenizer) "
+            "VALUES (1, %s, 1, '')",
+            (ddl.APPLICATION,),
+        )
+    try:
+        yield
+    finally:
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute(f'DROP SCHEMA "{name}" CASCADE')
+
+
 @pytest.mark.parametrize("change", sorted(CHANGES))
 def test_a_store_whose_catalog_changed_is_refused_and_left_alone(
     repository: PostgresRepository, pg: Any, pg_schema: str, change: str
@@ -125,21 +151,9 @@ def test_a_store_of_the_first_version_is_upgraded_at_its_first_writable_open(
     keeps its rows, and then matches what a new store's migrations build."""
     import psycopg
 
-    from trueheart_core.adapters.postgres import schema as ddl
-
     url = postgres_configuration.database_url()
     name = pg_schema + "_v1"
-    with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute(f'CREATE SCHEMA "{name}"')
-        conn.execute(f'SET search_path TO "{name}"')
-        for statement in ddl.MIGRATIONS[1]:
-            conn.execute(statement.encode("utf-8"))
-        conn.execute(
-            "INSERT INTO meta (singleton, application, schema_version, tokenizer) "
-            "VALUES (1, %s, 1, '')",
-            (ddl.APPLICATION,),
-        )
-    try:
+    with _version_one_store(url, name):
         with pytest.raises(
             RepositoryReadOnly,
             match=msg("repository read-only: schema upgrade needs a writable store"),
@@ -152,9 +166,6 @@ def test_a_store_of_the_first_version_is_upgraded_at_its_first_writable_open(
         with TrueHeart(PostgresRepository(url, schema=name, read_only=True)) as service:
             assert service.stats().events == 1
             assert service.verify_integrity().ok
-    finally:
-        with psycopg.connect(url, autocommit=True) as conn:
-            conn.execute(f'DROP SCHEMA "{name}" CASCADE')
 
 
 def test_an_open_that_another_process_upgrades_under_accepts_the_upgraded_store(
@@ -163,23 +174,10 @@ def test_an_open_that_another_process_upgrades_under_accepts_the_upgraded_store(
     """An opener reads an older version, and before it compares the catalog another
     opener upgrades the store: the first compares again with the version now stored
     instead of taking the upgraded catalog for a damaged one."""
-    import psycopg
-
     from trueheart_core.adapters.postgres import catalog
-    from trueheart_core.adapters.postgres import schema as ddl
 
     url = postgres_configuration.database_url()
     name = pg_schema + "_race"
-    with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute(f'CREATE SCHEMA "{name}"')
-        conn.execute(f'SET search_path TO "{name}"')
-        for statement in ddl.MIGRATIONS[1]:
-            conn.execute(statement.encode("utf-8"))
-        conn.execute(
-            "INSERT INTO meta (singleton, application, schema_version, tokenizer) "
-            "VALUES (1, %s, 1, '')",
-            (ddl.APPLICATION,),
-        )
     real = catalog._describe
     upgraded = []
 
@@ -190,10 +188,7 @@ def test_an_open_that_another_process_upgrades_under_accepts_the_upgraded_store(
         return real(conn, namespace)
 
     monkeypatch.setattr(catalog, "_describe", upgraded_meanwhile)
-    try:
+    with _version_one_store(url, name):
         with TrueHeart(PostgresRepository(url, schema=name)) as service:
             assert service.verify_integrity().ok
         assert upgraded == [True]
-    finally:
-        with psycopg.connect(url, autocommit=True) as conn:
-            conn.execute(f'DROP SCHEMA "{name}" CASCADE')
