@@ -39,20 +39,17 @@ def server_target(url: str) -> tuple[str, str]:
     reaches libpq exactly as written (decoding and encoding it again would turn a
     ``%20`` into a ``+``, which libpq does not read as a space)."""
     parts = urlsplit(url)
-    fields = parts.query.split("&") if parts.query else []
-    named = [
-        value
-        for field in fields
-        for key, value in parse_qsl(field, keep_blank_values=True)
-        if key == "schema"
+    fields = [
+        (
+            field,
+            [value for key, value in parse_qsl(field, keep_blank_values=True) if key == "schema"],
+        )
+        for field in (parts.query.split("&") if parts.query else [])
     ]
+    named = [value for _, values in fields for value in values]
     if len(named) > 1:
         raise ValidationError("url", "must name at most one schema")
-    rest = "&".join(
-        field
-        for field in fields
-        if not any(key == "schema" for key, _ in parse_qsl(field, keep_blank_values=True))
-    )
+    rest = "&".join(field for field, values in fields if not values)
     conninfo = urlunsplit((parts.scheme, parts.netloc, parts.path, rest, parts.fragment))
     return conninfo, named[0] if named else DEFAULT_SCHEMA
 

