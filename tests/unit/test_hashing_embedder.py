@@ -125,3 +125,14 @@ def test_a_query_leaves_out_its_stop_words_when_it_holds_another_word() -> None:
     # documents keep every term, and a query of stop words only is embedded whole
     assert embedder.embed_query("what is it") == embedder.embed_documents(["what is it"])[0]
     assert embedder.embed_query("what is it") != [0.0] * embedder.dimensions
+
+
+def test_a_query_keeps_the_stop_words_it_writes_as_names() -> None:
+    embedder = HashingEmbedder()
+    (us_visa, will_say) = embedder.embed_documents(["us visa", "will say"])
+    assert embedder.embed_query("my US visa") == us_visa
+    assert embedder.embed_query("my US visa") != embedder.embed_query("visa")
+    assert embedder.embed_query("What did Will say?") == will_say
+    # the same words as function words are left out
+    assert embedder.embed_query("will us visa") == embedder.embed_query("visa")
+    assert embedder.embed_query("Will it rain?") == embedder.embed_query("rain")

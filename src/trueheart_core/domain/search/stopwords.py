@@ -8,6 +8,13 @@ side therefore drops the query words in :data:`STOP_WORDS` whenever the query ho
 another word; a query made only of them is searched as it is. Memories are indexed
 whole: only queries are affected.
 
+A stop word the query writes as a name or an abbreviation is not left out
+(:func:`named_stop_words`): "US" and "IT" in capitals in a query that is not all capitals, and
+"Will", "May" or "Don" capitalised anywhere but at the start of a sentence, are searched
+like any other word ("the US visa", "what did Will say", "the IT budget"). Case is
+folded before terms are compared, so such a word still matches the same word in any
+case in a memory.
+
 The list is English only, short and closed: articles, pronouns, auxiliary and modal
 verbs, question words, the most common prepositions and conjunctions, and the
 fragments that the tokeniser cuts from English contractions (``don't`` gives ``don``
@@ -25,9 +32,11 @@ query.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import re
+import unicodedata
+from collections.abc import Collection, Iterable, Mapping
 
-__all__ = ["OPEN_WORDS", "STOP_WORDS", "asks_only_when", "content_words"]
+__all__ = ["OPEN_WORDS", "STOP_WORDS", "asks_only_when", "content_words", "named_stop_words"]
 
 _WORDS = """
     a an the
@@ -62,15 +71,51 @@ tokeniser produces them. They are not stop words: only :func:`asks_only_when` re
 them."""
 
 
-def asks_only_when(words: Iterable[str]) -> bool:
+_WORD = re.compile(r"[^\W_]+")
+_SENTENCE_ENDS = frozenset(".!?:\u2026\n")
+
+
+def named_stop_words(text: str) -> frozenset[str]:
+    """The stop words (case-folded, as the tokeniser gives them) that ``text`` writes as
+    a name or an abbreviation, which are then not left out: a word of two letters or
+    more written in capitals ("US", "IT") when the text holds a lower-case letter, or
+    written with a capital and then lower case ("Will", "May") where a sentence does
+    not begin (after the text's start or ``.``, ``!``, ``?``, ``:``, an ellipsis or a
+    line break, quotes and brackets aside). Single letters ("I", "A") never are."""
+    text = unicodedata.normalize("NFKC", text)
+    shouting = not any(char.islower() for char in text)
+    kept: set[str] = set()
+    sentence_start = True
+    end = 0
+    for match in _WORD.finditer(text):
+        if any(char in _SENTENCE_ENDS for char in text[end : match.start()]):
+            sentence_start = True
+        end = match.end()
+        word = match.group()
+        opening, sentence_start = sentence_start, False
+        folded = word.casefold()
+        if len(word) < 2 or folded not in STOP_WORDS:
+            continue
+        if word.isupper():
+            if not shouting:
+                kept.add(folded)
+        elif word[0].isupper() and word[1:].islower() and not opening:
+            kept.add(folded)
+    return frozenset(kept)
+
+
+def asks_only_when(words: Iterable[str], kept: Collection[str] = frozenset()) -> bool:
     """Whether a question's words (without its time expression, as the tokeniser gives
     them) name nothing but the question itself: every one is a stop word or an open
-    word, or there are none."""
-    return all(word in STOP_WORDS or word in OPEN_WORDS for word in words)
+    word, or there are none. ``kept`` are stop words the question writes as names
+    (:func:`named_stop_words`), which name something."""
+    return all((word in STOP_WORDS and word not in kept) or word in OPEN_WORDS for word in words)
 
 
-def content_words(words: Mapping[int, str]) -> dict[int, str]:
-    """The query's terms (by key) without its stop words, or all of them when every
-    one is a stop word."""
-    kept = {key: word for key, word in words.items() if word not in STOP_WORDS}
-    return kept if kept else dict(words)
+def content_words(words: Mapping[int, str], kept: Collection[str] = frozenset()) -> dict[int, str]:
+    """The query's terms (by key) without its stop words, except those in ``kept`` (the
+    stop words it writes as names, :func:`named_stop_words`), or all of them when every one is a
+    stop word."""
+    dropped = STOP_WORDS - set(kept)
+    content = {key: word for key, word in words.items() if word not in dropped}
+    return content if content else dict(words)

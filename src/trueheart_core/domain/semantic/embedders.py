@@ -13,7 +13,7 @@ import math
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
-from trueheart_core.domain.search.stopwords import STOP_WORDS
+from trueheart_core.domain.search.stopwords import STOP_WORDS, named_stop_words
 from trueheart_core.domain.search.tokenize import TOKENIZER_ID, tokenize
 from trueheart_core.errors import ValidationError
 
@@ -123,10 +123,12 @@ class HashingEmbedder:
 
     def embed_query(self, text: str) -> list[float]:
         """The query's terms without its English stop words when it holds another word,
-        as lexical search takes a query: a question that shares only "what", "is" and
-        "my" with a memory is not similar to it."""
+        as lexical search takes a query (stop words written as names, such as "US" or
+        "Will", are kept): a question that shares only "what", "is" and "my" with a
+        memory is not similar to it."""
         terms = list(tokenize(text))
-        content = [term for term in terms if term not in STOP_WORDS]
+        kept = named_stop_words(text)
+        content = [term for term in terms if term not in STOP_WORDS or term in kept]
         return self._vector(content or terms)
 
     def __repr__(self) -> str:

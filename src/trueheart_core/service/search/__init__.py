@@ -28,7 +28,7 @@ from trueheart_core.domain.search.model import (
     TimeOrder,
     TimeTrace,
 )
-from trueheart_core.domain.search.stopwords import asks_only_when
+from trueheart_core.domain.search.stopwords import asks_only_when, named_stop_words
 from trueheart_core.domain.search.tokenize import term_key, tokenize
 from trueheart_core.domain.search.when import TimeReference, find_time, without_time
 from trueheart_core.ports import Period, UnitOfWork
@@ -111,7 +111,7 @@ def read_time(query: SearchQuery) -> QueryTime:
     # it ("this year": 2026).
     terms = mention_terms(closed) | named
     words = tokenize(rest)
-    only = bool(naming) and asks_only_when(words)
+    only = bool(naming) and asks_only_when(words, named_stop_words(rest))
     return QueryTime(reference, rest if words else query.text, terms, only)
 
 

@@ -23,7 +23,7 @@ from trueheart_core.domain.search.spelling import (
     correction_bound,
     corrections,
 )
-from trueheart_core.domain.search.stopwords import STOP_WORDS, content_words
+from trueheart_core.domain.search.stopwords import STOP_WORDS, content_words, named_stop_words
 from trueheart_core.domain.search.tokenize import term_key, tokenize, unspaced
 from trueheart_core.ports import MemoryRow, Period, ScopeKey, SearchCandidate, UnitOfWork
 from trueheart_core.service import loading, records
@@ -135,7 +135,7 @@ def lexical(
     text = query.text if text is None else text
     key = scope_key(query.scope)
     as_of = records.to_us(query.as_of)
-    words = content_words({term_key(term): term for term in tokenize(text)})
+    words = content_words({term_key(term): term for term in tokenize(text)}, named_stop_words(text))
     docs, total_length = uow.search.statistics(key)
     if type(docs) is not int or type(total_length) is not int or docs < 0:
         loading.corrupt(INDEX_CORRUPT)
