@@ -219,7 +219,8 @@ class EviCortex:
             event = _with_claim_ids(plan.event, [d.claim_id for d in drafts])
             return engine.ingest_derived(event, memories=[plan.memory], claims=drafts)
 
-        stored = self._written(plan, write)
+        named = {claim.supersedes for claim in inputs if claim.supersedes is not None}
+        stored = self._written(plan, write, named)
         ids = [claim.claim_id for claim in stored.claims]
         return _built(engine, scope, stored.receipt, stored.memories[0], ids)
 
@@ -267,7 +268,12 @@ class EviCortex:
                 memories=[plan.memory],
             )
 
-        result = self._written(plan, write)
+        named = (
+            {value for value in claim_ids_by_source.values() if isinstance(value, str)}
+            if isinstance(claim_ids_by_source, Mapping)
+            else set()
+        )
+        result = self._written(plan, write, named)
         ids = list(result.extraction.claim_ids)
         return _built(engine, scope, result.receipt, result.memories[0], ids)
 
@@ -294,7 +300,9 @@ class EviCortex:
         """The evidence and claims of the namespace most relevant to ``query``, packed
         whole into ``budget_tokens`` (a hard limit under UTF-8 bytes / 3); ``limit``
         bounds the items and never raises the budget. ``as_of`` (default: now) is valid
-        time: evidence that occurred later, and claims not valid then, are left out."""
+        time: evidence that occurred later, and claims not valid then, are left out. A
+        claim is recorded when its evidence occurred, so a claim (or a superseder) whose
+        evidence occurred after ``as_of`` is not seen either."""
         engine = self.engine
         scope = scope_of(namespace)
         when = _now() if as_of is None else moment("as_of", as_of)
@@ -506,15 +514,22 @@ class EviCortex:
             )
         return _Plan(event, memory, recorded, first=idempotency_key is not None and stored is None)
 
-    def _written(self, plan: Callable[[], _Plan], write: Callable[[_Plan], _W]) -> _W:
+    def _written(
+        self, plan: Callable[[], _Plan], write: Callable[[_Plan], _W], supersedes: set[str]
+    ) -> _W:
         """``write`` of a new plan, at its recorded time and with the engine's errors
-        translated; once more, planned again, when a keyed write that found no record of
-        its key conflicts: another writer's request of the same key was stored
-        meanwhile, and an identical one is then a replay that takes that record's times."""
+        translated (``supersedes``: the claim IDs the request names as superseded);
+        once more, planned again, when a keyed write that found no record of its key
+        conflicts: another writer's request of the same key was stored meanwhile, and an
+        identical one is then a replay that takes that record's times."""
 
         def attempt(planned: _Plan) -> _W:
             rid = planned.memory.memory_id
-            with engine_errors(rid), _supersession(rid), self._clock.at(planned.recorded_at):
+            with (
+                engine_errors(rid),
+                _supersession(supersedes),
+                self._clock.at(planned.recorded_at),
+            ):
                 return write(planned)
 
         planned = plan()
@@ -545,16 +560,18 @@ class EviCortex:
 
 
 @contextmanager
-def _supersession(rid: str) -> Iterator[None]:
+def _supersession(supersedes: set[str]) -> Iterator[None]:
     """A write's only reference to other rows is the claim it supersedes: a missing one,
     or one of another namespace, is a bad argument (and says nothing about which); so is
-    a purged one (a tombstone of another ID than the record's own, ``rid``)."""
+    a purged one, a tombstone of one of the IDs in ``supersedes``. A tombstone of any
+    other ID is the record's own or one of its claims': the write is of something purged
+    (``PurgedError``)."""
     try:
         yield
     except (EntityNotFound, ScopeMismatch):
         raise ValidationError("supersedes", "must name a claim of the same namespace") from None
     except EntityDeleted as error:
-        if str(error).partition(": ")[2] == rid:
+        if str(error).partition(": ")[2] not in supersedes:
             raise
         raise ValidationError("supersedes", "must not name a purged claim") from None
 
@@ -673,8 +690,11 @@ def _built(
     memory: EngineMemory,
     claim_ids: list[str],
 ) -> MemoryRecord:
-    """The record of an event and its memory, with its claims' status now."""
-    views = call(lambda: engine.get_claims(scope, claim_ids, as_of=_now()))
+    """The record of an event and its memory, with its claims' status now, or, when the
+    evidence occurs later than now, at the time it occurs: a claim is known from its
+    evidence's time on, and the record lists every claim it was written with."""
+    when = max(_now(), receipt.source.occurred_at)
+    views = call(lambda: engine.get_claims(scope, claim_ids, as_of=when))
     return _memory_record(scope.subject_id, receipt, memory, views)
 
 

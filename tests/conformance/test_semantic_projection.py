@@ -258,6 +258,12 @@ def test_an_embedder_that_changes_after_open_is_refused(repository: Repository) 
         service.search(SearchQuery(SCOPE, "brief", LATER))
     with pytest.raises(EmbedderMismatch):
         service.sync_semantic(SCOPE)
+    # A write that projects stays committed; its projection is refused.
+    with pytest.raises(SemanticProjectionError) as caught:
+        service.materialize_once(memory("mem-2", content="brief replies"))
+    assert isinstance(caught.value.__cause__, EmbedderMismatch)
+    assert caught.value.evidence_committed
+    assert service.get_memory(SCOPE, "mem-2").memory_id == "mem-2"
 
 
 def test_a_service_without_embedder_reads_a_projected_store(repository: Repository) -> None:

@@ -11,8 +11,10 @@ from datetime import UTC, datetime
 import pytest
 from evicortex_builders import NS, HashingEmbedder, RecordingReranker, record_id
 
-from evicortex import ClaimInput, EviCortex
+from evicortex import CanonicalClaimExtractor, ClaimInput, EviCortex
+from evicortex._mapping import scope_of
 from evicortex.errors import PurgedError, StorageClosedError, ValidationError
+from trueheart_core import EntityType, GovernanceAction, GovernanceCommand
 
 
 @pytest.mark.parametrize("year", [1016, 1, 9500])
@@ -145,3 +147,61 @@ def test_a_reranker_whose_identity_changed_is_refused(
     reranker._identity = "cross-encoder@rev-B"
     with pytest.raises(ValidationError, match="reranker: its identity changed"):
         memory.recall(namespace=NS, query="quokka")
+
+
+def test_replaying_a_record_whose_claim_was_purged_is_purged_not_a_bad_argument(
+    memory: EviCortex,
+) -> None:
+    """A record's own claim ID under a tombstone makes the replay a write of something
+    purged; no ``supersedes`` was given, so none is blamed."""
+    request = {
+        "namespace": NS,
+        "content": "Ada likes tea",
+        "idempotency_key": "k1",
+        "claims": [ClaimInput("ada", "likes", "tea")],
+    }
+    stored = memory.remember(**request)  # type: ignore[arg-type]
+    claim = stored.claims[0].id
+    memory.engine.govern(
+        GovernanceCommand(
+            scope_of(NS),
+            GovernanceAction.FORGET,
+            EntityType.MEMORY,
+            claim,
+            datetime.now(UTC),
+            "erase the claim",
+        )
+    )
+    with pytest.raises(PurgedError):
+        memory.remember(**request)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("extracted", [False, True])
+def test_a_record_of_later_evidence_lists_its_claims_and_projects_them(
+    open_store: Callable[..., EviCortex], extracted: bool
+) -> None:
+    """Claims are known from their evidence's time on: a record whose evidence occurs
+    later than now lists them (with their status then), and ``index_semantic`` projects
+    them."""
+    store = open_store(":memory:", embedder=HashingEmbedder(dimensions=64), auto_index=False)
+    later = "2030-01-01T00:00:00Z"
+    if extracted:
+        text = (
+            "Ada plans a trip. Canonical claim: subject=user:ada; predicate=plans; "
+            "value=trip; valid_from=2030-01-01T00:00:00Z; confidence=1.000; "
+            "authority=application."
+        )
+        record = store.remember_extracted(
+            namespace=NS, content=text, occurred_at=later, extractor=CanonicalClaimExtractor()
+        )
+    else:
+        record = store.remember(
+            namespace=NS,
+            content="Ada plans a trip",
+            occurred_at=later,
+            claims=[ClaimInput("user:ada", "plans", "trip")],
+        )
+    assert [claim.status for claim in record.claims] == ["current"]
+    assert store.expand(namespace=NS, memory_id=record.id).claims == record.claims
+    assert store.index_semantic(record).embedded == 2
+    assert store.semantic_status(NS).claim_missing_ids == ()
