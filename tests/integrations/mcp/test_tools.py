@@ -17,6 +17,7 @@ from mcp_support import (
     Client,
     Clock,
     MCPError,
+    connector,
     error_text,
     run,
     structured,
@@ -24,6 +25,10 @@ from mcp_support import (
 
 from trueheart_core import (
     EntityType,
+    GovernanceAction,
+    GovernanceCommand,
+    GovernanceResult,
+    RepositoryBusy,
     SQLiteRepository,
     TrueHeart,
     TrustLevel,
@@ -245,6 +250,69 @@ def test_the_injected_clock_dates_writes_and_reads(clock: Clock, connect: Connec
                 await client.call_tool("get_memory", {"memory_id": stored["memory"]["memory_id"]})
             )
             assert still["status"] == "active"
+
+    run(body)
+
+
+class _BusyBetween(TrueHeart):
+    """A service whose first DELETE of an event is refused as busy: another process
+    held the store between the two transactions of ``forget_memory``."""
+
+    refused = False
+
+    def govern(self, command: GovernanceCommand) -> GovernanceResult:
+        if command.action is GovernanceAction.DELETE and not self.refused:
+            self.refused = True
+            raise RepositoryBusy("governance transaction failed")
+        return super().govern(command)
+
+
+def test_a_forget_cut_short_between_its_transactions_is_finished_by_a_retry(
+    tmp_path: Path, clock: Any
+) -> None:
+    repository = SQLiteRepository(tmp_path / "busy.db")
+    with _BusyBetween(repository, clock=clock) as busy:
+        connect = connector(busy, clock)
+
+        async def body() -> None:
+            async with connect() as client:
+                first = await _remember(client, SECRET)
+                memory_id, event_id = first["memory"]["memory_id"], first["event_id"]
+                arguments = {"memory_id": memory_id, "reason": "user asked"}
+                refused = await client.call_tool("forget_memory", arguments)
+                assert "repository busy" in error_text(refused)
+                # the FORGET committed, the DELETE of the event did not
+                assert repository.residue([b"vault code"]) == frozenset({b"vault code"})
+                retried = structured(await client.call_tool("forget_memory", arguments))
+                assert retried["affected_ids"] == [event_id]
+                assert set(retried["removed"]) == {"raw_event", "raw_body"}
+                assert repository.residue([b"vault code"]) == frozenset()
+                # once all is gone, the memory is reported as deleted, as before
+                gone = await client.call_tool("forget_memory", arguments)
+                assert "entity deleted" in error_text(gone)
+
+        run(body)
+
+
+def test_forget_deletes_the_event_of_a_memory_the_host_forgot(
+    service: TrueHeart, repository: SQLiteRepository, connect: Connect, clock: Any
+) -> None:
+    async def body() -> None:
+        async with connect() as client:
+            first = await _remember(client, SECRET)
+            memory_id, event_id = first["memory"]["memory_id"], first["event_id"]
+            service.govern(
+                GovernanceCommand(
+                    SCOPE, GovernanceAction.FORGET, EntityType.MEMORY, memory_id, clock(), "host"
+                )
+            )
+            forgot = structured(
+                await client.call_tool(
+                    "forget_memory", {"memory_id": memory_id, "reason": "user asked"}
+                )
+            )
+            assert forgot["affected_ids"] == [event_id]
+            assert repository.residue([b"vault code"]) == frozenset()
 
     run(body)
 

@@ -16,6 +16,9 @@ from trueheart_core import (
     ClaimDraft,
     EntityDeleted,
     EntityNotFound,
+    EntityType,
+    GovernanceAction,
+    GovernanceCommand,
     MemoryDraft,
     RawEventDraft,
     RetentionPolicy,
@@ -26,7 +29,11 @@ from trueheart_core import (
     TrustLevel,
     ValidationError,
 )
-from trueheart_core.integrations.openai_agents import memory_tools, tool_error_message
+from trueheart_core.integrations.openai_agents import (
+    TrueHeartSession,
+    memory_tools,
+    tool_error_message,
+)
 from trueheart_core.integrations.openai_agents.tools import DEFAULT_MEMORY_RETENTION
 
 TEA = "The user prefers green tea over coffee in the morning."
@@ -378,3 +385,64 @@ def test_the_factory_checks_the_host_settings(memory: TrueHeart) -> None:
         with pytest.raises(ValidationError) as raised:
             memory_tools(memory, scope, **settings)
         assert str(raised.value) == message
+
+
+def test_forget_finishes_a_forget_whose_event_delete_did_not_follow(
+    memory: TrueHeart, repository: SQLiteRepository, clock: Clock
+) -> None:
+    """The memory was forgotten and its event not deleted (a busy store between the two
+    transactions, or the host's own FORGET): forget_memory deletes the event."""
+
+    def host_forgets(items: Items) -> Any:
+        memory_id = output_of(items, "c1")["memory_id"]
+        memory.govern(
+            GovernanceCommand(
+                SCOPE, GovernanceAction.FORGET, EntityType.MEMORY, memory_id, clock(), "host"
+            )
+        )
+        assert repository.residue([TEA.encode()]) == {TEA.encode()}  # in the event's body
+        return call("forget_memory", {"memory_id": memory_id}, "c2")
+
+    model, _ = run(
+        [
+            call("remember", {"content": TEA, "trust": None}, "c1"),
+            host_forgets,
+            call("forget_memory", {"memory_id": "agent-memory-0"}, "c3"),
+            reply("ok"),
+        ],
+        memory_tools(memory, SCOPE, clock=clock),
+    )
+    memory_id = output_of(model.inputs[-1], "c1")["memory_id"]
+    assert output_of(model.inputs[-1], "c2") == {"forgotten": memory_id}
+    with pytest.raises(EntityDeleted):
+        memory.get_receipt(SCOPE, memory_id)
+    assert repository.residue([TEA.encode()]) == frozenset()
+    assert tool_outputs(model.inputs[-1])["c3"] == "error: entity not found: agent-memory-0"
+
+
+def test_forgetting_a_session_item_deletes_its_event_within_the_tools_reach(
+    memory: TrueHeart, repository: SQLiteRepository, clock: Clock
+) -> None:
+    secret = "my passport number is X1234567"
+    session = TrueHeartSession("conv-1", memory, SCOPE, clock=clock)
+    asyncio.run(session.add_items([{"role": "user", "content": secret}]))
+    (item,) = memory.list_memories(SCOPE).items
+    tools = memory_tools(memory, SCOPE, clock=clock, search_kinds=["agent_note", session.kind])
+    model, _ = run([call("forget_memory", {"memory_id": item.memory_id}, "c1"), reply("ok")], tools)
+    assert output_of(model.inputs[-1], "c1") == {"forgotten": item.memory_id}
+    asyncio.run(session.clear_session())
+    assert repository.residue([b"X1234567"]) == frozenset()
+    # An item the host forgot keeps its event from tools whose kinds leave the session out.
+    asyncio.run(session.add_items([{"role": "user", "content": secret}]))
+    (item,) = memory.list_memories(SCOPE).items
+    memory.govern(
+        GovernanceCommand(
+            SCOPE, GovernanceAction.FORGET, EntityType.MEMORY, item.memory_id, clock(), "host"
+        )
+    )
+    model, _ = run(
+        [call("forget_memory", {"memory_id": item.memory_id}, "c1"), reply("ok")],
+        memory_tools(memory, SCOPE, clock=clock),
+    )
+    assert tool_outputs(model.inputs[-1])["c1"] == f"error: entity deleted: {item.memory_id}"
+    assert memory.get_receipt(SCOPE, item.memory_id).content_available

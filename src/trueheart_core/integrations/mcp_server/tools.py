@@ -13,7 +13,6 @@ call takes a scope: the tools read and write the bound scope only.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import re
 import threading
@@ -832,36 +831,59 @@ class MemoryTools:
     def _forget(self, args: _Arguments) -> Document:
         """FORGET the memory; when ``remember`` or ``remember_claim`` wrote it, DELETE
         its event too, so that its text leaves the event's body as well (and a replay
-        of its key cannot compare a guess with the stored text)."""
+        of its key cannot compare a guess with the stored text).
+
+        The two are separate transactions: when the FORGET committed and the DELETE did
+        not (a busy store between them), calling the tool again finishes the DELETE
+        rather than reporting the memory as already forgotten."""
         memory_id = v.text("memory_id", args.text("memory_id"))
         reason = args.text("reason")
         at = self._now()
         forget = GovernanceCommand(
             self._scope, GovernanceAction.FORGET, EntityType.MEMORY, memory_id, at, reason
         )
-        record = self._service.get_memory(self._scope, memory_id)
-        result = self._service.govern(forget)
-        affected, removed = set(result.affected_ids), set(result.removed)
         event_id = _own_event(memory_id)
-        if event_id is not None and record.source_event_ids == (event_id,):
-            with contextlib.suppress(EntityNotFound, EntityDeleted):  # already gone
-                deleted = self._service.govern(
-                    GovernanceCommand(
-                        self._scope,
-                        GovernanceAction.DELETE,
-                        EntityType.RAW_EVENT,
-                        event_id,
-                        at,
-                        reason,
-                    )
-                )
-                affected.update(deleted.affected_ids)
-                removed.update(deleted.removed)
+        affected: set[str] = set()
+        removed: set[ArtifactClass] = set()
+        try:
+            record = self._service.get_memory(self._scope, memory_id)
+        except EntityDeleted:
+            # Forgotten before: what is left to do is the DELETE of its own event, if
+            # that is still stored (otherwise the memory is simply gone).
+            if event_id is None or not self._delete_event(event_id, at, reason, affected, removed):
+                raise
+        else:
+            result = self._service.govern(forget)
+            affected.update(result.affected_ids)
+            removed.update(result.removed)
+            if event_id is not None and record.source_event_ids == (event_id,):
+                self._delete_event(event_id, at, reason, affected, removed)
         return {
             "memory_id": memory_id,
             "affected_ids": sorted(affected),
             "removed": [artifact.value for artifact in ArtifactClass if artifact in removed],
         }
+
+    def _delete_event(
+        self,
+        event_id: str,
+        at: datetime,
+        reason: str,
+        affected: set[str],
+        removed: set[ArtifactClass],
+    ) -> bool:
+        """DELETE the event ``remember`` wrote with a forgotten memory, adding what it
+        removed to ``affected`` and ``removed``; False when it is already gone."""
+        command = GovernanceCommand(
+            self._scope, GovernanceAction.DELETE, EntityType.RAW_EVENT, event_id, at, reason
+        )
+        try:
+            deleted = self._service.govern(command)
+        except (EntityNotFound, EntityDeleted):
+            return False
+        affected.update(deleted.affected_ids)
+        removed.update(deleted.removed)
+        return True
 
     # --- reads ----------------------------------------------------------------------------
 

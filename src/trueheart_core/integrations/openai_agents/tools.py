@@ -58,6 +58,7 @@ from trueheart_core.integrations.openai_agents._common import (
     to_json,
     utc_now,
 )
+from trueheart_core.integrations.openai_agents.session import ITEM_ID_PREFIX, SESSION_KIND_PREFIX
 
 __all__ = [
     "CLAIM_ID_PREFIX",
@@ -321,6 +322,19 @@ def _remember_tool(binding: _Binding) -> FunctionTool:
     return _tool(remember)
 
 
+def _in_reach(binding: _Binding, memory_id: str) -> bool:
+    """Whether the event of a forgotten memory (stored under the memory's ID) is one
+    these tools may delete: a session item's only when its session's kind is among the
+    tools' kinds, as its memory had to be."""
+    if not memory_id.startswith(ITEM_ID_PREFIX):
+        return True
+    try:
+        receipt = binding.service.get_receipt(binding.scope, memory_id)
+    except (EntityNotFound, EntityDeleted):
+        return False
+    return SESSION_KIND_PREFIX + receipt.source.source_id in binding.kinds
+
+
 def _forget_tool(binding: _Binding) -> FunctionTool:
     def forget_memory(memory_id: str) -> str:
         """Forget a memory for good: it is erased and can never come back.
@@ -329,28 +343,34 @@ def _forget_tool(binding: _Binding) -> FunctionTool:
             memory_id: The ID of the memory, as search_memory or remember returned it.
         """
         service, scope = binding.service, binding.scope
-        record = service.get_memory(scope, memory_id)
+        when = now(binding.clock)
+        # These tools and the session write a memory's event under the memory's own ID.
+        written_here = memory_id.startswith((MEMORY_ID_PREFIX, CLAIM_ID_PREFIX, ITEM_ID_PREFIX))
+        delete = GovernanceCommand(
+            scope, GovernanceAction.DELETE, EntityType.RAW_EVENT, memory_id, when, FORGET_REASON
+        )
+        try:
+            record = service.get_memory(scope, memory_id)
+        except EntityDeleted:
+            # Forgotten before, by a call whose DELETE of the event did not follow (a
+            # busy store between the two transactions): this call finishes it.
+            if not written_here or not _in_reach(binding, memory_id):
+                raise
+            try:
+                service.govern(delete)
+            except (EntityNotFound, EntityDeleted):
+                raise EntityDeleted(memory_id) from None
+            return to_json({"forgotten": memory_id})
         if record.kind not in binding.kinds:
             raise ValidationError("memory_id", "names a memory these tools do not manage")
-        when = now(binding.clock)
         service.govern(
             GovernanceCommand(
                 scope, GovernanceAction.FORGET, EntityType.MEMORY, memory_id, when, FORGET_REASON
             )
         )
-        written_here = memory_id.startswith((MEMORY_ID_PREFIX, CLAIM_ID_PREFIX))
         if written_here and record.source_event_ids == (memory_id,):
             with contextlib.suppress(EntityNotFound, EntityDeleted):  # already gone
-                service.govern(
-                    GovernanceCommand(
-                        scope,
-                        GovernanceAction.DELETE,
-                        EntityType.RAW_EVENT,
-                        memory_id,
-                        when,
-                        FORGET_REASON,
-                    )
-                )
+                service.govern(delete)
         return to_json({"forgotten": memory_id})
 
     return _tool(forget_memory)
