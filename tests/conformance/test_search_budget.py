@@ -274,3 +274,34 @@ def test_a_callback_may_not_call_back_into_the_store(repository: Repository) -> 
     estimator.service = None
     plain = TrueHeart(repository, clock=lambda: NOW)
     assert _ids(_search(plain, "tea")) == ["mem-1"]
+
+
+class _Closes:
+    name = "closes"
+
+    def __init__(self) -> None:
+        self.service: TrueHeart | None = None
+
+    def estimate(self, text: str) -> int:
+        assert self.service is not None
+        self.service.close()
+        return 1
+
+
+def test_a_callback_may_not_close_the_store_under_its_call(repository: Repository) -> None:
+    estimator = _Closes()
+    service = TrueHeart(repository, clock=lambda: NOW, token_estimator=estimator)
+    estimator.service = service
+    materialize_all(service, {"mem-1": "green tea"})
+    reentrant = (
+        "repository: is already in a call on this thread"
+        " (a callback may not call back into the store)"
+    )
+    with pytest.raises(ValidationError, match=msg(reentrant)):
+        service.search(SearchQuery(SCOPE, "tea", NOW))
+    # the store stayed open and whole; closing it outside a call works
+    assert service.stats(SCOPE).memories == 1
+    assert service.verify_integrity().ok
+    service.close()
+    with pytest.raises(ValidationError, match=msg("repository: is closed")):
+        service.stats(SCOPE)

@@ -420,7 +420,11 @@ class PostgresRepository:
 
     def close(self) -> None:
         """Close the pool (after any scrub still owed). Idempotent; later use raises
-        ``ValidationError``."""
+        ``ValidationError``. A callback inside a call on this thread (an estimator, an
+        embedder) may not close it under the call's transaction: ``ValidationError``,
+        and nothing is closed."""
+        if getattr(self._inside, "unit", False):
+            raise ValidationError("repository", REENTRANT)
         pool = self._pool
         if pool is not None and self._erased and not self._read_only:
             # What cannot be rewritten now stays owed in the store, for the next

@@ -432,8 +432,12 @@ class SQLiteRepository:
         return (("database", database), ("wal", wal))
 
     def close(self) -> None:
-        """Close the connection. Idempotent; later use raises ``ValidationError``."""
+        """Close the connection. Idempotent; later use raises ``ValidationError``. A
+        callback inside a call on this thread (an estimator, an embedder) may not close
+        it under the call's transaction: ``ValidationError``, and nothing is closed."""
         with self._lock:
+            if self._unit_thread == threading.get_ident():
+                raise ValidationError("repository", REENTRANT)
             conn, self._conn = self._conn, None
             self._scratch.clear()
             if conn is not None:
