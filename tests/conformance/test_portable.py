@@ -38,6 +38,7 @@ from trueheart_core import (
     ImportRefused,
     MemoryStatus,
     RecallQuery,
+    RepositoryCorruption,
     Scope,
     SearchQuery,
     TrueHeart,
@@ -490,21 +491,19 @@ def test_a_damaged_or_foreign_file_is_refused_naming_its_line_and_nothing_is_sto
     assert target.import_store(io.StringIO(text)).rows > 0
 
 
-def _forged_tombstone(line: str, entity_id: str) -> str:
-    """The tombstone of ``line`` naming another ID, with the row digest a store would
-    have written for it."""
-    obj = json.loads(line)
-    scope = Scope(**obj["scope"])
-    entity_type = EntityType(obj["entity_type"])
+def _forged_tombstone(line: str, **changes: Any) -> str:
+    """The tombstone of ``line`` with ``changes`` made to its fields, with the row digest
+    a store would have written for it (digests use no key: anyone can recompute one)."""
+    obj = {**json.loads(line), **changes}
     row = records.tombstone_row(
-        scope,
-        entity_type,
-        entity_id,
+        Scope(**obj["scope"]),
+        EntityType(obj["entity_type"]),
+        obj["entity_id"],
         obj["fingerprint"],
         records.from_us(fmt.microseconds(obj["deleted_at"])),
         obj["reason"],
     )
-    obj.update(entity_id=entity_id, row_digest=row.digest)
+    obj["row_digest"] = row.digest
     return fmt.canonical(obj) + "\n"
 
 
@@ -523,7 +522,11 @@ def test_a_row_that_a_tombstone_of_the_file_forbids_is_refused(
     populate(service)
     lines = exported(service)[0].splitlines(keepends=True)
     number = _line_of(lines, "tombstone", entity_type=entity_type, entity_id=tombstoned)
-    forged = [*lines[:number], _forged_tombstone(lines[number], live), *lines[number + 1 :]]
+    forged = [
+        *lines[:number],
+        _forged_tombstone(lines[number], entity_id=live),
+        *lines[number + 1 :],
+    ]
     target = TrueHeart(fresh_repository(), clock=clock)
     with pytest.raises(ImportRefused) as caught:
         target.import_store(io.StringIO(_rechained(forged)))
@@ -533,6 +536,63 @@ def test_a_row_that_a_tombstone_of_the_file_forbids_is_refused(
     assert _is_empty(target)
     # The same tombstone naming its own ID imports.
     assert target.import_store(io.StringIO("".join(lines))).rows == len(lines) - 2
+
+
+# Tombstones whose digest holds (recomputed) but whose values no store writes: the
+# reason is always "governance requested", the entity ID text, the fingerprint text for
+# a memory and absent for a raw event.
+FORGED_TOMBSTONES: dict[str, tuple[str, dict[str, Any]]] = {
+    "a reason of free text": ("memory", {"reason": "user said: card 4111 1111 1111 1111"}),
+    "a reason of another case": ("raw_event", {"reason": "Governance requested"}),
+    "an integer reason": ("memory", {"reason": 7}),
+    "a list reason": ("memory", {"reason": ["governance requested"]}),
+    "an object reason": ("raw_event", {"reason": {"said": "card 4111"}}),
+    "an integer fingerprint": ("memory", {"fingerprint": 7}),
+    "a list fingerprint": ("memory", {"fingerprint": ["card 4111"]}),
+    "a raw event's fingerprint": ("raw_event", {"fingerprint": "0" * 64}),
+    "an integer ID": ("memory", {"entity_id": 7}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FORGED_TOMBSTONES))
+def test_a_tombstone_no_store_could_hold_is_refused_naming_its_line(
+    service: TrueHeart,
+    fresh_repository: Callable[[], Repository],
+    clock: Callable[[], datetime],
+    name: str,
+) -> None:
+    populate(service)
+    lines = exported(service)[0].splitlines(keepends=True)
+    entity_type, changes = FORGED_TOMBSTONES[name]
+    number = _line_of(lines, "tombstone", entity_type=entity_type)
+    forged = [*lines[:number], _forged_tombstone(lines[number], **changes), *lines[number + 1 :]]
+    target = TrueHeart(fresh_repository(), clock=clock)
+    with pytest.raises(ImportRefused) as caught:
+        target.import_store(io.StringIO(_rechained(forged)))
+    assert str(caught.value) == f"import refused: line {number + 1}: invalid row"
+    assert caught.value.__context__ is None and caught.value.__cause__ is None
+    assert _is_empty(target)
+
+
+def test_verify_integrity_reports_a_tombstone_whose_reason_no_store_writes(
+    service: TrueHeart, repository: Repository
+) -> None:
+    """A tombstone with a recomputed digest but a reason of free text (behind the
+    library's back, through the port) is reported, and the store is not exported."""
+    populate(service)
+    assert service.verify_integrity().ok
+    forged = records.tombstone_row(
+        SCOPE, EntityType.MEMORY, "mem-forged", "0" * 64, NOW, "user said: card 4111"
+    )
+    with repository.unit_of_work("govern", write=True) as uow:
+        uow.tombstones.insert(forged)
+        uow.commit()
+    for report in (service.verify_integrity(), service.verify_integrity(SCOPE)):
+        assert [(p.entity_type, p.entity_id, p.scope, p.code) for p in report.problems] == [
+            ("tombstone", "mem-forged", SCOPE, "invalid_row")
+        ]
+    with pytest.raises(RepositoryCorruption, match=r"^repository corruption: invalid tombstone$"):
+        exported(service)
 
 
 def test_a_store_that_is_not_empty_is_refused(

@@ -401,8 +401,6 @@ def _store_tombstone(uow: UnitOfWork, key: ScopeKey, o: Row) -> None:
         o["row_digest"],
     )
     entity_type = records.check_tombstone(row)
-    if not isinstance(row.entity_id, str):
-        raise ValueError("entity_id")
     # A store tombstones a row once, as it removes it: never twice the same entity.
     if any(t.entity_type == row.entity_type for t in uow.tombstones.get(key, row.entity_id)):
         raise Problem("duplicate row")

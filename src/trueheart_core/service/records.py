@@ -28,7 +28,7 @@ from trueheart_core.domain.model import (
     SourceRef,
     TrustLevel,
 )
-from trueheart_core.domain.policy import sha256_hex
+from trueheart_core.domain.policy import GOVERNANCE_REASON, sha256_hex
 from trueheart_core.domain.validation import EMPTY_METADATA, canonical_json
 from trueheart_core.domain.validation import metadata as freeze_metadata
 from trueheart_core.errors import ValidationError
@@ -398,7 +398,19 @@ def tombstone_row(
 
 
 def check_tombstone(row: TombstoneRow) -> EntityType:
-    """Verify a tombstone's digest and shape; returns its entity type."""
+    """Verify a tombstone's digest and every rule a stored tombstone obeys; returns its
+    entity type.
+
+    A recomputed digest proves nothing about the values (digests use no key), so the
+    values are checked too, as reads, exports, imports and ``verify_integrity`` all
+    need them: a valid scope; the entity type of a raw event or a memory; a time; the
+    fixed reason every tombstone is written with (the caller's reason is never
+    stored); the entity ID as text; no fingerprint for a raw event, and text for a
+    memory. The ID and the fingerprint are checked as text only, not against the ID
+    rules or the form of a fingerprint: ``erase_subject`` tombstones a damaged row's
+    stored ID and fingerprint as they are (it is not blocked by the damage of what it
+    erases), and a store that holds such a tombstone must still verify and export.
+    """
     _check(
         row.digest,
         _digest(
@@ -417,8 +429,16 @@ def check_tombstone(row: TombstoneRow) -> EntityType:
         raise RowInvalid("invalid_row") from None
     if entity_type is EntityType.SUBJECT:
         raise RowInvalid("invalid_row")  # tombstones name raw events and memories only
+    scope_of(row.scope)
     from_us(row.deleted_at)
-    if (entity_type is EntityType.RAW_EVENT) != (row.fingerprint is None):
+    if type(row.reason) is not str or row.reason != GOVERNANCE_REASON:
+        raise RowInvalid("invalid_row")
+    if type(row.entity_id) is not str:
+        raise RowInvalid("invalid_row")
+    if entity_type is EntityType.RAW_EVENT:
+        if row.fingerprint is not None:
+            raise RowInvalid("invalid_row")
+    elif type(row.fingerprint) is not str:
         raise RowInvalid("invalid_row")
     return entity_type
 

@@ -39,6 +39,7 @@ from trueheart_core import (  # noqa: E402
     TrueHeart,
 )
 from trueheart_core.adapters.postgres import connection as connection_module  # noqa: E402
+from trueheart_core.domain.policy import GOVERNANCE_REASON  # noqa: E402
 from trueheart_core.ports import AuditRow, EventRow, MemoryRow, SearchDocRow  # noqa: E402
 from trueheart_core.service import records, writing  # noqa: E402
 
@@ -88,7 +89,9 @@ def test_a_queued_insert_that_fails_fails_the_commit_and_leaves_nothing(
         repository.unit_of_work("ingest", write=True) as uow,
     ):
         uow.tombstones.insert(
-            records.tombstone_row(SCOPE, EntityType.RAW_EVENT, "evt-x", None, NOW, "gone")
+            records.tombstone_row(
+                SCOPE, EntityType.RAW_EVENT, "evt-x", None, NOW, GOVERNANCE_REASON
+            )
         )
         uow.audit.insert(_audit("audit-1"))
         uow.events.insert(_receipt(), None)
@@ -185,7 +188,7 @@ def test_a_writer_that_waits_for_the_scope_sees_the_tombstone_committed_before_i
     with repository.unit_of_work("govern", write=True) as uow:
         uow.tombstones.insert(
             records.tombstone_row(
-                SCOPE, EntityType.RAW_EVENT, "evt-x", None, NOW, "synthetic request"
+                SCOPE, EntityType.RAW_EVENT, "evt-x", None, NOW, GOVERNANCE_REASON
             )
         )
         assert [t.entity_id for t in uow.tombstones.get(KEY, "evt-x")] == ["evt-x"]

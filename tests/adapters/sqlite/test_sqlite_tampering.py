@@ -4,6 +4,7 @@ clean rows keep working. The statements edit the SQLite file directly."""
 
 from __future__ import annotations
 
+import io
 import sqlite3
 from datetime import timedelta
 from pathlib import Path
@@ -498,6 +499,35 @@ def test_subject_erasure_removes_what_damage_keeps_governance_from(
     assert service.verify_integrity(SCOPE).ok
     with pytest.raises(EntityDeleted):
         service.ingest_event(event("evt-2"))
+
+
+@pytest.mark.parametrize("fingerprint", ["not a fingerprint", 7, None])
+def test_the_tombstone_of_an_erased_memory_with_a_damaged_fingerprint_verifies_and_round_trips(
+    service: TrueHeart, db_path: Path, tmp_path: Path, fingerprint: object
+) -> None:
+    """Erasure keeps a damaged fingerprint as text in the memory's tombstone (it is not
+    blocked by the damage of what it erases); that tombstone is one a real store holds,
+    so it verifies, is exported, and imports."""
+    _populate(service)
+    sql = "UPDATE memories SET dependency_fingerprint = ? WHERE memory_id = 'mem-1'"
+    assert tamper(db_path, sql, (fingerprint,)) == 1
+    service.erase_subject(SCOPE, occurred_at=NOW + timedelta(minutes=5))
+    conn = sqlite3.connect(db_path)
+    try:
+        kept = conn.execute(
+            "SELECT fingerprint FROM tombstones WHERE entity_id = 'mem-1'"
+        ).fetchone()
+    finally:
+        conn.close()
+    assert kept == (str(fingerprint),)
+    assert service.verify_integrity().ok
+    out = io.StringIO()
+    exported = service.export_store(out)
+    with TrueHeart(SQLiteRepository(tmp_path / "copy.db")) as target:
+        assert target.import_store(io.StringIO(out.getvalue())).digest == exported.digest
+        assert target.verify_integrity().ok
+        with pytest.raises(EntityDeleted):
+            target.get_memory(SCOPE, "mem-1")
 
 
 def test_a_body_whose_receipt_is_lost_is_reported_counted_and_erased(
