@@ -11,6 +11,7 @@ import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -623,6 +624,68 @@ def test_bad_arguments_are_validation_errors(service: TrueHeart) -> None:
         service.export_store(io.StringIO(), scope="t/o/s")  # type: ignore[arg-type]
     with pytest.raises(ValidationError, match=r"^lines: "):
         service.import_store([3])  # type: ignore[list-item]
+
+
+def test_lines_that_cannot_be_read_are_validation_errors_and_store_nothing(
+    service: TrueHeart, tmp_path: Path
+) -> None:
+    """A closed file (binary or text), a file not open for reading, and an object whose
+    ``__iter__`` returns no iterator are the caller's mistake, not a damaged store."""
+    path = tmp_path / "lines.jsonl"
+    path.write_bytes(b"")
+
+    class NotAnIterator:
+        def __iter__(self) -> Any:
+            return ["a list is iterable but no iterator"]
+
+    closed_binary = open(path, "rb")  # noqa: SIM115
+    closed_binary.close()
+    closed_text = open(path, encoding="utf-8")  # noqa: SIM115
+    closed_text.close()
+    with open(path, "ab") as write_only:
+        for lines, rule in (
+            (closed_binary, "must be readable"),
+            (closed_text, "must be readable"),
+            (write_only, "must be readable"),
+            (NotAnIterator(), "must be an iterable of lines, such as a file"),
+        ):
+            with pytest.raises(ValidationError) as caught:
+                service.import_store(lines)  # type: ignore[arg-type]
+            assert str(caught.value) == f"lines: {rule}"
+            assert caught.value.__context__ is None and caught.value.__cause__ is None
+            assert _is_empty(service)
+
+
+@pytest.mark.parametrize("error", [KeyError("feed offline"), TypeError("feed broke"), OSError(5)])
+def test_an_exception_of_the_hosts_own_iter_passes_through_unchanged(
+    service: TrueHeart, error: Exception
+) -> None:
+    class Feed:
+        def __iter__(self) -> Iterator[str]:
+            raise error
+
+    with pytest.raises(type(error)) as caught:
+        service.import_store(Feed())
+    assert caught.value is error
+    assert _is_empty(service)
+
+
+def test_a_value_error_of_the_hosts_own_iterator_passes_through_unchanged(
+    service: TrueHeart, fresh_repository: Callable[[], Repository], clock: Callable[[], datetime]
+) -> None:
+    """Only a file's ``ValueError`` means a closed file; a host's iterator's is its own."""
+    source = TrueHeart(fresh_repository(), clock=clock)
+    source.ingest_event(event("evt-1"))
+    lines = exported(source)[0].splitlines(keepends=True)
+
+    def feed() -> Iterator[str]:
+        yield from lines[:2]
+        raise ValueError("the feed's own")
+
+    with pytest.raises(ValueError) as caught:
+        service.import_store(feed())
+    assert caught.value.args == ("the feed's own",)
+    assert _is_empty(service)
 
 
 def test_bytes_lines_are_read_as_utf8(

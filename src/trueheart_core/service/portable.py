@@ -13,8 +13,9 @@ index the normal way, and finally verifies the whole store it built; any failure
 
 from __future__ import annotations
 
+import io
 import json
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -143,12 +144,17 @@ def export(
     return ExportReceipt(scope, exported_at, total, fmt.kind_counts(counts), chain)
 
 
+_NOT_LINES = "must be an iterable of lines, such as a file"
+
+
 @dataclass(slots=True)
-class _Lines:
+class Lines:
     """The lines of a file, numbered from 1, each checked to be one canonical JSON
-    object ending with a newline."""
+    object ending with a newline. ``from_file``: read from a file object, whose
+    ``ValueError`` means that it is closed or not open for reading."""
 
     source: Iterator[object]
+    from_file: bool
     number: int = 0
 
     def next(self) -> tuple[str, Row] | None:
@@ -159,8 +165,10 @@ class _Lines:
             return None
         except UnicodeError:
             raise ImportRefused("not UTF-8 text", self.number) from None
-        except ValueError:  # a closed file
-            raise ValidationError("lines", "must be readable") from None
+        except ValueError as error:
+            if self.from_file:  # closed meanwhile, or not open for reading
+                raise ValidationError("lines", "must be readable") from None
+            raise hosted.HostRaised(error) from None
         except Exception as error:  # the host's own iterable failed: not the store's doing
             raise hosted.HostRaised(error) from None
         if isinstance(raw, bytes | bytearray):
@@ -186,7 +194,34 @@ class _Lines:
         return text, obj
 
 
-def _header(lines: _Lines) -> tuple[Row, Scope | None]:
+def lines_of(lines: object) -> Lines:
+    """The lines to import from ``lines``, a file object or any iterable of lines.
+
+    Called before the import's unit of work opens, so that what goes wrong here is the
+    caller's to see: inside the unit, the adapter's error translation would report a
+    ``ValueError`` or ``TypeError`` as ``RepositoryCorruption``. ``ValidationError``
+    when ``lines`` is not an iterable of lines (a ``str`` or ``bytes``, an object
+    without ``__iter__`` or whose ``__iter__`` returns no iterator, a closed file); any
+    other exception of the host's own ``__iter__`` propagates as it was raised.
+    """
+    if isinstance(lines, str | bytes | bytearray):
+        raise ValidationError("lines", _NOT_LINES)
+    if isinstance(lines, io.IOBase):
+        if lines.closed:
+            raise ValidationError("lines", "must be readable")
+        return Lines(iter(lines), from_file=True)
+    # The protocol of ``iter()`` spelled out, so that a TypeError of the host's own
+    # ``__iter__`` is told apart from an object that is not iterable.
+    method = getattr(type(lines), "__iter__", None)
+    if not callable(method):
+        raise ValidationError("lines", _NOT_LINES)
+    iterator = method(lines)
+    if not callable(getattr(type(iterator), "__next__", None)):
+        raise ValidationError("lines", _NOT_LINES)
+    return Lines(iterator, from_file=False)
+
+
+def _header(lines: Lines) -> tuple[Row, Scope | None]:
     found = lines.next()
     if found is None:
         raise ImportRefused("empty file", 1)
@@ -231,11 +266,11 @@ def _store_line(uow: UnitOfWork, obj: Row, scope: Scope | None) -> None:
         raise rows.Problem(rows.INVALID_ROW) from None
 
 
-def import_lines(uow: UnitOfWork, source: Iterable[object]) -> ImportReceipt:
-    """Store every row of an export into the empty store of ``uow``, then build the
-    search index and verify the store; raise ``ImportRefused`` at the first fault."""
+def import_lines(uow: UnitOfWork, lines: Lines) -> ImportReceipt:
+    """Store every row of an export (``lines``, from :func:`lines_of`) into the empty
+    store of ``uow``, then build the search index and verify the store; raise
+    ``ImportRefused`` at the first fault."""
     _require_empty(uow)
-    lines = _Lines(iter(source))
     header, scope = _header(lines)
     chain = fmt.chain_start(header)
     counts: dict[str, int] = {}

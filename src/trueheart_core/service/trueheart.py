@@ -893,15 +893,15 @@ class TrueHeart:
         whose digest does not match, rows out of order, a missing or wrong trailer (a
         truncated, reordered or edited file), an invalid row, or a row that a tombstone
         of the file forbids. Its message names the problem and the line number, never
-        the line's content; nothing is stored. An exception that iterating ``lines``
-        raises (other than a decoding error or a closed file's ``ValueError``) propagates
-        as it was raised, and nothing is stored."""
-        if isinstance(lines, str | bytes | bytearray) or not callable(
-            getattr(lines, "__iter__", None)
-        ):
-            raise ValidationError("lines", "must be an iterable of lines, such as a file")
+        the line's content; nothing is stored. Raises ``ValidationError`` when ``lines``
+        is not an iterable of lines (a ``str`` or ``bytes``, an object whose ``__iter__``
+        returns no iterator, a closed file or one not open for reading, an item that is
+        neither ``str`` nor ``bytes``). Any other exception of ``lines`` (its
+        ``__iter__``, its iterator, reading the file) but a decoding error propagates as
+        it was raised, and nothing is stored."""
+        source = portable.lines_of(lines)
         with hosted.unwrapped(), self._repository.unit_of_work("import", write=True) as uow:
-            receipt = portable.import_lines(uow, lines)
+            receipt = portable.import_lines(uow, source)
             uow.commit()
         logs.STORE.info("store imported: %d rows", receipt.rows)
         return receipt
