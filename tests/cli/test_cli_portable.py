@@ -3,6 +3,7 @@ in a child process: files and stdout, scopes, reports, refusals and exit statuse
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -27,6 +28,7 @@ from trueheart_core import (
     TrueHeart,
     TrustLevel,
 )
+from trueheart_core.service.portable import MAX_LINE_BYTES
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 NOW = datetime(2026, 8, 13, 12, 0, tzinfo=UTC)
@@ -231,3 +233,44 @@ def test_an_import_never_replaces_or_removes_a_store_created_meanwhile(
         assert service.get_receipt(SCOPE, "evt-other").event_id == "evt-other"
         assert service.stats().memories == 0
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".new.db")] == []
+
+
+def test_import_refuses_a_line_too_long_without_reading_it_whole(tmp_path: Path) -> None:
+    """Standard input is read in bounded pieces: a line over the bound is refused once
+    the bound is passed, while the rest of the line has not even been written (standard
+    input stays open), and nothing is stored."""
+    header = (
+        b'{"exported_at":"2026-08-13T12:00:00.000000Z","format":"trueheart-export",'
+        b'"schema":7,"scope":null,"version":1}\n'
+    )
+    env = {key: value for key, value in os.environ.items() if not key.startswith("PYTHON")}
+    env["PYTHONPATH"] = str(SRC)
+    importing = subprocess.Popen(
+        [sys.executable, "-m", "trueheart_core.cli", "import", "new.db", "-"],
+        cwd=tmp_path,
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert importing.stdin is not None and importing.stderr is not None
+    try:
+        try:
+            importing.stdin.write(header + b'{"kind":"event","x":"' + b"a" * MAX_LINE_BYTES)
+            importing.stdin.flush()
+        except BrokenPipeError:  # it stopped reading once the bound was passed
+            pass
+        # Had it waited for the end of the line, it would wait here for ever.
+        assert importing.wait(timeout=120) == 1
+        err = importing.stderr.read().decode()
+    finally:
+        importing.kill()
+        importing.wait()
+        for stream in (importing.stdin, importing.stdout, importing.stderr):
+            if stream is not None:
+                with contextlib.suppress(OSError):
+                    stream.close()
+    assert err.splitlines()[-1] == (
+        "trueheart: import refused: line 2: line too long (over 16 MiB)"
+    )
+    assert [p.name for p in tmp_path.iterdir() if "new.db" in p.name] == []

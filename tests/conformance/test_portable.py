@@ -16,9 +16,11 @@ from typing import Any
 
 import pytest
 from conformance_builders import (
+    CLEAR_FOR,
     ERASED_AT,
     NOW,
     OTHER_SCOPE,
+    RECALL_FOR,
     SCOPE,
     claim,
     command,
@@ -47,8 +49,10 @@ from trueheart_core import (
     ValidationError,
 )
 from trueheart_core.domain import portable as fmt
+from trueheart_core.domain.validation import MAX_CONTENT_BYTES, MAX_METADATA_BYTES
 from trueheart_core.ports import Repository
 from trueheart_core.service import records
+from trueheart_core.service.portable import MAX_LINE_BYTES
 
 ERASED_SCOPE = Scope("tenant", "owner", "erased-subject")
 THIRD_SCOPE = Scope("tenant-2", "owner-2", "subject")
@@ -700,6 +704,152 @@ def test_bytes_lines_are_read_as_utf8(
     with pytest.raises(ImportRefused, match=r"^import refused: line \d+: not UTF-8 text$"):
         other.import_store(io.BytesIO(bad))
     assert _is_empty(other)
+
+
+# --- the length of a line ----------------------------------------------------------------
+
+_HEADER = fmt.canonical(
+    {
+        "exported_at": "2026-08-13T12:00:00.000000Z",
+        "format": "trueheart-export",
+        "schema": fmt.SCHEMA,
+        "scope": None,
+        "version": 1,
+    }
+)
+TOO_LONG = "line too long (over 16 MiB)"
+
+
+def _control_id(prefix: str) -> str:
+    """An ID of the most bytes a line can spend on one: 128 characters, each a control
+    character that canonical JSON escapes as six."""
+    return prefix + "\x01" * (128 - len(prefix))
+
+
+def test_the_longest_rows_fit_in_a_line_with_room_to_spare(
+    service: TrueHeart, fresh_repository: Callable[[], Repository], clock: Callable[[], datetime]
+) -> None:
+    """Bodies of 256 KiB of control characters (six bytes each in JSON), metadata of 16
+    KiB, IDs, kinds and scope parts of 128 such characters, lineage windows of 20
+    digits: the lines stay within the arithmetic of ``MAX_LINE_BYTES``, far below it,
+    and the file imports."""
+    scope = Scope(_control_id("t"), _control_id("o"), _control_id("s"))
+    padding = (MAX_METADATA_BYTES - len('{"k":""}')) // 6
+    metadata = {"k": "\x01" * padding}
+    body = "\x01" * MAX_CONTENT_BYTES
+    longest = timedelta(days=999_999_998)
+    sources = [_control_id(f"e{i}") for i in range(3)]
+    service.ingest_events(
+        [
+            event(
+                event_id,
+                scope=scope,
+                content=body,
+                metadata=metadata,
+                source_metadata=metadata,
+                source_id=_control_id("src"),
+                source_type=_control_id("type"),
+                # one source with windows a deadline can be computed from, others longest
+                clear_for=CLEAR_FOR if number == 0 else longest,
+                recall_for=RECALL_FOR if number == 0 else longest,
+            )
+            for number, event_id in enumerate(sources)
+        ]
+    )
+    service.materialize_once(
+        memory(
+            _control_id("m"),
+            sources,
+            scope=scope,
+            content=body,
+            kind=_control_id("k"),
+            metadata=metadata,
+        )
+    )
+    text, receipt = exported(service)
+    sizes = {}
+    for line in text.splitlines(keepends=True):
+        kind = json.loads(line)["kind"] if '"kind"' in line else "header"
+        sizes[kind] = max(sizes.get(kind, 0), len(line.encode("utf-8")))
+    # The arithmetic of MAX_LINE_BYTES: under 1.6 MB for one source, at most 935 more
+    # bytes for each further one.
+    assert sizes["memory"] <= 1_594_532 + 935 * (len(sources) - 1)
+    assert max(sizes.values()) == sizes["memory"] < MAX_LINE_BYTES // 10
+    target = TrueHeart(fresh_repository(), clock=clock)
+    assert target.import_store(io.BytesIO(text.encode("utf-8"))).digest == receipt.digest
+    assert target.get_memory(scope, _control_id("m")) == service.get_memory(scope, _control_id("m"))
+
+
+def _line(size: int, filler: str = "a") -> str:
+    """A JSON object line of exactly ``size`` bytes of UTF-8, its newline included."""
+    frame = '{"kind":"event","x":""}\n'
+    count = (size - len(frame)) // len(filler.encode("utf-8"))
+    line = frame[:-3] + filler * count + frame[-3:]
+    assert len(line.encode("utf-8")) == size
+    return line
+
+
+def test_a_line_longer_than_the_bound_is_refused_by_its_length(service: TrueHeart) -> None:
+    """A line of ``MAX_LINE_BYTES`` bytes, its newline included, is read and refused for
+    what it holds; one byte more is refused by its length alone, whether the line comes
+    as ``str`` (counted in UTF-8 bytes: ``é`` is two) or ``bytes``."""
+    header = _HEADER + "\n"
+    within = _line(MAX_LINE_BYTES)
+    for lines, problem in (
+        ([header, within], "line digest mismatch"),
+        ([header.encode(), within.encode()], "line digest mismatch"),
+        ([header, _line(MAX_LINE_BYTES + 1)], TOO_LONG),
+        ([header.encode(), _line(MAX_LINE_BYTES + 1).encode()], TOO_LONG),
+        ([header, _line(MAX_LINE_BYTES + 2, "é")], TOO_LONG),  # fewer characters than bytes
+    ):
+        with pytest.raises(ImportRefused) as caught:
+            service.import_store(lines)  # type: ignore[arg-type]
+        assert str(caught.value) == f"import refused: line 2: {problem}"
+        assert caught.value.line == 2
+        assert _is_empty(service)
+
+
+class _Generated(io.RawIOBase):
+    """A file made as it is read, counting the bytes handed out: the header line, then
+    one line of ``size`` bytes."""
+
+    def __init__(self, size: int) -> None:
+        self.head = (_HEADER + "\n").encode("utf-8")
+        self.total = len(self.head) + size
+        self.served = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        view = memoryview(buffer).cast("B")
+        start, end = self.served, min(self.total, self.served + len(view))
+        piece = bytearray(b"a" * (end - start))
+        head = self.head[start:end]
+        piece[: len(head)] = head
+        if end == self.total:
+            piece[-1:] = b"\n"
+        view[: end - start] = piece
+        self.served = end
+        return end - start
+
+
+@pytest.mark.parametrize("mode", ["binary", "text"])
+def test_a_file_is_read_in_pieces_so_a_line_too_long_is_never_read_whole(
+    service: TrueHeart, mode: str
+) -> None:
+    """A file whose second line is twice the bound: the import refuses it once it has
+    read the bound and a little more (the file's buffer), not the whole line."""
+    raw = _Generated(2 * MAX_LINE_BYTES)
+    buffered = io.BufferedReader(raw)
+    source: io.IOBase = buffered
+    if mode == "text":
+        source = io.TextIOWrapper(buffered, encoding="utf-8", newline="\n")
+    with pytest.raises(ImportRefused) as caught:
+        service.import_store(source)  # type: ignore[arg-type]
+    assert str(caught.value) == f"import refused: line 2: {TOO_LONG}"
+    assert raw.served < len(raw.head) + MAX_LINE_BYTES + 1 + 64 * 1024
+    assert _is_empty(service)
 
 
 class _Watching:

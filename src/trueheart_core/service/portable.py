@@ -23,6 +23,7 @@ from typing import Any
 from trueheart_core.domain import portable as fmt
 from trueheart_core.domain.model import Scope
 from trueheart_core.domain.portable import ExportReceipt, ImportReceipt
+from trueheart_core.domain.validation import utf8_size
 from trueheart_core.errors import ImportRefused, ValidationError
 from trueheart_core.ports import (
     ClaimRow,
@@ -146,12 +147,39 @@ def export(
 
 _NOT_LINES = "must be an iterable of lines, such as a file"
 
+MAX_LINE_BYTES = 16 * 1024 * 1024
+"""The longest line an import reads: 16 MiB of UTF-8, its newline included.
+
+The longest line of a row is that of a memory, whose body and metadata are the largest
+fields (a body's line is a little shorter). Its body is at most ``MAX_CONTENT_BYTES``
+(262,144 bytes) of UTF-8; canonical JSON writes a control character as six bytes
+(``\u0001``), so the body takes at most 6 x 262,144 = 1,572,864 bytes of the line. Its
+metadata is at most ``MAX_METADATA_BYTES`` (16,384) of canonical JSON, the very text of
+the line. Its ID, its kind and the three parts of its scope are at most 128 characters,
+each at most 6 x 128 = 768 bytes escaped: 3,840 bytes. Keys, its fingerprint, two
+digests, three times, its trust and status take under 1,500 bytes more. So the longest
+line of a memory of one source is under 1.6 MB (1,594,532 bytes, measured), and each
+further source adds one lineage edge of at most 935 bytes (an escaped 128-character
+ID, two durations of up to 20 digits and a digest). An extraction record holds at most
+100 claim IDs (under 80,000 bytes) and diagnostics of at most 790 bytes each. Neither
+the number of a memory's sources nor that of a record's diagnostics has a limit, so
+the bound is set at ten times the longest line of a memory of one source: it holds a
+memory of about 16,000 sources whose IDs are 128 escaped characters (over 80,000 of IDs
+of 20 plain characters), or a record of about 20,000 such diagnostics. A longer line is
+refused before it is decoded or parsed, and a file object is read a line at a time in
+pieces of at most this many bytes (characters, for a text file), so that reading one
+line never holds more than about this much.
+"""
+
+_TOO_LONG = "line too long (over 16 MiB)"
+
 
 @dataclass(slots=True)
 class Lines:
     """The lines of a file, numbered from 1, each checked to be one canonical JSON
-    object ending with a newline. ``from_file``: read from a file object, whose
-    ``ValueError`` means that it is closed or not open for reading."""
+    object of at most ``MAX_LINE_BYTES`` ending with a newline. ``from_file``: read
+    from a file object, whose ``ValueError`` means that it is closed or not open for
+    reading."""
 
     source: Iterator[object]
     from_file: bool
@@ -171,17 +199,24 @@ class Lines:
             raise hosted.HostRaised(error) from None
         except Exception as error:  # the host's own iterable failed: not the store's doing
             raise hosted.HostRaised(error) from None
+        # The length first: a line too long is neither decoded nor parsed.
         if isinstance(raw, bytes | bytearray):
+            if len(raw) > MAX_LINE_BYTES:
+                raise ImportRefused(_TOO_LONG, self.number)
             try:
                 raw = bytes(raw).decode("utf-8")
             except UnicodeError:
                 raise ImportRefused("not UTF-8 text", self.number) from None
-        if not isinstance(raw, str):
+        elif not isinstance(raw, str):
             raise ValidationError("lines", "must yield str or bytes lines")
-        try:
-            raw.encode("utf-8")  # a str line may hold lone surrogates
-        except UnicodeError:
-            raise ImportRefused("not UTF-8 text", self.number) from None
+        elif len(raw) > MAX_LINE_BYTES:  # every character is at least one byte
+            raise ImportRefused(_TOO_LONG, self.number)
+        elif not raw.isascii():
+            size = utf8_size(raw)  # None: a str line may hold lone surrogates
+            if size is None:
+                raise ImportRefused("not UTF-8 text", self.number)
+            if size > MAX_LINE_BYTES:
+                raise ImportRefused(_TOO_LONG, self.number)
         if not raw.endswith("\n"):
             raise ImportRefused("incomplete line (the file is truncated)", self.number)
         text = raw[:-1]
@@ -203,13 +238,20 @@ def lines_of(lines: object) -> Lines:
     when ``lines`` is not an iterable of lines (a ``str`` or ``bytes``, an object
     without ``__iter__`` or whose ``__iter__`` returns no iterator, a closed file); any
     other exception of the host's own ``__iter__`` propagates as it was raised.
+
+    A file object (any ``io.IOBase``: a file opened in binary or text mode, standard
+    input, ``io.BytesIO``) is read with ``readline(MAX_LINE_BYTES + 1)``, so a line too
+    long is refused once its first ``MAX_LINE_BYTES + 1`` bytes (or characters) are
+    read, never read whole; iterating a file would read each line whole first. Any
+    other iterable yields its lines whole, and a line too long is refused by its
+    length before it is decoded or parsed.
     """
     if isinstance(lines, str | bytes | bytearray):
         raise ValidationError("lines", _NOT_LINES)
     if isinstance(lines, io.IOBase):
         if lines.closed:
             raise ValidationError("lines", "must be readable")
-        return Lines(iter(lines), from_file=True)
+        return Lines(_bounded_lines(lines), from_file=True)
     # The protocol of ``iter()`` spelled out, so that a TypeError of the host's own
     # ``__iter__`` is told apart from an object that is not iterable.
     method = getattr(type(lines), "__iter__", None)
@@ -219,6 +261,15 @@ def lines_of(lines: object) -> Lines:
     if not callable(getattr(type(iterator), "__next__", None)):
         raise ValidationError("lines", _NOT_LINES)
     return Lines(iterator, from_file=False)
+
+
+def _bounded_lines(file: io.IOBase) -> Iterator[object]:
+    """The lines of a file object, each read by ``readline`` with a limit: a line longer
+    than ``MAX_LINE_BYTES`` comes as a first piece one unit longer than that, which
+    :class:`Lines` refuses before anything more of the line is read."""
+    readline = file.readline
+    while piece := readline(MAX_LINE_BYTES + 1):
+        yield piece
 
 
 def _header(lines: Lines) -> tuple[Row, Scope | None]:
