@@ -17,6 +17,8 @@ from trueheart_core import (
     TrueHeart,
     ValidationError,
 )
+from trueheart_core.ports import Repository
+from trueheart_core.service.records import scope_key
 
 SECRET_EVENT = "integrity-secret-event-body-5c2a"
 SECRET_MEMORY = "integrity-secret-memory-body-9e41"
@@ -75,3 +77,23 @@ def test_unknown_scope_verifies_ok(service: TrueHeart) -> None:
     report = service.verify_integrity(Scope("nobody", "nobody", "nobody"))
     assert report.ok is True
     assert report.problems == ()
+
+
+def test_an_audit_id_that_two_rows_hold_is_reported_once(
+    service: TrueHeart, repository: Repository
+) -> None:
+    """A copied audit row (written behind the library's back, through the port) is
+    reported under its ID and scope, by the whole-store check and its scope's."""
+    _populate(service)
+    service.ingest_event(event("evt-other", scope=OTHER_SCOPE))
+    (copied,) = [a for a in service.audit(SCOPE) if a.entity_id == "evt-2"]
+    with repository.unit_of_work("ingest", write=True) as uow:
+        (row,) = [r for r in uow.audit.iter(scope_key(SCOPE)) if r.audit_id == copied.audit_id]
+        uow.audit.insert(row)
+        uow.commit()
+    expected = [("audit", copied.audit_id, SCOPE, "duplicate_audit_id")]
+    for report in (service.verify_integrity(), service.verify_integrity(SCOPE)):
+        assert [(p.entity_type, p.entity_id, p.scope, p.code) for p in report.problems] == (
+            expected
+        )
+    assert service.verify_integrity(OTHER_SCOPE).ok

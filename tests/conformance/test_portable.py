@@ -475,6 +475,36 @@ def _inconsistent(lines: list[str]) -> Iterator[tuple[str, str, int | None, str]
     yield "a memory of no event", _rechained(sourceless), number, "memory without its source events"
     orphan = _rechained(_edit(lines, claim_line, claim_id="claim-unknown"))
     yield "a claim of no memory", orphan, claim_line + 1, "claim without its memory"
+    # The audit log has no index by ID: a repeated audit ID is found once every row is
+    # stored, by the final verification.
+    repeated = "the imported store does not verify (duplicate_audit_id)"
+    audit_line = _line_of(lines, "audit")
+    yield "audit twice", _rechained(twice(audit_line)), None, repeated
+    first = json.loads(lines[audit_line])
+    other = _line_of(lines, "audit", action="materialize")
+    yield (
+        "another audit record's ID",
+        _rechained(_forged_audit(lines, other, first)),
+        None,
+        repeated,
+    )
+
+
+def _forged_audit(lines: list[str], number: int, first: dict[str, Any]) -> list[str]:
+    """The audit record of line ``number`` under the ID of ``first``, with the row digest
+    a store would have written for it."""
+    obj = json.loads(lines[number])
+    row = records.audit_row(
+        first["audit_id"],
+        Scope(**obj["scope"]),
+        obj["action"],
+        EntityType(obj["entity_type"]),
+        obj["entity_id"],
+        records.from_us(fmt.microseconds(obj["occurred_at"])),
+        obj["reason"],
+    )
+    changed = {"audit_id": first["audit_id"], "row_digest": row.digest}
+    return _edit(lines, number, **changed)
 
 
 def test_a_damaged_or_foreign_file_is_refused_naming_its_line_and_nothing_is_stored(

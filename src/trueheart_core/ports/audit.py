@@ -25,3 +25,11 @@ class AuditLog(Protocol):
 
     def iter(self, scope: ScopeKey | None) -> Iterator[AuditRow]:
         """Every audit row (of one scope, or of the whole store), in write order."""
+
+    def repeated_ids(self, scope: ScopeKey | None) -> Iterator[tuple[ScopeKey, object]]:
+        """Each audit ID that more than one audit row holds (among one scope's rows, or
+        the whole store's), once, with the scope of one of those rows.
+
+        The audit log has no index by ID, so this is one grouped read of the rows that
+        the engine sorts or hashes within its own memory bounds (spilling to disk), not
+        a look-up per row nor a set of IDs in the process."""

@@ -88,6 +88,7 @@ def verify(uow: UnitOfWork, scope: Scope | None) -> IntegrityReport:
     _check_edges(uow, uow.memories.iter_edges(key), found)
     _check_tombstones(uow, uow.tombstones.iter(key), found)
     _check_audit(uow, uow.audit.iter(key), found)
+    _check_audit_ids(uow, key, found)
     _check_claims(uow, uow.claims.iter(key), found)
     _check_extractions(uow, uow.claims.iter_extractions(key), found)
     found.checked += projecting.check_vectors(uow, key, found.add)
@@ -263,6 +264,14 @@ def _check_audit(uow: UnitOfWork, rows: Iterator[AuditRow], found: _Findings) ->
             t.entity_type == row.entity_type for t in uow.tombstones.get(row.scope, row.entity_id)
         ):
             found.add(row.entity_type, row.entity_id, row.scope, "tombstone_missing")
+
+
+def _check_audit_ids(uow: UnitOfWork, key: ScopeKey | None, found: _Findings) -> None:
+    """Every audit record has an ID of its own (a random one, ``uuid4().hex``): an ID
+    that two rows hold is a record copied, or one forged over another. Found by one
+    grouped read (the audit log has no index by ID), reported once per ID."""
+    for scope, audit_id in uow.audit.repeated_ids(key):
+        found.add("audit", audit_id, scope, "duplicate_audit_id")
 
 
 def _check_claims(uow: UnitOfWork, rows: Iterator[ClaimRow], found: _Findings) -> None:

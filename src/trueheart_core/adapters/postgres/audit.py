@@ -7,7 +7,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from trueheart_core.adapters.postgres.scans import scan
-from trueheart_core.adapters.postgres.session import KEY, Role, dec, enc_opt, scoped
+from trueheart_core.adapters.postgres.session import KEY, Role, dec, enc_opt, key_of, scoped
 from trueheart_core.ports import AuditRow, ScopeKey
 
 _COLUMNS = (
@@ -59,3 +59,21 @@ class PostgresAudit(Role):
         # ``seq`` is drawn from one sequence for the whole store: write order everywhere.
         for key, r in scan(self._s, _COLUMNS, "audit", "x.seq", scope, by_scope=False):
             yield _audit(key, r)
+
+    def repeated_ids(self, scope: ScopeKey | None) -> Iterator[tuple[ScopeKey, object]]:
+        # The server groups within ``work_mem`` and spills to disk beyond it. A scope's
+        # rows are one range of ``audit_recent``.
+        if scope is not None:
+            for r in self._s.stream(
+                f"SELECT x.audit_id FROM audit x WHERE {scoped('x')} "
+                "GROUP BY x.audit_id HAVING count(*) > 1",
+                self._s.key(scope),
+            ):
+                yield scope, r[0]
+            return
+        for r in self._s.stream(
+            "SELECT DISTINCT ON (x.audit_id) x.tenant_id, x.owner_id, x.subject_id, "
+            "x.audit_id FROM audit x WHERE x.audit_id IN (SELECT audit_id FROM audit "
+            "GROUP BY audit_id HAVING count(*) > 1) ORDER BY x.audit_id, x.seq"
+        ):
+            yield key_of(r), r[3]

@@ -75,3 +75,30 @@ class SQLiteAudit(Role):
         while rows := cursor.fetchmany(CHUNK):
             for r in rows:
                 yield AuditRow(r[3], (r[0], r[1], r[2]), *r[4:])
+
+    def repeated_ids(self, scope: ScopeKey | None) -> Iterator[tuple[ScopeKey, object]]:
+        # SQLite groups through a temporary b-tree, which spills to a temporary file
+        # beyond its cache. A scope's rows are one range of the primary key.
+        if scope is not None:
+            sid = self._scope_id(scope, thorough=True)
+            if sid is None:
+                return
+            cursor = self._conn.execute(
+                "SELECT audit_id FROM audit WHERE scope_id = ? "
+                "GROUP BY audit_id HAVING count(*) > 1",
+                (sid,),
+            )
+            while rows := cursor.fetchmany(CHUNK):
+                for (audit_id,) in rows:
+                    yield scope, audit_id
+            return
+        # A row whose scope's own row is lost still counts (its scope comes back NULL,
+        # for the caller's check to refuse).
+        cursor = self._conn.execute(
+            f"SELECT {SCOPE_COLUMNS}, d.audit_id FROM (SELECT audit_id, min(scope_id) AS "
+            "scope_id FROM audit GROUP BY audit_id HAVING count(*) > 1) d "
+            "LEFT JOIN scopes s ON s.scope_id = d.scope_id"
+        )
+        while rows := cursor.fetchmany(CHUNK):
+            for r in rows:
+                yield (r[0], r[1], r[2]), r[3]
