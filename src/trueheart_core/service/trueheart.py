@@ -889,16 +889,17 @@ class TrueHeart:
         ``verify_integrity`` does.
 
         Raises ``ImportRefused`` when the store is not empty or the file is not a sound
-        export: another format or schema version, a line that is not canonical JSON or
-        whose digest does not match, rows out of order, a missing or wrong trailer (a
-        truncated, reordered or edited file), an invalid row, or a row that a tombstone
-        of the file forbids. Its message names the problem and the line number, never
-        the line's content; nothing is stored. Raises ``ValidationError`` when ``lines``
-        is not an iterable of lines (a ``str`` or ``bytes``, an object whose ``__iter__``
-        returns no iterator, a closed file or one not open for reading, an item that is
-        neither ``str`` nor ``bytes``). Any other exception of ``lines`` (its
-        ``__iter__``, its iterator, reading the file) but a decoding error propagates as
-        it was raised, and nothing is stored."""
+        export: another format or schema version, a line over 16 MiB (a file object is
+        read in pieces, so such a line is never read whole), a line that is not
+        canonical JSON or whose digest does not match, rows out of order, a missing or
+        wrong trailer (a truncated, reordered or edited file), an invalid row, or a row
+        that a tombstone of the file forbids. Its message names the problem and the line
+        number, never the line's content; nothing is stored. Raises ``ValidationError``
+        when ``lines`` is not an iterable of lines (a ``str`` or ``bytes``, an object
+        whose ``__iter__`` returns no iterator, a closed file or one not open for
+        reading, an item that is neither ``str`` nor ``bytes``). Any other exception of
+        ``lines`` (its ``__iter__``, its iterator, reading the file) but a decoding error
+        propagates as it was raised, and nothing is stored."""
         source = portable.lines_of(lines)
         with hosted.unwrapped(), self._repository.unit_of_work("import", write=True) as uow:
             receipt = portable.import_lines(uow, source)
