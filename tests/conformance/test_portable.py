@@ -480,22 +480,22 @@ def _inconsistent(lines: list[str]) -> Iterator[tuple[str, str, int | None, str]
     repeated = "the imported store does not verify (duplicate_audit_id)"
     audit_line = _line_of(lines, "audit")
     yield "audit twice", _rechained(twice(audit_line)), None, repeated
-    first = json.loads(lines[audit_line])
+    taken = json.loads(lines[audit_line])["audit_id"]
     other = _line_of(lines, "audit", action="materialize")
     yield (
         "another audit record's ID",
-        _rechained(_forged_audit(lines, other, first)),
+        _rechained(_forged_audit(lines, other, taken)),
         None,
         repeated,
     )
 
 
-def _forged_audit(lines: list[str], number: int, first: dict[str, Any]) -> list[str]:
-    """The audit record of line ``number`` under the ID of ``first``, with the row digest
-    a store would have written for it."""
+def _forged_audit(lines: list[str], number: int, audit_id: str) -> list[str]:
+    """The audit record of line ``number`` under ``audit_id``, with the row digest a
+    store would have written for it."""
     obj = json.loads(lines[number])
     row = records.audit_row(
-        first["audit_id"],
+        audit_id,
         Scope(**obj["scope"]),
         obj["action"],
         EntityType(obj["entity_type"]),
@@ -503,8 +503,7 @@ def _forged_audit(lines: list[str], number: int, first: dict[str, Any]) -> list[
         records.from_us(fmt.microseconds(obj["occurred_at"])),
         obj["reason"],
     )
-    changed = {"audit_id": first["audit_id"], "row_digest": row.digest}
-    return _edit(lines, number, **changed)
+    return _edit(lines, number, audit_id=audit_id, row_digest=row.digest)
 
 
 def test_a_damaged_or_foreign_file_is_refused_naming_its_line_and_nothing_is_stored(
