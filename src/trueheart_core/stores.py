@@ -112,6 +112,16 @@ def orphaned_side_files(target: str) -> str | None:
     return sqlite_files.ORPHANS if sqlite_files.orphans(os.path.abspath(target)) else None
 
 
+def side_file_of_another(path: str) -> str | None:
+    """For the path of a new file: the rule it breaks when it is the WAL, journal or
+    shared-memory path of an existing file (``w.db-wal`` beside ``w.db``; SQLite would
+    take the new file for that database's log and remove it), else ``None``. The same
+    rule as a backup's target follows."""
+    if is_server_url(path) or path == ":memory:":
+        return None
+    return sqlite_files.SIDE_FILE if sqlite_files.side_file_of_another(path) else None
+
+
 def open_repository(
     target: str | os.PathLike[str], *, read_only: bool = False, busy_timeout: float = 5.0
 ) -> Repository:

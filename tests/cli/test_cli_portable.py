@@ -35,6 +35,7 @@ NOW = datetime(2026, 8, 13, 12, 0, tzinfo=UTC)
 SCOPE = Scope("acme", "agent", "user-1")
 ODD = Scope("acme", "a/b", "50%")
 RETENTION = RetentionPolicy(timedelta(days=7), timedelta(days=30), timedelta(days=90))
+SIDE_FILE = "must not be the side file of another database"
 
 
 def run(cwd: Path, *args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
@@ -274,3 +275,32 @@ def test_import_refuses_a_line_too_long_without_reading_it_whole(tmp_path: Path)
         "trueheart: import refused: line 2: line too long (over 16 MiB)"
     )
     assert [p.name for p in tmp_path.iterdir() if "new.db" in p.name] == []
+
+
+@pytest.mark.parametrize("suffix", ["-wal", "-journal", "-shm"])
+def test_a_new_file_at_the_side_file_path_of_another_is_refused(
+    store: Path, tmp_path: Path, suffix: str
+) -> None:
+    """``export -o``, ``import`` and ``demo`` refuse to create a file at the WAL, journal
+    or shared-memory path of an existing file, which SQLite would take for that
+    database's log and remove, as ``backup`` refuses it: before anything is written."""
+    assert run(tmp_path, "export", str(store), "-o", "out.jsonl").returncode == 0
+    SQLiteRepository(tmp_path / "w.db").close()
+    before = sorted(p.name for p in tmp_path.iterdir())
+    side = f"w.db{suffix}"
+    for args in (
+        ("export", str(store), "-o", side),
+        ("import", side, "out.jsonl"),
+        ("demo", side, "--at", "2026-01-15T09:00:00Z"),
+        ("backup", str(store), side),
+    ):
+        done = run(tmp_path, *args)
+        assert done.returncode == 1, (args, done.stderr)
+        assert last_error(done) == f"trueheart: {side}: {SIDE_FILE}"
+        assert sorted(p.name for p in tmp_path.iterdir()) == before, args
+    done = run(tmp_path, "export", str(store), "-o", side, "--json")
+    assert json.loads(done.stdout) == {
+        "error": "TargetRefused",
+        "exit_status": 1,
+        "message": f"{side}: {SIDE_FILE}",
+    }

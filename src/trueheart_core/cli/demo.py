@@ -70,6 +70,9 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     path = os.path.abspath(args.path)
     if os.path.lexists(path):
         raise TargetExists(args.path, "demo creates a new store")
+    side_file = stores.side_file_of_another(args.path)
+    if side_file is not None:
+        raise TargetRefused(args.path, side_file)
     try:
         return _walk(args, out, path)
     except BaseException:

@@ -121,8 +121,12 @@ def export(args: argparse.Namespace, out: TextIO) -> int:
     to_stdout = args.output == STDIO
     if to_stdout and args.json:
         raise ExportNeedsOutput()
-    if not to_stdout and os.path.lexists(args.output):
-        raise TargetExists(args.output, "export writes a new file")
+    if not to_stdout:
+        if os.path.lexists(args.output):
+            raise TargetExists(args.output, "export writes a new file")
+        side_file = stores.side_file_of_another(args.output)
+        if side_file is not None:
+            raise TargetRefused(args.output, side_file)
     with opened(args, write=False) as service:
         if to_stdout:
             with _utf8(out) as text:
@@ -172,15 +176,22 @@ def _missing_directories(path: str) -> list[str]:
     return missing
 
 
+def _refuse_new_store(target: str) -> None:
+    """Refuse a new store at ``target`` where SQLite would mix it up with another
+    database's files: side files of a removed database lie at it, or it is the side file
+    path of an existing one."""
+    rule = stores.orphaned_side_files(target) or stores.side_file_of_another(target)
+    if rule is not None:
+        raise TargetRefused(target, rule)
+
+
 def _import_into_new_file(args: argparse.Namespace, source: BinaryIO) -> ImportReceipt:
     """Import into a new SQLite file at ``args.db``: built under a temporary name in the
     same directory, then linked into place, which fails rather than replace a file that
     appeared there meanwhile. The temporary name is always removed, and so are the
     directories the import made, unless it succeeded."""
     target = args.db
-    orphans = stores.orphaned_side_files(target)
-    if orphans is not None:
-        raise TargetRefused(target, orphans)
+    _refuse_new_store(target)
     missing = _missing_directories(target)
     directory, name = os.path.split(os.path.abspath(target))
     temporary = os.path.join(directory, f".{name}.import-{secrets.token_hex(8)}")
@@ -193,9 +204,7 @@ def _import_into_new_file(args: argparse.Namespace, source: BinaryIO) -> ImportR
                 receipt = service.import_store(source)
         except TargetRefused as refused:  # about the directory both names share
             raise TargetRefused(target, refused.rule) from None
-        orphans = stores.orphaned_side_files(target)
-        if orphans is not None:  # left there during the import
-            raise TargetRefused(target, orphans)
+        _refuse_new_store(target)  # side files left there during the import
         try:
             os.link(temporary, target)
         except FileExistsError:

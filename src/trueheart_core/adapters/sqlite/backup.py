@@ -6,7 +6,7 @@ import contextlib
 import os
 import sqlite3
 
-from trueheart_core.adapters.sqlite.connection import translate
+from trueheart_core.adapters.sqlite.connection import SIDE_FILE, side_file_of_another, translate
 from trueheart_core.errors import ValidationError
 
 _SIDE_FILES = ("", "-wal", "-journal", "-shm")
@@ -30,11 +30,8 @@ def copy_to(conn: sqlite3.Connection, target: str) -> tuple[int, int]:
     """
     if any(os.path.lexists(f"{target}{suffix}") for suffix in _SIDE_FILES):
         raise ValidationError("path", "must not exist")
-    # The journal or WAL path of a database would be read (and removed) by SQLite as
-    # that database's own file the next time it is opened.
-    for suffix in _SIDE_FILES[1:]:
-        if target.endswith(suffix) and os.path.lexists(target.removesuffix(suffix)):
-            raise ValidationError("path", "must not be the side file of another database")
+    if side_file_of_another(target):
+        raise ValidationError("path", SIDE_FILE)
     try:
         os.close(os.open(target, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
     except FileExistsError:

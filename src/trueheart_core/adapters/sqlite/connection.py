@@ -393,6 +393,19 @@ ORPHANS = (
 )
 
 
+SIDE_FILE = "must not be the side file of another database"
+
+
+def side_file_of_another(path: str) -> bool:
+    """Whether ``path`` is the WAL, journal or shared-memory path of an existing file
+    (``w.db-wal`` beside ``w.db``): SQLite would read a new file there as that
+    database's own log the next time it is opened, and remove it."""
+    return any(
+        path.endswith(suffix) and os.path.lexists(path.removesuffix(suffix))
+        for suffix in _SIDE_SUFFIXES
+    )
+
+
 def orphans(path: str) -> bool:
     """Whether side files lie at ``path`` with no database there: not when another
     process has just created the database (its side files are its own)."""
