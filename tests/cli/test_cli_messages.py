@@ -178,6 +178,96 @@ def test_usage_errors_without_json_print_only_the_usage(
     assert call(capsys, "stats", "--", "--json") == missing
 
 
+IN_MEMORY = ":memory:"
+NEEDS_A_FILE = "must be the path of a file, not :memory: (./:memory: names a file of that name)"
+
+
+@pytest.mark.parametrize(
+    ("args", "argument"),
+    [
+        (("stats", IN_MEMORY), "DB"),
+        (("verify", IN_MEMORY), "DB"),
+        (("scopes", IN_MEMORY), "DB"),
+        (("audit", IN_MEMORY, "--scope", "a/b/c"), "DB"),
+        (("recall", IN_MEMORY, "--scope", "a/b/c"), "DB"),
+        (("claims", IN_MEMORY, "--scope", "a/b/c"), "DB"),
+        (("search", IN_MEMORY, "--scope", "a/b/c", "tea"), "DB"),
+        (("show", IN_MEMORY, "--scope", "a/b/c", "mem-1"), "DB"),
+        (("forget", IN_MEMORY, "--scope", "a/b/c", "mem-1", "--yes"), "DB"),
+        (("seal", IN_MEMORY, "--scope", "a/b/c", "mem-1"), "DB"),
+        (("restore", IN_MEMORY, "--scope", "a/b/c", "mem-1"), "DB"),
+        (("delete-event", IN_MEMORY, "--scope", "a/b/c", "evt-1", "--yes"), "DB"),
+        (("expire", IN_MEMORY), "DB"),
+        (("erase-subject", IN_MEMORY, "--scope", "a/b/c", "--yes"), "DB"),
+        (("rebuild", IN_MEMORY), "DB"),
+        (("compact", IN_MEMORY), "DB"),
+        (("semantic-status", IN_MEMORY), "DB"),
+        (("semantic-sync", IN_MEMORY, "--embedder", "trueheart_core:HashingEmbedder"), "DB"),
+        (("ingest", IN_MEMORY, "in.jsonl"), "DB"),
+        (("backup", IN_MEMORY, "copy.db"), "DB"),
+        (("backup", "store.db", IN_MEMORY), "TARGET"),
+        (("export", IN_MEMORY, "-o", "out.jsonl"), "DB"),
+        (("import", IN_MEMORY, "out.jsonl"), "DB"),
+        (("demo", IN_MEMORY), "PATH"),
+        (("mcp", "--store", IN_MEMORY, "--scope", "a/b/c", "--create"), "--store"),
+    ],
+)
+def test_a_store_in_memory_is_a_usage_error(
+    store: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    args: tuple[str, ...],
+    argument: str,
+) -> None:
+    """``:memory:`` names no file but a store that ends with the command: what a command
+    wrote there would be lost (or, for ``import``, written to a file no later command
+    reads as such), and a read would find an empty store."""
+    monkeypatch.chdir(tmp_path)
+    assert call(capsys, "export", "store.db", "-o", "out.jsonl")[0] == 0
+    (tmp_path / "in.jsonl").write_bytes(_line("evt-9", "t/o/n"))
+    before = sorted(p.name for p in tmp_path.iterdir())
+    status, out, err = call(capsys, *args, "--json")
+    message = f"argument {argument}: {NEEDS_A_FILE}"
+    assert status == 2, err
+    assert err.endswith(f": error: {message}\n"), err
+    assert json.loads(out) == {"error": "usage", "exit_status": 2, "message": message}
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+def test_a_file_named_memory_is_an_ordinary_store(
+    store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert call(capsys, "export", "store.db", "-o", "out.jsonl")[0] == 0
+    named = f"./{IN_MEMORY}"
+    assert call(capsys, "stats", named)[0] == 3  # not there yet: not found, not created
+    assert call(capsys, "import", named, "out.jsonl")[0] == 0
+    assert (tmp_path / IN_MEMORY).is_file()
+    (tmp_path / "in.jsonl").write_bytes(_line("evt-9", "t/o/n"))
+    status, out, _ = call(capsys, "ingest", named, "in.jsonl", "--json")
+    assert (status, json.loads(out)) == (0, {"events": 1, "memories": 0})
+    status, out, _ = call(capsys, "stats", named, "--json")
+    assert status == 0 and json.loads(out)["events"] == 3
+    with TrueHeart(SQLiteRepository(tmp_path / IN_MEMORY, read_only=True)) as service:
+        assert Scope("t", "o", "n") in service.scopes()
+
+
+def _line(event_id: str, scope: str, content: str = "a body") -> bytes:
+    """One event line of an ``ingest`` file."""
+    line = {
+        "type": "event",
+        "event_id": event_id,
+        "scope": scope,
+        "content": content,
+        "source_id": "s",
+        "source_type": "chat",
+        "occurred_at": "2026-01-15T10:00:00Z",
+        "trust": "observed",
+    }
+    return json.dumps(line).encode() + b"\n"
+
+
 def test_the_json_error_of_a_missing_database(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

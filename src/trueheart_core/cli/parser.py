@@ -104,10 +104,25 @@ def _seconds(text: str) -> float:
     return value
 
 
+IN_MEMORY = ":memory:"
+
+
+def _file(text: str) -> str:
+    """The path of a database file. SQLite reads the name ``:memory:`` as a store in
+    memory, which the library can open but which is gone when the command ends: what a
+    command wrote there would be lost, and a read would find an empty store."""
+    if text == IN_MEMORY:
+        raise argparse.ArgumentTypeError(
+            "must be the path of a file, not :memory: (./:memory: names a file of that name)"
+        )
+    return text
+
+
 def _store(text: str) -> str:
-    """A database path, or a PostgreSQL URL without a password (a password given on a
-    command line shows in process listings and shell history: libpq reads it from
-    ``PGPASSWORD`` or a password file instead)."""
+    """A database path (not ``:memory:``, see :func:`_file`), or a PostgreSQL URL
+    without a password (a password given on a command line shows in process listings
+    and shell history: libpq reads it from ``PGPASSWORD`` or a password file instead)."""
+    _file(text)
     if stores.is_server_url(text):
         try:
             held = stores.holds_password(text)
@@ -271,11 +286,13 @@ def build_parser() -> Parser:
         "docs/cli.md lists the fields. Every line is checked before anything is written."
     )
     p = sub("backup", commands.backup, "copy the store to a new file")
-    p.add_argument("target", metavar="TARGET", help="path of the copy (must not exist)")
+    p.add_argument("target", metavar="TARGET", type=_file, help="path of the copy (must not exist)")
     portable.add_parsers(sub)
     text = "create a demo store and walk through its lifecycle"
     p = subs.add_parser("demo", help=text, description=text)
-    p.add_argument("path", metavar="PATH", help="path of the new store (must not exist)")
+    p.add_argument(
+        "path", metavar="PATH", type=_file, help="path of the new store (must not exist)"
+    )
     p.add_argument("--json", action="store_true", help="print one JSON document")
     p.add_argument("--at", type=_instant, metavar="TIME", help="the demo's clock (default: now)")
     p.set_defaults(run=demo.run)
