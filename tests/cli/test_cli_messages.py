@@ -282,6 +282,47 @@ def test_the_json_error_of_a_missing_database(
     assert list(tmp_path.iterdir()) == []
 
 
+ODD_ID = "x\n\x1b[2J\x1b[31mFAKE"
+ODD_ID_SHOWN = "x\\n\\x1b[2J\\x1b[31mFAKE"
+
+
+def test_an_error_line_escapes_what_it_quotes(
+    store: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An ID from the command line, an input file or the store, quoted by an error,
+    cannot break the one line ``trueheart: <message>`` or drive the terminal; the JSON
+    object holds it exact."""
+    status, out, err = call(
+        capsys, "show", str(store), "--scope", "acme/agent/user-1", ODD_ID, "--json"
+    )
+    assert (status, err) == (3, f"trueheart: entity not found: {ODD_ID_SHOWN}\n")
+    assert json.loads(out)["message"] == f"entity not found: {ODD_ID}"
+    lines = tmp_path / "in.jsonl"
+    lines.write_bytes(_line(ODD_ID, "t/o/n") + _line(ODD_ID, "t/o/n", "another body"))
+    status, _, err = call(capsys, "ingest", str(store), str(lines))
+    assert status == 1
+    assert err.splitlines()[1:] == [
+        "trueheart: the events were refused, nothing was stored: idempotency conflict: "
+        + ODD_ID_SHOWN
+    ]
+
+
+def test_usage_errors_and_progress_lines_escape_what_they_quote(
+    store: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    status, _, err = call(capsys, "stats", str(store), ODD_ID)
+    assert status == 2
+    assert err.endswith(f"trueheart: error: unrecognized arguments: {ODD_ID_SHOWN}\n"), err
+    assert "\x1b" not in err
+    odd = tmp_path / "odd\n\x1b[31m.db"
+    odd.write_bytes(store.read_bytes())
+    shown = str(odd).replace("\n", "\\n").replace("\x1b", "\\x1b")
+    status, _, err = call(capsys, "verify", str(odd))
+    assert (status, err) == (0, f"trueheart: verifying {shown}\n")
+    status, _, err = call(capsys, "recall", str(odd), "--scope", "a/b/c")
+    assert status == 0 and err.count("\n") == 1 and "\x1b" not in err, err
+
+
 # --- messages that name the path ---------------------------------------------------------
 
 

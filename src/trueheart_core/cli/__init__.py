@@ -163,7 +163,12 @@ def _report(line: str, doc: dict[str, object] | None) -> None:
 
 def _fail(name: str, message: str, status: int, as_json: bool) -> int:
     """Report a failure: one line on stderr and, with ``--json``, one JSON object on
-    stdout. Returns ``status``."""
+    stdout. Returns ``status``.
+
+    The message may hold an ID or a path from the command line, an input file or the
+    store: on stderr its unprintable characters are escaped (``\\n``, ``\\x1b``), so it
+    stays one line and cannot drive the terminal; the JSON object holds it exact (JSON
+    escapes them itself)."""
     progress.settle()
     try:
         sys.stdout.flush()  # what a command printed before it failed comes first
@@ -171,7 +176,7 @@ def _fail(name: str, message: str, status: int, as_json: bool) -> int:
         _silence(sys.stdout, 1)
         as_json = False
     doc = {"error": name, "message": message, "exit_status": status}
-    _report(f"trueheart: {message}\n", doc if as_json else None)
+    _report(f"trueheart: {render.printable(message)}\n", doc if as_json else None)
     return status
 
 
@@ -180,7 +185,9 @@ def _usage(error: UsageError, as_json: bool) -> int:
     with contextlib.suppress(OSError):
         error.parser.print_usage(sys.stderr)
     doc = {"error": "usage", "message": error.message, "exit_status": status}
-    _report(f"{error.parser.prog}: error: {error.message}\n", doc if as_json else None)
+    # argparse's message repeats arguments as typed (an unrecognized one, say).
+    line = f"{error.parser.prog}: error: {render.printable(error.message)}\n"
+    _report(line, doc if as_json else None)
     return status
 
 

@@ -45,8 +45,10 @@ CORRUPT = 4
 
 
 def progress(message: str) -> None:
-    """One progress line on stderr, before a long operation."""
-    sys.stderr.write(f"trueheart: {message}\n")
+    """One line on stderr: progress before a long operation, a hint, a report. Its
+    unprintable characters (of a path or an ID as typed) are escaped, so it stays one
+    line and cannot drive the terminal."""
+    sys.stderr.write(f"trueheart: {render.printable(message)}\n")
     sys.stderr.flush()
 
 
@@ -75,7 +77,7 @@ def confirmed(args: argparse.Namespace, question: str, answer: str | None = None
     is ``None``, y or yes). Off a terminal, or with ``--yes``, proceeds without asking."""
     if args.yes or not on_terminal():
         return
-    sys.stderr.write(f"trueheart: {question} ")
+    sys.stderr.write(f"trueheart: {render.printable(question)} ")
     sys.stderr.flush()
     try:
         line = sys.stdin.readline()  # "" at the end of input: declined

@@ -11,7 +11,9 @@ on a line of its own. If a failure escapes before the task could end it (a Ctrl-
 the wrong instant), :func:`settle`, which the command line calls before it reports any
 failure, ends the line the same way.
 
-Nothing here reads or shows a body: the message is the command's own fixed text.
+Nothing here reads or shows a body: the message is the command's own fixed text, with
+the paths and IDs it names, whose unprintable characters are escaped (``\\n``,
+``\\x1b``) so that the line stays one line and cannot drive the terminal.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ import threading
 import time
 from types import TracebackType
 from typing import TextIO
+
+from trueheart_core.cli.render import printable
 
 __all__ = ["Task", "draws", "settle", "task"]
 
@@ -47,7 +51,7 @@ class Task:
     docstring)."""
 
     def __init__(self, message: str, stream: TextIO, total: int | None = None) -> None:
-        self._message = f"trueheart: {message}"
+        self._message = f"trueheart: {printable(message)}"
         self._stream = stream
         self._total = total
         self._done = 0
