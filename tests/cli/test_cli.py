@@ -451,3 +451,58 @@ def test_json_output_is_utf8_when_an_argument_is_not(tmp_path: Path) -> None:
         doc = json.loads(done.stdout.decode("utf-8"))
         assert doc["exit_status"] in (1, 3) and doc["error"] != "internal", doc
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("encoding", ["ascii", "latin-1"])
+def test_output_to_a_stream_whose_encoding_cannot_hold_the_text(
+    tmp_path: Path, encoding: str
+) -> None:
+    """A JSON document is UTF-8 whatever the encoding of stdout; text is written in that
+    encoding, a character it cannot hold as its backslash escape, and never fails half
+    way through."""
+    path = tmp_path / "text.db"
+    other = Scope("acme", "agënt", "ü")
+    with TrueHeart(SQLiteRepository(path), clock=lambda: NOW) as service:
+        service.ingest_events([_event("evt-é", SCOPE, "Ünïcode ✓"), _event("e", other, "x")])
+        service.materialize_once(
+            MemoryDraft("mem-1", SCOPE, "Mëmory ✓", ("evt-é",), "kïnd", TrustLevel.OBSERVED, NOW)
+        )
+    env = {key: value for key, value in os.environ.items() if not key.startswith("PYTHON")}
+    env.update(PYTHONPATH=str(SRC), PYTHONIOENCODING=encoding)
+
+    def run_in(*args: str) -> bytes:
+        done = subprocess.run(
+            [sys.executable, "-m", "trueheart_core.cli", *args],
+            cwd=tmp_path,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=120,
+            check=False,
+        )
+        assert (done.returncode, done.stderr) == (0, b""), (args, done.stderr)
+        return done.stdout
+
+    where = ("--scope", "acme/agent/user-1")
+    recall = ("recall", str(path), *where, "--as-of", AT)
+    listed = json.loads(run_in("scopes", str(path), "--json").decode("utf-8"))
+    assert listed == {"scopes": ["acme/agent/user-1", "acme/agënt/ü"]}
+    shown = json.loads(run_in("show", str(path), *where, "mem-1", "--json").decode("utf-8"))
+    assert (shown["content"], shown["kind"]) == ("Mëmory ✓", "kïnd")
+    items = json.loads(run_in(*recall, "--json").decode("utf-8"))["items"]
+    assert [item["content"] for item in items] == ["Mëmory ✓"]
+    records = json.loads(run_in("audit", str(path), *where, "--json").decode("utf-8"))
+    assert "evt-é" in [record["entity_id"] for record in records["records"]]
+
+    def escaped(text: str) -> str:
+        return text.encode(encoding, "backslashreplace").decode(encoding)
+
+    text = run_in("show", str(path), *where, "mem-1").decode(encoding)
+    assert text.endswith(f"\ncontent\n{escaped('Mëmory ✓')}\n"), text
+    assert f"kind                    {escaped('kïnd')}\n" in text
+    assert escaped("Mëmory ✓") in run_in(*recall).decode(encoding)
+    assert escaped("evt-é") in run_in("audit", str(path), *where).decode(encoding)
+    assert run_in("scopes", str(path)).decode(encoding).splitlines() == [
+        "acme/agent/user-1",
+        escaped("acme/agënt/ü"),
+    ]

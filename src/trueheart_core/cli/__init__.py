@@ -119,9 +119,15 @@ class _Output(io.RawIOBase):
 
 
 @contextlib.contextmanager
-def _guarded_stdout() -> Iterator[None]:
+def _guarded_stdout(as_json: bool) -> Iterator[None]:
     """``sys.stdout`` over :class:`_Output` while a command runs, when it is a file
-    (not a test's capture); the original is put back after."""
+    (not a test's capture); the original is put back after.
+
+    Under ``--json`` the output is UTF-8 whatever the locale's encoding, as a JSON
+    document is read by programs. Text is for people and stays in the stream's own
+    encoding (the terminal's), but a character it cannot encode is written as its
+    backslash escape (``\\u2713``) rather than failing the command half-way through
+    its output."""
     original = sys.stdout
     try:
         fd = original.fileno()
@@ -131,8 +137,8 @@ def _guarded_stdout() -> Iterator[None]:
         return
     guarded = io.TextIOWrapper(
         io.BufferedWriter(_Output(fd)),
-        encoding=original.encoding,
-        errors=original.errors,
+        encoding="utf-8" if as_json else original.encoding,
+        errors="backslashreplace",
         line_buffering=bool(original.line_buffering),
     )
     sys.stdout = guarded
@@ -217,13 +223,13 @@ def _quiet_drivers() -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; returns the exit status (see the module docstring)."""
     _quiet_drivers()
-    with _guarded_stdout():
-        return _main(argv)
-
-
-def _main(argv: Sequence[str] | None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     as_json = _wants_json(arguments)
+    with _guarded_stdout(as_json):
+        return _main(arguments, as_json)
+
+
+def _main(arguments: list[str], as_json: bool) -> int:
     args: argparse.Namespace | None = None
     try:
         try:
