@@ -96,6 +96,20 @@ def test_expire_removes_only_what_is_due(store: Path, capsys: pytest.CaptureFixt
         assert service.get_memory(SCOPE, "mem-1").status.value == "active"
 
 
+@pytest.mark.parametrize("at", ["0001-01-01T00:00:00+01:00", "9999-12-31T23:00:00-05:00"])
+def test_expire_at_a_time_with_no_utc_equivalent_is_refused_as_elsewhere(
+    store: Path, capsys: pytest.CaptureFixture[str], at: str
+) -> None:
+    """A time near the ends of the calendar whose UTC equivalent is out of range is the
+    library's ValidationError, as for every other command, and changes nothing."""
+    before = dump(store)
+    status, out, err = call(capsys, "expire", str(store), "--at", at, "--json")
+    message = "as_of: must be a representable datetime"
+    assert (status, err) == (1, f"trueheart: {message}\n")
+    assert json.loads(out) == {"error": "ValidationError", "exit_status": 1, "message": message}
+    assert dump(store) == before
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

@@ -17,6 +17,7 @@ from trueheart_core.cli import progress, render
 from trueheart_core.cli.common import CORRUPT, OK, confirmed, now, on_terminal, opened
 from trueheart_core.cli.failures import UnknownScope
 from trueheart_core.cli.scopes import format_scope
+from trueheart_core.domain import validation
 from trueheart_core.domain.model import (
     EntityType,
     GovernanceAction,
@@ -158,7 +159,9 @@ def erase_subject(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def expire(args: argparse.Namespace, out: TextIO) -> int:
-    as_of = now(args.at)
+    # Checked as the library checks it, before the progress line shows the time in UTC:
+    # a time near the ends of the calendar may have no UTC equivalent.
+    as_of = validation.utc("as_of", now(args.at))
     with (
         opened(args, write=True) as service,
         progress.task(f"expiring the raw bodies due by {render.when(as_of)} in {args.db}"),
