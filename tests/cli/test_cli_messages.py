@@ -683,6 +683,31 @@ def test_stored_control_characters_are_escaped_in_text_output(
     assert status == 0 and "\x1b" not in out and out.startswith("deleted evt\\x1b[31m;"), out
 
 
+def test_a_table_cell_escapes_a_newline_or_a_tab_and_each_row_stays_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """IDs that differ only by a newline, a tab or a run of spaces are shown apart (not
+    each as one space), and a clipped body never ends inside an escape."""
+    path = tmp_path / "odd.db"
+    ids = ("evt\n1", "evt\t1", "evt 1", "evt  1")
+    with TrueHeart(SQLiteRepository(path), clock=lambda: NOW) as service:
+        service.ingest_events([_event(event_id, SCOPE, "body") for event_id in ids])
+        for number, content in enumerate(("Line one.\nLine two.", "x" * 57 + "\x1b[31m")):
+            service.materialize_once(_memory(f"mem-{number}", SCOPE, "evt 1", content))
+    where = ("--scope", "acme/agent/user-1")
+    status, out, _ = call(capsys, "audit", str(path), *where, "--limit", "100")
+    header, *rows = out.splitlines()
+    assert status == 0 and len(rows) == 6
+    start, end = header.index("ENTITY ID"), header.index("REASON")
+    shown = {row[start:end].rstrip() for row in rows if "raw_event" in row}
+    assert shown == {"evt\\n1", "evt\\t1", "evt 1", "evt  1"}
+    status, out, _ = call(capsys, "recall", str(path), *where, "--as-of", "2026-08-14T00:00:00Z")
+    rows = out.splitlines()[1:]
+    assert status == 0 and len(rows) == 2
+    assert any(row.endswith("  Line one.\\nLine two.") for row in rows), rows
+    assert any(row.endswith("  " + "x" * 57 + "…") for row in rows), rows
+
+
 def test_a_scope_shown_names_that_scope_and_no_other(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

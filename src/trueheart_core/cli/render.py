@@ -176,14 +176,34 @@ def backup(value: BackupReport) -> Document:
 
 
 def cell(value: object, clip: bool = False) -> str:
-    """One table cell on one line: ``-`` for nothing, ``yes``/``no`` for booleans;
-    clipped to 60 characters when ``clip``."""
+    """One table cell on one line: ``-`` for nothing, ``yes``/``no`` for booleans,
+    otherwise the text with its unprintable characters escaped as :func:`printable`
+    escapes them (a newline or a tab is shown, not turned into a space, so that two IDs
+    that differ only there are told apart); clipped to 60 characters when ``clip``,
+    never inside an escape."""
     if value is None:
         return "-"
     if isinstance(value, bool):
         return "yes" if value else "no"
-    text = printable(" ".join(str(value).split()))
-    return text if not clip or len(text) <= _CELL else text[: _CELL - 1] + "…"
+    text = str(value)
+    if text.isprintable() and (not clip or len(text) <= _CELL):
+        return text
+    pieces = _escaped(text)
+    if not clip or sum(map(len, pieces)) <= _CELL:
+        return "".join(pieces)
+    kept: list[str] = []
+    room = _CELL - 1
+    for piece in pieces:
+        room -= len(piece)
+        if room < 0:
+            break
+        kept.append(piece)
+    return "".join(kept) + "…"
+
+
+def _escaped(text: str) -> list[str]:
+    """The characters of ``text``, each unprintable one as its Python escape."""
+    return [c if c.isprintable() else repr(c)[1:-1] for c in text]
 
 
 def printable(text: str) -> str:
@@ -192,7 +212,7 @@ def printable(text: str) -> str:
     terminal."""
     if text.isprintable():
         return text
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+    return "".join(_escaped(text))
 
 
 def table(
