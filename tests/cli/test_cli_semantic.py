@@ -16,6 +16,7 @@ from store_dump import dump
 from trueheart_core import HashingEmbedder, SQLiteRepository, TrueHeart
 
 HASHING = "trueheart_core:HashingEmbedder"
+UNUSABLE = "is not a usable embedder"
 
 
 @pytest.fixture
@@ -60,7 +61,23 @@ def cwd_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]
         "    def identity(self):\n"
         "        raise ValueError('Drinks green tea.')\n"
         "    def embed_documents(self, texts):\n"
-        "        return [[1.0, 0.0] for _ in texts]\n",
+        "        return [[1.0, 0.0] for _ in texts]\n"
+        "class Huge(_Small):\n"
+        "    identity = 'huge-v1'\n"
+        "    dimensions = 10 ** 9\n"
+        "    def embed_documents(self, texts):\n"
+        "        return []\n"
+        "huge = Huge()\n"
+        "class Flag(Huge):\n"
+        "    dimensions = True\n"
+        "class Unsure(Huge):\n"
+        "    dimensions = 2\n"
+        "    normalized = 'maybe'\n"
+        "class Blank(Unsure):\n"
+        "    identity = ' '\n"
+        "    normalized = False\n"
+        "class Long(Blank):\n"
+        "    identity = 'x' * 129\n",
         encoding="utf-8",
     )
     monkeypatch.chdir(home)
@@ -157,6 +174,12 @@ def test_a_module_of_the_current_directory(
         ("cli_embedders:exits", "calling it without arguments failed"),
         ("cli_embedders:wrong", "calling it did not return an embedder"),
         ("cli_embedders:NoIdentity", "calling it did not return an embedder"),
+        ("cli_embedders:Huge", f"{UNUSABLE}: its dimensions must be from 1 through 16384"),
+        ("cli_embedders:huge", f"{UNUSABLE}: its dimensions must be from 1 through 16384"),
+        ("cli_embedders:Flag", f"{UNUSABLE}: its dimensions must be from 1 through 16384"),
+        ("cli_embedders:Unsure", f"{UNUSABLE}: its normalized must be a bool"),
+        ("cli_embedders:Blank", f"{UNUSABLE}: its identity must be a non-blank string"),
+        ("cli_embedders:Long", f"{UNUSABLE}: its identity must be at most 128 characters"),
     ],
 )
 def test_a_bad_embedder_path_exits_2_and_changes_nothing(
@@ -173,6 +196,17 @@ def test_a_bad_embedder_path_exits_2_and_changes_nothing(
     assert json.loads(out) == {"error": "EmbedderRefused", "exit_status": 2, "message": message}
     assert "Drinks" not in err + out
     assert dump(store) == before
+
+
+def test_an_unusable_embedder_is_refused_before_the_store_is_opened(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], cwd_module: str
+) -> None:
+    """Its space is checked as the service checks it, but first: even with no store."""
+    missing = str(tmp_path / "missing.db")
+    args = ("semantic-sync", missing, "--embedder", f"{cwd_module}:Huge")
+    status, _, err = call(capsys, *args)
+    message = f"{cwd_module}:Huge: {UNUSABLE}: its dimensions must be from 1 through 16384"
+    assert (status, err) == (2, f"trueheart: --embedder {message}\n")
 
 
 @pytest.mark.parametrize("embedder", ["Exits", "Aborts"])

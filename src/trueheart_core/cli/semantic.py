@@ -22,6 +22,7 @@ from trueheart_core.cli import progress, render
 from trueheart_core.cli.common import OK, opened
 from trueheart_core.cli.failures import CommandFailure
 from trueheart_core.cli.scopes import format_scope
+from trueheart_core.domain import validation
 from trueheart_core.domain.model import Scope
 from trueheart_core.domain.semantic.embedders import Embedder
 from trueheart_core.domain.semantic.model import SemanticStatus
@@ -30,7 +31,9 @@ from trueheart_core.errors import (
     RepositoryCorruption,
     RepositoryReadOnly,
     SemanticProjectionError,
+    ValidationError,
 )
+from trueheart_core.service import semantic as semantic_space
 from trueheart_core.service.trueheart import TrueHeart
 
 __all__ = ["EmbedderRefused", "load_embedder", "semantic_status", "semantic_sync"]
@@ -56,6 +59,22 @@ def _is_embedder(value: object) -> bool:
         return False
 
 
+def _check_space(path: str, embedder: Embedder) -> Embedder:
+    """``embedder``, once its identity, dimensions and normalisation pass the checks the
+    service makes when it opens with it: made here, a refusal is a usage error reported
+    before the store is opened, not a failure after."""
+    try:
+        validation.text("identity", embedder.identity)
+        semantic_space.snapshot(embedder)
+    except ValidationError as error:
+        field, _, rule = str(error).partition(": ")
+        reason = rule if field == "embedder" else f"{field} {rule}"
+        raise EmbedderRefused(path, f"is not a usable embedder: its {reason}") from None
+    except (Exception, SystemExit):  # a property that fails when read: text not shown
+        raise EmbedderRefused(path, "is not a usable embedder: reading its space failed") from None
+    return embedder
+
+
 def load_embedder(path: str) -> Embedder:
     """The embedder named ``MODULE:ATTR`` (``ATTR`` may be dotted); see the module
     docstring."""
@@ -77,7 +96,7 @@ def load_embedder(path: str) -> Embedder:
         except AttributeError:
             raise EmbedderRefused(path, f"module {module_name} has no {attribute}") from None
     if _is_embedder(value):
-        return value  # type: ignore[no-any-return]
+        return _check_space(path, value)
     if not callable(value):
         raise EmbedderRefused(path, "is not an embedder, nor a class or function that makes one")
     try:
@@ -86,7 +105,7 @@ def load_embedder(path: str) -> Embedder:
         raise EmbedderRefused(path, "calling it without arguments failed") from None
     if not _is_embedder(made):
         raise EmbedderRefused(path, "calling it did not return an embedder")
-    return made  # type: ignore[no-any-return]
+    return _check_space(path, made)
 
 
 def _scopes(service: TrueHeart, scope: Scope | None) -> list[Scope]:
