@@ -338,6 +338,42 @@ def test_usage_errors_are_status_2(store: Path, args: tuple[str, ...]) -> None:
     assert "usage: trueheart" in done.stderr and "Traceback" not in done.stderr
 
 
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--budget", "99999999999999999999999"), "--budget: must be from 1 through 1048576"),
+        (("--budget", "1048577"), "--budget: must be from 1 through 1048576"),
+        (("--budget", "0"), "--budget: must be from 1 through 1048576"),
+        (("--kind", "fact", "--kind", " "), "--kind: must be a non-blank string"),
+        (("--kind", "k" * 129), "--kind: must be at most 128 characters"),
+    ],
+)
+def test_a_search_argument_out_of_range_is_a_usage_error(
+    store: Path, args: tuple[str, ...], message: str
+) -> None:
+    done = run(store.parent, "search", str(store), "--scope", "acme/agent/user-1", "tea", *args)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.endswith(f"trueheart search: error: argument {message}\n")
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("scopes", "DB", "--owner", ""), "--owner: must be a non-blank string"),
+        (("scopes", "DB", "--tenant", " "), "--tenant: must be a non-blank string"),
+        (("scopes", "DB", "--owner", "o" * 129), "--owner: must be at most 128 characters"),
+        (("recall", "DB", "--scope", "acme/agent/user-1", "--kind", ""), "--kind: must be a"),
+    ],
+)
+def test_a_blank_or_overlong_id_filter_is_a_usage_error(
+    store: Path, args: tuple[str, ...], message: str
+) -> None:
+    """As a scope's parts are: the same rule as every ID."""
+    done = run(store.parent, *(str(store) if a == "DB" else a for a in args))
+    assert done.returncode == 2, done.stderr
+    assert f"error: argument {message}" in done.stderr
+
+
 def test_a_held_write_lock_is_status_5(store: Path) -> None:
     holder = sqlite3.connect(store, isolation_level=None)
     try:

@@ -16,7 +16,10 @@ import trueheart_core
 from trueheart_core import stores
 from trueheart_core.cli import claims, commands, demo, portable, serve_mcp
 from trueheart_core.cli.scopes import ScopeSyntaxError, parse_scope
+from trueheart_core.domain import validation
 from trueheart_core.domain.model import Scope
+from trueheart_core.domain.search.model import MAX_BUDGET_TOKENS
+from trueheart_core.errors import ValidationError
 from trueheart_core.service.trueheart import MAX_SYNC_BATCH
 
 __all__ = ["Parser", "UsageError", "build_parser"]
@@ -74,14 +77,24 @@ def _limit(text: str) -> int:
     return value
 
 
-def _positive(text: str) -> int:
+def _budget(text: str) -> int:
+    """A token budget, in the range a search takes."""
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError("must be a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError("must be at least 1")
+    if not 1 <= value <= MAX_BUDGET_TOKENS:
+        raise argparse.ArgumentTypeError(f"must be from 1 through {MAX_BUDGET_TOKENS}")
     return value
+
+
+def _name(text: str) -> str:
+    """A tenant, owner or kind, as the library takes an ID (non-blank, at most 128
+    characters): refused here, like a scope's parts, as a usage error."""
+    try:
+        return validation.text("name", text)
+    except ValidationError as error:
+        raise argparse.ArgumentTypeError(str(error).partition(": ")[2]) from None
 
 
 def _batch(text: str) -> int:
@@ -189,14 +202,18 @@ def build_parser() -> Parser:
     sub("stats", commands.stats, "row counts and file sizes", scope="optional")
     sub("verify", commands.verify, "check every row and derived index", scope="optional")
     p = sub("scopes", commands.scopes, "the scopes that hold events or memories")
-    p.add_argument("--tenant", metavar="TENANT", help="only this tenant ID (not escaped)")
-    p.add_argument("--owner", metavar="OWNER", help="only this owner ID (not escaped)")
+    p.add_argument(
+        "--tenant", type=_name, metavar="TENANT", help="only this tenant ID (not escaped)"
+    )
+    p.add_argument("--owner", type=_name, metavar="OWNER", help="only this owner ID (not escaped)")
     p = sub("audit", commands.audit, "newest audit records of a scope", scope="required")
     p.add_argument("--limit", type=_limit, default=20, help="1 to 100 (default 20)")
     p = sub("recall", commands.recall, "recall the memories of a scope", scope="required")
     p.add_argument("--as-of", type=_instant, help="ISO 8601 time (default: now)")
     p.add_argument("--limit", type=_limit, default=20, help="1 to 100 (default 20)")
-    p.add_argument("--kind", action="append", default=[], help="only this kind (repeatable)")
+    p.add_argument(
+        "--kind", type=_name, action="append", default=[], help="only this kind (repeatable)"
+    )
     p = sub("claims", claims.claims, "one page of the claims of a scope", scope="required")
     p.add_argument("--subject", help="only claims about this subject")
     p.add_argument("--predicate", help="only claims with this predicate")
@@ -213,8 +230,10 @@ def build_parser() -> Parser:
     p.add_argument("text", metavar="TEXT", help="what to search for")
     p.add_argument("--as-of", type=_instant, help="ISO 8601 time (default: now)")
     p.add_argument("--limit", type=_limit, default=20, help="1 to 100 (default 20)")
-    p.add_argument("--budget", type=_positive, default=512, help="token budget (default 512)")
-    p.add_argument("--kind", action="append", default=[], help="only this kind (repeatable)")
+    p.add_argument("--budget", type=_budget, default=512, help="token budget (default 512)")
+    p.add_argument(
+        "--kind", type=_name, action="append", default=[], help="only this kind (repeatable)"
+    )
     p = sub("show", commands.show, "one memory, or one event receipt", scope="required")
     p.add_argument("id", metavar="ID", help="memory ID (event ID with --event)")
     p.add_argument("--event", action="store_true", help="show an event receipt")
