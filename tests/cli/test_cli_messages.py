@@ -457,6 +457,30 @@ def test_empty_reads_print_a_hint_in_text_only(
     assert call(capsys, "search", str(store), *visible, "tea")[2] == ""
 
 
+def test_a_search_that_matches_but_returns_nothing_hints_at_the_budget(
+    store: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A search returns whole memories: with a budget smaller than each match, nothing
+    is returned though something matched, and the hint says how large a budget
+    returns one."""
+    visible = ("--scope", "acme/agent/user-1", "--as-of", "2026-08-13T12:00:00Z")
+    status, out, _ = call(capsys, "search", str(store), *visible, "tea", "--json")
+    smallest = min(item["tokens"] for item in json.loads(out)["items"])
+    status, out, err = call(capsys, "search", str(store), *visible, "tea", "--budget", "1")
+    assert status == 0
+    assert out.splitlines()[-1] == "1 matched, 0 returned, 0 of 1 tokens"
+    assert err == (
+        "trueheart: hint: 1 memory matches in acme/agent/user-1 as of 2026-08-13T12:00:00Z, "
+        f"but none fits in 1 token (the smallest takes {smallest}); try --budget {smallest} "
+        "or more\n"
+    )
+    budget = str(smallest)
+    status, out, err = call(capsys, "search", str(store), *visible, "tea", "--budget", budget)
+    assert (status, err) == (0, "")
+    assert out.splitlines()[-1] == f"1 matched, 1 returned, {smallest} of {smallest} tokens"
+    assert call(capsys, "search", str(store), *visible, "tea", "--budget", "1", "--json")[2] == ""
+
+
 def test_scopes(store: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert call(capsys, "scopes", str(store)) == (0, "acme/a%2Fb/50%25\nacme/agent/user-1\n", "")
     assert call(capsys, "scopes", str(store), "--owner", "a/b")[1] == "acme/a%2Fb/50%25\n"

@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import argparse
 import json
+from datetime import datetime
 from typing import TextIO
 
 from trueheart_core.cli import progress, render
 from trueheart_core.cli.common import CORRUPT, OK, hint, now, opened
+from trueheart_core.cli.common import progress as progress_line
 from trueheart_core.cli.scopes import format_scope
 from trueheart_core.domain.model import RecallQuery
-from trueheart_core.domain.search.model import SearchQuery
+from trueheart_core.domain.search.model import MemoryCapsule, SearchQuery
 
 __all__ = ["audit", "recall", "scopes", "search", "show", "stats", "verify"]
 
@@ -166,7 +168,31 @@ def search(args: argparse.Namespace, out: TextIO) -> int:
     )
     if capsule.matched == 0:
         hint(args, as_of, out, "no memory matches")
+    elif not capsule.items:
+        _budget_hint(args, as_of, out, capsule)
     return OK
+
+
+def _budget_hint(
+    args: argparse.Namespace, as_of: datetime, out: TextIO, capsule: MemoryCapsule
+) -> None:
+    """The hint when memories matched but none was returned: a search returns whole
+    memories, and the budget is smaller than the cost of each. With a budget of the
+    cheapest one's cost, that one at least fits when its turn comes."""
+    out.flush()
+    matched = capsule.matched
+    budget = capsule.budget_tokens
+    cheapest = min((entry.tokens for entry in capsule.trace), default=None)
+    advice = (
+        "; try a larger --budget"
+        if cheapest is None
+        else f" (the smallest takes {cheapest}); try --budget {cheapest} or more"
+    )
+    progress_line(
+        f"hint: {matched} {'memory matches' if matched == 1 else 'memories match'} in "
+        f"{format_scope(args.scope)} as of {render.when(as_of)}, but none fits in "
+        f"{budget} {'token' if budget == 1 else 'tokens'}{advice}"
+    )
 
 
 def show(args: argparse.Namespace, out: TextIO) -> int:
