@@ -304,3 +304,13 @@ def test_a_new_file_at_the_side_file_path_of_another_is_refused(
         "exit_status": 1,
         "message": f"{side}: {SIDE_FILE}",
     }
+
+
+def test_an_export_file_is_readable_by_its_owner_only(store: Path, tmp_path: Path) -> None:
+    """It holds every body, as a backup does, and is created with the same mode."""
+    old = os.umask(0o022)
+    try:
+        assert run(tmp_path, "export", str(store), "-o", "out.jsonl").returncode == 0
+    finally:
+        os.umask(old)
+    assert (tmp_path / "out.jsonl").stat().st_mode & 0o777 == 0o600

@@ -140,11 +140,19 @@ def export(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _export_to_file(service: TrueHeart, path: str, args: argparse.Namespace) -> ExportReceipt:
-    """Export into a new file at ``path``; a file left part-way is removed."""
+    """Export into a new file at ``path``, readable and writable by its owner only (it
+    holds every body, as a backup does); a file left part-way is removed."""
     try:
-        handle = open(path, "x", encoding="utf-8", newline="\n")  # noqa: SIM115
+        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
     except FileExistsError:
         raise TargetExists(path, "export writes a new file") from None
+    try:
+        handle = open(fd, "w", encoding="utf-8", newline="\n")  # noqa: SIM115
+    except BaseException:
+        os.close(fd)
+        with contextlib.suppress(OSError):
+            os.remove(path)
+        raise
     try:
         with handle:
             return service.export_store(handle, scope=args.scope)
