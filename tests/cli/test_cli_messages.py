@@ -397,6 +397,24 @@ def test_a_demo_target_that_exists(tmp_path: Path, capsys: pytest.CaptureFixture
     assert target.read_bytes() == b"not a store"
 
 
+@pytest.mark.parametrize("suffix", ["-wal", "-shm", "-journal"])
+def test_demo_refuses_and_keeps_the_side_files_of_a_removed_store(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], suffix: str
+) -> None:
+    """Left by a database removed while in use, they may hold its last writes: demo
+    refuses the path before it writes anything, as import does, and leaves them."""
+    side = tmp_path / f"demo.db{suffix}"
+    side.write_bytes(b"old log")
+    path = tmp_path / "demo.db"
+    status, _, err = call(capsys, "demo", str(path), "--at", "2026-01-15T09:00:00Z")
+    assert (status, err) == (
+        1,
+        f"trueheart: {path}: has a -wal, -shm or -journal file beside it but no database "
+        "(left by a removed store): move those files away first\n",
+    )
+    assert list(tmp_path.iterdir()) == [side] and side.read_bytes() == b"old log"
+
+
 def test_a_backup_target_names_its_path(store: Path, capsys: pytest.CaptureFixture[str]) -> None:
     target = store.parent / "no-such-directory" / "copy.db"
     status, _, err = call(capsys, "backup", str(store), str(target))

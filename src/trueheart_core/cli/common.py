@@ -37,6 +37,7 @@ __all__ = [
     "open_store",
     "opened",
     "progress",
+    "refuse_new_store",
     "remove_store",
 ]
 
@@ -96,6 +97,17 @@ def remove_store(path: str) -> None:
     for name in (path, f"{path}-wal", f"{path}-shm", f"{path}-journal"):
         with contextlib.suppress(OSError):
             os.remove(name)
+
+
+def refuse_new_store(target: str) -> None:
+    """Refuse a new SQLite store at ``target`` where SQLite would mix it up with another
+    database's files, before anything is written: side files of a removed database lie
+    at it (their pages would be taken for the new store's, and a failed command's
+    cleanup would remove them), or it is the side file path of an existing file (SQLite
+    would remove it as that database's log)."""
+    rule = stores.orphaned_side_files(target) or stores.side_file_of_another(target)
+    if rule is not None:
+        raise TargetRefused(target, rule)
 
 
 def open_store(target: str, *, busy_timeout: float, read_only: bool) -> Repository:

@@ -16,7 +16,7 @@ from typing import Any, TextIO
 from trueheart_core import stores
 from trueheart_core.adapters.sqlite import SQLiteRepository
 from trueheart_core.cli import render
-from trueheart_core.cli.common import remove_store
+from trueheart_core.cli.common import refuse_new_store, remove_store
 from trueheart_core.cli.failures import TargetExists, TargetRefused
 from trueheart_core.cli.scopes import format_scope
 from trueheart_core.domain.model import (
@@ -70,9 +70,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     path = os.path.abspath(args.path)
     if os.path.lexists(path):
         raise TargetExists(args.path, "demo creates a new store")
-    side_file = stores.side_file_of_another(args.path)
-    if side_file is not None:
-        raise TargetRefused(args.path, side_file)
+    refuse_new_store(args.path)
     try:
         return _walk(args, out, path)
     except BaseException:

@@ -25,7 +25,7 @@ from typing import Any, BinaryIO, TextIO
 from trueheart_core import stores
 from trueheart_core.cli import render
 from trueheart_core.cli.commands import opened, progress
-from trueheart_core.cli.common import remove_store
+from trueheart_core.cli.common import refuse_new_store, remove_store
 from trueheart_core.cli.failures import CommandFailure, TargetExists, TargetRefused
 from trueheart_core.domain.portable import ExportReceipt, ImportReceipt
 from trueheart_core.service.trueheart import TrueHeart
@@ -184,22 +184,13 @@ def _missing_directories(path: str) -> list[str]:
     return missing
 
 
-def _refuse_new_store(target: str) -> None:
-    """Refuse a new store at ``target`` where SQLite would mix it up with another
-    database's files: side files of a removed database lie at it, or it is the side file
-    path of an existing one."""
-    rule = stores.orphaned_side_files(target) or stores.side_file_of_another(target)
-    if rule is not None:
-        raise TargetRefused(target, rule)
-
-
 def _import_into_new_file(args: argparse.Namespace, source: BinaryIO) -> ImportReceipt:
     """Import into a new SQLite file at ``args.db``: built under a temporary name in the
     same directory, then linked into place, which fails rather than replace a file that
     appeared there meanwhile. The temporary name is always removed, and so are the
     directories the import made, unless it succeeded."""
     target = args.db
-    _refuse_new_store(target)
+    refuse_new_store(target)
     missing = _missing_directories(target)
     directory, name = os.path.split(os.path.abspath(target))
     temporary = os.path.join(directory, f".{name}.import-{secrets.token_hex(8)}")
@@ -212,7 +203,8 @@ def _import_into_new_file(args: argparse.Namespace, source: BinaryIO) -> ImportR
                 receipt = service.import_store(source)
         except TargetRefused as refused:  # about the directory both names share
             raise TargetRefused(target, refused.rule) from None
-        _refuse_new_store(target)  # side files left there during the import
+        # Side files left there during the import, or the database they belong to.
+        refuse_new_store(target)
         try:
             os.link(temporary, target)
         except FileExistsError:
