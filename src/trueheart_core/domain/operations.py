@@ -34,7 +34,12 @@ def _optional_count(field: str, value: object) -> int | None:
 
 
 def _sorted_ids(field: str, value: object) -> tuple[str, ...]:
-    ids = v.text_tuple(field, value)
+    """IDs an erasure read from the store, as stored: plain text, but not held to the
+    rules of IDs given to a write, since a damaged row is erased (and tombstoned) with
+    the ID it holds, and the receipt of a committed erasure must say so."""
+    if type(value) is not tuple or not all(type(entry) is str for entry in value):
+        raise ValidationError(field, "must be a tuple of str")
+    ids: tuple[str, ...] = value
     if list(ids) != sorted(set(ids)):
         raise ValidationError(field, "must be sorted and without duplicates")
     return ids

@@ -530,6 +530,23 @@ def test_the_tombstone_of_an_erased_memory_with_a_damaged_fingerprint_verifies_a
             target.get_memory(SCOPE, "mem-1")
 
 
+@pytest.mark.parametrize("damaged_id", ["  ", "m" * 200])
+def test_the_receipt_of_an_erasure_names_a_damaged_id_as_stored(
+    service: TrueHeart, db_path: Path, damaged_id: str
+) -> None:
+    """A memory whose stored ID breaks the rules of IDs is erased and tombstoned with
+    that ID, and the receipt of the committed erasure names it: the call does not
+    fail after its change was made."""
+    _populate(service)
+    sql = "UPDATE memories SET memory_id = ? WHERE memory_id = 'mem-1'"
+    assert tamper(db_path, sql, (damaged_id,)) == 1
+    receipt = service.erase_subject(SCOPE, occurred_at=NOW + timedelta(minutes=5))
+    assert damaged_id in receipt.memory_ids
+    assert receipt.remaining is not None
+    assert receipt.remaining.total == 0
+    assert SECRET_MEMORY.encode() not in store_bytes(db_path)
+
+
 def test_a_body_whose_receipt_is_lost_is_reported_counted_and_erased(
     service: TrueHeart, db_path: Path
 ) -> None:
