@@ -75,6 +75,23 @@ def run(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+def _run_bytes(
+    cwd: Path, extra_env: dict[str, str], *args: str | bytes
+) -> subprocess.CompletedProcess[bytes]:
+    """As :func:`run`, with arguments and output as bytes and ``extra_env`` set."""
+    env = {key: value for key, value in os.environ.items() if not key.startswith("PYTHON")}
+    env.update(PYTHONPATH=str(SRC), **extra_env)
+    return subprocess.run(
+        [sys.executable, "-m", "trueheart_core.cli", *args],
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
+
+
 def ok_json(cwd: Path, *args: str) -> Any:
     done = run(cwd, *args, "--json")
     assert done.returncode == 0, done.stderr
@@ -471,18 +488,8 @@ def test_help_and_the_package_import(tmp_path: Path) -> None:
 def test_json_output_is_utf8_when_an_argument_is_not(tmp_path: Path) -> None:
     # A path byte that is not UTF-8 reaches Python as a lone surrogate; the document
     # writes it as a JSON escape, not as the raw byte.
-    env = {key: value for key, value in os.environ.items() if not key.startswith("PYTHON")}
-    env["PYTHONPATH"] = str(SRC)
     for target in (b"demo\xff.db", b"postgresql://app@db\xff.internal/agents"):
-        done = subprocess.run(
-            [sys.executable, "-m", "trueheart_core.cli", "stats", target, "--json"],
-            cwd=tmp_path,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            timeout=120,
-            check=False,
-        )
+        done = _run_bytes(tmp_path, {}, "stats", target, "--json")
         assert b"Traceback" not in done.stderr and b"internal error" not in done.stderr
         doc = json.loads(done.stdout.decode("utf-8"))
         assert doc["exit_status"] in (1, 3) and doc["error"] != "internal", doc
@@ -503,19 +510,9 @@ def test_output_to_a_stream_whose_encoding_cannot_hold_the_text(
         service.materialize_once(
             MemoryDraft("mem-1", SCOPE, "Mëmory ✓", ("evt-é",), "kïnd", TrustLevel.OBSERVED, NOW)
         )
-    env = {key: value for key, value in os.environ.items() if not key.startswith("PYTHON")}
-    env.update(PYTHONPATH=str(SRC), PYTHONIOENCODING=encoding)
 
     def run_in(*args: str) -> bytes:
-        done = subprocess.run(
-            [sys.executable, "-m", "trueheart_core.cli", *args],
-            cwd=tmp_path,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            timeout=120,
-            check=False,
-        )
+        done = _run_bytes(tmp_path, {"PYTHONIOENCODING": encoding}, *args)
         assert (done.returncode, done.stderr) == (0, b""), (args, done.stderr)
         return done.stdout
 

@@ -198,6 +198,20 @@ def test_import_into_an_existing_empty_store(store: Path, tmp_path: Path) -> Non
     assert imported["rows_by_kind"]["memory"] == 3
 
 
+def _importing_stdin(cwd: Path) -> subprocess.Popen[bytes]:
+    """``trueheart import new.db -`` started in ``cwd``, its three streams piped."""
+    env = {key: value for key, value in os.environ.items() if not key.startswith("PYTHON")}
+    env["PYTHONPATH"] = str(SRC)
+    return subprocess.Popen(
+        [sys.executable, "-m", "trueheart_core.cli", "import", "new.db", "-"],
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+
+
 def test_an_import_never_replaces_or_removes_a_store_created_meanwhile(
     store: Path, tmp_path: Path
 ) -> None:
@@ -205,16 +219,7 @@ def test_an_import_never_replaces_or_removes_a_store_created_meanwhile(
     import is refused and that store is left as it was; nothing else stays behind."""
     export = run(tmp_path, "export", str(store))
     assert export.returncode == 0, export.stderr
-    env = {key: value for key, value in os.environ.items() if not key.startswith("PYTHON")}
-    env["PYTHONPATH"] = str(SRC)
-    importing = subprocess.Popen(
-        [sys.executable, "-m", "trueheart_core.cli", "import", "new.db", "-"],
-        cwd=tmp_path,
-        env=env,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
+    importing = _importing_stdin(tmp_path)
     assert importing.stdin is not None and importing.stderr is not None
     half = len(export.stdout) // 2
     importing.stdin.write(export.stdout[:half])
@@ -244,16 +249,7 @@ def test_import_refuses_a_line_too_long_without_reading_it_whole(tmp_path: Path)
         b'{"exported_at":"2026-08-13T12:00:00.000000Z","format":"trueheart-export",'
         b'"schema":7,"scope":null,"version":1}\n'
     )
-    env = {key: value for key, value in os.environ.items() if not key.startswith("PYTHON")}
-    env["PYTHONPATH"] = str(SRC)
-    importing = subprocess.Popen(
-        [sys.executable, "-m", "trueheart_core.cli", "import", "new.db", "-"],
-        cwd=tmp_path,
-        env=env,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
+    importing = _importing_stdin(tmp_path)
     assert importing.stdin is not None and importing.stderr is not None
     try:
         try:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
@@ -246,59 +246,46 @@ def test_an_estimator_that_raises_is_a_provider_error(repository: Repository) ->
     assert good.verify_integrity().ok
 
 
+_REENTRANT = (
+    "repository: is already in a call on this thread (a callback may not call back into the store)"
+)
+
+
 class _CallsBack:
+    """A token estimator that does ``act`` to the service it serves, inside its call."""
+
     name = "calls-back"
 
-    def __init__(self) -> None:
+    def __init__(self, act: Callable[[TrueHeart], object]) -> None:
+        self.act = act
         self.service: TrueHeart | None = None
 
     def estimate(self, text: str) -> int:
         assert self.service is not None
-        self.service.stats(SCOPE)
+        self.act(self.service)
         return 1
 
 
-def test_a_callback_may_not_call_back_into_the_store(repository: Repository) -> None:
-    estimator = _CallsBack()
+def _calling_back(repository: Repository, act: Callable[[TrueHeart], object]) -> TrueHeart:
+    estimator = _CallsBack(act)
     service = TrueHeart(repository, clock=lambda: NOW, token_estimator=estimator)
     estimator.service = service
     materialize_all(service, {"mem-1": "green tea"})
-    reentrant = (
-        "repository: is already in a call on this thread"
-        " (a callback may not call back into the store)"
-    )
-    with pytest.raises(ValidationError, match=msg(reentrant)):
+    with pytest.raises(ValidationError, match=msg(_REENTRANT)):
         service.search(SearchQuery(SCOPE, "tea", NOW))
+    return service
+
+
+def test_a_callback_may_not_call_back_into_the_store(repository: Repository) -> None:
+    service = _calling_back(repository, lambda service: service.stats(SCOPE))
     # nothing is left held: the next call runs, on this thread and on another
     assert service.stats(SCOPE).memories == 1
-    estimator.service = None
     plain = TrueHeart(repository, clock=lambda: NOW)
     assert _ids(_search(plain, "tea")) == ["mem-1"]
 
 
-class _Closes:
-    name = "closes"
-
-    def __init__(self) -> None:
-        self.service: TrueHeart | None = None
-
-    def estimate(self, text: str) -> int:
-        assert self.service is not None
-        self.service.close()
-        return 1
-
-
 def test_a_callback_may_not_close_the_store_under_its_call(repository: Repository) -> None:
-    estimator = _Closes()
-    service = TrueHeart(repository, clock=lambda: NOW, token_estimator=estimator)
-    estimator.service = service
-    materialize_all(service, {"mem-1": "green tea"})
-    reentrant = (
-        "repository: is already in a call on this thread"
-        " (a callback may not call back into the store)"
-    )
-    with pytest.raises(ValidationError, match=msg(reentrant)):
-        service.search(SearchQuery(SCOPE, "tea", NOW))
+    service = _calling_back(repository, lambda service: service.close())
     # the store stayed open and whole; closing it outside a call works
     assert service.stats(SCOPE).memories == 1
     assert service.verify_integrity().ok

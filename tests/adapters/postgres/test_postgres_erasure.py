@@ -272,6 +272,19 @@ def test_forget_and_delete_remove_the_memory_from_every_query(
 # --- what no erasure of the adapter reaches ----------------------------------------------
 
 
+def _delete_other_event(service: TrueHeart) -> None:
+    """Delete ``evt-other`` of the other scope: an erasing call that runs an owed
+    rewrite."""
+    service.govern(
+        command(
+            GovernanceAction.DELETE,
+            "evt-other",
+            entity_type=EntityType.RAW_EVENT,
+            scope=OTHER_SCOPE,
+        )
+    )
+
+
 def _unique_subject(service: TrueHeart, count: int = 1) -> list[bytes]:
     """Events and memories in ``SCOPE`` whose words no other test writes."""
     words = [f"zqx{uuid.uuid4().hex}" for _ in range(count)]
@@ -419,14 +432,7 @@ def test_an_owed_rewrite_outlives_the_repository_that_owed_it(
         holder.close()
     with TrueHeart(PostgresRepository(url, schema=pg_schema), clock=lambda: NOW) as second:
         second.ingest_event(event("evt-other", scope=OTHER_SCOPE))
-        second.govern(
-            command(
-                GovernanceAction.DELETE,
-                "evt-other",
-                entity_type=EntityType.RAW_EVENT,
-                scope=OTHER_SCOPE,
-            )
-        )
+        _delete_other_event(second)
     assert locate(files(), words) == {}
     assert pg.execute("SELECT rewrite_tables, rewrite_xid FROM meta").fetchone() == ([], None)
 
@@ -457,14 +463,7 @@ def test_while_a_rewrite_is_owed_erasing_calls_still_make_their_change(
             service.govern(command(GovernanceAction.FORGET, "mem-other", scope=OTHER_SCOPE))
         assert service.recall(RecallQuery(OTHER_SCOPE, NOW)) == ()  # forgotten
         holder.rollback()
-        service.govern(
-            command(
-                GovernanceAction.DELETE,
-                "evt-other",
-                entity_type=EntityType.RAW_EVENT,
-                scope=OTHER_SCOPE,
-            )
-        )
+        _delete_other_event(service)
         assert locate(files(), words) == {}
         assert pg.execute("SELECT rewrite_tables, rewrite_xid FROM meta").fetchone() == ([], None)
     finally:
