@@ -24,7 +24,7 @@ import tempfile
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from trueheart_core import (
@@ -104,6 +104,15 @@ def _cosine(query: list[float], doc: list[float]) -> float:
     minimum=st.sampled_from([-1.0, 0.05, 0.5, 0.9]),
     hours=st.integers(min_value=0, max_value=7),
     limit=st.integers(min_value=1, max_value=6),
+)
+# Two matches capped at the lexical ceiling, equally similar: the BM25 order decides.
+@example(
+    memories=[(["brief"], 0, "active"), (["brief", "brief"], 0, "active")],
+    query_words=["brief"],
+    cap=None,
+    minimum=-1.0,
+    hours=0,
+    limit=1,
 )
 def test_hybrid_search_is_evidence_fusion_of_the_references(
     memories: list[tuple[list[str], int, str]],
@@ -200,9 +209,18 @@ def test_hybrid_search_is_evidence_fusion_of_the_references(
     for memory_id in semantic[:window]:
         fused[memory_id] = fused.get(memory_id, 0.0) + max(0.0, sims[memory_id])
     similarity = {m: sims[m] for m in semantic[:window]}
+    # Ties: similarity, then the lexical rank (which keeps the BM25 order of matches
+    # whose share is capped at 1), then age, then the ID (docs/semantic.md).
+    lexical_rank = {e.memory_id: rank for rank, e in enumerate(lexical.trace[:window], start=1)}
     order = sorted(
         fused,
-        key=lambda m: (-fused[m], -similarity.get(m, -2.0), -eligible[m][1].timestamp(), m),
+        key=lambda m: (
+            -fused[m],
+            -similarity.get(m, -2.0),
+            lexical_rank.get(m, math.inf),
+            -eligible[m][1].timestamp(),
+            m,
+        ),
     )[:window]
 
     assert [e.memory_id for e in capsule.trace] == order
