@@ -340,14 +340,14 @@ def bm25_reference(query: str, corpus: Sequence[str], document: str) -> float:
     assert document in corpus
     average = sum(len(ascii_terms(text)) for text in corpus) / len(corpus)
     terms = ascii_terms(document)
-    score = 0.0
+    parts = []
     for term, weight in sorted(reference_weights(query, corpus).items()):
         tf = terms.count(term)
         if not tf:
             continue
         norm = tf + BM25_K1 * (1.0 - BM25_B + BM25_B * len(terms) / average)
-        score += weight * tf * (BM25_K1 + 1.0) / norm
-    return score
+        parts.append(weight * tf * (BM25_K1 + 1.0) / norm)
+    return math.fsum(parts)
 
 
 def materialize_all(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import itertools
 import math
 import pickle
 from collections.abc import Callable
@@ -35,6 +36,9 @@ from trueheart_core import (
     TrustLevel,
     ValidationError,
 )
+from trueheart_core.domain.search import ranking
+from trueheart_core.domain.search.ranking import BM25_B, BM25_K1
+from trueheart_core.domain.search.tokenize import term_key
 
 INCLUDED = CapsuleDecision.INCLUDED
 LIMIT = CapsuleDecision.LIMIT
@@ -456,3 +460,60 @@ def test_search_is_deterministic_across_calls_and_time_zones(service: TrueHeart)
             assert again.as_of.utcoffset() == timedelta(0)
     assert pickle.loads(pickle.dumps(first)) == first
     assert copy.deepcopy(first) == first
+
+
+# --- scores are exact sums --------------------------------------------------------------
+
+_WORDS = ("amber", "basil", "cedar", "delta", "ember", "fjord")
+
+
+def _plain_sum(parts: list[float]) -> float:
+    total = 0.0
+    for part in parts:
+        total += part
+    return total
+
+
+def _rounding_apart() -> tuple[list[str], list[str], list[int]]:
+    """Two triples of words, and how many memories hold each position's pair of words,
+    such that the memories holding one triple each have the same terms' scores, while
+    adding those scores left to right in the order of the terms' keys (the order an
+    index reads them in) rounds the two sums differently."""
+    by_key = sorted(_WORDS, key=term_key)
+    for frequencies in itertools.permutations(range(1, 9), 3):
+        fillers = sum(f - 1 for f in frequencies)
+        documents = 2 + fillers
+        average = (6 + 2 * fillers) / documents
+        parts = [
+            ranking.bm25_term(1, 3, ranking.idf(documents, f), BM25_K1, BM25_B, average)
+            for f in frequencies
+        ]
+        orders = list(itertools.permutations(range(3)))
+        for one, other in itertools.combinations(orders, 2):
+            if _plain_sum([parts[i] for i in one]) != _plain_sum([parts[i] for i in other]):
+                # The j-th word by key goes to the position read j-th.
+                first, second = [""] * 3, [""] * 3
+                for j in range(3):
+                    first[one[j]], second[other[j]] = by_key[j], by_key[3 + j]
+                return first, second, list(frequencies)
+    raise AssertionError("no order-sensitive sum among the frequencies")
+
+
+def test_memories_whose_terms_score_alike_tie_whatever_order_their_terms_take(
+    service: TrueHeart,
+) -> None:
+    first, second, frequencies = _rounding_apart()
+    corpus = {"m-a": " ".join(first), "m-b": " ".join(second)}
+    for position, frequency in enumerate(frequencies):
+        for n in range(frequency - 1):
+            corpus[f"m-fill-{position}-{n}"] = f"{first[position]} {second[position]}"
+    materialize_all(service, corpus)
+    query = " ".join(first + second)
+    capsule = _search(service, query, limit=100, budget_tokens=100_000)
+    scores = {item.memory.memory_id: item.score for item in capsule.items}
+    # Each score is the exactly rounded sum the docs define, so the two tie ...
+    assert scores["m-a"] == scores["m-b"]
+    assert scores["m-a"] == bm25_reference(query, list(corpus.values()), corpus["m-a"])
+    # ... and the tie is broken by ID, so one result holds the same memory on every store.
+    best = [m for m in _ids(capsule) if m in ("m-a", "m-b")]
+    assert best == ["m-a", "m-b"]

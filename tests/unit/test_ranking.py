@@ -127,3 +127,38 @@ def test_order_key_sorts_like_the_documented_lexicographic_order(
     # A total order: distinct IDs never compare equal.
     keys = [ranking.order_key(*c) for c in candidates]
     assert len(set(keys)) == len(keys)
+
+
+def test_a_score_is_the_sum_rounded_once_whatever_the_order() -> None:
+    parts = [0.1, 0.2, 0.3, 1e-17, 2.5]
+    # Left to right, two orders of the same parts round apart; the score does not.
+    assert (0.1 + 0.2) + 0.3 != 0.1 + (0.2 + 0.3)
+    assert ranking.score(parts) == ranking.score(reversed(parts)) == math.fsum(parts)
+    assert ranking.score([]) == 0.0
+
+
+@pytest.mark.parametrize(
+    ("scores", "window", "floor"),
+    [
+        ([3.0, 1.0, 2.0], 2, 2.0),
+        ([3.0, 2.0, 2.0, 1.0], 2, 2.0),
+        ([3.0, 1.0], 5, -math.inf),
+        ([], 1, -math.inf),
+        ([3.0, 1.0], 0, 3.0),
+    ],
+)
+def test_the_window_floor_is_the_window_th_best_score(
+    scores: list[float], window: int, floor: float
+) -> None:
+    assert ranking.window_floor(scores, window) == floor
+
+
+def test_the_slack_of_a_rounded_cut_covers_any_summation_order() -> None:
+    # A few hundred positive parts: any left-to-right order stays far inside the slack.
+    parts = [1.0 / (n + 3) for n in range(400)]
+    exact = math.fsum(parts)
+    for order in (parts, sorted(parts), sorted(parts, reverse=True)):
+        total = 0.0
+        for part in order:
+            total += part
+        assert abs(total - exact) < exact * ranking.SUM_SLACK / 1000

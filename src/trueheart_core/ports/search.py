@@ -85,11 +85,14 @@ class SearchIndex(Protocol):
         memory's score is, over the ``(term, weight)`` pairs it holds (``term`` is a
         term key, each at most once; ``weight`` is the service's: the term's ``idf``,
         or a fraction of it for a correction of a misspelt query word, which is looked
-        up and scored like any other term), the double-precision sum of
-        ``weight * (tf * (k1 + 1)) / (tf + k1 * (1 - b + b * length / average_length))``.
-        The summation order is the adapter's, but fixed: the same store and arguments
-        give the same score, bit for bit. The term is ``domain.search.ranking.bm25_term``
-        and the status ``domain.claims.status_of``; a SQL backend builds both from
+        up and scored like any other term), the sum of
+        ``weight * (tf * (k1 + 1)) / (tf + k1 * (1 - b + b * length / average_length))``
+        rounded once, as ``domain.search.ranking.score`` adds it: the same store and
+        arguments give the same score, bit for bit, on every backend, and memories
+        whose terms score alike tie, whatever order their terms are added in (a SQL
+        backend cuts with its own sums and ``adapters.sql.scores`` adds exactly). The
+        term is ``domain.search.ranking.bm25_term`` and the status
+        ``domain.claims.status_of``; a SQL backend builds both from
         ``adapters.sql.expressions``, which tests pin to them. With a ``period``, only
         the memories in it are eligible (see :data:`~trueheart_core.ports.rows.Period`:
         a claim by its validity, any other memory by its ``created_at``).

@@ -26,6 +26,7 @@ from trueheart_core.adapters.postgres.session import (
     scoped,
 )
 from trueheart_core.adapters.postgres.wire import Result
+from trueheart_core.adapters.sql import scores
 from trueheart_core.adapters.sql.expressions import (
     NOT_A_CLAIM,
     POSTGRESQL,
@@ -313,33 +314,29 @@ class PostgresSearch(Role):
         )
         key = self._s.key(scope)
         # The query terms drive the join: each term's postings are one range of the
-        # primary key. A memory's score is the running sum of its terms' parts in term-key
-        # order, taken at its last term: a window aggregate adds its frame's rows in the
-        # window's order, so the same store and arguments give the same score, bit for bit
-        # (a plain SUM adds a group's rows in whatever order the plan reads them).
+        # primary key. The sums of the statement (added in the plan's order) only cut
+        # the candidates, with slack; the terms' scores of the memories kept come back
+        # one row each and are added exactly (``scores.from_parts``).
         rows = self._s.all(
             "WITH q (term, weight) AS ("
             "SELECT * FROM unnest(CAST(%s AS BIGINT[]), CAST(%s AS DOUBLE PRECISION[]))), "
-            "parts AS ("
-            f"SELECT d.memory_id, q.term, {term.sql} AS part, "
+            "parts AS MATERIALIZED ("
+            f"SELECT d.memory_id, {term.sql} AS part, "
             "d.created_at, d.clear_until, d.recall_until "
             f"FROM q JOIN search_postings p ON {scoped('p')} AND p.term = q.term "
             f"JOIN search_docs d ON {same_scope('d', 'p')} AND d.memory_id = p.memory_id "
             f"WHERE d.created_at <= %s AND d.recall_until > %s{filters}), "
-            "running AS ("
-            "SELECT memory_id, created_at, clear_until, recall_until, "
-            "SUM(part) OVER w AS score, lead(term) OVER w AS later FROM parts "
-            "WINDOW w AS (PARTITION BY memory_id ORDER BY term "
-            "ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)), "
             "scored AS MATERIALIZED ("
-            "SELECT memory_id, score, created_at, clear_until, recall_until FROM running "
-            "WHERE later IS NULL) "
-            "SELECT s.memory_id, s.score, s.created_at, s.clear_until, s.recall_until, "
-            "(SELECT COUNT(*) FROM scored) FROM scored s "
+            "SELECT memory_id, SUM(part) AS score FROM parts GROUP BY memory_id), "
+            "kept AS MATERIALIZED (SELECT s.memory_id FROM scored s "
             "WHERE s.score >= COALESCE((SELECT score FROM scored "
-            "ORDER BY score DESC LIMIT 1 OFFSET %s), CAST('-Infinity' AS DOUBLE PRECISION)) "
+            "ORDER BY score DESC LIMIT 1 OFFSET %s) * %s, "
+            "CAST('-Infinity' AS DOUBLE PRECISION)) "
             f"AND EXISTS (SELECT 1 FROM memories m WHERE {scoped('m')} "
-            "AND m.memory_id = s.memory_id)",
+            "AND m.memory_id = s.memory_id)) "
+            "SELECT x.memory_id, x.part, x.created_at, x.clear_until, x.recall_until, "
+            "(SELECT COUNT(*) FROM scored) FROM parts x "
+            "WHERE x.memory_id IN (SELECT memory_id FROM kept)",
             (
                 [t for t, _ in weights],
                 [float(w) for _, w in weights],
@@ -349,12 +346,13 @@ class PostgresSearch(Role):
                 as_of,
                 *extra,
                 max(window - 1, 0),
+                scores.SLACK_FACTOR,
                 *key,
             ),
         )
         if not rows:
             return 0, []
-        return rows[0][5], [SearchCandidate(dec(r[0]), *r[1:5]) for r in rows]
+        return rows[0][5], scores.from_parts(((dec(r[0]), *r[1:5]) for r in rows), window)
 
     def in_period(
         self,

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from trueheart_core.adapters.sql import scores
 from trueheart_core.adapters.sql.expressions import (
     SQLITE,
     Param,
@@ -234,7 +235,7 @@ class SQLiteSearch(Role):
         params += [sid, sid, sid]
         params += [*merged_term.params, sid, as_of, as_of, *merged_extra]
         params += [*pending_term.params, as_of, as_of, *pending_extra]
-        params.append(window - 1)
+        params += [window - 1, scores.SLACK_FACTOR]
         # CROSS JOIN keeps the query terms outermost: each term's merged postings are one
         # range of the primary key, and each posting's entry one probe (with filters the
         # planner would otherwise walk the scope's entries); besides them only the
@@ -243,7 +244,9 @@ class SQLiteSearch(Role):
         # test ``PendingIndex.changes`` makes), and its frequency is the integer after
         # it. A row's other pairs are never parsed, however many the memory holds. A
         # memory's postings are either all merged or all pending, so each sum adds the
-        # terms of one branch; a merged entry with a pending removal is left out.
+        # terms of one branch; a merged entry with a pending removal is left out. Those
+        # sums only cut the candidates (with slack): the terms' scores of the memories
+        # kept come back one row each and are added exactly (``scores.from_parts``).
         rows = self._conn.execute(
             f"WITH q (term, weight) AS (VALUES {values}), "
             "t AS MATERIALIZED (SELECT t.term_id AS term_id, q.weight AS weight "
@@ -260,9 +263,7 @@ class SQLiteSearch(Role):
             "WHERE x.scope_id = ? AND x.change = 1) WHERE at > 0), "
             "gone AS MATERIALIZED (SELECT doc FROM search_pending "
             "WHERE scope_id = ? AND change = -1), "
-            "scored AS MATERIALIZED ("
-            "SELECT doc, SUM(part) AS score, MAX(created_at) AS created_at, "
-            "MAX(clear_until) AS clear_until, MAX(recall_until) AS recall_until FROM ("
+            "parts AS MATERIALIZED ("
             f"SELECT p.doc AS doc, {merged_term.sql} AS part, d.created_at AS created_at, "
             "d.clear_until AS clear_until, d.recall_until AS recall_until "
             "FROM t CROSS JOIN search_postings p ON p.term_id = t.term_id "
@@ -271,18 +272,18 @@ class SQLiteSearch(Role):
             f"AND p.doc NOT IN gone{merged_filters} "
             f"UNION ALL SELECT w.doc, {pending_term.sql}, w.created_at, w.clear_until, "
             "w.recall_until FROM t JOIN w ON w.term_id = t.term_id "
-            f"WHERE w.created_at <= ? AND w.recall_until > ?{pending_filters}"
-            ") GROUP BY doc) "
-            "SELECT m.memory_id, s.score, s.created_at, s.clear_until, s.recall_until, "
+            f"WHERE w.created_at <= ? AND w.recall_until > ?{pending_filters}), "
+            "scored AS MATERIALIZED (SELECT doc, SUM(part) AS score FROM parts GROUP BY doc), "
+            "kept AS MATERIALIZED (SELECT doc FROM scored WHERE score >= IFNULL("
+            "(SELECT score FROM scored ORDER BY score DESC LIMIT 1 OFFSET ?) * ?, -1e308)) "
+            "SELECT m.memory_id, r.part, r.created_at, r.clear_until, r.recall_until, "
             "(SELECT COUNT(*) FROM scored) "
-            "FROM scored s JOIN memories m ON m.rid = s.doc "
-            "WHERE s.score >= IFNULL("
-            "(SELECT score FROM scored ORDER BY score DESC LIMIT 1 OFFSET ?), -1e308)",
+            "FROM parts r JOIN memories m ON m.rid = r.doc WHERE r.doc IN kept",
             params,
         ).fetchall()
         if not rows:
             return 0, []
-        return rows[0][5], [SearchCandidate(*r[:5]) for r in rows]
+        return rows[0][5], scores.from_parts(rows, window)
 
     def in_period(
         self,

@@ -8,6 +8,9 @@ memory ``d``::
     score(d) = sum over t in d of
                idf(t) * tf(t, d) * (k1 + 1) / (tf(t, d) + k1 * (1 - b + b * len(d) / avglen))
 
+The sum is correctly rounded (``math.fsum`` of the terms' scores, see :func:`score`),
+so it does not depend on the order the terms are added in: every backend gives a
+memory the same score, bit for bit, and two memories whose terms score alike tie.
 ``N`` is the number of searchable memories in the scope, ``df(t)`` how many contain
 ``t``, ``len(d)`` the memory's length in terms and ``avglen`` the scope's mean length.
 The statistics describe the scope's searchable set, whatever ``as_of`` says; time,
@@ -32,7 +35,7 @@ silently mixed in trust could not be explained to a user.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TypeVar
 
 _T = TypeVar("_T")
@@ -42,12 +45,15 @@ __all__ = [
     "BM25_K1",
     "CORRECTION_WEIGHT",
     "RELEVANT_SHARE",
+    "SUM_SLACK",
     "average_length",
     "bm25_term",
     "by_time",
     "candidate_window",
     "idf",
     "order_key",
+    "score",
+    "window_floor",
 ]
 
 BM25_K1 = 1.2
@@ -80,8 +86,32 @@ def bm25_term(
     of operations (a backend that sums it in SQL evaluates the same expression, see
     ``adapters.sql.expressions.bm25_term``):
     ``weight * (tf * (k1 + 1)) / (tf + k1 * (1 - b + b * length / average_length))``.
-    A memory's score is the sum of its terms' scores."""
+    A memory's score is the exact sum of its terms' scores (:func:`score`)."""
     return weight * (tf * (k1 + 1.0)) / (tf + k1 * (1.0 - b + b * length / average_length))
+
+
+def score(parts: Iterable[float]) -> float:
+    """A memory's score from its terms' scores (:func:`bm25_term`): their sum, rounded
+    once (``math.fsum``). A sum added left to right rounds at every step, so its last
+    bit depends on the order of the terms, which a database's plan chooses; the exact
+    sum does not."""
+    return math.fsum(parts)
+
+
+SUM_SLACK = 1e-9
+"""Relative room a backend leaves below the ``window``-th best score when it cuts its
+candidates with its own (rounded at every step) sums, before :func:`score` decides:
+sums of a few hundred positive doubles are within 1e-13 of exact, so a cut at
+``(1 - SUM_SLACK)`` of the rounded edge keeps every memory whose exact score reaches the
+exact edge."""
+
+
+def window_floor(scores: Iterable[float], window: int) -> float:
+    """The ``window``-th best of ``scores`` (``-inf`` when there are fewer): a search
+    keeps every candidate scoring at least this, so ties at the edge are all kept."""
+    best = sorted(scores, reverse=True)
+    edge = max(window, 1)
+    return best[edge - 1] if edge <= len(best) else -math.inf
 
 
 def average_length(documents: int, total_length: int) -> float:

@@ -1,0 +1,57 @@
+"""The exact sums and the exact cut of lexical candidates, shared by the SQL backends."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from trueheart_core import RepositoryCorruption
+from trueheart_core.adapters.sql import scores
+from trueheart_core.domain.search import ranking
+
+
+def test_parts_are_added_exactly_and_cut_at_the_exact_window_edge() -> None:
+    rows = [
+        ("m-a", 0.1, 1, 2, 3),
+        ("m-b", 0.3, 4, 5, 6),
+        ("m-a", 0.2, 1, 2, 3),
+        ("m-b", 0.2, 4, 5, 6),
+        ("m-c", 0.1, 7, 8, 9),
+        ("m-a", 0.3, 1, 2, 3),
+        ("m-b", 0.1, 4, 5, 6),
+    ]
+    found = {c.memory_id: c for c in scores.from_parts(rows, 2)}
+    # m-a adds 0.1 + 0.2 + 0.3 and m-b 0.3 + 0.2 + 0.1: apart left to right, tied here.
+    assert found["m-a"].score == found["m-b"].score == math.fsum([0.1, 0.2, 0.3])
+    assert set(found) == {"m-a", "m-b"}
+    assert (found["m-b"].created_at, found["m-b"].clear_until, found["m-b"].recall_until) == (
+        4,
+        5,
+        6,
+    )
+    # A window reaching past the tie keeps everything; one keeps both tied memories.
+    assert {c.memory_id for c in scores.from_parts(rows, 3)} == {"m-a", "m-b", "m-c"}
+    assert {c.memory_id for c in scores.from_parts(rows, 1)} == {"m-a", "m-b"}
+    assert scores.from_parts([], 2) == []
+
+
+def test_the_statement_cut_leaves_room_below_its_rounded_edge() -> None:
+    assert scores.SLACK_FACTOR == 1.0 - ranking.SUM_SLACK < 1.0
+
+
+@pytest.mark.parametrize(
+    "row",
+    [
+        ("m-a", None, 1, 2, 3),
+        ("m-a", 1, 1, 2, 3),
+        ("m-a", math.nan, 1, 2, 3),
+        ("m-a", math.inf, 1, 2, 3),
+        (b"m-a", 0.5, 1, 2, 3),
+    ],
+)
+def test_a_damaged_part_is_corruption(row: tuple[object, ...]) -> None:
+    with pytest.raises(
+        RepositoryCorruption, match=r"^repository corruption: invalid search index$"
+    ):
+        scores.from_parts([row], 2)
