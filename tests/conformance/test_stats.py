@@ -5,12 +5,17 @@ from __future__ import annotations
 
 import pytest
 from conformance_builders import (
+    NOW,
     OTHER_SCOPE,
     SCOPE,
+    command,
+    event,
+    memory,
     populate_for_stats,
 )
 
 from trueheart_core import (
+    GovernanceAction,
     Scope,
     StoreStats,
     TrueHeart,
@@ -102,3 +107,24 @@ def test_statistics_validate_their_fields() -> None:
         StoreStats(None, -1, 0, 0, 0, 0, (), 0, 0, 0, 0, 0, 0, 0, 0, None, None)
     with pytest.raises(ValidationError, match=r"^memories_by_kind: must be sorted by kind$"):
         StoreStats(None, 0, 0, 2, 2, 0, (("b", 1), ("a", 1)), 0, 0, 0, 0, 0, 0, 0, 0, 1, 0)
+
+
+def test_a_sealed_memorys_own_terms_are_not_counted(service: TrueHeart) -> None:
+    # A memory of this many distinct terms is merged into the index as soon as it is
+    # written, so sealing it leaves a removal to apply rather than dropping an addition.
+    words = [f"zq{n}" for n in range(1_100)]
+    service.ingest_events([event("evt-1"), event("evt-1", scope=OTHER_SCOPE)])
+    service.materialize_once(memory("mem-1", ("evt-1",), content="alpha beta"))
+    service.materialize_once(memory("mem-2", ("evt-1",), content=" ".join(["beta", *words])))
+    service.materialize_once(memory("mem-1", ("evt-1",), scope=OTHER_SCOPE, content="zq1"))
+    assert service.stats(SCOPE).search_terms == 2 + len(words)
+    service.govern(command(GovernanceAction.SEAL, "mem-2"))
+    # Only "alpha" and "beta" are still held by a searchable memory of the scope; the
+    # other scope's "zq1" is its own.
+    assert service.stats(SCOPE).search_terms == 2
+    assert service.stats().search_terms == 3
+    receipt = service.erase_subject(SCOPE, occurred_at=NOW, dry_run=True)
+    assert receipt.erased.search_term == 2
+    service.govern(command(GovernanceAction.RESTORE, "mem-2"))
+    assert service.stats(SCOPE).search_terms == 2 + len(words)
+    assert service.stats().search_terms == 3 + len(words)

@@ -58,6 +58,20 @@ _TERMS = (
     "WHERE scope_id = ?1 AND erased IS NOT 1"
 )
 
+
+def _term_count(terms: str, pending: str) -> str:
+    """A count of the terms a searchable memory holds: the ``terms`` counted, less
+    those that only these ``pending`` removals still hold (their merged frequency plus
+    their pending changes is nothing), which the next merge erases."""
+    return (
+        "WITH w AS MATERIALIZED (SELECT v.term_id AS term_id, SUM(v.change) AS n "
+        f"FROM ({pending}) v GROUP BY v.term_id) "
+        f"SELECT ({terms}) - (SELECT COUNT(*) FROM w "
+        "JOIN search_terms t ON t.term_id = w.term_id AND t.erased IS NOT 1 "
+        "LEFT JOIN search_df f ON f.term_id = w.term_id WHERE IFNULL(f.df, 0) + w.n <= 0)"
+    )
+
+
 _SCOPE_COUNTS: dict[str, str] = {
     # One statement per artifact, each through an index of the scope (``?1``).
     "raw_event": f"SELECT COUNT(*) FROM ({_RECEIPTS})",
@@ -75,7 +89,9 @@ _SCOPE_COUNTS: dict[str, str] = {
     "search_posting": "SELECT (SELECT COUNT(*) FROM search_postings "
     f"INDEXED BY search_postings_by_doc WHERE doc IN ({_ENTRIES})) "
     f"+ IFNULL((SELECT SUM(change) FROM ({PENDING_PAIRS} WHERE x.scope_id = ?1)), 0)",
-    "search_term": f"SELECT COUNT(*) FROM ({_TERMS})",
+    "search_term": _term_count(
+        f"SELECT COUNT(*) FROM ({_TERMS})", f"{PENDING_PAIRS} WHERE x.scope_id = ?1"
+    ),
     "search_statistics": "SELECT COUNT(*) FROM search_stats WHERE scope_id = ?1",
     "raw_event_with_body": "SELECT COUNT(*) FROM raw_bodies WHERE erased IS NOT 1 "
     f"AND rid IN ({_RECEIPTS})",
@@ -94,7 +110,9 @@ _STORE_COUNTS: dict[str, str] = {
     "+ IFNULL((SELECT SUM(change) FROM search_pending), 0)",
     "search_posting": "SELECT (SELECT COUNT(*) FROM search_postings) "
     f"+ IFNULL((SELECT SUM(change) FROM ({PENDING_PAIRS})), 0)",
-    "search_term": "SELECT COUNT(*) FROM search_terms WHERE erased IS NOT 1",
+    "search_term": _term_count(
+        "SELECT COUNT(*) FROM search_terms WHERE erased IS NOT 1", PENDING_PAIRS
+    ),
     "search_statistics": "SELECT COUNT(*) FROM search_stats",
     "raw_event_with_body": "SELECT COUNT(*) FROM raw_bodies WHERE erased IS NOT 1",
     "tombstone": "SELECT COUNT(*) FROM tombstones",
