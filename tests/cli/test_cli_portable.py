@@ -247,7 +247,7 @@ def test_import_refuses_a_line_too_long_without_reading_it_whole(tmp_path: Path)
     input stays open), and nothing is stored."""
     header = (
         b'{"exported_at":"2026-08-13T12:00:00.000000Z","format":"trueheart-export",'
-        b'"schema":7,"scope":null,"version":1}\n'
+        b'"schema":8,"scope":null,"version":1}\n'
     )
     importing = _importing_stdin(tmp_path)
     assert importing.stdin is not None and importing.stderr is not None

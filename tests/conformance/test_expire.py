@@ -160,6 +160,19 @@ def test_many_due_bodies_expire_in_one_call_across_scopes(service: TrueHeart) ->
     assert service.verify_integrity().ok
 
 
+def test_bodies_due_at_one_instant_expire_in_event_id_order(service: TrueHeart) -> None:
+    # Ingested one by one in no order, so where the rows lie says nothing of their IDs.
+    ids = ["evt-b", "evt-\u00e9", "evt-Z", "evt-10", "evt-a", "evt-9", "evt-\U0001f600", "evt-"]
+    for event_id in ids:
+        service.ingest_event(event(event_id, raw_ttl=DAY))
+    service.ingest_events([event(event_id, scope=OTHER_SCOPE, raw_ttl=DAY) for event_id in ids])
+    assert service.expire_raw_content(as_of=NOW + DAY) == 2 * len(ids)
+    for scope in (SCOPE, OTHER_SCOPE):
+        expired = [r.entity_id for r in service.audit(scope) if r.action == "expire"]
+        # Newest first: the last written first, so the reverse of code-point order.
+        assert expired == sorted(ids, reverse=True)
+
+
 def _expiry_peak(repository: Repository, due: int) -> int:
     """The peak of Python's allocations while ``due`` bodies expire in one call."""
     import tracemalloc

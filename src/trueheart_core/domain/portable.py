@@ -39,7 +39,7 @@ FORMAT = "trueheart-export"
 """The ``format`` of the header line."""
 VERSION = 1
 """The version of the format this library writes and reads."""
-SCHEMA = 7
+SCHEMA = 8
 """The store schema version whose rows the file carries (the SQLite schema version of
 this release); an import refuses a file of another."""
 KINDS = ("event", "body", "memory", "claim", "extraction", "tombstone", "audit")

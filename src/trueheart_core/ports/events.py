@@ -56,7 +56,9 @@ class EventStore(Protocol):
 
     def expirable(self, as_of: int, limit: int) -> list[EventRow]:
         """Up to ``limit`` receipts, in any scope, whose body is present and
-        ``raw_expires_at <= as_of``, earliest deadline first.
+        ``raw_expires_at <= as_of``, earliest deadline first and, for one deadline, by
+        event ID in code-point order (then in any order among scopes that share the ID):
+        the order expiry writes its audit rows in, the same on every backend.
 
         Read from an index that holds only receipts with a body, so the cost grows with
         the number of such rows, not with the database. Expiring the returned rows

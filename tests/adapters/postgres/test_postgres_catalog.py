@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
+from datetime import timedelta
 from typing import Any
 
 import pytest
-from conformance_builders import event, msg
+from conformance_builders import NOW, SCOPE, event, msg
 
 import postgres_configuration
 from trueheart_core import (
@@ -77,8 +78,9 @@ def _refused(schema: str) -> None:
 
 
 @contextlib.contextmanager
-def _version_one_store(url: str, name: str) -> Iterator[None]:
-    """A store in schema ``name`` as version 1's migrations built it, dropped after."""
+def _version_one_store(url: str, name: str, version: int = 1) -> Iterator[None]:
+    """A store in schema ``name`` as the migrations up to ``version`` built it, dropped
+    after."""
     import psycopg
 
     from trueheart_core.adapters.postgres import schema as ddl
@@ -86,12 +88,13 @@ def _version_one_store(url: str, name: str) -> Iterator[None]:
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute(f'CREATE SCHEMA "{name}"')
         conn.execute(f'SET search_path TO "{name}"')
-        for statement in ddl.MIGRATIONS[1]:
-            conn.execute(statement.encode("utf-8"))
+        for step in range(1, version + 1):
+            for statement in ddl.MIGRATIONS[step]:
+                conn.execute(statement.encode("utf-8"))
         conn.execute(
             "INSERT INTO meta (singleton, application, schema_version, tokenizer) "
-            "VALUES (1, %s, 1, '')",
-            (ddl.APPLICATION,),
+            "VALUES (1, %s, %s, '')",
+            (ddl.APPLICATION, version),
         )
     try:
         yield
@@ -162,10 +165,31 @@ def test_a_store_of_the_first_version_is_upgraded_at_its_first_writable_open(
         with TrueHeart(PostgresRepository(url, schema=name)) as service:
             service.ingest_event(event("evt-1"))
         with psycopg.connect(url) as conn:
-            assert conn.execute(f'SELECT schema_version FROM "{name}".meta').fetchone() == (2,)
+            assert conn.execute(f'SELECT schema_version FROM "{name}".meta').fetchone() == (3,)
         with TrueHeart(PostgresRepository(url, schema=name, read_only=True)) as service:
             assert service.stats().events == 1
             assert service.verify_integrity().ok
+
+
+def test_a_store_of_the_second_version_expires_in_event_id_order_once_upgraded(
+    pg_schema: str,
+) -> None:
+    """Version 3 orders the expiry index by deadline, then event ID: a version 2 store
+    is upgraded (a later open checks its catalog against a new store's) and then
+    expires its bodies due at one instant in ID order."""
+    url = postgres_configuration.database_url()
+    name = pg_schema + "_v2"
+    ids = ["evt-c", "evt-a", "evt-b"]
+    with _version_one_store(url, name, version=2):
+        with TrueHeart(PostgresRepository(url, schema=name), clock=lambda: NOW) as service:
+            for event_id in ids:
+                service.ingest_event(event(event_id, raw_ttl=timedelta(days=1)))
+            assert service.expire_raw_content(as_of=NOW + timedelta(days=1)) == 3
+            expired = [r.entity_id for r in service.audit(SCOPE) if r.action == "expire"]
+            assert expired == sorted(ids, reverse=True)
+            assert service.verify_integrity().ok
+        with TrueHeart(PostgresRepository(url, schema=name, read_only=True)) as service:
+            assert service.stats().events == 3
 
 
 def test_an_open_that_another_process_upgrades_under_accepts_the_upgraded_store(

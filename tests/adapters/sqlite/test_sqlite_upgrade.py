@@ -47,7 +47,12 @@ from trueheart_core import (
     SQLiteRepository,
     TrueHeart,
 )
-from trueheart_core.adapters.sqlite.schema import MIGRATIONS, SCHEMA_VERSION, object_names
+from trueheart_core.adapters.sqlite.schema import (
+    MIGRATIONS,
+    SCHEMA_VERSION,
+    definitions,
+    object_names,
+)
 from trueheart_core.domain.search.tokenize import TOKENIZER_ID
 from trueheart_core.domain.semantic.sketch import sketch_of
 
@@ -527,4 +532,49 @@ def test_a_version_6_store_is_upgraded_and_then_erased_in_place(
         assert leftovers(db_path, [w.encode() for w in SUBJECT_WORDS]) == {}
         data = store_bytes(db_path)
         assert all(word.encode() in data for word in OTHER_WORDS)
+        assert service.verify_integrity().ok
+
+
+# --- version 7 to version 8: expiry in event-ID order --------------------------------------
+
+
+def _downgrade_to_7(path: Path) -> None:
+    """Turn a current file into exactly the file version 7 would have written: its
+    expiry index in deadline order alone."""
+    (old,) = [s for s in MIGRATIONS[7] if "INDEX raw_events_expiry" in s]
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        conn.execute("BEGIN")
+        conn.execute("DROP INDEX raw_events_expiry")
+        conn.execute(old)
+        conn.execute("PRAGMA user_version = 7")
+        conn.execute("COMMIT")
+    finally:
+        conn.close()
+    version, catalog, _ = _inspect(path)
+    assert version == 7
+    assert catalog == {d for d in definitions(7) if not d[1].startswith("sqlite_")}
+
+
+def test_a_version_7_store_is_upgraded_and_expires_in_event_id_order(
+    db_path: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    ids = ["evt-c", "evt-a", "evt-b"]
+    with _open(db_path) as service:
+        for event_id in ids:
+            service.ingest_event(event(event_id, raw_ttl=timedelta(days=1)))
+    _downgrade_to_7(db_path)
+    with caplog.at_level(logging.INFO, logger="trueheart_core.store"):
+        upgraded = _open(db_path)
+    assert [r.getMessage() for r in caplog.records if r.name == "trueheart_core.store"] == [
+        f"schema upgraded from version 7 to {SCHEMA_VERSION}"
+    ]
+    with upgraded as service:
+        version, catalog, _ = _inspect(db_path)
+        with _open(tmp_path / "fresh.db"):
+            _, fresh_catalog, _ = _inspect(tmp_path / "fresh.db")
+        assert (version, catalog) == (SCHEMA_VERSION, fresh_catalog)
+        assert service.expire_raw_content(as_of=NOW + timedelta(days=1)) == 3
+        expired = [r.entity_id for r in service.audit(SCOPE) if r.action == "expire"]
+        assert expired == sorted(ids, reverse=True)
         assert service.verify_integrity().ok

@@ -161,11 +161,11 @@ class PostgresEvents(Role):
 
     def expirable(self, as_of: int, limit: int) -> list[EventRow]:
         # ``raw_events_expiry`` holds only active receipts (the ones with a body), in
-        # deadline order, so the walk stops at ``limit``.
+        # deadline and then event-ID order, so the walk stops at ``limit``.
         rows = self._s.all(
             f"SELECT e.tenant_id, e.owner_id, e.subject_id, {EVENT_E} FROM raw_events e "
             "WHERE e.status = 'active' AND e.raw_expires_at <= %s "
-            "ORDER BY e.raw_expires_at LIMIT %s",
+            "ORDER BY e.raw_expires_at, e.event_id LIMIT %s",
             (as_of, limit),
         )
         return [event_row(key_of(r), r[3:]) for r in rows]

@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 
 from trueheart_core.errors import RepositoryCorruption
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 APPLICATION = "trueheart-core"
 """Written in ``meta``: marks a schema as ours."""
 
@@ -220,7 +220,17 @@ _V2 = (
     "ALTER TABLE meta ADD COLUMN rewrite_xid xid8",
 )
 
-MIGRATIONS: Mapping[int, Sequence[str]] = {1: _V1, 2: _V2}
+_V3 = (
+    # Expiry walks the due receipts in deadline order and, for one deadline, in event-ID
+    # order: the audit rows of bodies due at the same instant are written in an order
+    # set by the IDs, not by where the rows happen to lie, so a store moved from another
+    # backend writes them alike; and the walk still stops at its chunk.
+    "DROP INDEX raw_events_expiry",
+    "CREATE INDEX raw_events_expiry ON raw_events (raw_expires_at, event_id) "
+    "WHERE status = 'active'",
+)
+
+MIGRATIONS: Mapping[int, Sequence[str]] = {1: _V1, 2: _V2, 3: _V3}
 """Statements that take a schema from version ``n - 1`` to version ``n``."""
 
 

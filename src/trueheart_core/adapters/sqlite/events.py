@@ -168,7 +168,7 @@ class SQLiteEvents(Role):
             "INDEXED BY raw_events_expiry "
             f"{SCOPE_JOIN.format(alias='e')} "
             "WHERE e.status = 0 AND e.erased IS NOT 1 AND e.raw_expires_at <= ? "
-            "ORDER BY e.raw_expires_at LIMIT ?",
+            "ORDER BY e.raw_expires_at, e.event_id LIMIT ?",
             (as_of, limit),
         ).fetchall()
         return [event_row(key_of(r), r[3:]) for r in rows]

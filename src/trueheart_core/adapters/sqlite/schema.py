@@ -10,7 +10,7 @@ from typing import Any
 from trueheart_core.errors import RepositoryCorruption
 
 APPLICATION_ID = 0x54485243  # "THRC" in the database header: marks our files
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 
 _V1: Sequence[str] = (
     """CREATE TABLE scopes (
@@ -457,6 +457,16 @@ _V7: Sequence[str] = (
         {_generation_bump("OLD.scope_id")} END""",
 )
 
+_V8: Sequence[str] = (
+    # Expiry walks the due receipts in deadline order and, for one deadline, in event-ID
+    # order: the audit rows of bodies due at the same instant are written in an order
+    # set by the IDs, not by where the rows happen to lie, so a store moved to another
+    # backend writes them alike; and the walk still stops at its chunk.
+    "DROP INDEX raw_events_expiry",
+    """CREATE INDEX raw_events_expiry ON raw_events (raw_expires_at, event_id)
+        WHERE status = 0 AND erased IS NOT 1""",
+)
+
 MIGRATIONS: Mapping[int, Sequence[str]] = {
     1: _V1,
     2: _V2,
@@ -465,6 +475,7 @@ MIGRATIONS: Mapping[int, Sequence[str]] = {
     5: _V5,
     6: _V6,
     7: _V7,
+    8: _V8,
 }
 """Statements that take a database from version ``n - 1`` to version ``n``."""
 
