@@ -7,9 +7,11 @@ import stat
 from pathlib import Path
 
 import pytest
+from conformance_builders import NOW, event, msg
 
 from trueheart_core import (
     SQLiteRepository,
+    TrueHeart,
     TrueHeartError,
     ValidationError,
 )
@@ -90,3 +92,24 @@ def test_a_directory_where_nothing_can_be_created_gives_a_library_error() -> Non
     assert type(caught.value) is ValidationError
     assert str(caught.value) == "path: a store cannot be created there"
     assert caught.value.__cause__ is None
+
+
+@pytest.mark.parametrize("suffix", ["-wal", "-shm", "-journal"])
+def test_a_new_store_at_the_side_file_path_of_an_existing_file_is_refused(
+    tmp_path: Path, suffix: str
+) -> None:
+    with TrueHeart(SQLiteRepository(tmp_path / "w.db"), clock=lambda: NOW) as service:
+        service.ingest_event(event("evt-1"))
+    before = sorted(p.name for p in tmp_path.iterdir())
+    # SQLite would take a new store there for w.db's log, and remove it at w.db's next
+    # open: everything written to it would be lost.
+    with pytest.raises(
+        ValidationError, match=msg("path: must not be the side file of another database")
+    ):
+        SQLiteRepository(tmp_path / f"w.db{suffix}")
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+    with TrueHeart(SQLiteRepository(tmp_path / "w.db"), clock=lambda: NOW) as service:
+        assert service.stats().events == 1
+    # Beside no file, the same name is an ordinary new store.
+    with SQLiteRepository(tmp_path / f"other.db{suffix}"):
+        pass

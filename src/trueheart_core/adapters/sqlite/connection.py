@@ -352,9 +352,13 @@ def create_file(path: str, *, busy_timeout: float) -> None:
 
     A WAL, shared-memory or journal file at the path with no database beside it (left
     by a database that was removed after its process was killed) is refused: SQLite
-    would take its pages for the new database's. A failed creation removes its
-    temporary file and that file's side files.
+    would take its pages for the new database's. So is a path that is the WAL,
+    shared-memory or journal path of an existing file (``w.db-wal`` beside ``w.db``):
+    SQLite would take the new store for that database's log and remove it. A failed
+    creation removes its temporary file and that file's side files.
     """
+    if side_file_of_another(path):
+        raise ValidationError("path", SIDE_FILE)
     directory = os.path.dirname(os.path.abspath(path))
     name = f".{os.path.basename(path)}.{uuid.uuid4().hex[:16]}.init"
     temporary = os.path.join(directory, name)
