@@ -55,3 +55,40 @@ def test_a_damaged_part_is_corruption(row: tuple[object, ...]) -> None:
         RepositoryCorruption, match=r"^repository corruption: invalid search index$"
     ):
         scores.from_parts([row], 2)
+
+
+def test_lists_of_parts_are_added_exactly_like_rows_of_parts() -> None:
+    rows = [
+        ("m-a", 0.1, 1, 2, 3),
+        ("m-b", 0.3, 4, 5, 6),
+        ("m-a", 0.2, 1, 2, 3),
+        ("m-b", 0.2, 4, 5, 6),
+        ("m-c", 0.1, 7, 8, 9),
+        ("m-a", 0.3, 1, 2, 3),
+        ("m-b", 0.1, 4, 5, 6),
+    ]
+    groups = [
+        ("m-a", [0.1, 0.2, 0.3], 1, 2, 3, "ignored"),
+        ("m-b", [0.3, 0.2, 0.1], 4, 5, 6, "ignored"),
+        ("m-c", [0.1], 7, 8, 9, "ignored"),
+    ]
+    for window in (1, 2, 3):
+        grouped = scores.from_groups(groups, window)
+        assert grouped == scores.from_parts(rows, window)
+        assert len(grouped) == (2 if window < 3 else 3)
+
+
+@pytest.mark.parametrize(
+    "groups",
+    [
+        [("m-a", [0.5, None], 1, 2, 3)],
+        [("m-a", None, 1, 2, 3)],
+        [("m-a", [0.5], 1, 2, 3), ("m-a", [0.5], 1, 2, 3)],
+        [("m-a", [math.nan], 1, 2, 3)],
+    ],
+)
+def test_a_damaged_list_is_corruption(groups: list[tuple[object, ...]]) -> None:
+    with pytest.raises(
+        RepositoryCorruption, match=r"^repository corruption: invalid search index$"
+    ):
+        scores.from_groups(groups, 2)

@@ -314,29 +314,35 @@ class PostgresSearch(Role):
         )
         key = self._s.key(scope)
         # The query terms drive the join: each term's postings are one range of the
-        # primary key. The sums of the statement (added in the plan's order) only cut
-        # the candidates, with slack; the terms' scores of the memories kept come back
-        # one row each and are added exactly (``scores.from_parts``).
+        # primary key. A memory's running sum and list of its terms' scores, in term-key
+        # order, are taken at its last term; the sums (rounded at every addition) only
+        # cut the candidates, with slack, and the lists are added exactly
+        # (``scores.from_groups``). The parts are read once, in one pass.
         rows = self._s.all(
             "WITH q (term, weight) AS ("
             "SELECT * FROM unnest(CAST(%s AS BIGINT[]), CAST(%s AS DOUBLE PRECISION[]))), "
-            "parts AS MATERIALIZED ("
-            f"SELECT d.memory_id, {term.sql} AS part, "
+            "parts AS ("
+            f"SELECT d.memory_id, q.term, {term.sql} AS part, "
             "d.created_at, d.clear_until, d.recall_until "
             f"FROM q JOIN search_postings p ON {scoped('p')} AND p.term = q.term "
             f"JOIN search_docs d ON {same_scope('d', 'p')} AND d.memory_id = p.memory_id "
             f"WHERE d.created_at <= %s AND d.recall_until > %s{filters}), "
+            "running AS ("
+            "SELECT memory_id, created_at, clear_until, recall_until, "
+            "SUM(part) OVER w AS score, array_agg(part) OVER w AS found, "
+            "lead(term) OVER w AS later FROM parts "
+            "WINDOW w AS (PARTITION BY memory_id ORDER BY term "
+            "ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)), "
             "scored AS MATERIALIZED ("
-            "SELECT memory_id, SUM(part) AS score FROM parts GROUP BY memory_id), "
-            "kept AS MATERIALIZED (SELECT s.memory_id FROM scored s "
+            "SELECT memory_id, score, found, created_at, clear_until, recall_until "
+            "FROM running WHERE later IS NULL) "
+            "SELECT s.memory_id, s.found, s.created_at, s.clear_until, s.recall_until, "
+            "(SELECT COUNT(*) FROM scored) FROM scored s "
             "WHERE s.score >= COALESCE((SELECT score FROM scored "
             "ORDER BY score DESC LIMIT 1 OFFSET %s) * %s, "
             "CAST('-Infinity' AS DOUBLE PRECISION)) "
             f"AND EXISTS (SELECT 1 FROM memories m WHERE {scoped('m')} "
-            "AND m.memory_id = s.memory_id)) "
-            "SELECT x.memory_id, x.part, x.created_at, x.clear_until, x.recall_until, "
-            "(SELECT COUNT(*) FROM scored) FROM parts x "
-            "WHERE x.memory_id IN (SELECT memory_id FROM kept)",
+            "AND m.memory_id = s.memory_id)",
             (
                 [t for t, _ in weights],
                 [float(w) for _, w in weights],
@@ -352,7 +358,7 @@ class PostgresSearch(Role):
         )
         if not rows:
             return 0, []
-        return rows[0][5], scores.from_parts(((dec(r[0]), *r[1:5]) for r in rows), window)
+        return rows[0][5], scores.from_groups(((dec(r[0]), *r[1:5]) for r in rows), window)
 
     def in_period(
         self,
