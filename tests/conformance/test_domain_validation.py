@@ -512,6 +512,10 @@ class _HostileError(Exception):
     pass
 
 
+class _Interrupt(BaseException):
+    """Not an ``Exception``: an interruption, which no check may swallow."""
+
+
 class _RaisingOffset(tzinfo):
     def __init__(self, error: type[BaseException]) -> None:
         self.error = error
@@ -575,8 +579,26 @@ def test_datetime_is_normalised_to_utc(name: str, field: str) -> None:
         datetime(2026, 8, 13, tzinfo=_RaisingOffset(OverflowError)),
         datetime(2026, 8, 13, tzinfo=_RaisingOffset(OSError)),
         datetime(2026, 8, 13, tzinfo=_RaisingOffset(TypeError)),
+        datetime(2026, 8, 13, tzinfo=_RaisingOffset(ZeroDivisionError)),
+        datetime(2026, 8, 13, tzinfo=_RaisingOffset(ArithmeticError)),
+        datetime(2026, 8, 13, tzinfo=_RaisingOffset(KeyError)),
+        datetime(2026, 8, 13, tzinfo=_RaisingOffset(AttributeError)),
+        datetime(2026, 8, 13, tzinfo=_RaisingOffset(_HostileError)),
     ],
-    ids=["max-minus", "min-plus", "runtime", "value", "overflow", "os", "type"],
+    ids=[
+        "max-minus",
+        "min-plus",
+        "runtime",
+        "value",
+        "overflow",
+        "os",
+        "type",
+        "zero-division",
+        "arithmetic",
+        "key",
+        "attribute",
+        "any-exception",
+    ],
 )
 def test_datetime_must_be_representable(name: str, field: str, value: datetime) -> None:
     with expect(f"{field}: must be a representable datetime") as info:
@@ -584,9 +606,9 @@ def test_datetime_must_be_representable(name: str, field: str, value: datetime) 
     assert_not_chained(info.value)
 
 
-def test_other_hostile_tzinfo_errors_escape_unchanged() -> None:
-    with pytest.raises(_HostileError):
-        source(occurred_at=datetime(2026, 8, 13, tzinfo=_RaisingOffset(_HostileError)))
+def test_an_interruption_in_a_tzinfo_escapes_unchanged() -> None:
+    with pytest.raises(_Interrupt):
+        source(occurred_at=datetime(2026, 8, 13, tzinfo=_RaisingOffset(_Interrupt)))
 
 
 # --------------------------------------------------------------------------- content

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta, timezone, tzinfo
 from typing import Any
 
 import pytest
@@ -119,10 +119,27 @@ def test_as_of_must_be_timezone_aware(service: TrueHeart, as_of: Any) -> None:
     assert service.ingest_event(event(raw_ttl=DAY)).content_available is True
 
 
-def test_as_of_must_be_representable(service: TrueHeart) -> None:
-    extreme = datetime.max.replace(tzinfo=timezone(-timedelta(hours=23, minutes=59)))
+class _DividingOffset(tzinfo):
+    """A broken ``tzinfo``: reading its offset raises ``ZeroDivisionError``."""
+
+    def utcoffset(self, dt: datetime | None) -> timedelta | None:
+        return timedelta(hours=1 // 0)
+
+    def dst(self, dt: datetime | None) -> timedelta | None:
+        return None
+
+
+@pytest.mark.parametrize(
+    "as_of",
+    [
+        datetime.max.replace(tzinfo=timezone(-timedelta(hours=23, minutes=59))),
+        datetime(2026, 8, 20, tzinfo=_DividingOffset()),
+    ],
+    ids=["extreme", "broken-tzinfo"],
+)
+def test_as_of_must_be_representable(service: TrueHeart, as_of: datetime) -> None:
     with pytest.raises(ValidationError, match=msg("as_of: must be a representable datetime")):
-        service.expire_raw_content(as_of=extreme)
+        service.expire_raw_content(as_of=as_of)
 
 
 def test_as_of_is_validated_before_the_database(repository: Repository) -> None:

@@ -66,18 +66,30 @@ def utc(field: str, value: object) -> datetime:
     """A timezone-aware datetime, converted to UTC."""
     if type(value) is datetime and value.tzinfo is UTC:
         return value  # already normalised: the common case on every read
-    if not isinstance(value, datetime):
+    converted = aware_utc(field, value) if isinstance(value, datetime) else None
+    if converted is None:
         raise ValidationError(field, "must be timezone-aware")
+    return converted
+
+
+def aware_utc(field: str, value: datetime) -> datetime | None:
+    """``value`` converted to UTC as a plain ``datetime``, or ``None`` when it is naive
+    (no ``tzinfo``, or one whose offset is ``None``).
+
+    Whatever the value's ``tzinfo`` raises while its offset is read (any ``Exception``:
+    an offset out of range, a broken implementation) is refused as
+    ``<field>: must be a representable datetime``; a ``BaseException`` that is not an
+    ``Exception`` (``KeyboardInterrupt``) passes through."""
     try:
         # The base class's methods: a subclass's own could answer otherwise.
         if value.tzinfo is None or datetime.utcoffset(value) is None:
-            raise ValidationError(field, "must be timezone-aware")
+            return None
         if value.tzinfo is not UTC:
             value = datetime.astimezone(value, UTC)
         if type(value) is not datetime:  # a plain datetime, whatever a subclass does
             value = datetime.combine(datetime.date(value), datetime.time(value), UTC)
         return value
-    except (OSError, OverflowError, RuntimeError, TypeError, ValueError):
+    except Exception:
         raise ValidationError(field, "must be a representable datetime") from None
 
 
