@@ -5,7 +5,7 @@ ceiling, tool errors, scope isolation, claims and the audit trail of every write
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, tzinfo
 from pathlib import Path
 from typing import Any
 
@@ -625,12 +625,42 @@ def test_every_write_is_audited(service: TrueHeart, clock: Clock, connect: Conne
     run(body)
 
 
-def test_the_clock_must_be_aware(service: TrueHeart, connect: Connect, clock: Clock) -> None:
+class _NoOffset(tzinfo):
+    """A ``tzinfo`` that gives no offset: a naive time, which Python would read as the
+    machine's local time."""
+
+    def utcoffset(self, dt: datetime | None) -> timedelta | None:
+        return None
+
+    def dst(self, dt: datetime | None) -> timedelta | None:
+        return None
+
+
+class _BrokenOffset(tzinfo):
+    def utcoffset(self, dt: datetime | None) -> timedelta | None:
+        raise KeyError("offset")
+
+    def dst(self, dt: datetime | None) -> timedelta | None:
+        return None
+
+
+@pytest.mark.parametrize(
+    ("tz", "message"),
+    [
+        (None, "clock: must return timezone-aware datetimes"),
+        (_NoOffset(), "clock: must return timezone-aware datetimes"),
+        (_BrokenOffset(), "clock: must be a representable datetime"),
+    ],
+    ids=["naive", "no-offset", "broken"],
+)
+def test_the_clock_must_be_aware(
+    service: TrueHeart, connect: Connect, clock: Clock, tz: tzinfo | None, message: str
+) -> None:
     async def body() -> None:
-        clock.now = datetime(2026, 5, 4, 9, 0)  # naive
+        clock.now = datetime(2026, 5, 4, 9, 0, tzinfo=tz)
         async with connect() as client:
             result = await client.call_tool("recall_memories", {})
-            assert error_text(result) == "clock: must return timezone-aware datetimes"
+            assert error_text(result) == message
         clock.now = datetime(2026, 5, 4, 9, 0, tzinfo=UTC)
 
     run(body)

@@ -54,6 +54,7 @@ from trueheart_core import (
 )
 from trueheart_core.domain import validation as v
 from trueheart_core.domain.search.model import query_text
+from trueheart_core.integrations._clock import clock_time
 
 __all__ = [
     "DEFAULT_KIND",
@@ -510,10 +511,7 @@ class MemoryTools:
         return tuple(self._specs[name].input_schema["properties"])
 
     def _now(self) -> datetime:
-        value = self._clock()
-        if not isinstance(value, datetime) or value.tzinfo is None:
-            raise ValidationError("clock", "must return timezone-aware datetimes")
-        return value.astimezone(UTC)
+        return clock_time(self._clock)
 
     # --- declarations ---------------------------------------------------------------
 

@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from trueheart_core import Scope, TrueHeart, ValidationError
+from trueheart_core.integrations._clock import clock_time
 
 Clock = Callable[[], datetime]
 
@@ -29,11 +30,8 @@ def checked_host(service: object, scope: object, clock: object) -> None:
 
 
 def now(clock: Clock) -> datetime:
-    """The clock's time, which must be timezone-aware."""
-    value = clock()
-    if not isinstance(value, datetime) or value.tzinfo is None or value.utcoffset() is None:
-        raise ValidationError("clock", "must return timezone-aware datetimes")
-    return value.astimezone(UTC)
+    """The clock's time in UTC, which must be timezone-aware."""
+    return clock_time(clock)
 
 
 def to_json(value: Any) -> str:
