@@ -419,6 +419,8 @@ def test_refused_arguments_never_quote_what_was_sent(connect: Connect) -> None:
             "valid_to: must be later than valid_from",
         ),
         ("claims", {"as_of": SECRET}, "as_of: must be an ISO 8601 date or time"),
+        # a week date with an hour is a time, whatever its length
+        ("claims", {"as_of": "2026W01T10"}, "as_of: must have a UTC offset"),
     ]
 
     async def body() -> None:

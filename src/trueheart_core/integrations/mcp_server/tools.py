@@ -19,7 +19,7 @@ import threading
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
 from trueheart_core import (
@@ -306,11 +306,17 @@ def parse_instant(name: str, value: object) -> datetime:
     if not isinstance(value, str):
         raise ValidationError(name, "must be an ISO 8601 date or time")
     try:
+        # A date alone, in any form ISO 8601 gives one ("2026-01-05", "20260105",
+        # "2026-W02-1"): its first instant in UTC.
+        day = date.fromisoformat(value)
+    except ValueError:
+        pass
+    else:
+        return datetime.combine(day, time(), UTC)
+    try:
         parsed = datetime.fromisoformat(value)
     except ValueError:
         raise ValidationError(name, "must be an ISO 8601 date or time") from None
-    if len(value) <= 10 and parsed.tzinfo is None:  # a date alone: its first instant
-        return parsed.replace(tzinfo=UTC)
     if parsed.tzinfo is None or parsed.utcoffset() is None:
         raise ValidationError(name, "must have a UTC offset, such as Z or +02:00")
     try:
