@@ -17,7 +17,7 @@ import json
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import TypeVar
 
 from evicortex.errors import (
@@ -27,7 +27,7 @@ from evicortex.errors import (
     ValidationError,
 )
 from trueheart_core import Scope
-from trueheart_core.domain.validation import utf8_size
+from trueheart_core.domain.validation import aware_utc, utf8_size
 from trueheart_core.errors import EntityDeleted, IdempotencyConflict
 from trueheart_core.errors import ValidationError as EngineValidationError
 
@@ -98,12 +98,15 @@ def moment(field: str, value: object) -> datetime:
             raise ValidationError(field, "must be an ISO 8601 time with an offset") from None
     if not isinstance(value, datetime):
         raise ValidationError(field, "must be a datetime or an ISO 8601 string")
-    if value.tzinfo is None or value.utcoffset() is None:
-        raise ValidationError(field, "must be timezone-aware")
     try:
-        return value.astimezone(UTC)
-    except (OverflowError, ValueError):
+        converted = aware_utc(field, value)
+    except EngineValidationError:
+        # Its tzinfo raised (an offset out of range, a broken implementation), or its
+        # UTC instant falls outside years 1 to 9999.
         raise ValidationError(field, "must be a representable datetime") from None
+    if converted is None:
+        raise ValidationError(field, "must be timezone-aware")
+    return converted
 
 
 def optional_moment(field: str, value: object) -> datetime | None:

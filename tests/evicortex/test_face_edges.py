@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta, tzinfo
 
 import pytest
 from evicortex_builders import NS, HashingEmbedder, RecordingReranker, record_id
@@ -31,6 +31,45 @@ def test_evidence_of_any_date_is_recalled_now_and_never_expires(
         assert [item.id for item in capsule.items] == [stored.id], as_of
     assert memory.engine.expire_raw_content(as_of=later) == 0
     assert memory.expand(namespace=NS, memory_id=stored.id).content == stored.content
+
+
+class _Offset(tzinfo):
+    """A tzinfo giving a fixed offset, even one ``datetime`` refuses (beyond a day)."""
+
+    def __init__(self, offset: timedelta) -> None:
+        self.offset = offset
+
+    def utcoffset(self, dt: datetime | None) -> timedelta | None:
+        return self.offset
+
+    def dst(self, dt: datetime | None) -> timedelta | None:
+        return None
+
+
+class _Raising(tzinfo):
+    def utcoffset(self, dt: datetime | None) -> timedelta | None:
+        raise KeyError("offset")
+
+    def dst(self, dt: datetime | None) -> timedelta | None:
+        return None
+
+
+@pytest.mark.parametrize(
+    "zone", [_Offset(timedelta(hours=25)), _Raising()], ids=["offset-25h", "raising"]
+)
+@pytest.mark.parametrize("argument", ["occurred_at", "recorded_at", "as_of"])
+def test_a_datetime_whose_offset_cannot_be_read_is_refused_by_name(
+    memory: EviCortex, zone: tzinfo, argument: str
+) -> None:
+    when = datetime(2026, 1, 1, tzinfo=zone)
+    with pytest.raises(ValidationError) as info:
+        if argument == "as_of":
+            memory.recall(namespace=NS, query="battle", as_of=when)
+        else:
+            memory.remember(namespace=NS, content="A battle", **{argument: when})
+    assert str(info.value) == f"{argument}: must be a representable datetime"
+    error = info.value
+    assert error.__cause__ is None and (error.__context__ is None or error.__suppress_context__)
 
 
 def test_identical_keyed_requests_at_the_same_time_return_one_record(
