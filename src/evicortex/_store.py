@@ -71,17 +71,19 @@ from trueheart_core.errors import EntityDeleted, EntityNotFound, ScopeMismatch, 
 
 __all__ = ["EviCortex"]
 
-_END_OF_TIME = datetime(9999, 12, 31, tzinfo=UTC)
-"""The deadline of every record's body, clarity and recall: evidence neither fades nor
-expires, however long ago it occurred; it goes when purged."""
+_END_OF_TIME = datetime.max.replace(tzinfo=UTC)
+"""The deadline of every record's body, clarity and recall, the last instant a
+``datetime`` holds (9999-12-31T23:59:59.999999Z): evidence neither fades nor expires,
+however long ago it occurred; it goes when purged."""
 
 
 def _evidence_retention(occurred: datetime) -> RetentionPolicy:
     """The retention that puts every deadline of evidence that occurred at ``occurred``
-    at :data:`_END_OF_TIME`."""
+    at :data:`_END_OF_TIME`. Its spans must be positive, so the evidence must have
+    occurred before that instant."""
     span = _END_OF_TIME - occurred
     if span <= timedelta(0):
-        raise ValidationError("occurred_at", "must be before the year 9999 ends")
+        raise ValidationError("occurred_at", "must be before 9999-12-31T23:59:59.999999Z")
     return RetentionPolicy(span, span, span)
 
 

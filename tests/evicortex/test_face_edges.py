@@ -33,6 +33,27 @@ def test_evidence_of_any_date_is_recalled_now_and_never_expires(
     assert memory.expand(namespace=NS, memory_id=stored.id).content == stored.content
 
 
+def test_evidence_may_occur_until_the_last_microsecond_of_the_year_9999(
+    memory: EviCortex,
+) -> None:
+    """Every deadline is the last instant a datetime holds: evidence that occurred on
+    the year's last day is kept and recalled, and only that instant itself is refused,
+    by the bound the message states."""
+    end = datetime.max.replace(tzinfo=UTC)
+    late = datetime(9999, 12, 31, 6, tzinfo=UTC)
+    stored = memory.remember(namespace=NS, content="The last battle", occurred_at=late)
+    almost = memory.remember(
+        namespace=NS, content="The very last battle", occurred_at="9999-12-31T23:59:59.999998Z"
+    )
+    as_of = end - timedelta(microseconds=1)
+    capsule = memory.recall(namespace=NS, query="last battle", as_of=as_of)
+    assert {item.id for item in capsule.items} == {stored.id, almost.id}
+    assert memory.engine.expire_raw_content(as_of=as_of) == 0
+    with pytest.raises(ValidationError) as info:
+        memory.remember(namespace=NS, content="After the end", occurred_at=end)
+    assert str(info.value) == "occurred_at: must be before 9999-12-31T23:59:59.999999Z"
+
+
 class _Offset(tzinfo):
     """A tzinfo giving a fixed offset, even one ``datetime`` refuses (beyond a day)."""
 
