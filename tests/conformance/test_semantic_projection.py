@@ -360,6 +360,7 @@ def test_forget_and_delete_remove_the_vector(
         ),
         ({"rerank_limit": 0}, "rerank_limit: must be from 1 through 100"),
         ({"reranker_weight": -1.0}, "reranker_weight: must be a finite number >= 0"),
+        ({"reranker_weight": 10**400}, "reranker_weight: must be a finite number >= 0"),
         ({"reranker": object()}, "reranker: must be a Reranker or None"),
         ({"auto_index": 1}, "auto_index: must be a bool"),
         ({"replace_semantic_space": "yes"}, "replace_semantic_space: must be a bool"),

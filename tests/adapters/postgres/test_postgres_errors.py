@@ -211,3 +211,17 @@ def test_a_connection_string_that_is_not_utf8_is_refused_without_quoting_it(url:
             opening(url)
         assert str(caught.value) == "conninfo: must be a libpq connection string or URL"
         assert caught.value.__context__ is None and caught.value.__cause__ is None
+
+
+@pytest.mark.parametrize("field", ["connect_timeout", "lock_timeout", "statement_timeout"])
+@pytest.mark.parametrize(
+    "value", [10**400, -(10**400), float("inf"), float("nan")], ids=["huge", "-huge", "inf", "nan"]
+)
+def test_a_timeout_too_large_for_a_float_is_refused_before_connecting(
+    field: str, value: float
+) -> None:
+    from trueheart_core import PostgresRepository
+
+    with pytest.raises(ValidationError, match=f"^{field}: must be ") as caught:
+        PostgresRepository("postgresql://app@127.0.0.1:1/agents", **{field: value})
+    assert caught.value.__cause__ is None and caught.value.__context__ is None

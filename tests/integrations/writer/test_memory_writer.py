@@ -621,6 +621,7 @@ def test_settings_are_validated_and_never_show_the_key() -> None:
         {"model": ""},
         {"model": "m", "timeout": 0},
         {"model": "m", "timeout": float("nan")},
+        {"model": "m", "timeout": 10**400},
         {"model": "m", "max_retries": -1},
         {"model": "m", "api_key": ""},
         {"model": "m", "base_url": " "},

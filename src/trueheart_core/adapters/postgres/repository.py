@@ -67,8 +67,11 @@ exclusively, so no scope's writer runs meanwhile (every other writer holds it sh
 
 
 def _seconds(field: str, value: object, *, low: float, high: float) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+    if isinstance(value, bool) or not isinstance(value, int | float):
         raise ValidationError(field, "must be a number of seconds")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValidationError(field, "must be a number of seconds")
+    # An int is compared exactly (converting a huge one to float would overflow).
     if not low <= value <= high:
         raise ValidationError(field, f"must be from {low:g} through {high:g} seconds")
     return float(value)

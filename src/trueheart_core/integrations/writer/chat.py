@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import importlib
 import json
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -70,7 +69,6 @@ class ChatSettings:
         if (
             isinstance(self.timeout, bool)
             or not isinstance(self.timeout, int | float)
-            or not math.isfinite(self.timeout)
             or not 0 < self.timeout <= _MAX_TIMEOUT
         ):
             raise ValidationError("timeout", "must be a number of seconds from 0 through 3600")

@@ -8,7 +8,7 @@ contents, is called inside it.
 
 from __future__ import annotations
 
-import math
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -226,8 +226,7 @@ def reranker_settings(
     if (
         isinstance(reranker_weight, bool)
         or not isinstance(reranker_weight, int | float)
-        or not math.isfinite(reranker_weight)
-        or reranker_weight < 0
+        or not 0 <= reranker_weight <= sys.float_info.max
     ):
         raise ValidationError("reranker_weight", "must be a finite number >= 0")
     return reranker, rerank_limit, float(reranker_weight)
