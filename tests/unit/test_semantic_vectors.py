@@ -44,6 +44,51 @@ def test_a_vector_of_the_wrong_length_is_refused(normalized: bool, length: int) 
         checked_vector(FIELD, [0.5] * length, 4, normalized)
 
 
+class _Miscounted(Sequence[float]):
+    """A host's sequence whose ``len()`` says 4 whatever it holds."""
+
+    def __init__(self, items: list[float]) -> None:
+        self.items = items
+
+    def __len__(self) -> int:
+        return 4
+
+    def __getitem__(self, index: int) -> float:  # type: ignore[override]
+        return self.items[index]
+
+
+class _Endless(Sequence[float]):
+    """A host's sequence whose ``len()`` says 4 and whose items never end."""
+
+    def __len__(self) -> int:
+        return 4
+
+    def __getitem__(self, index: int) -> float:  # type: ignore[override]
+        return 0.5
+
+
+@pytest.mark.parametrize("normalized", [True, False])
+@pytest.mark.parametrize(
+    "value",
+    [_Miscounted([1.0, 0.0]), _Miscounted([0.5] * 5), _Endless()],
+    ids=["fewer", "more", "endless"],
+)
+def test_the_numbers_a_sequence_yields_are_counted_not_its_len(
+    value: Sequence[float], normalized: bool
+) -> None:
+    with pytest.raises(ValidationError, match=_refused("returned a vector of the wrong length")):
+        checked_vector(FIELD, value, 4, normalized)
+
+
+def test_a_sequence_that_yields_as_many_numbers_as_its_len_is_accepted() -> None:
+    assert checked_vector(FIELD, _Miscounted([0.0, 1.0, 0.0, 0.0]), 4, True) == [
+        0.0,
+        1.0,
+        0.0,
+        0.0,
+    ]
+
+
 @pytest.mark.parametrize(
     "value",
     [

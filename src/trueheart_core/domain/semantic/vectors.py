@@ -8,6 +8,7 @@ similar to nothing.
 
 from __future__ import annotations
 
+import itertools
 import math
 import operator
 import sys
@@ -47,8 +48,10 @@ def checked_vector(field: str, value: object, dimensions: int, normalized: bool)
     ):
         # The common answer, a list of finite floats, is checked at C speed.
         return _unit(field, value, normalized)
+    # A host's sequence may iterate over fewer (or more, even endlessly many) items than
+    # its len() says: what counts is what it yields, read up to one past ``dimensions``.
     floats: list[float] = []
-    for x in value:
+    for x in itertools.islice(value, dimensions + 1):
         if isinstance(x, bool) or not isinstance(x, int | float):
             raise ValidationError(field, "must return sequences of floats")
         try:
@@ -58,6 +61,8 @@ def checked_vector(field: str, value: object, dimensions: int, normalized: bool)
         if not math.isfinite(number):
             raise ValidationError(field, "returned a non-finite component")
         floats.append(number)
+    if len(floats) != dimensions:
+        raise ValidationError(field, "returned a vector of the wrong length")
     return _unit(field, floats, normalized)
 
 
