@@ -32,6 +32,7 @@ from trueheart_core.service.records import scope_key
 
 __all__ = [
     "Space",
+    "check_current",
     "check_unchanged",
     "check_vectors",
     "compute",
@@ -115,9 +116,17 @@ def needs_registration(uow: UnitOfWork, space: Space, replace: bool) -> bool:
 
 
 def register(uow: UnitOfWork, space: Space, replace: bool) -> int:
-    """In a writing unit: the current space's ID, registering ``space`` if no space is
-    current (or if ``replace`` allows replacing another one)."""
+    """At service open, in a writing unit: the current space's ID, registering ``space``
+    if no space is current (or if ``replace`` allows replacing another one)."""
     return _registered(vectors_of(uow), space, replace)
+
+
+def check_current(uow: UnitOfWork, space: Space) -> None:
+    """Refuse a service whose space another one has replaced since it opened (a store
+    without a current space is not refused: its first vectors register ``space``)."""
+    current = vectors_of(uow).current_space()
+    if current is not None and not space.matches(current):
+        raise EmbedderMismatch("the store holds vectors of another embedder")
 
 
 def _registered(store: VectorStore, space: Space, replace: bool) -> int:
@@ -214,13 +223,13 @@ def store(
     space: Space,
     todo: Sequence[MemoryRecord],
     blobs: Sequence[bytes],
-    replace: bool,
 ) -> int:
     """In a writing unit: store the computed vectors of the memories that are still
     active with the same content (one forgotten or sealed meanwhile gets none); returns
-    how many were stored."""
+    how many were stored. Raises ``EmbedderMismatch`` when another space is current: a
+    space is replaced only when a service opens, never by storing vectors."""
     vectors = vectors_of(uow)
-    space_id = _registered(vectors, space, replace)
+    space_id = _registered(vectors, space, False)
     stored = 0
     for scope in sorted({m.scope for m in todo}, key=scope_key):
         mine = [(m, b) for m, b in zip(todo, blobs, strict=True) if m.scope == scope]

@@ -174,7 +174,6 @@ class TrueHeart:
         self._clock = clock
         self._estimator = estimator
         self._auto_index = auto_index and self._semantic is not None
-        self._replace = replace_semantic_space
         if self._semantic is not None:
             self._open_space(self._semantic.space, replace_semantic_space)
 
@@ -525,20 +524,24 @@ class TrueHeart:
         except RepositoryReadOnly:
             pass
 
-    def _project(self, targets: Sequence[tuple[Scope, str]]) -> int:
+    def _project(self, targets: Sequence[tuple[Scope, str]], *, explicit: bool = False) -> int:
         """Project those of ``targets`` (scope and memory ID pairs) that need it: read
         them in one unit, call the embedder's ``embed_documents`` ONCE with all their
         contents (in the order of ``targets``) with no transaction open, and store the
-        vectors in a second unit. A failure names the first memory of that order."""
+        vectors in a second unit. A failure names the first memory of that order; an
+        ``explicit`` projection (not one after a write) of a service whose space was
+        replaced raises ``EmbedderMismatch`` before calling the embedder."""
         settings = self._settings()
         with self._repository.unit_of_work("read", write=False) as uow:
+            if explicit:
+                projecting.check_current(uow, settings.space)
             todo = projecting.pending(uow, settings.space, targets)
         if not todo:
             return 0
         blobs = projecting.compute(settings.embedder, settings.space, todo)
         try:
             with self._repository.unit_of_work("index", write=True) as uow:
-                stored = projecting.store(uow, settings.space, todo, blobs, self._replace)
+                stored = projecting.store(uow, settings.space, todo, blobs)
                 uow.commit()
         except TrueHeartError as error:
             raise SemanticProjectionError(
@@ -568,7 +571,7 @@ class TrueHeart:
             "memory_ids", tuple(memory_ids) if isinstance(memory_ids, list) else memory_ids
         )
         projecting.check_unchanged(settings.embedder, settings.space)
-        return self._project([(scope, memory_id) for memory_id in ids])
+        return self._project([(scope, memory_id) for memory_id in ids], explicit=True)
 
     def semantic_status(self, scope: Scope) -> SemanticStatus:
         """How far the scope's active memories and claims are projected: the IDs without
@@ -604,12 +607,13 @@ class TrueHeart:
             raise ValidationError("progress", "must be callable or None")
         projecting.check_unchanged(settings.embedder, settings.space)
         with self._repository.unit_of_work("read", write=False) as uow:
+            projecting.check_current(uow, settings.space)
             todo = projecting.repair_ids(projecting.status(uow, scope, settings.space))
         logs.INDEX.info("semantic repair: %d entries to embed", len(todo))
         done = 0
         for start in range(0, len(todo), batch_size):
             batch = todo[start : start + batch_size]
-            self._project([(scope, memory_id) for memory_id in batch])
+            self._project([(scope, memory_id) for memory_id in batch], explicit=True)
             done += len(batch)
             if progress is not None:
                 progress(done, len(todo))
