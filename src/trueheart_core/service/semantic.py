@@ -22,6 +22,7 @@ from trueheart_core.domain.semantic.sketch import sketch_of
 from trueheart_core.domain.semantic.vectors import checked_vector, pack
 from trueheart_core.errors import (
     EmbedderMismatch,
+    ProviderError,
     SemanticProjectionError,
     TrueHeartError,
     ValidationError,
@@ -70,7 +71,19 @@ class Space:
 
 
 def snapshot(embedder: object) -> Space:
-    """The space of an embedder, after checking that it is one."""
+    """The space of an embedder, after checking that it is one. An exception raised
+    while its properties are read (by the protocol check, too) becomes
+    ``ProviderError("the embedder failed")``; a ``TrueHeartError`` passes unchanged."""
+    try:
+        return _space_of(embedder)
+    except TrueHeartError:
+        raise
+    except Exception as error:
+        raise ProviderError("the embedder failed") from error
+
+
+def _space_of(embedder: object) -> Space:
+    """:func:`snapshot`, letting what the host's properties raise pass unchanged."""
     if isinstance(embedder, type) or not isinstance(embedder, Embedder):
         raise ValidationError("embedder", "must be an Embedder")
     identity = v.text("embedder", embedder.identity)
@@ -87,8 +100,14 @@ def snapshot(embedder: object) -> Space:
 
 
 def check_unchanged(embedder: Embedder, space: Space) -> None:
+    """Refuse an embedder whose space is no longer the one the service opened with
+    (``EmbedderMismatch``); a property that raises gives ``ProviderError``."""
+    _check_unchanged(embedder, space, snapshot)
+
+
+def _check_unchanged(embedder: Embedder, space: Space, read: Callable[[object], Space]) -> None:
     try:
-        now = snapshot(embedder)
+        now = read(embedder)
     except ValidationError:
         now = None
     if now != space:
@@ -153,10 +172,11 @@ def current_space_id(store: VectorStore, space: Space) -> int | None:
 
 
 def embed_documents(embedder: Embedder, space: Space, contents: Sequence[str]) -> list[bytes]:
-    """The packed vectors of ``contents``, after checking the embedder's answer."""
-    check_unchanged(embedder, space)
+    """The packed vectors of ``contents``, after checking the embedder's answer (what
+    the host's code raises passes unchanged: :func:`compute` reports it)."""
+    _check_unchanged(embedder, space, _space_of)
     answer = embedder.embed_documents(list(contents))
-    check_unchanged(embedder, space)
+    _check_unchanged(embedder, space, _space_of)
     if isinstance(answer, str | bytes) or not isinstance(answer, Sequence):
         raise ValidationError("embedder", "must return one vector per text")
     if len(answer) != len(contents):

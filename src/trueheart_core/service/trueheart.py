@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import TypeVar
+from typing import TypeVar, cast
 
 from trueheart_core import logs
 from trueheart_core.domain import policy
@@ -971,19 +971,23 @@ def _semantic_settings(
         or not -1.0 <= minimum_score <= 1.0
     ):
         raise ValidationError("minimum_semantic_score", "must be from -1.0 through 1.0")
-    checked = hybrid.reranker_settings(reranker, rerank_limit, reranker_weight)
+    checked, limit, weight, identity = hybrid.reranker_settings(
+        reranker, rerank_limit, reranker_weight
+    )
     if embedder is None:
         if reranker is not None:
             raise ValidationError("reranker", "needs an embedder")
         return None
     space = projecting.snapshot(embedder)
-    assert isinstance(embedder, Embedder)
+    # snapshot checked the protocol; checking it again would read the properties again
     return hybrid.SemanticSearch(
-        embedder,
+        cast(Embedder, embedder),
         space,
         scan_cap,
         float(minimum_score),
-        *checked,
+        checked,
+        limit,
+        weight,
         hybrid.term_based(embedder),
-        reranker_identity=None if checked[0] is None else checked[0].identity,
+        reranker_identity=identity,
     )

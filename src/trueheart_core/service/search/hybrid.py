@@ -54,16 +54,20 @@ class SemanticSearch:
 
 
 def embed_query(settings: SemanticSearch, text: str) -> list[float]:
-    """The checked, unit-length vector of a search text (outside any transaction)."""
-    check_unchanged(settings.embedder, settings.space)
+    """The checked, unit-length vector of a search text (outside any transaction).
+    What the host's code raises (its properties, its call, its answer's ``len()`` and
+    items) becomes ``ProviderError("the embedder failed")``; a ``TrueHeartError``
+    passes unchanged."""
+    space = settings.space
+    check_unchanged(settings.embedder, space)
     try:
         answer = settings.embedder.embed_query(text)
+        check_unchanged(settings.embedder, space)
+        return checked_vector("embedder", answer, space.dimensions, space.normalized)
     except TrueHeartError:
         raise
     except Exception as error:
         raise ProviderError("the embedder failed") from error
-    check_unchanged(settings.embedder, settings.space)
-    return checked_vector("embedder", answer, settings.space.dimensions, settings.space.normalized)
 
 
 def ranked(
@@ -202,8 +206,14 @@ def _rerank(
 
 def term_based(embedder: object) -> bool:
     """Whether an embedder says its vectors only restate the library's terms (an
-    optional ``term_based`` attribute; absent means ``False``)."""
-    value = getattr(embedder, "term_based", False)
+    optional ``term_based`` attribute; absent means ``False``). An exception raised
+    while it is read becomes ``ProviderError("the embedder failed")``."""
+    try:
+        value = getattr(embedder, "term_based", False)
+    except TrueHeartError:
+        raise
+    except Exception as error:
+        raise ProviderError("the embedder failed") from error
     if not isinstance(value, bool):
         raise ValidationError("embedder", "term_based must be a bool")
     return value
@@ -211,12 +221,25 @@ def term_based(embedder: object) -> bool:
 
 def reranker_settings(
     reranker: object, rerank_limit: object, reranker_weight: object
-) -> tuple[Reranker | None, int, float]:
-    """The checked reranker settings of the service."""
+) -> tuple[Reranker | None, int, float, str | None]:
+    """The checked reranker settings of the service, and the reranker's identity. An
+    exception raised while the reranker's properties are read (by the protocol check,
+    too) becomes ``ProviderError("the reranker failed")``; a ``TrueHeartError`` passes
+    unchanged."""
+    checked: Reranker | None = None
+    identity: str | None = None
     if reranker is not None:
-        if isinstance(reranker, type) or not isinstance(reranker, Reranker):
+        read: object = None
+        try:
+            if not isinstance(reranker, type) and isinstance(reranker, Reranker):
+                checked, read = reranker, reranker.identity
+        except TrueHeartError:
+            raise
+        except Exception as error:
+            raise ProviderError("the reranker failed") from error
+        if checked is None:
             raise ValidationError("reranker", "must be a Reranker or None")
-        v.text("reranker", reranker.identity)
+        identity = v.text("reranker", read)
     if (
         isinstance(rerank_limit, bool)
         or not isinstance(rerank_limit, int)
@@ -229,4 +252,4 @@ def reranker_settings(
         or not 0 <= reranker_weight <= sys.float_info.max
     ):
         raise ValidationError("reranker_weight", "must be a finite number >= 0")
-    return reranker, rerank_limit, float(reranker_weight)
+    return checked, rerank_limit, float(reranker_weight), identity
