@@ -9,9 +9,11 @@ what the statement computed, not a table, and are allowed.
 
 from __future__ import annotations
 
+import io
 import itertools
 import re
 import sqlite3
+from collections import Counter
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -349,3 +351,41 @@ def test_erasing_a_subject_reads_no_table_whole(tmp_path: Path) -> None:
     assert any("UPDATE vectors" in statement for statement, _, _ in plans)
     for statement, detail, _ in plans:
         assert not _scans_a_table(statement, detail), (statement, detail)
+
+
+def _shape(statement: str) -> str:
+    """A statement with its values taken out, so that the chunks of one read compare."""
+    return re.sub(
+        r"(?:'(?:[^']|'')*'|x'[0-9a-fA-F]*'|-?\d+)(?:\s*,\s*(?:'(?:[^']|'')*'|-?\d+))*",
+        "v",
+        statement,
+    )
+
+
+@pytest.mark.parametrize("operation", ["verify", "export"])
+def test_a_scope_read_in_chunks_walks_the_scope_at_most_once(
+    tmp_path: Path, operation: str
+) -> None:
+    # More memories than one chunk holds: a statement run for each chunk must find the
+    # chunk's rows by key, not walk the scope from its start again (which would make
+    # the read quadratic in the scope).
+    path = tmp_path / "store.db"
+    repository = SQLiteRepository(path)
+    service = TrueHeart(repository, clock=lambda: NOW)
+    service.ingest_events([_event(f"e{index}") for index in range(3)])
+    for index in range(1_100):
+        service.materialize_once(_memory(f"m{index:05d}", (f"e{index % 3}",), kind=f"k{index % 7}"))
+    statements: list[str] = []
+    repository._conn.set_trace_callback(statements.append)  # type: ignore[union-attr]
+    try:
+        if operation == "verify":
+            assert service.verify_integrity(SCOPE).ok
+        else:
+            service.export_store(io.StringIO(), scope=SCOPE)
+    finally:
+        repository.close()
+    shapes = Counter(_shape(statement) for statement in statements)
+    repeated = [s for s in statements if shapes[_shape(s)] > 1]
+    assert repeated, "no statement read the scope in chunks"
+    for statement, detail, _ in _plans(path, repeated):
+        assert not _walks_a_scope(statement, detail), (statement[:200], detail)

@@ -299,7 +299,12 @@ class SQLiteMemories(Role):
             f"SELECT x.rid, {SCOPE_COLUMNS}, {MEMORY_X} FROM memories x "
             f"{SCOPE_JOIN.format(alias='x')}"
         )
-        for r in self._scan(sql, scope, "rid"):
+        # The scope's index of memories (by status and ID) is not in rowid order.
+        listing = (
+            "SELECT rid FROM memories INDEXED BY memories_by_status WHERE scope_id = ? "
+            "AND erased IS NOT 1 ORDER BY rid"
+        )
+        for r in self._scan(sql, scope, "rid", listing=listing):
             yield memory_row(key_of(r), r[3:])
 
     def iter_edges(self, scope: ScopeKey | None) -> Iterator[EdgeRow]:
@@ -314,13 +319,20 @@ class SQLiteMemories(Role):
             params.append(sid)
         last: tuple[Any, Any, Any] | None = None
         while True:
-            bound = "" if last is None else " AND (x.scope_id, x.event_id, x.memory_id) > (?, ?, ?)"
+            # Within a scope the bound leaves the scope out: a row value that starts with
+            # the column an equality fixes is not used as a range of the key.
+            if last is None:
+                bound, after = "", []
+            elif params:
+                bound, after = " AND (x.event_id, x.memory_id) > (?, ?)", [last[1], last[2]]
+            else:
+                bound, after = " AND (x.scope_id, x.event_id, x.memory_id) > (?, ?, ?)", list(last)
             rows = self._conn.execute(
                 f"SELECT x.scope_id, x.event_id, x.memory_id, {SCOPE_COLUMNS}, x.trust, "
                 "x.clear_for, x.recall_for, x.digest FROM lineage x "
                 f"{SCOPE_JOIN.format(alias='x')} WHERE 1 = 1{where}{bound} "
                 f"ORDER BY x.scope_id, x.event_id, x.memory_id LIMIT {CHUNK}",
-                [*params, *(last or ())],
+                [*params, *after],
             ).fetchall()
             for r in rows:
                 yield EdgeRow((r[3], r[4], r[5]), r[2], r[1], r[6], r[7], r[8], r[9])

@@ -384,7 +384,8 @@ class SQLiteSearch(Role):
             chunk = list(term_ids[start : start + CHUNK])
             marks = ",".join("?" * len(chunk))
             for term_id, term in self._conn.execute(
-                f"SELECT term_id, term FROM search_terms WHERE term_id IN ({marks}) "
+                # By row ID: the look-up index would walk the scope's terms instead.
+                f"SELECT term_id, term FROM search_terms NOT INDEXED WHERE term_id IN ({marks}) "
                 "AND scope_id = ? AND erased IS NOT 1",
                 [*chunk, sid],
             ):
@@ -422,12 +423,47 @@ class SQLiteSearch(Role):
         where, params = clause
         # A term's document frequency and postings are the merged ones with the pending
         # rows applied. A term left by a pending removal alone waits for the merge that
-        # erases it, and is not reported.
+        # erases it, and is not reported. A scope's pending changes (fewer than
+        # ``PENDING_BOUND`` rows) are summed by term once and looked up per term here:
+        # joined in the statement, they would be read again for every term.
+        if scope is None:
+            yield from self._store_terms()
+            return
         pending_where = where.replace("x.scope_id", "v.scope_id")
+        changes = {
+            term_id: (n, least)
+            for term_id, n, least in self._rows(
+                "SELECT v.term_id, SUM(v.change), MIN(v.change) "
+                f"FROM ({PENDING_PAIRS}) v WHERE 1 = 1{pending_where} GROUP BY v.term_id",
+                params,
+            )
+        }
+        for r in self._rows(
+            f"SELECT {SCOPE_COLUMNS}, x.term, IFNULL(f.df, 0), "
+            "(SELECT COUNT(*) FROM search_postings p WHERE p.term_id = x.term_id), "
+            "(SELECT COUNT(*) FROM search_terms y INDEXED BY search_terms_lookup "
+            "WHERE y.scope_id = x.scope_id AND y.erased IS NOT 1 "
+            "AND substr(y.term, 7, 2) = substr(x.term, 7, 2) AND y.term = x.term "
+            "AND y.term_id < x.term_id), x.term_id "
+            "FROM search_terms x JOIN scopes s ON s.scope_id = x.scope_id "
+            "LEFT JOIN search_df f ON f.term_id = x.term_id "
+            f"WHERE x.erased IS NOT 1{where} ORDER BY x.term_id",
+            params,
+        ):
+            n, least = changes.get(r[7], (0, 0))
+            # A damaged frequency (not an integer) is reported as it is stored.
+            df = r[4] + n if type(r[4]) is int else r[4]
+            postings = r[5] + n
+            if df == 0 and postings == 0 and least < 0:
+                continue
+            yield SearchTermRow((r[0], r[1], r[2]), term_int(r[3]), df, postings, r[6])  # type: ignore[arg-type]
+
+    def _store_terms(self) -> Iterator[SearchTermRow]:
+        """:meth:`iter_terms` of the whole store, in one statement."""
         for r in self._rows(
             f"WITH w AS MATERIALIZED (SELECT v.term_id AS term_id, SUM(v.change) AS n, "
             "MIN(v.change) AS least "
-            f"FROM ({PENDING_PAIRS}) v WHERE 1 = 1{pending_where} GROUP BY v.term_id) "
+            f"FROM ({PENDING_PAIRS}) v WHERE 1 = 1 GROUP BY v.term_id) "
             f"SELECT {SCOPE_COLUMNS}, x.term, IFNULL(f.df, 0) + IFNULL(w.n, 0), "
             "(SELECT COUNT(*) FROM search_postings p WHERE p.term_id = x.term_id) "
             "+ IFNULL(w.n, 0), "
@@ -437,9 +473,9 @@ class SQLiteSearch(Role):
             "AND y.term_id < x.term_id), IFNULL(w.least, 0) "
             "FROM search_terms x JOIN scopes s ON s.scope_id = x.scope_id "
             "LEFT JOIN search_df f ON f.term_id = x.term_id "
-            f"LEFT JOIN w ON w.term_id = x.term_id WHERE x.erased IS NOT 1{where} ORDER BY "
+            f"LEFT JOIN w ON w.term_id = x.term_id WHERE x.erased IS NOT 1 ORDER BY "
             "x.term_id",
-            [*params, *params],
+            [],
         ):
             if r[4] == 0 and r[5] == 0 and r[7] < 0:
                 continue

@@ -180,10 +180,22 @@ class Session:
         return int(sid)
 
     def scan(
-        self, sql: str, scope: ScopeKey | None, order: str, *, live: bool = True
+        self,
+        sql: str,
+        scope: ScopeKey | None,
+        order: str,
+        *,
+        live: bool = True,
+        listing: str | None = None,
     ) -> Iterator[Sequence[Any]]:
         """Rows of ``sql`` (selecting a scope key first) in chunks by rowid-like ``order``;
-        ``live`` leaves erased rows out (for the tables that keep them)."""
+        ``live`` leaves erased rows out (for the tables that keep them).
+
+        A table whose scope index does not end in ``order`` gives, for a scope, a
+        ``listing``: a statement of the scope's ``order`` values in order, through an
+        index of the scope (``?`` the scope). It is read once, a chunk at a time, and
+        each chunk's rows are then probed by ``order``; without it, each chunk would
+        walk the scope again from its start to find the rows past the last one."""
         where = " AND x.erased IS NOT 1" if live else ""
         params: list[Any] = []
         if scope is not None:
@@ -192,6 +204,21 @@ class Session:
                 return
             where += " AND x.scope_id = ?"
             params.append(sid)
+            if listing is not None:
+                # The unary + keeps the scope's index out of the probes: with it, the
+                # planner would walk the scope for every chunk instead of probing keys.
+                probe = where.replace("x.scope_id = ?", "+x.scope_id = ?")
+                keys = self.conn.execute(listing, (sid,))
+                while chunk := [key for (key,) in keys.fetchmany(CHUNK)]:
+                    marks = ",".join("?" * len(chunk))
+                    yield from (
+                        row[1:]
+                        for row in self.conn.execute(
+                            f"{sql} WHERE x.{order} IN ({marks}){probe} ORDER BY x.{order}",
+                            [*chunk, *params],
+                        ).fetchall()
+                    )
+                return
         last: Any = None
         while True:
             bound = "" if last is None else f" AND x.{order} > ?"
