@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conformance_builders import OTHER_SCOPE, SCOPE, claim, event, memory, msg
+from conformance_builders import SCOPE, claim, event, memory, msg
 
 from trueheart_core import (
     CanonicalClaimExtractor,
@@ -96,26 +96,3 @@ def test_a_failed_extraction_stores_no_memory_either(service: TrueHeart) -> None
     assert isinstance(caught.value.__cause__, RuntimeError)
     with pytest.raises(EntityNotFound):
         service.get_memory(SCOPE, "mem-1")
-
-
-def test_drafts_of_another_scope_are_refused_before_anything_is_stored(
-    service: TrueHeart,
-) -> None:
-    service.ingest_event(event("evt-o", scope=OTHER_SCOPE))
-    elsewhere = memory("mem-o", ("evt-o",), scope=OTHER_SCOPE)
-    calls = [
-        lambda: service.ingest_derived(event("evt-1"), memories=[memory("mem-1"), elsewhere]),
-        lambda: service.ingest_derived(
-            event("evt-1"), claims=[claim("claim-o", ("evt-o",), scope=OTHER_SCOPE)]
-        ),
-        lambda: service.ingest_extracted(
-            event("evt-1"), CanonicalClaimExtractor(), memories=[elsewhere]
-        ),
-    ]
-    for field, call in zip(("memories", "claims", "memories"), calls, strict=True):
-        with pytest.raises(ValidationError, match=msg(f"{field}: must be in the event's scope")):
-            call()
-    # One call writes one scope: nothing of either scope was stored.
-    assert service.stats(SCOPE).events == 0
-    assert (service.stats(OTHER_SCOPE).events, service.stats(OTHER_SCOPE).memories) == (1, 0)
-    assert [r.action for r in service.audit(OTHER_SCOPE)] == ["ingest"]

@@ -319,8 +319,8 @@ class TrueHeart:
         """
         if not isinstance(draft, RawEventDraft):
             raise ValidationError("draft", "must be a RawEventDraft")
-        memory_drafts = _drafts("memories", memories, MemoryDraft, draft.scope)
-        claim_drafts = _drafts("claims", claims, ClaimDraft, draft.scope)
+        memory_drafts = _drafts("memories", memories, MemoryDraft)
+        claim_drafts = _drafts("claims", claims, ClaimDraft)
         prepared = writing.prepare_event(draft, self._now())
         with self._repository.unit_of_work("ingest", write=True) as uow:
             receipt = writing.ingest(uow, draft, prepared)
@@ -351,7 +351,7 @@ class TrueHeart:
         """
         if not isinstance(draft, RawEventDraft):
             raise ValidationError("draft", "must be a RawEventDraft")
-        memory_drafts = _drafts("memories", memories, MemoryDraft, draft.scope)
+        memory_drafts = _drafts("memories", memories, MemoryDraft)
         mapping = _source_mapping(claim_ids_by_source)
         identity, extraction = claiming.extract(draft, extractor)
         drafts = claiming.drafts_from(draft, extraction, mapping)
@@ -915,18 +915,12 @@ class TrueHeart:
 # --- helpers: one function per rule, shared by the operations above ----------------------
 
 
-def _drafts(
-    field: str, value: object, kind: type[_D], scope: Scope | None = None
-) -> tuple[_D, ...]:
-    """A list or tuple of ``kind``; drafts derived with an event are each in the event's
-    own ``scope`` too (one call writes one scope)."""
+def _drafts(field: str, value: object, kind: type[_D]) -> tuple[_D, ...]:
     if not isinstance(value, list | tuple):
         raise ValidationError(field, f"must be a list or tuple of {kind.__name__}")
     items = v.items(value)
     if not all(isinstance(d, kind) for d in items):
         raise ValidationError(field, f"must be a list or tuple of {kind.__name__}")
-    if scope is not None and any(getattr(d, "scope", None) != scope for d in items):
-        raise ValidationError(field, "must be in the event's scope")
     return items
 
 
