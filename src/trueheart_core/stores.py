@@ -37,8 +37,12 @@ def server_target(url: str) -> tuple[str, str]:
     """``(conninfo, schema)`` of a PostgreSQL URL: the URL without the ``schema``
     parameter, and the schema it names (default ``trueheart``). Every other parameter
     reaches libpq exactly as written (decoding and encoding it again would turn a
-    ``%20`` into a ``+``, which libpq does not read as a space)."""
-    parts = urlsplit(url)
+    ``%20`` into a ``+``, which libpq does not read as a space). A URL that cannot be
+    parsed (an unclosed IPv6 bracket) is ``ValidationError``."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        raise ValidationError("url", "must be a PostgreSQL URL") from None
     fields = [
         (
             field,

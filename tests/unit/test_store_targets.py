@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import pytest
 
+from evicortex import EviCortex
+from evicortex.errors import ValidationError as EviCortexValidationError
 from trueheart_core import ValidationError, stores
 
 
@@ -95,3 +97,16 @@ def test_a_url_is_shown_without_its_secrets(url: str, shown: str) -> None:
 )
 def test_which_urls_hold_a_password(url: str, held: bool) -> None:
     assert stores.holds_password(url) is held
+
+
+@pytest.mark.parametrize(
+    "url", ["postgresql://app@[::1/agents", "postgresql://app:pw@db]x/agents?schema=s"]
+)
+def test_a_url_that_cannot_be_parsed_is_a_validation_error(url: str) -> None:
+    # Refused before any driver is needed: the same error from every entry point.
+    for call in (stores.server_target, stores.store_exists, stores.open_repository):
+        with pytest.raises(ValidationError, match=r"^url: must be a PostgreSQL URL$"):
+            call(url)
+    with pytest.raises(EviCortexValidationError, match=r"^url: must be a PostgreSQL URL$"):
+        EviCortex.open(url)
+    assert "pw" not in stores.redacted(url)

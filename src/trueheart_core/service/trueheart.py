@@ -781,18 +781,18 @@ class TrueHeart:
             uow.commit()
 
     def stats(self, scope: Scope | None = None) -> StoreStats:
-        """Row counts of the whole store, or of one exact scope, and the size of the
-        stored data (``None`` when the backend cannot tell, as for ``:memory:``), in one
-        read transaction.
+        """Row counts of the whole store, or of one exact scope, in one read transaction,
+        and the size of the stored data read just before it (``None`` when the backend
+        cannot tell, as for ``:memory:``).
         Body-free. Counts of a scope are read through indexes of the scope, at a cost
         that follows the scope's rows, not the store's."""
         if scope is not None and not isinstance(scope, Scope):
             raise ValidationError("scope", "must be a Scope")
         repository = self._repository
+        # Sizes first, outside the unit: a backend may read them over a connection of
+        # its own, which a unit holding the only one would wait for.
+        sizes = repository.storage_sizes() if isinstance(repository, SupportsStorageSizes) else None
         with repository.unit_of_work("stats", write=False) as uow:
-            sizes = (
-                repository.storage_sizes() if isinstance(repository, SupportsStorageSizes) else None
-            )
             return maintenance.stats(uow, scope, sizes)
 
     def scopes(

@@ -19,6 +19,7 @@ from trueheart_core import (
     RepositoryCorruption,
     RepositoryReadOnly,
     TrueHeart,
+    ValidationError,
 )
 
 INVALID_CATALOG = msg("repository corruption: invalid schema catalog")
@@ -216,3 +217,26 @@ def test_an_open_that_another_process_upgrades_under_accepts_the_upgraded_store(
         with TrueHeart(PostgresRepository(url, schema=name)) as service:
             assert service.verify_integrity().ok
         assert upgraded == [True]
+
+
+@pytest.mark.parametrize("keyword", ["select", "order"])
+def test_a_store_in_a_schema_named_by_a_keyword_opens_again(keyword: str) -> None:
+    # The server writes such a schema's name quoted in the definitions it prints.
+    url = postgres_configuration.database_url()
+    postgres_configuration.drop_schema(url, keyword)
+    try:
+        with TrueHeart(PostgresRepository(url, schema=keyword), clock=lambda: NOW) as service:
+            service.ingest_event(event("evt-1"))
+        for read_only in (False, True):
+            with TrueHeart(PostgresRepository(url, schema=keyword, read_only=read_only)) as again:
+                assert again.stats().events == 1
+                assert again.verify_integrity().ok
+    finally:
+        postgres_configuration.drop_schema(url, keyword)
+
+
+@pytest.mark.parametrize("name", ["pg_store", "pg_temp"])
+def test_a_schema_name_the_server_keeps_for_itself_is_refused(name: str) -> None:
+    rule = "must be 1 to 63 lower-case letters, digits or underscores, not beginning with pg_"
+    with pytest.raises(ValidationError, match=msg(f"schema: {rule}")):
+        PostgresRepository(postgres_configuration.database_url(), schema=name)

@@ -28,8 +28,14 @@ _CREATE_NEEDS_WRITE = "a new store needs a writable connection"
 
 
 def _describe(conn: psycopg.Connection[tuple[Any, ...]], namespace: str) -> Catalog:
-    """Every object of the namespace, with its definition stripped of the namespace."""
+    """Every object of the namespace, with its definition stripped of the namespace
+    (which the server writes quoted when it is a keyword: ``"select".audit``)."""
+    quoted = f"{schema.quote(namespace)}."
     prefix = f"{namespace}."
+
+    def bare(text: str) -> str:
+        return text.replace(quoted, "").replace(prefix, "")
+
     found: set[tuple[str, ...]] = set()
     rows = conn.execute(
         # An unlogged table loses its rows in a crash (the expected tables, temporary,
@@ -52,7 +58,7 @@ def _describe(conn: psycopg.Connection[tuple[Any, ...]], namespace: str) -> Cata
         "WHERE n.nspname = %s AND c.relkind = 'r' AND a.attnum > 0 AND NOT a.attisdropped",
         (namespace,),
     ).fetchall()
-    found.update(("column", *row[:-1], row[-1].replace(prefix, "")) for row in rows)
+    found.update(("column", *row[:-1], bare(row[-1])) for row in rows)
     rows = conn.execute(
         # A rule could copy what an erasure deletes somewhere else.
         "SELECT c.relname, r.rulename, pg_get_ruledef(r.oid) FROM pg_rewrite r "
@@ -60,7 +66,7 @@ def _describe(conn: psycopg.Connection[tuple[Any, ...]], namespace: str) -> Cata
         "WHERE n.nspname = %s",
         (namespace,),
     ).fetchall()
-    found.update(("rule", t, name, d.replace(prefix, "")) for t, name, d in rows)
+    found.update(("rule", t, name, bare(d)) for t, name, d in rows)
     rows = conn.execute(
         "SELECT c.relname, s.seqtypid::regtype::text, s.seqstart::text, "
         "s.seqincrement::text, s.seqmax::text, s.seqmin::text, s.seqcache::text, "
@@ -83,21 +89,21 @@ def _describe(conn: psycopg.Connection[tuple[Any, ...]], namespace: str) -> Cata
         "WHERE n.nspname = %s",
         (namespace,),
     ).fetchall()
-    found.update(("constraint", t, name, d.replace(prefix, "")) for t, name, d in rows)
+    found.update(("constraint", t, name, bare(d)) for t, name, d in rows)
     rows = conn.execute(
         "SELECT c.relname, pg_get_indexdef(c.oid) FROM pg_index i "
         "JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_namespace n ON n.oid = c.relnamespace "
         "WHERE n.nspname = %s",
         (namespace,),
     ).fetchall()
-    found.update(("index", name, d.replace(prefix, "")) for name, d in rows)
+    found.update(("index", name, bare(d)) for name, d in rows)
     rows = conn.execute(
         "SELECT t.tgname, pg_get_triggerdef(t.oid), t.tgenabled::text FROM pg_trigger t "
         "JOIN pg_class c ON c.oid = t.tgrelid JOIN pg_namespace n ON n.oid = c.relnamespace "
         "WHERE n.nspname = %s AND NOT t.tgisinternal",
         (namespace,),
     ).fetchall()
-    found.update(("trigger", name, d.replace(prefix, ""), on) for name, d, on in rows)
+    found.update(("trigger", name, bare(d), on) for name, d, on in rows)
     rows = conn.execute(
         "SELECT p.proname, p.prosrc, p.prosecdef::text, p.provolatile::text, "
         "COALESCE(array_to_string(p.proconfig, ','), ''), p.prorettype::regtype::text "

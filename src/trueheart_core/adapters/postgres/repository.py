@@ -92,12 +92,17 @@ def _conninfo(conninfo: object) -> str:
     return conninfo
 
 
+SCHEMA_NAME_RULE = (
+    "must be 1 to 63 lower-case letters, digits or underscores, not beginning with pg_"
+)
+
+
 def schema_exists(conninfo: str, schema: str) -> bool:
     """Whether the schema ``schema`` on the server at ``conninfo`` holds a store (its
     ``meta`` table), without creating anything."""
     target = _conninfo(conninfo)
     if not ddl.valid_schema_name(schema):
-        raise ValidationError("schema", "must be 1 to 63 lower-case letters, digits or underscores")
+        raise ValidationError("schema", SCHEMA_NAME_RULE)
     with conn_mod.translate("could not connect to the server"):
         conn = psycopg.connect(target, autocommit=True, connect_timeout=10)
     with conn_mod.translate(DIAGNOSTICS["open"]), conn:
@@ -139,9 +144,7 @@ class PostgresRepository:
     ) -> None:
         target = _conninfo(conninfo)
         if not ddl.valid_schema_name(schema):
-            raise ValidationError(
-                "schema", "must be 1 to 63 lower-case letters, digits or underscores"
-            )
+            raise ValidationError("schema", SCHEMA_NAME_RULE)
         if (
             isinstance(max_connections, bool)
             or not isinstance(max_connections, int)
