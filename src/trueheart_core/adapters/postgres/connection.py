@@ -133,6 +133,10 @@ _RECENT = 1.0
 _last_returned: weakref.WeakKeyDictionary[psycopg.Connection[Any], float] = (
     weakref.WeakKeyDictionary()
 )
+_broken_at = [float("-inf")]
+"""When a connection was last found broken during a call (the one item): connections
+returned before then are checked before they are lent again, however recently they were
+used (a server that ended one session has often ended the others too)."""
 
 
 def returned(conn: psycopg.Connection[Any]) -> None:
@@ -143,11 +147,12 @@ def returned(conn: psycopg.Connection[Any]) -> None:
 
 def _check_if_idle(conn: psycopg.Connection[Any]) -> None:
     """Check a connection before it is lent (one empty round trip), unless it was in
-    use a moment ago: a connection the server dropped while it sat idle (a restart, an
-    idle timeout) is replaced before any call sees it, without a round trip for every
-    unit of work of a busy process."""
+    use a moment ago and no connection was found broken since: a connection the server
+    dropped while it sat idle (a restart, an idle timeout, its sessions ended) is
+    replaced before any call sees it, without a round trip for every unit of work of a
+    busy process."""
     last = _last_returned.get(conn)
-    if last is not None and time.monotonic() - last < _RECENT:
+    if last is not None and last > _broken_at[0] and time.monotonic() - last < _RECENT:
         return
     psycopg_pool.ConnectionPool.check_connection(conn)
 
@@ -164,7 +169,11 @@ class Lender:
 
     @contextlib.contextmanager
     def connection(self, diagnostic: str) -> Iterator[psycopg.Connection[tuple[Any, ...]]]:
-        """A connection for the block (see the class)."""
+        """A connection for the block (see the class). When the block leaves its
+        connection broken (closed), the pool's idle connections are checked at once, and
+        any connection returned before then is checked before it is lent again: the
+        server that ended one session has often ended the others."""
+        broke = False
         try:
             with self.pool.connection() as conn:
                 with self._lock:
@@ -174,12 +183,22 @@ class Lender:
                 finally:
                     with self._lock:
                         self._lent -= 1
+                    broke = conn.closed
         except psycopg_pool.PoolTimeout:
             with self._lock:
                 idle_pool = self._lent == 0
             if idle_pool:
                 raise RepositoryUnavailable(diagnostic) from None
             raise
+        finally:
+            if broke:
+                self._replace_broken()
+
+    def _replace_broken(self) -> None:
+        _broken_at[0] = time.monotonic()
+        # Best effort: what it misses, ``_check_if_idle`` checks before lending.
+        with contextlib.suppress(Exception):
+            self.pool.check()
 
 
 def make_pool(

@@ -1,0 +1,59 @@
+"""The pool's connections: sessions the server ended are replaced before calls see
+them."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+psycopg = pytest.importorskip("psycopg", reason="needs the postgres extra (psycopg)")
+pytest.importorskip("psycopg_pool", reason="needs the postgres extra")
+
+from conformance_builders import SCOPE, event  # noqa: E402
+
+from trueheart_core import PostgresRepository, RepositoryUnavailable, TrueHeart  # noqa: E402
+
+
+@pytest.fixture
+def conninfo(postgres_cluster: Any) -> Iterator[str]:
+    url: str = postgres_cluster.create_database()
+    yield url
+    postgres_cluster.drop_database(url)
+
+
+def _terminate_others(conninfo: str) -> int:
+    with psycopg.connect(conninfo, autocommit=True) as admin:
+        row = admin.execute(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        ).fetchone()
+    return int(row[0]) if row else 0
+
+
+def test_after_the_server_ends_every_session_the_next_call_works(conninfo: str) -> None:
+    repository = PostgresRepository(conninfo, schema="s1", max_connections=4, connect_timeout=2)
+    with TrueHeart(repository) as service:
+        service.ingest_event(event("e0"))
+        barrier = threading.Barrier(4)
+
+        def warm() -> None:
+            # Four units of work at once: the pool holds four connections, all just used.
+            with repository.unit_of_work("stats", write=False):
+                barrier.wait()
+
+        threads = [threading.Thread(target=warm) for _ in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert _terminate_others(conninfo) == 4
+        time.sleep(0.05)
+        with contextlib.suppress(RepositoryUnavailable):
+            service.verify_integrity(SCOPE)  # the call that finds its session ended may fail
+        for _ in range(3):
+            service.verify_integrity(SCOPE)
