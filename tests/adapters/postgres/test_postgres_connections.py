@@ -1,5 +1,5 @@
 """The pool's connections: sessions the server ended are replaced before calls see
-them."""
+them, and the ``options`` of the caller's URL reach every session."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ psycopg = pytest.importorskip("psycopg", reason="needs the postgres extra (psyco
 pytest.importorskip("psycopg_pool", reason="needs the postgres extra")
 
 from conformance_builders import SCOPE, event  # noqa: E402
+from psycopg.conninfo import make_conninfo  # noqa: E402
 
 from trueheart_core import PostgresRepository, RepositoryUnavailable, TrueHeart  # noqa: E402
 
@@ -57,3 +58,28 @@ def test_after_the_server_ends_every_session_the_next_call_works(conninfo: str) 
             service.verify_integrity(SCOPE)  # the call that finds its session ended may fail
         for _ in range(3):
             service.verify_integrity(SCOPE)
+
+
+def _setting(repository: PostgresRepository, name: str) -> str:
+    pool = repository._pool
+    assert pool is not None
+    with pool.connection() as conn:
+        row = conn.execute("SELECT current_setting(%s)", (name,)).fetchone()
+    assert row is not None
+    return str(row[0])
+
+
+def test_the_options_of_the_url_reach_every_session(conninfo: str) -> None:
+    url = make_conninfo(
+        conninfo,
+        options="-c work_mem=7777kB -c application_name=from\\ the\\ url "
+        "-c statement_timeout=123s -c search_path=elsewhere",
+    )
+    with PostgresRepository(url, schema="s1", statement_timeout=9.0) as repository:
+        TrueHeart(repository).ingest_event(event("e1"))
+        assert _setting(repository, "work_mem") == "7777kB"
+        assert _setting(repository, "application_name") == "from the url"
+        # Where the URL and the library set the same parameter, the library's wins.
+        assert _setting(repository, "statement_timeout") == "9s"
+        assert _setting(repository, "search_path") == "s1"
+        assert _setting(repository, "lock_timeout") == "5s"

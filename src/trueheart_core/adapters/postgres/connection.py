@@ -17,6 +17,7 @@ from typing import Any
 
 import psycopg
 import psycopg_pool
+from psycopg.conninfo import conninfo_to_dict
 
 from trueheart_core.adapters.sql.failures import MALFORMED, forget
 from trueheart_core.errors import (
@@ -209,7 +210,14 @@ def make_pool(
     connect_timeout: float,
 ) -> psycopg_pool.ConnectionPool[psycopg.Connection[tuple[Any, ...]]]:
     """A connection pool that opens connections lazily (at least one is made and
-    checked before this returns) and checks a connection before lending it."""
+    checked before this returns) and checks a connection before lending it.
+
+    ``options`` (the library's session settings) follow the ``options`` of
+    ``conninfo``, if it has any: the caller's settings apply, and where both set the
+    same parameter the library's, coming later, win."""
+    own = conninfo_to_dict(conninfo).get("options")
+    if isinstance(own, str) and own.strip():
+        options = f"{own} {options}"
     pool: psycopg_pool.ConnectionPool[psycopg.Connection[tuple[Any, ...]]] = (
         psycopg_pool.ConnectionPool(
             conninfo,
