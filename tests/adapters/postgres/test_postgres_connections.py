@@ -83,3 +83,14 @@ def test_the_options_of_the_url_reach_every_session(conninfo: str) -> None:
         assert _setting(repository, "statement_timeout") == "9s"
         assert _setting(repository, "search_path") == "s1"
         assert _setting(repository, "lock_timeout") == "5s"
+
+
+def test_the_keepalive_parameters_of_the_url_reach_libpq(conninfo: str) -> None:
+    url = make_conninfo(conninfo, keepalives_idle="7", tcp_user_timeout="9000")
+    with PostgresRepository(url, schema="s1") as repository:
+        pool = repository._pool
+        assert pool is not None
+        with pool.connection() as conn:
+            parameters = conn.info.get_parameters()
+    assert parameters.get("keepalives_idle") == "7"
+    assert parameters.get("tcp_user_timeout") == "9000"
