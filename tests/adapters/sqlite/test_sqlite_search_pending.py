@@ -13,7 +13,14 @@ from byte_search import key_bytes, leftovers
 from conformance_builders import NOW, SCOPE, command, event, memory
 from sqlite_builders import merge_pending_of
 
-from trueheart_core import ArtifactClass, GovernanceAction, SearchQuery, TrueHeart
+from trueheart_core import (
+    ArtifactClass,
+    GovernanceAction,
+    Scope,
+    SearchQuery,
+    SQLiteRepository,
+    TrueHeart,
+)
 from trueheart_core.adapters.sqlite import pending as pending_module
 from trueheart_core.adapters.sqlite.pending import LARGE_ROW, PENDING_BOUND
 from trueheart_core.service.records import scope_key
@@ -107,3 +114,31 @@ def test_pending_changes_are_the_same_read_either_way(
         monkeypatch.setattr(pending_module, "_SEARCHED_TERMS", len(ids) + 1)
         searched = index.changes(sid, list(ids))
     assert parsed == searched and sum(parsed.values()) > 0
+
+
+def test_the_store_s_terms_are_each_scope_s_terms_with_its_pending_changes(
+    tmp_path: Path,
+) -> None:
+    # Several scopes, each with merged postings, pending additions and a pending
+    # removal: the whole store's term rows are exactly those of its scopes.
+    repository = SQLiteRepository(tmp_path / "store.db")
+    service = TrueHeart(repository, clock=lambda: NOW)
+    scopes = [Scope("tenant", "owner", f"subject-{k}") for k in range(3)]
+    for k, scope in enumerate(scopes):
+        service.ingest_event(event("evt-1", scope=scope))
+        for i in range(PENDING_BOUND + 5 + k):  # a merge, then pending rows
+            service.materialize_once(
+                memory(f"m{i}", ("evt-1",), scope=scope, content=f"shared word{i} s{k}")
+            )
+        service.govern(command(GovernanceAction.SEAL, "m0", scope=scope))
+    with repository.unit_of_work("verify", write=False) as uow:
+        whole = sorted(uow.search.iter_terms(None), key=repr)
+        each = sorted(
+            (row for scope in scopes for row in uow.search.iter_terms(scope_key(scope))),
+            key=repr,
+        )
+    assert whole == each
+    # "word0" left with the sealed memory of each scope; "shared" is held by the rest.
+    assert len(whole) == sum(1 + (PENDING_BOUND + 4 + k) + 1 for k in range(3))
+    assert service.verify_integrity().ok
+    service.close()

@@ -417,25 +417,31 @@ class SQLiteSearch(Role):
             yield SearchDocRow((r[0], r[1], r[2]), *r[3:])
 
     def iter_terms(self, scope: ScopeKey | None) -> Iterator[SearchTermRow]:
-        clause = self._scope_clause(scope, "x.scope_id")
-        if clause is None:
-            return
-        where, params = clause
         # A term's document frequency and postings are the merged ones with the pending
         # rows applied. A term left by a pending removal alone waits for the merge that
-        # erases it, and is not reported. A scope's pending changes (fewer than
-        # ``PENDING_BOUND`` rows) are summed by term once and looked up per term here:
-        # joined in the statement, they would be read again for every term.
-        if scope is None:
-            yield from self._store_terms()
+        # erases it, and is not reported. The store is read a scope at a time, so that
+        # each scope's pending changes are summed once, beside its own terms.
+        if scope is not None:
+            sid = self._scope_id(scope)
+            if sid is not None:
+                yield from self._scope_terms(sid)
             return
-        pending_where = where.replace("x.scope_id", "v.scope_id")
+        for (sid,) in self._conn.execute(
+            "SELECT DISTINCT scope_id FROM search_terms INDEXED BY search_terms_lookup "
+            "WHERE erased IS NOT 1 ORDER BY scope_id"
+        ).fetchall():
+            yield from self._scope_terms(sid)
+
+    def _scope_terms(self, sid: int) -> Iterator[SearchTermRow]:
+        """:meth:`iter_terms` of one scope. Its pending changes (fewer than
+        ``PENDING_BOUND`` rows) are summed by term once and looked up per term here:
+        joined in the statement, they would be read again for every term."""
         changes = {
             term_id: (n, least)
             for term_id, n, least in self._rows(
                 "SELECT v.term_id, SUM(v.change), MIN(v.change) "
-                f"FROM ({PENDING_PAIRS}) v WHERE 1 = 1{pending_where} GROUP BY v.term_id",
-                params,
+                f"FROM ({PENDING_PAIRS}) v WHERE v.scope_id = ? GROUP BY v.term_id",
+                [sid],
             )
         }
         for r in self._rows(
@@ -447,8 +453,8 @@ class SQLiteSearch(Role):
             "AND y.term_id < x.term_id), x.term_id "
             "FROM search_terms x JOIN scopes s ON s.scope_id = x.scope_id "
             "LEFT JOIN search_df f ON f.term_id = x.term_id "
-            f"WHERE x.erased IS NOT 1{where} ORDER BY x.term_id",
-            params,
+            "WHERE x.erased IS NOT 1 AND x.scope_id = ? ORDER BY x.term_id",
+            [sid],
         ):
             n, least = changes.get(r[7], (0, 0))
             # A damaged frequency (not an integer) is reported as it is stored.
@@ -457,29 +463,6 @@ class SQLiteSearch(Role):
             if df == 0 and postings == 0 and least < 0:
                 continue
             yield SearchTermRow((r[0], r[1], r[2]), term_int(r[3]), df, postings, r[6])  # type: ignore[arg-type]
-
-    def _store_terms(self) -> Iterator[SearchTermRow]:
-        """:meth:`iter_terms` of the whole store, in one statement."""
-        for r in self._rows(
-            f"WITH w AS MATERIALIZED (SELECT v.term_id AS term_id, SUM(v.change) AS n, "
-            "MIN(v.change) AS least "
-            f"FROM ({PENDING_PAIRS}) v WHERE 1 = 1 GROUP BY v.term_id) "
-            f"SELECT {SCOPE_COLUMNS}, x.term, IFNULL(f.df, 0) + IFNULL(w.n, 0), "
-            "(SELECT COUNT(*) FROM search_postings p WHERE p.term_id = x.term_id) "
-            "+ IFNULL(w.n, 0), "
-            "(SELECT COUNT(*) FROM search_terms y INDEXED BY search_terms_lookup "
-            "WHERE y.scope_id = x.scope_id AND y.erased IS NOT 1 "
-            "AND substr(y.term, 7, 2) = substr(x.term, 7, 2) AND y.term = x.term "
-            "AND y.term_id < x.term_id), IFNULL(w.least, 0) "
-            "FROM search_terms x JOIN scopes s ON s.scope_id = x.scope_id "
-            "LEFT JOIN search_df f ON f.term_id = x.term_id "
-            f"LEFT JOIN w ON w.term_id = x.term_id WHERE x.erased IS NOT 1 ORDER BY "
-            "x.term_id",
-            [],
-        ):
-            if r[4] == 0 and r[5] == 0 and r[7] < 0:
-                continue
-            yield SearchTermRow((r[0], r[1], r[2]), term_int(r[3]), r[4], r[5], r[6])  # type: ignore[arg-type]
 
     def iter_stats(self, scope: ScopeKey | None) -> Iterator[SearchStatsRow]:
         clause = self._scope_clause(scope, "x.scope_id")
