@@ -1,6 +1,6 @@
-"""What the tests of the newer subcommands share: a small store, an in-process call of
-``trueheart_core.cli.main``, a stdin that looks like a terminal, and a call made by a
-user who cannot write the store."""
+"""What the tests of the command line share: a small store, an in-process call of
+``trueheart_core.cli.main``, the command run in a process of its own, a stdin that looks
+like a terminal, and a call made by a user who cannot write the store."""
 
 from __future__ import annotations
 
@@ -9,9 +9,10 @@ import io
 import os
 import pickle
 import shutil
+import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -34,6 +35,51 @@ SCOPE = Scope("acme", "agent", "user-1")
 OTHER = Scope("acme", "agent", "user-2")
 RETENTION = RetentionPolicy(timedelta(days=7), timedelta(days=30), timedelta(days=90))
 NOBODY = 65534
+SRC = Path(__file__).resolve().parents[2] / "src"
+COMMAND = [sys.executable, "-m", "trueheart_core.cli"]
+
+
+def child_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment of a child process that imports this checkout's source: this
+    one's, without its ``PYTHON*`` variables, plus ``extra``."""
+    env = {key: value for key, value in os.environ.items() if not key.startswith("PYTHON")}
+    env.update(PYTHONPATH=str(SRC), **(extra or {}))
+    return env
+
+
+def run_text(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``trueheart`` run in a process of its own in ``cwd``, its output as text; stdin is
+    not a terminal (so ``forget`` and ``erase-subject`` do not ask)."""
+    return subprocess.run(
+        [*COMMAND, *args],
+        cwd=cwd,
+        env=child_env(),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def run_bytes(
+    cwd: Path,
+    *args: str | bytes,
+    extra_env: Mapping[str, str] | None = None,
+    stdin: bytes | None = None,
+) -> subprocess.CompletedProcess[bytes]:
+    """As :func:`run_text`, with arguments and output as bytes, ``extra_env`` set, and
+    ``stdin`` piped in when given."""
+    return subprocess.run(
+        [*COMMAND, *args],
+        cwd=cwd,
+        env=child_env(extra_env),
+        input=stdin,
+        stdin=None if stdin is not None else subprocess.DEVNULL,
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
 
 
 def event(event_id: str, scope: Scope, content: str) -> RawEventDraft:

@@ -5,7 +5,6 @@ statuses and error lines."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import sqlite3
 import subprocess
@@ -15,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_support import child_env, run_bytes, run_text
 from store_dump import dump
 
 from trueheart_core import (
@@ -31,7 +31,6 @@ from trueheart_core import (
     TrustLevel,
 )
 
-SRC = Path(__file__).resolve().parents[2] / "src"
 NOW = datetime(2026, 8, 13, 12, 0, tzinfo=UTC)
 AT = "2026-08-14T00:00:00Z"
 SCOPE = Scope("acme", "agent", "user-1")
@@ -60,36 +59,7 @@ STATS_KEYS = {
 }
 
 
-def run(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {key: value for key, value in os.environ.items() if not key.startswith("PYTHON")}
-    env["PYTHONPATH"] = str(SRC)
-    return subprocess.run(
-        [sys.executable, "-m", "trueheart_core.cli", *args],
-        cwd=cwd,
-        env=env,
-        stdin=subprocess.DEVNULL,  # not a terminal: forget and erase-subject do not ask
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-
-
-def _run_bytes(
-    cwd: Path, extra_env: dict[str, str], *args: str | bytes
-) -> subprocess.CompletedProcess[bytes]:
-    """As :func:`run`, with arguments and output as bytes and ``extra_env`` set."""
-    env = {key: value for key, value in os.environ.items() if not key.startswith("PYTHON")}
-    env.update(PYTHONPATH=str(SRC), **extra_env)
-    return subprocess.run(
-        [sys.executable, "-m", "trueheart_core.cli", *args],
-        cwd=cwd,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        timeout=120,
-        check=False,
-    )
+run = run_text
 
 
 def ok_json(cwd: Path, *args: str) -> Any:
@@ -476,8 +446,7 @@ def test_backup(store: Path, tmp_path: Path) -> None:
 def test_help_and_the_package_import(tmp_path: Path) -> None:
     done = run(tmp_path, "--help")
     assert done.returncode == 0 and "erase-subject" in done.stdout and "%2F" in done.stdout
-    env = {key: value for key, value in os.environ.items() if not key.startswith("PYTHON")}
-    env["PYTHONPATH"] = str(SRC)
+    env = child_env()
     probe = "import sys, trueheart_core; print(sorted(m for m in sys.modules if '.cli' in m))"
     imported = subprocess.run(
         [sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True
@@ -489,7 +458,7 @@ def test_json_output_is_utf8_when_an_argument_is_not(tmp_path: Path) -> None:
     # A path byte that is not UTF-8 reaches Python as a lone surrogate; the document
     # writes it as a JSON escape, not as the raw byte.
     for target in (b"demo\xff.db", b"postgresql://app@db\xff.internal/agents"):
-        done = _run_bytes(tmp_path, {}, "stats", target, "--json")
+        done = run_bytes(tmp_path, "stats", target, "--json")
         assert b"Traceback" not in done.stderr and b"internal error" not in done.stderr
         doc = json.loads(done.stdout.decode("utf-8"))
         assert doc["exit_status"] in (1, 3) and doc["error"] != "internal", doc
@@ -512,7 +481,7 @@ def test_output_to_a_stream_whose_encoding_cannot_hold_the_text(
         )
 
     def run_in(*args: str) -> bytes:
-        done = _run_bytes(tmp_path, {"PYTHONIOENCODING": encoding}, *args)
+        done = run_bytes(tmp_path, *args, extra_env={"PYTHONIOENCODING": encoding})
         assert (done.returncode, done.stderr) == (0, b""), (args, done.stderr)
         return done.stdout
 

@@ -4,15 +4,13 @@ cursor a page prints, and its refusals."""
 from __future__ import annotations
 
 import json
-import os
 import shlex
-import subprocess
-import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_support import run_text
 
 from trueheart_core import (
     ClaimDraft,
@@ -26,7 +24,6 @@ from trueheart_core import (
     TrustLevel,
 )
 
-SRC = Path(__file__).resolve().parents[2] / "src"
 NOW = datetime(2026, 8, 13, 12, 0, tzinfo=UTC)
 MAY = datetime(2026, 5, 1, tzinfo=UTC)
 JULY = datetime(2026, 7, 1, tzinfo=UTC)
@@ -38,19 +35,7 @@ HEADER = "CLAIM ID  SUBJECT  PREDICATE  VALUE  STATUS  VALID FROM  VALID TO"
 SAME_QUERY = "cursor: must be a cursor returned by the same query"
 
 
-def run(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {key: value for key, value in os.environ.items() if not key.startswith("PYTHON")}
-    env["PYTHONPATH"] = str(SRC)
-    return subprocess.run(
-        [sys.executable, "-m", "trueheart_core.cli", *args],
-        cwd=cwd,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+run = run_text
 
 
 def ok_json(cwd: Path, *args: str) -> Any:

@@ -7,12 +7,12 @@ import contextlib
 import json
 import os
 import subprocess
-import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_support import COMMAND, child_env, run_bytes
 
 from trueheart_core import (
     EntityType,
@@ -30,7 +30,6 @@ from trueheart_core import (
 )
 from trueheart_core.service.portable import MAX_LINE_BYTES
 
-SRC = Path(__file__).resolve().parents[2] / "src"
 NOW = datetime(2026, 8, 13, 12, 0, tzinfo=UTC)
 SCOPE = Scope("acme", "agent", "user-1")
 ODD = Scope("acme", "a/b", "50%")
@@ -39,19 +38,8 @@ SIDE_FILE = "must not be the side file of another database"
 
 
 def run(cwd: Path, *args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
-    env = {key: value for key, value in os.environ.items() if not key.startswith("PYTHON")}
-    env["PYTHONPATH"] = str(SRC)
-    env["PYTHONIOENCODING"] = "ascii"  # the export is UTF-8 whatever the locale says
-    return subprocess.run(
-        [sys.executable, "-m", "trueheart_core.cli", *args],
-        cwd=cwd,
-        env=env,
-        input=stdin,
-        stdin=None if stdin is not None else subprocess.DEVNULL,
-        capture_output=True,
-        timeout=120,
-        check=False,
-    )
+    # The export is UTF-8 whatever the locale says.
+    return run_bytes(cwd, *args, extra_env={"PYTHONIOENCODING": "ascii"}, stdin=stdin)
 
 
 def ok_json(cwd: Path, *args: str) -> Any:
@@ -200,12 +188,10 @@ def test_import_into_an_existing_empty_store(store: Path, tmp_path: Path) -> Non
 
 def _importing_stdin(cwd: Path) -> subprocess.Popen[bytes]:
     """``trueheart import new.db -`` started in ``cwd``, its three streams piped."""
-    env = {key: value for key, value in os.environ.items() if not key.startswith("PYTHON")}
-    env["PYTHONPATH"] = str(SRC)
     return subprocess.Popen(
-        [sys.executable, "-m", "trueheart_core.cli", "import", "new.db", "-"],
+        [*COMMAND, "import", "new.db", "-"],
         cwd=cwd,
-        env=env,
+        env=child_env(),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
