@@ -483,6 +483,23 @@ def test_a_write_after_the_upgrade_stores_a_sketch(db_path: Path) -> None:
 # --- version 6 to version 7: kept tables erased in place -----------------------------------
 
 
+def _open_upgraded(
+    path: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture, from_version: int
+) -> TrueHeart:
+    """Open a store of ``from_version``: the upgrade is logged once, and the file's
+    catalog is then exactly a new store's."""
+    with caplog.at_level(logging.INFO, logger="trueheart_core.store"):
+        service = _open(path)
+    assert [r.getMessage() for r in caplog.records if r.name == "trueheart_core.store"] == [
+        f"schema upgraded from version {from_version} to {SCHEMA_VERSION}"
+    ]
+    version, catalog, _ = _inspect(path)
+    with _open(tmp_path / "fresh.db"):
+        _, fresh_catalog, _ = _inspect(tmp_path / "fresh.db")
+    assert (version, catalog) == (SCHEMA_VERSION, fresh_catalog)
+    return service
+
+
 def _everything(service: TrueHeart) -> dict[str, object]:
     """What the store answers about both subjects."""
     scopes = (SCOPE, OTHER_SCOPE)
@@ -514,16 +531,7 @@ def test_a_version_6_store_is_upgraded_and_then_erased_in_place(
         before = _everything(service)
     downgrade_to_6(db_path)
     assert _inspect(db_path)[0] == 6
-    with caplog.at_level(logging.INFO, logger="trueheart_core.store"):
-        upgraded = _open(db_path)
-    assert [r.getMessage() for r in caplog.records if r.name == "trueheart_core.store"] == [
-        f"schema upgraded from version 6 to {SCHEMA_VERSION}"
-    ]
-    with upgraded as service:
-        version, catalog, _ = _inspect(db_path)
-        with _open(tmp_path / "fresh.db"):
-            _, fresh_catalog, _ = _inspect(tmp_path / "fresh.db")
-        assert (version, catalog) == (SCHEMA_VERSION, fresh_catalog)
+    with _open_upgraded(db_path, tmp_path, caplog, 6) as service:
         assert service.verify_integrity().ok
         assert _everything(service) == before
         # The rebuilt tables hold only rows appended in order: an erasure in place is
@@ -564,16 +572,7 @@ def test_a_version_7_store_is_upgraded_and_expires_in_event_id_order(
         for event_id in ids:
             service.ingest_event(event(event_id, raw_ttl=timedelta(days=1)))
     _downgrade_to_7(db_path)
-    with caplog.at_level(logging.INFO, logger="trueheart_core.store"):
-        upgraded = _open(db_path)
-    assert [r.getMessage() for r in caplog.records if r.name == "trueheart_core.store"] == [
-        f"schema upgraded from version 7 to {SCHEMA_VERSION}"
-    ]
-    with upgraded as service:
-        version, catalog, _ = _inspect(db_path)
-        with _open(tmp_path / "fresh.db"):
-            _, fresh_catalog, _ = _inspect(tmp_path / "fresh.db")
-        assert (version, catalog) == (SCHEMA_VERSION, fresh_catalog)
+    with _open_upgraded(db_path, tmp_path, caplog, 7) as service:
         assert service.expire_raw_content(as_of=NOW + timedelta(days=1)) == 3
         expired = [r.entity_id for r in service.audit(SCOPE) if r.action == "expire"]
         assert expired == sorted(ids, reverse=True)
