@@ -196,29 +196,16 @@ class Session:
         index of the scope (``?`` the scope). It is read once, a chunk at a time, and
         each chunk's rows are then probed by ``order``; without it, each chunk would
         walk the scope again from its start to find the rows past the last one."""
-        where = " AND x.erased IS NOT 1" if live else ""
-        params: list[Any] = []
+        alive = " AND x.erased IS NOT 1" if live else ""
+        where, params = alive, list[Any]()
         if scope is not None:
             sid = self.scope_id(scope, thorough=True)
             if sid is None:
                 return
-            where += " AND x.scope_id = ?"
-            params.append(sid)
             if listing is not None:
-                # The unary + keeps the scope's index out of the probes: with it, the
-                # planner would walk the scope for every chunk instead of probing keys.
-                probe = where.replace("x.scope_id = ?", "+x.scope_id = ?")
-                keys = self.conn.execute(listing, (sid,))
-                while chunk := [key for (key,) in keys.fetchmany(CHUNK)]:
-                    marks = ",".join("?" * len(chunk))
-                    yield from (
-                        row[1:]
-                        for row in self.conn.execute(
-                            f"{sql} WHERE x.{order} IN ({marks}){probe} ORDER BY x.{order}",
-                            [*chunk, *params],
-                        ).fetchall()
-                    )
+                yield from self._listed(sql, order, listing, sid, alive)
                 return
+            where, params = f"{alive} AND x.scope_id = ?", [sid]
         last: Any = None
         while True:
             bound = "" if last is None else f" AND x.{order} > ?"
@@ -231,6 +218,24 @@ class Session:
             if len(rows) < CHUNK:
                 return
             last = rows[-1][0]
+
+    def _listed(
+        self, sql: str, order: str, listing: str, sid: int, alive: str
+    ) -> Iterator[Sequence[Any]]:
+        """:meth:`scan` of one scope through its ``listing``, a chunk of keys at a time."""
+        keys = self.conn.execute(listing, (sid,))
+        while chunk := [key for (key,) in keys.fetchmany(CHUNK)]:
+            marks = ",".join("?" * len(chunk))
+            # The unary + keeps the scope's index out of the probes: with it, the
+            # planner would walk the scope for every chunk instead of probing keys.
+            yield from (
+                row[1:]
+                for row in self.conn.execute(
+                    f"{sql} WHERE x.{order} IN ({marks}){alive} AND +x.scope_id = ? "
+                    f"ORDER BY x.{order}",
+                    [*chunk, sid],
+                ).fetchall()
+            )
 
     def memory_rid(self, sid: int | None, memory_id: str) -> int | None:
         row = self.conn.execute(
