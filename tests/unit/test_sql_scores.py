@@ -8,7 +8,6 @@ import pytest
 
 from trueheart_core import RepositoryCorruption
 from trueheart_core.adapters.sql import scores
-from trueheart_core.domain.search import ranking
 
 # One row per term a memory holds: m-a adds 0.1 + 0.2 + 0.3 and m-b 0.3 + 0.2 + 0.1 (apart
 # left to right), m-c 0.1.
@@ -37,10 +36,6 @@ def test_parts_are_added_exactly_and_cut_at_the_exact_window_edge() -> None:
     assert {c.memory_id for c in scores.from_parts(ROWS, 3)} == {"m-a", "m-b", "m-c"}
     assert {c.memory_id for c in scores.from_parts(ROWS, 1)} == {"m-a", "m-b"}
     assert scores.from_parts([], 2) == []
-
-
-def test_the_statement_cut_leaves_room_below_its_rounded_edge() -> None:
-    assert scores.SLACK_FACTOR == 1.0 - ranking.SUM_SLACK < 1.0
 
 
 @pytest.mark.parametrize(
