@@ -1,6 +1,6 @@
 """Latency of every operation of ``bench.py``, and search, on PostgreSQL against plain
-psycopg floors; then write throughput with 1, 4 and 16 writer processes on PostgreSQL and
-on SQLite.
+psycopg floors; then write throughput with 1, 4 and 16 writers on PostgreSQL and on SQLite,
+run as processes and as threads of one process.
 
 Run from the project root::
 
@@ -53,6 +53,12 @@ shows what bounds the throughput when writers and server share the machine's cor
 machine's busy time in the window, less the writers' and the server's, is the share of
 the CPUs that other processes took meanwhile (another workload on a shared machine).
 
+Then the same windows again with the writers as N threads of the benchmark's own process
+(``--writers-as``): the threads share one repository (on PostgreSQL with a pool of N
+connections; on SQLite one file) and each writes into a scope of its own, as the request
+threads of one host service would; the floor's threads each have a connection of their
+own. Their CPU time is the process's over the window.
+
 The figures are information: the exit status is 0 whatever they are.
 """
 
@@ -101,7 +107,7 @@ from bench import (
 )
 from harness import machine, run_interleaved
 from postgres_server import analyze_schema, drop_schemas, postgres, server, server_settings
-from postgres_throughput import throughput
+from postgres_throughput import MODES, throughput
 
 from trueheart_core import (
     EntityType,
@@ -567,6 +573,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         help=f"throughput windows of each backend, in rotation (default {FULL_ROUNDS}, "
         f"--quick {QUICK_ROUNDS})",
     )
+    parser.add_argument(
+        "--writers-as",
+        choices=("processes", "threads", "both"),
+        default="both",
+        help="run the throughput's writers as processes, as threads of one process, or "
+        "both, one after the other (default both)",
+    )
     args = parser.parse_args(argv)
     if psycopg is None:
         raise SystemExit("psycopg is not installed (pip install 'trueheart-core[postgres]')")
@@ -598,7 +611,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not args.skip_latency:
             payload["latency"] = latency(url, plan, shape, run)
         if not args.skip_throughput:
-            rows = throughput(url, Path(tmp), seconds, run, rounds)
+            modes = MODES if args.writers_as == "both" else (args.writers_as,)
+            rows = throughput(url, Path(tmp), seconds, run, rounds, modes)
             payload["throughput"] = [
                 {
                     **asdict(r),

@@ -1,8 +1,11 @@
-"""Write throughput of ``ingest_event`` with N writer processes, on PostgreSQL and on
-SQLite (see ``postgres_bench.py``, which runs it and describes the measurement).
+"""Write throughput of ``ingest_event`` with N writers, on PostgreSQL and on SQLite (see
+``postgres_bench.py``, which runs it and describes the measurement).
 
-The writers are ``multiprocessing`` processes started with ``spawn``: each imports this
-module and runs :func:`throughput_worker`, with a repository and a scope of its own.
+Writers are processes or threads. As processes (``multiprocessing`` with ``spawn``),
+each imports this module and runs :func:`throughput_worker`, with a repository and a
+scope of its own. As threads, they run in the benchmark's own process and share one
+repository (on PostgreSQL, with a pool of N connections), as the request threads of one
+host service would, each writing into a scope of its own.
 """
 
 from __future__ import annotations
@@ -25,11 +28,15 @@ from postgres_server import create_floor_table, drop_schemas, postgres, rolled_b
 from trueheart_core import RepositoryBusy, RepositoryConflict, SQLiteRepository, TrueHeart
 
 WRITERS = (1, 4, 16)
+MODES = ("processes", "threads")
+"""How the writers run: each in a process of its own, or as threads of one process."""
+
+Write = Callable[[int], object]
 
 
 def _writer(
     backend: str, target: str, schema: str, worker: int
-) -> tuple[Callable[[int], object], Callable[[], None]]:
+) -> tuple[Write, Callable[[], None]]:
     """This worker's write of its ``n``-th item, and how to close what it opened."""
     if backend == "floor":
         import psycopg  # only the PostgreSQL benchmarks need it
@@ -47,6 +54,35 @@ def _writer(
     return (lambda n: th.ingest_event(event(s, f"w{worker}-e{n}", n))), th.close
 
 
+def _shared_writers(
+    backend: str, target: str, schema: str, writers: int
+) -> tuple[list[Write], Callable[[], None]]:
+    """The writes of ``writers`` threads of this process, and how to close what they
+    opened: one repository for all of them (on PostgreSQL with a pool of one connection
+    per thread), each thread writing into a scope of its own; the floor's threads each
+    have a connection of their own (a psycopg connection runs one statement at a time)."""
+    if backend == "floor":
+        pairs = [_writer(backend, target, schema, w) for w in range(writers)]
+
+        def close_all() -> None:
+            for _, close in pairs:
+                close()
+
+        return [write for write, _ in pairs], close_all
+    clock = Clock()
+    if backend == "postgres":
+        th = postgres(target, schema, clock=clock, max_connections=writers)
+    else:
+        th = TrueHeart(SQLiteRepository(target), clock=clock)
+    run = uuid.uuid4().hex[:8]
+
+    def write_of(worker: int) -> Write:
+        s = scope(f"writer-{run}-{worker}")
+        return lambda n: th.ingest_event(event(s, f"w{worker}-e{n}", n))
+
+    return [write_of(w) for w in range(writers)], th.close
+
+
 def throughput_worker(
     backend: str, target: str, schema: str, worker: int, seconds: float, start: Any, done: Any
 ) -> dict[str, Any]:
@@ -56,29 +92,35 @@ def throughput_worker(
     ones) that reached the worker, the window's length and the CPU time it used."""
     write, close = _writer(backend, target, schema, worker)
     try:
-        write(-1)
-        start.wait(timeout=300)
-        began = time.perf_counter()
-        cpu_began = time.process_time()
-        deadline = began + seconds
-        calls = busy = conflicts = 0
-        while time.perf_counter() < deadline:
-            try:
-                write(calls)
-            except RepositoryConflict:
-                conflicts += 1  # the service's own retries were not enough
-                continue
-            except RepositoryBusy:
-                busy += 1
-                continue
-            calls += 1
-        elapsed = time.perf_counter() - began
-        cpu = time.process_time() - cpu_began
-        # the server's sessions live on until the CPU time of the server has been read
-        done.wait(timeout=300)
-        done.wait(timeout=300)
+        return _window(write, seconds, start, done)
     finally:
         close()
+
+
+def _window(write: Write, seconds: float, start: Any, done: Any) -> dict[str, Any]:
+    """One writer's window (see :func:`throughput_worker`); ``cpu`` is the CPU time of
+    the whole process, which is the writer's own only when it runs in a process alone."""
+    write(-1)
+    start.wait(timeout=300)
+    began = time.perf_counter()
+    cpu_began = time.process_time()
+    deadline = began + seconds
+    calls = busy = conflicts = 0
+    while time.perf_counter() < deadline:
+        try:
+            write(calls)
+        except RepositoryConflict:
+            conflicts += 1  # the service's own retries were not enough
+            continue
+        except RepositoryBusy:
+            busy += 1
+            continue
+        calls += 1
+    elapsed = time.perf_counter() - began
+    cpu = time.process_time() - cpu_began
+    # the server's sessions live on until the CPU time of the server has been read
+    done.wait(timeout=300)
+    done.wait(timeout=300)
     return {"calls": calls, "busy": busy, "conflicts": conflicts, "seconds": elapsed, "cpu": cpu}
 
 
@@ -89,7 +131,10 @@ class Throughput:
     after the service's own retries), and (PostgreSQL) the transactions the server
     rolled back meanwhile: mostly the conflicts the service ran again on its own.
     ``client_waits`` (on the server): the share of the server's sessions that were
-    waiting for their client, the mean over samples taken through the window."""
+    waiting for their client, the mean over samples taken through the window.
+    ``mode``: the writers ran as processes or as threads (see :data:`MODES`); as threads,
+    ``client_cpu`` is the CPU time of the benchmark's process, whose thread that samples
+    the server's sessions adds a few small queries a second to the writers'."""
 
     backend: str
     writers: int
@@ -103,6 +148,7 @@ class Throughput:
     server_cpu: float | None
     machine_cpu: float | None
     client_waits: float | None = None
+    mode: str = "processes"
 
     @property
     def per_second(self) -> float:
@@ -223,29 +269,40 @@ def measure_throughput(
     seconds: float,
     server: int | None,
     round_: int = 0,
+    mode: str = "processes",
 ) -> Throughput:
+    """One window of ``writers`` writers of ``backend``, run as ``mode`` says."""
     before = rolled_back(target) if backend != "sqlite" else None
-    context = multiprocessing.get_context("spawn")
-    with context.Manager() as manager:
-        # this process waits at both barriers too, to read the server's CPU time
-        start, done = manager.Barrier(writers + 1), manager.Barrier(writers + 1)
-        with context.Pool(writers) as pool:
-            pending = [
-                pool.apply_async(
-                    throughput_worker, (backend, target, schema, w, seconds, start, done)
-                )
-                for w in range(writers)
-            ]
-            start.wait(timeout=300)
-            local = server if backend != "sqlite" else None
-            server_before = None if local is None else server_cpu(local)
-            machine_before = machine_cpu()
-            with ClientWaits(target if backend != "sqlite" else None) as waits:
-                done.wait(timeout=600)
-            server_after = None if local is None else server_cpu(local)
-            machine_after = machine_cpu()
-            done.wait(timeout=300)
-            reports = [p.get(timeout=600) for p in pending]
+    local = server if backend != "sqlite" else None
+    spans: dict[str, float | None] = {}
+
+    def window(start: Any, done: Any) -> None:
+        # this thread waits at both barriers too, to read the CPU times around the window
+        start.wait(timeout=300)
+        server_before = None if local is None else server_cpu(local)
+        machine_before, process_before = machine_cpu(), time.process_time()
+        with ClientWaits(target if backend != "sqlite" else None) as waits:
+            done.wait(timeout=600)
+        server_after = None if local is None else server_cpu(local)
+        machine_after, process_after = machine_cpu(), time.process_time()
+        done.wait(timeout=300)
+        spans["server"] = (
+            None if server_before is None or server_after is None else server_after - server_before
+        )
+        spans["machine"] = (
+            None
+            if machine_before is None or machine_after is None
+            else machine_after - machine_before
+        )
+        spans["process"] = process_after - process_before
+        spans["waits"] = waits.share
+
+    if mode == "threads":
+        reports = _thread_window(backend, target, schema, writers, seconds, window)
+        client_cpu = spans["process"] or 0.0
+    else:
+        reports = _process_window(backend, target, schema, writers, seconds, window)
+        client_cpu = sum(float(r["cpu"]) for r in reports)
     if before is not None:
         time.sleep(0.5)  # the writers' sessions report their counts as they end
     return Throughput(
@@ -257,11 +314,74 @@ def measure_throughput(
         sum(int(r["conflicts"]) for r in reports),
         max(float(r["seconds"]) for r in reports),
         None if before is None else rolled_back(target) - before,
-        sum(float(r["cpu"]) for r in reports),
-        None if server_before is None or server_after is None else server_after - server_before,
-        None if machine_before is None or machine_after is None else machine_after - machine_before,
-        waits.share,
+        client_cpu,
+        spans["server"],
+        spans["machine"],
+        spans["waits"],
+        mode,
     )
+
+
+def _process_window(
+    backend: str,
+    target: str,
+    schema: str,
+    writers: int,
+    seconds: float,
+    window: Callable[[Any, Any], None],
+) -> list[dict[str, Any]]:
+    """The reports of ``writers`` writer processes, each in :func:`throughput_worker`."""
+    context = multiprocessing.get_context("spawn")
+    with context.Manager() as manager:
+        start, done = manager.Barrier(writers + 1), manager.Barrier(writers + 1)
+        with context.Pool(writers) as pool:
+            pending = [
+                pool.apply_async(
+                    throughput_worker, (backend, target, schema, w, seconds, start, done)
+                )
+                for w in range(writers)
+            ]
+            window(start, done)
+            return [p.get(timeout=600) for p in pending]
+
+
+def _thread_window(
+    backend: str,
+    target: str,
+    schema: str,
+    writers: int,
+    seconds: float,
+    window: Callable[[Any, Any], None],
+) -> list[dict[str, Any]]:
+    """The reports of ``writers`` writer threads of this process (see
+    :func:`_shared_writers`)."""
+    writes, close = _shared_writers(backend, target, schema, writers)
+    start, done = threading.Barrier(writers + 1), threading.Barrier(writers + 1)
+    reports: list[dict[str, Any]] = [{} for _ in range(writers)]
+    failures: list[BaseException] = []
+
+    def run(worker: int) -> None:
+        try:
+            reports[worker] = _window(writes[worker], seconds, start, done)
+        except BaseException as error:  # the window cannot go on: release the others
+            failures.append(error)
+            start.abort()
+            done.abort()
+
+    threads = [threading.Thread(target=run, args=(w,)) for w in range(writers)]
+    try:
+        for thread in threads:
+            thread.start()
+        try:
+            window(start, done)
+        finally:
+            for thread in threads:
+                thread.join()
+    finally:
+        close()
+    if failures:
+        raise failures[0]
+    return reports
 
 
 def _micros(value: float | None) -> str:
@@ -272,9 +392,18 @@ def _percent(value: float | None) -> str:
     return "n/a" if value is None else f"{value * 100:.0f}%"
 
 
-def print_throughput(rows: Sequence[Throughput]) -> None:
+def print_throughput(rows: Sequence[Throughput], mode: str = "processes") -> None:
     """The medians over the rounds of each backend and number of writers, with the
-    ratio PostgreSQL / SQLite of every round (its two windows, run next to each other)."""
+    ratio PostgreSQL / SQLite of every round (its two windows, run next to each other),
+    for the windows whose writers ran as ``mode`` says."""
+    rows = [r for r in rows if r.mode == mode]
+    if not rows:
+        return
+    writers_are = (
+        "N writer processes, each with its own repository"
+        if mode == "processes"
+        else "N writer threads of one process sharing one repository"
+    )
 
     def runs(backend: str, writers: int) -> list[Throughput]:
         found = [r for r in rows if r.writers == writers and r.backend == backend]
@@ -285,7 +414,7 @@ def print_throughput(rows: Sequence[Throughput]) -> None:
 
     rounds = max(r.round for r in rows) + 1
     print(
-        f"\nwrite throughput: calls/s, summed over N writer processes, own scopes; "
+        f"\nwrite throughput: calls/s, summed over {writers_are}, own scopes; "
         f"the median of {rounds} round(s)"
     )
     header = (
@@ -309,7 +438,7 @@ def print_throughput(rows: Sequence[Throughput]) -> None:
             f"{sum(r.conflicts for r in lites)} / {sum(r.busy for r in lites)}"
         )
     print(
-        "\nCPU per returned call, µs: the writer processes', and the local PostgreSQL "
+        f"\nCPU per returned call, µs: the writer {mode}', and the local PostgreSQL "
         "server's (median of the rounds)"
     )
     header = (
@@ -355,11 +484,19 @@ def print_throughput(rows: Sequence[Throughput]) -> None:
         print(f"{writers:>7} " + " ".join(f"{share:>6}" for share in shares))
 
 
-def throughput(url: str, work: Path, seconds: float, run: str, rounds: int = 1) -> list[Throughput]:
+def throughput(
+    url: str,
+    work: Path,
+    seconds: float,
+    run: str,
+    rounds: int = 1,
+    modes: Sequence[str] = MODES,
+) -> list[Throughput]:
     """Every window (each of ``WRITERS``, on the floor and on each backend, ``rounds``
-    times), printed as tables. The windows of one number of writers run in rotation:
-    round after round, each backend once, starting one backend later each round, so a
-    slow spell of the machine falls on every backend in turn."""
+    times, with the writers run as each of ``modes``), printed as tables. The windows of
+    one number of writers run in rotation: round after round, each backend once,
+    starting one backend later each round, so a slow spell of the machine falls on every
+    backend in turn."""
     store, floor = f"trueheart_tp_{run}", f"trueheart_tpfloor_{run}"
     postgres(url, store).close()  # the schemas exist before the writers start
     create_floor_table(url, floor)
@@ -369,16 +506,18 @@ def throughput(url: str, work: Path, seconds: float, run: str, rounds: int = 1) 
     server = postmaster(url)
     rows = []
     try:
-        for writers in WRITERS:
-            for round_ in range(rounds):
-                shift = round_ % len(runs)
-                for backend, target, schema in runs[shift:] + runs[:shift]:
-                    rows.append(
-                        measure_throughput(
-                            backend, target, schema, writers, seconds, server, round_
+        for mode in modes:
+            for writers in WRITERS:
+                for round_ in range(rounds):
+                    shift = round_ % len(runs)
+                    for backend, target, schema in runs[shift:] + runs[:shift]:
+                        rows.append(
+                            measure_throughput(
+                                backend, target, schema, writers, seconds, server, round_, mode
+                            )
                         )
-                    )
     finally:
         drop_schemas(url, [store, floor])
-    print_throughput(rows)
+    for mode in modes:
+        print_throughput(rows, mode)
     return rows
