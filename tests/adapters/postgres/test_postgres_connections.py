@@ -85,6 +85,20 @@ def test_the_options_of_the_url_reach_every_session(conninfo: str) -> None:
         assert _setting(repository, "lock_timeout") == "5s"
 
 
+def test_pgoptions_reach_every_session_when_the_url_has_no_options(
+    conninfo: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PGOPTIONS", "-c work_mem=6666kB -c lock_timeout=77s")
+    with PostgresRepository(conninfo, schema="s1") as repository:
+        TrueHeart(repository).ingest_event(event("e1"))
+        assert _setting(repository, "work_mem") == "6666kB"
+        assert _setting(repository, "lock_timeout") == "5s"  # the library's own wins
+    # The URL's own options replace the variable, as in libpq.
+    url = make_conninfo(conninfo, options="-c work_mem=5555kB")
+    with PostgresRepository(url, schema="s1") as repository:
+        assert _setting(repository, "work_mem") == "5555kB"
+
+
 def test_the_keepalive_parameters_of_the_url_reach_libpq(conninfo: str) -> None:
     url = make_conninfo(conninfo, keepalives_idle="7", tcp_user_timeout="9000")
     with PostgresRepository(url, schema="s1") as repository:

@@ -9,6 +9,7 @@ each SQLSTATE class and every exception class psycopg defines).
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 import time
 import weakref
@@ -213,9 +214,14 @@ def make_pool(
     checked before this returns) and checks a connection before lending it.
 
     ``options`` (the library's session settings) follow the ``options`` of
-    ``conninfo``, if it has any: the caller's settings apply, and where both set the
-    same parameter the library's, coming later, win."""
+    ``conninfo`` or, when it has none, of the ``PGOPTIONS`` environment variable, as
+    libpq would take them: the caller's settings apply, and where both set the same
+    parameter the library's, coming later, win."""
     own = conninfo_to_dict(conninfo).get("options")
+    if own is None:
+        # libpq reads the variable only when no ``options`` are passed, and the pool
+        # always passes the library's.
+        own = os.environ.get("PGOPTIONS")
     if isinstance(own, str) and own.strip():
         options = f"{own} {options}"
     pool: psycopg_pool.ConnectionPool[psycopg.Connection[tuple[Any, ...]]] = (
