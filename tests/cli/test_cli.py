@@ -350,12 +350,18 @@ def test_a_search_argument_out_of_range_is_a_usage_error(
         (("scopes", "DB", "--tenant", " "), "--tenant: must be a non-blank string"),
         (("scopes", "DB", "--owner", "o" * 129), "--owner: must be at most 128 characters"),
         (("recall", "DB", "--scope", "acme/agent/user-1", "--kind", ""), "--kind: must be a"),
+        (("seal", "DB", " ", "--scope", "acme/agent/user-1"), "MEMORY_ID: must be a non-blank"),
+        (("forget", "DB", "", "--scope", "acme/agent/user-1"), "MEMORY_ID: must be a non-blank"),
+        (("restore", "DB", "m" * 129, "--scope", "acme/agent/user-1"), "MEMORY_ID: must be at"),
+        (("delete-event", "DB", "", "--scope", "acme/agent/user-1"), "EVENT_ID: must be a"),
+        (("show", "DB", "", "--scope", "acme/agent/user-1", "--event"), "ID: must be a"),
     ],
 )
-def test_a_blank_or_overlong_id_filter_is_a_usage_error(
+def test_a_blank_or_overlong_id_is_a_usage_error(
     store: Path, args: tuple[str, ...], message: str
 ) -> None:
-    """As a scope's parts are: the same rule as every ID."""
+    """As a scope's parts are: the same rule as every ID, whether an ID filters a read
+    or names the entity a command acts on."""
     done = run(store.parent, *(str(store) if a == "DB" else a for a in args))
     assert done.returncode == 2, done.stderr
     assert f"error: argument {message}" in done.stderr

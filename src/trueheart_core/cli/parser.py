@@ -89,8 +89,9 @@ def _budget(text: str) -> int:
 
 
 def _name(text: str) -> str:
-    """A tenant, owner or kind, as the library takes an ID (non-blank, at most 128
-    characters): refused here, like a scope's parts, as a usage error."""
+    """A memory or event ID, tenant, owner or kind, as the library takes an ID
+    (non-blank, at most 128 characters): refused here, like a scope's parts, as a usage
+    error."""
     try:
         return validation.text("name", text)
     except ValidationError as error:
@@ -235,10 +236,10 @@ def build_parser() -> Parser:
         "--kind", type=_name, action="append", default=[], help="only this kind (repeatable)"
     )
     p = sub("show", commands.show, "one memory, or one event receipt", scope="required")
-    p.add_argument("id", metavar="ID", help="memory ID (event ID with --event)")
+    p.add_argument("id", metavar="ID", type=_name, help="memory ID (event ID with --event)")
     p.add_argument("--event", action="store_true", help="show an event receipt")
     p = sub("forget", commands.forget, "forget one memory", scope="required", asks=True)
-    p.add_argument("memory_id", metavar="MEMORY_ID")
+    p.add_argument("memory_id", metavar="MEMORY_ID", type=_name)
     p.add_argument("--at", type=_instant, metavar="TIME", help="when (default: now)")
     p.add_argument("--reason", default="command line request", help="not stored")
     for name, run, what in (
@@ -246,7 +247,7 @@ def build_parser() -> Parser:
         ("restore", commands.restore, "restore one sealed memory"),
     ):
         p = sub(name, run, what, scope="required")
-        p.add_argument("memory_id", metavar="MEMORY_ID")
+        p.add_argument("memory_id", metavar="MEMORY_ID", type=_name)
         p.add_argument("--at", type=_instant, metavar="TIME", help="when (default: now)")
         p.add_argument("--reason", default="command line request", help="not stored")
     p = sub(
@@ -256,7 +257,7 @@ def build_parser() -> Parser:
         scope="required",
         asks=True,
     )
-    p.add_argument("event_id", metavar="EVENT_ID")
+    p.add_argument("event_id", metavar="EVENT_ID", type=_name)
     p.add_argument("--at", type=_instant, metavar="TIME", help="when (default: now)")
     p.add_argument("--reason", default="command line request", help="not stored")
     p = sub("expire", commands.expire, "remove the raw bodies whose retention ended")
