@@ -550,9 +550,19 @@ class TrueHeart:
         return stored
 
     def _project_after_write(self, targets: Sequence[tuple[Scope, str]]) -> None:
-        """After a write committed: project what it created or restored, as one batch."""
+        """After a write committed: project what it created or restored, as one batch.
+        Whatever fails now fails after the commit: ``SemanticProjectionError``, so that
+        the caller knows the write is stored (another thread may have closed the
+        repository, or the store may be busy, before the memories were read)."""
         if self._auto_index and targets:
-            self._project(targets)
+            try:
+                self._project(targets)
+            except SemanticProjectionError:
+                raise
+            except TrueHeartError as error:
+                raise SemanticProjectionError(
+                    targets[0][1], "the memories to project could not be read"
+                ) from error
 
     def _settings(self) -> hybrid.SemanticSearch:
         if self._semantic is None:

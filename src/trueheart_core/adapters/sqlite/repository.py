@@ -421,10 +421,15 @@ class SQLiteRepository:
         counts 0); ``None`` for ``:memory:`` (see ``ports.SupportsStorageSizes``)."""
         if self._path is None:
             return None
-        if self._handle is not None:
-            # Sizes are read before the call's unit: a file no longer at its path is
-            # refused here as the unit would refuse it.
-            self._check_in_place()
+        # Under the lock that units and ``close`` take: another thread may be closing
+        # the repository or opening its file again.
+        with self._lock:
+            if self._conn is None:
+                raise ValidationError("repository", "is closed")
+            if self._handle is not None:
+                # Sizes are read before the call's unit: a file no longer at its path is
+                # refused here as the unit would refuse it.
+                self._check_in_place()
         try:
             database = os.path.getsize(self._path)
         except OSError:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import functools
 import importlib
 import os
+import threading
 from collections.abc import MutableMapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -46,6 +47,8 @@ BUDGET = "TRUEHEART_SCAN_CACHE_MB"
 
 _DEFAULT_BUDGET_MB = 1024
 _CHUNK = 4096
+_SCRATCH_LOCK = threading.Lock()
+"""Held while a search changes a repository's scratch space (see :func:`_current`)."""
 _STEPPED_ASIDE = "stepped aside"
 
 
@@ -185,32 +188,38 @@ def _current(
     generation moved; ``None`` when the accelerator steps aside for this scope."""
     name = ("semantic vectors", key, space_id, dimensions)
     generation = store.generation(key)
-    held = scratch.get(name)
-    if isinstance(held, _Copy) and held.generation == generation:
-        scratch[name] = scratch.pop(name)  # the most recently used last
-        return held
     budget = _budget()
-    if held == (_STEPPED_ASIDE, generation, budget):
-        return None
-    scratch.pop(name, None)
+    # The scratch space is the repository's, shared by the units of every thread (on a
+    # server backend several run at once): each change to it is made under one lock,
+    # and the vectors are read outside it.
+    with _SCRATCH_LOCK:
+        held = scratch.pop(name, None)
+        if isinstance(held, _Copy) and held.generation == generation:
+            scratch[name] = held  # the most recently used last
+            return held
+        if held == (_STEPPED_ASIDE, generation, budget):
+            scratch[name] = held
+            return None
     copy = _read(np, store, key, space_id, dimensions, generation, budget)
-    if copy is None:
-        # Not read again until the scope or the budget changes.
-        scratch[name] = (_STEPPED_ASIDE, generation, budget)
-        return None
-    _make_room(scratch, budget - copy.size)
-    scratch[name] = copy
+    with _SCRATCH_LOCK:
+        if copy is None:
+            # Not read again until the scope or the budget changes.
+            scratch[name] = (_STEPPED_ASIDE, generation, budget)
+            return None
+        _make_room(scratch, budget - copy.size)
+        scratch[name] = copy
     return copy
 
 
 def _make_room(scratch: MutableMapping[object, object], free: int) -> None:
-    """Drop the least recently used copies until the others fit in ``free`` bytes."""
-    copies = [(name, held) for name, held in scratch.items() if isinstance(held, _Copy)]
+    """Drop the least recently used copies until the others fit in ``free`` bytes
+    (under ``_SCRATCH_LOCK``; the repository may empty the space meanwhile)."""
+    copies = [(name, held) for name, held in list(scratch.items()) if isinstance(held, _Copy)]
     used = sum(held.size for _, held in copies)
     for name, held in copies:
         if used <= free:
             break
-        del scratch[name]
+        scratch.pop(name, None)
         used -= held.size
 
 
