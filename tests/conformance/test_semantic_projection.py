@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from conformance_builders import (
@@ -598,6 +600,50 @@ def test_batched_vectors_and_answers_equal_those_embedded_one_by_one(
             )
         assert answers[0] == answers[1]
         assert answers[0]
+
+
+class _ClosedAfterItsWrite:
+    """The repository, closed by another thread as soon as a write unit commits: the
+    service's projection, which reads after the commit, finds it closed."""
+
+    def __init__(self, inner: Repository) -> None:
+        self.inner = inner
+        self.armed = False
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.inner, name)
+
+    @contextlib.contextmanager
+    def unit_of_work(
+        self, operation: Any, *, write: bool, erasing: bool = False
+    ) -> Iterator[object]:
+        with self.inner.unit_of_work(operation, write=write, erasing=erasing) as uow:
+            yield uow
+        if write and self.armed:
+            self.inner.close()
+
+
+@pytest.mark.requires(Capability.PERSISTENT)
+def test_a_projection_that_cannot_read_after_the_write_keeps_the_write(
+    repository: Repository, reopen: Callable[..., Repository]
+) -> None:
+    """Whatever stops the projection once the write committed (here the repository,
+    closed meanwhile by another thread) is ``SemanticProjectionError``: the caller
+    learns that the write is stored."""
+    wrapper = _ClosedAfterItsWrite(repository)
+    service = semantic(wrapper)  # type: ignore[arg-type]
+    service.ingest_event(event("evt-1"))
+    wrapper.armed = True
+    with pytest.raises(
+        SemanticProjectionError,
+        match=msg("semantic projection failed: the memories to project could not be read: mem-1"),
+    ) as caught:
+        service.materialize_once(memory("mem-1", content="concise answers"))
+    assert caught.value.evidence_committed is True
+    assert isinstance(caught.value.__cause__, ValidationError)
+    again = TrueHeart(reopen(), clock=CountingClock())
+    assert again.get_memory(SCOPE, "mem-1").memory_id == "mem-1"
+    assert again.semantic_status(SCOPE).missing_memory_ids == ("mem-1",)
 
 
 def test_a_failing_batch_names_its_first_memory_and_keeps_the_write(

@@ -4,11 +4,13 @@ table, counted with plain sqlite3, and the sizes are those of the file and its W
 from __future__ import annotations
 
 import sqlite3
+import sys
+import threading
 from pathlib import Path
 
 from conformance_builders import populate_for_stats
 
-from trueheart_core import TrueHeart
+from trueheart_core import SQLiteRepository, TrueHeart, ValidationError
 
 
 def test_statistics_match_the_file(service: TrueHeart, db_path: Path) -> None:
@@ -68,3 +70,39 @@ def test_statistics_match_the_file(service: TrueHeart, db_path: Path) -> None:
     assert stats.wal_bytes == (wal.stat().st_size if wal.exists() else 0)
     assert stats.storage_detail == (("database", stats.database_bytes), ("wal", stats.wal_bytes))
     assert stats.storage_bytes == stats.database_bytes + stats.wal_bytes
+
+
+def test_statistics_racing_a_close_are_refused_as_closed(db_path: Path) -> None:
+    """The file sizes are read before the call's unit; a close by another thread at that
+    moment is the documented ``ValidationError``, never an error of the repository's
+    own bookkeeping. Threads switch as often as they can, so that the close falls
+    between any two steps of the read."""
+    before = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    outcomes: list[str] = []
+    try:
+        for _ in range(300):
+            service = TrueHeart(SQLiteRepository(db_path))
+            started = threading.Event()
+
+            def read(service: TrueHeart = service, started: threading.Event = started) -> None:
+                started.set()
+                for _ in range(20):
+                    try:
+                        service.stats()
+                    except ValidationError as error:
+                        outcomes.append(str(error))
+                        return
+                    except BaseException as error:
+                        outcomes.append(f"raw {type(error).__name__}")
+                        return
+
+            reader = threading.Thread(target=read)
+            reader.start()
+            started.wait()
+            service.close()
+            reader.join(timeout=30)
+            assert not reader.is_alive()
+    finally:
+        sys.setswitchinterval(before)
+    assert outcomes and set(outcomes) == {"repository: is closed"}
