@@ -28,7 +28,11 @@ from trueheart_core import (
     GovernanceAction,
     GovernanceCommand,
     GovernanceResult,
+    MemoryDraft,
+    RawEventDraft,
     RepositoryBusy,
+    RetentionPolicy,
+    SourceRef,
     SQLiteRepository,
     TrueHeart,
     TrustLevel,
@@ -313,6 +317,88 @@ def test_forget_deletes_the_event_of_a_memory_the_host_forgot(
             )
             assert forgot["affected_ids"] == [event_id]
             assert repository.residue([b"vault code"]) == frozenset()
+
+    run(body)
+
+
+def _host_records(service: TrueHeart, token: str, source_type: str, *memory_ids: str) -> None:
+    """An event of the host's own, ``evt-TOKEN``, and memories derived from it, named
+    the way ``remember`` names its records."""
+    week = RetentionPolicy(timedelta(days=7), timedelta(days=7), timedelta(days=7))
+    source = SourceRef("crm", source_type, START, TrustLevel.OBSERVED)
+    service.ingest_derived(
+        RawEventDraft(f"evt-{token}", SCOPE, source, "CRM record of Ada.", week),
+        memories=[
+            MemoryDraft(
+                memory_id,
+                SCOPE,
+                f"Ada, record {number}.",
+                (f"evt-{token}",),
+                "crm",
+                TrustLevel.OBSERVED,
+                START,
+            )
+            for number, memory_id in enumerate(memory_ids)
+        ],
+    )
+
+
+def test_forget_never_deletes_an_event_this_server_did_not_store(
+    service: TrueHeart, connect: Connect, clock: Any
+) -> None:
+    """The host names its records as ``remember`` does: the receipt, not the ID, says
+    whose event it is, and the host's event (with what else it derived) stays."""
+    kept, live = "a" * 32, "b" * 32
+
+    def forget_command(memory_id: str) -> GovernanceCommand:
+        return GovernanceCommand(
+            SCOPE, GovernanceAction.FORGET, EntityType.MEMORY, memory_id, clock(), "host"
+        )
+
+    async def body() -> None:
+        # another source type, then the server's own type under another source ID
+        _host_records(service, kept, "crm", f"mem-{kept}", "crm-profile")
+        _host_records(service, live, "mcp", f"mem-{live}")
+        service.govern(forget_command(f"mem-{kept}"))
+        async with connect() as client:
+            refused = await client.call_tool(
+                "forget_memory", {"memory_id": f"mem-{kept}", "reason": "user asked"}
+            )
+            assert error_text(refused) == f"entity deleted: mem-{kept}"
+            forgot = structured(
+                await client.call_tool(
+                    "forget_memory", {"memory_id": f"mem-{live}", "reason": "user asked"}
+                )
+            )
+            assert forgot["affected_ids"] == [f"mem-{live}"]  # the memory alone
+            # an event of this server that a memory of the host's is derived from
+            stored = structured(
+                await client.call_tool(
+                    "remember_claim", {"subject": "ada", "predicate": "tier", "value": "gold"}
+                )
+            )
+            token = stored["event_id"].removeprefix("evt-")
+            service.materialize_once(
+                MemoryDraft(
+                    f"mem-{token}",
+                    SCOPE,
+                    "Ada is a gold customer.",
+                    (stored["event_id"],),
+                    "crm",
+                    TrustLevel.OBSERVED,
+                    clock(),
+                )
+            )
+            service.govern(forget_command(f"mem-{token}"))
+            shared = await client.call_tool(
+                "forget_memory", {"memory_id": f"mem-{token}", "reason": "user asked"}
+            )
+            assert error_text(shared) == f"entity deleted: mem-{token}"
+        assert service.get_memory(SCOPE, "crm-profile").kind == "crm"
+        assert service.get_receipt(SCOPE, f"evt-{kept}").content_available
+        assert service.get_receipt(SCOPE, f"evt-{live}").content_available
+        assert service.get_memory(SCOPE, stored["claim"]["claim_id"]).kind == "claim"
+        assert [r.action for r in service.audit(SCOPE)].count("delete") == 0
 
     run(body)
 

@@ -394,14 +394,8 @@ def _search_item(item: CapsuleItem) -> Document:
     }
 
 
-_WRITTEN_HERE = re.compile(r"(?:mem|clm)-([0-9a-f]{32})")
-
-
-def _own_event(memory_id: str) -> str | None:
-    """The ID of the event ``remember`` or ``remember_claim`` wrote with this memory or
-    claim (see :func:`_ids`), or ``None`` for an ID those tools never give."""
-    match = _WRITTEN_HERE.fullmatch(memory_id)
-    return None if match is None else f"evt-{match.group(1)}"
+_WRITTEN_HERE = re.compile(r"(mem|clm)-([0-9a-f]{32})")
+_OTHER_NAMESPACE = {"mem": "clm", "clm": "mem"}
 
 
 def _ids(namespace: str, key: str | None) -> tuple[str, str]:
@@ -846,27 +840,58 @@ class MemoryTools:
         forget = GovernanceCommand(
             self._scope, GovernanceAction.FORGET, EntityType.MEMORY, memory_id, at, reason
         )
-        event_id = _own_event(memory_id)
         affected: set[str] = set()
         removed: set[ArtifactClass] = set()
         try:
             record = self._service.get_memory(self._scope, memory_id)
         except EntityDeleted:
             # Forgotten before: what is left to do is the DELETE of its own event, if
-            # that is still stored (otherwise the memory is simply gone).
+            # this server stored it and it is still stored (otherwise the memory is
+            # simply gone).
+            event_id = self._own_event(memory_id, None)
             if event_id is None or not self._delete_event(event_id, at, reason, affected, removed):
                 raise
         else:
+            event_id = self._own_event(memory_id, record)
             result = self._service.govern(forget)
             affected.update(result.affected_ids)
             removed.update(result.removed)
-            if event_id is not None and record.source_event_ids == (event_id,):
+            if event_id is not None:
                 self._delete_event(event_id, at, reason, affected, removed)
         return {
             "memory_id": memory_id,
             "affected_ids": sorted(affected),
             "removed": [artifact.value for artifact in ArtifactClass if artifact in removed],
         }
+
+    def _own_event(self, memory_id: str, record: MemoryRecord | None) -> str | None:
+        """The ID of the event ``remember`` or ``remember_claim`` stored with this memory
+        or claim (see :func:`_ids`), when it is still stored; ``None`` for any other
+        memory, whose events are the host's.
+
+        The ID's shape is not enough, since a host may name its own records the same
+        way: the event's receipt must carry this server's source (type ``mcp``, its
+        ``source_id``), no memory held under the other namespace (``mem-`` or ``clm-``)
+        may come from it, and a memory still held (``record``) must have it as its only
+        source."""
+        match = _WRITTEN_HERE.fullmatch(memory_id)
+        if match is None:
+            return None
+        namespace, token = match.groups()
+        event_id = f"evt-{token}"
+        if record is not None and record.source_event_ids != (event_id,):
+            return None
+        try:
+            source = self._service.get_receipt(self._scope, event_id).source
+        except (EntityNotFound, EntityDeleted, ScopeMismatch):
+            return None
+        if (source.source_type, source.source_id) != (SOURCE_TYPE, self._source_id):
+            return None
+        try:
+            other = self._service.get_memory(self._scope, f"{_OTHER_NAMESPACE[namespace]}-{token}")
+        except (EntityNotFound, EntityDeleted, ScopeMismatch):
+            return event_id
+        return None if event_id in other.source_event_ids else event_id
 
     def _delete_event(
         self,
