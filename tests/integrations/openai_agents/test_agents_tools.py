@@ -142,6 +142,7 @@ def test_what_remember_stores_is_an_event_and_a_derived_memory(
     )
     assert receipt.source.trust is TrustLevel.OBSERVED  # the ceiling
     assert receipt.raw_expires_at == clock.now + retention.raw_ttl
+    assert receipt.metadata == {"kind": "agent_note"}  # kept once the memory is forgotten
 
 
 def test_trust_above_the_ceiling_is_a_tool_error_and_stores_nothing(
@@ -446,3 +447,83 @@ def test_forgetting_a_session_item_deletes_its_event_within_the_tools_reach(
     )
     assert tool_outputs(model.inputs[-1])["c1"] == f"error: entity deleted: {item.memory_id}"
     assert memory.get_receipt(SCOPE, item.memory_id).content_available
+
+
+def test_a_forgotten_memory_s_event_is_deleted_only_within_the_tools_reach(
+    memory: TrueHeart, repository: SQLiteRepository, clock: Clock
+) -> None:
+    """Two tool sets share the scope: one may delete the event of a forgotten memory
+    only when it could forget the memory itself, its kind (as the event's receipt tells
+    it) among its kinds."""
+    vault = memory_tools(
+        memory, SCOPE, clock=clock, kind="vault", search_kinds=("vault",), claim_tools=False
+    )
+    model, _ = run([call("remember", {"content": TEA, "trust": None}, "c1"), reply("ok")], vault)
+    memory_id = output_of(model.inputs[-1], "c1")["memory_id"]
+    memory.govern(
+        GovernanceCommand(
+            SCOPE, GovernanceAction.FORGET, EntityType.MEMORY, memory_id, clock(), "host"
+        )
+    )
+    notes, _ = run(
+        [call("forget_memory", {"memory_id": memory_id}, "c1"), reply("ok")],
+        memory_tools(memory, SCOPE, clock=clock),
+    )
+    assert tool_outputs(notes.inputs[-1])["c1"] == f"error: entity deleted: {memory_id}"
+    assert memory.get_receipt(SCOPE, memory_id).content_available
+    assert [record.action for record in memory.audit(SCOPE)].count("delete") == 0
+    again, _ = run([call("forget_memory", {"memory_id": memory_id}, "c1"), reply("ok")], vault)
+    assert output_of(again.inputs[-1], "c1") == {"forgotten": memory_id}
+    assert repository.residue([TEA.encode()]) == frozenset()
+
+
+def test_forget_keeps_an_event_these_tools_did_not_write(memory: TrueHeart, clock: Clock) -> None:
+    """An event named as the tools name theirs, but another writer's (another source
+    type), or one whose receipt does not name its memory's kind, stays."""
+    week = RetentionPolicy(
+        DEFAULT_MEMORY_RETENTION.raw_ttl,
+        DEFAULT_MEMORY_RETENTION.clear_for,
+        DEFAULT_MEMORY_RETENTION.recall_for,
+    )
+    for memory_id, source_type in (
+        ("agent-memory-host", "import"),
+        ("agent-memory-unnamed", "openai-agents"),
+    ):
+        source = SourceRef("crm", source_type, clock.now, TrustLevel.OBSERVED)
+        memory.ingest_derived(
+            RawEventDraft(memory_id, SCOPE, source, "Host note.", week),
+            memories=[
+                MemoryDraft(
+                    memory_id,
+                    SCOPE,
+                    "Host note.",
+                    (memory_id,),
+                    "agent_note",
+                    TrustLevel.OBSERVED,
+                    clock.now,
+                )
+            ],
+        )
+    memory.govern(
+        GovernanceCommand(
+            SCOPE,
+            GovernanceAction.FORGET,
+            EntityType.MEMORY,
+            "agent-memory-unnamed",
+            clock(),
+            "host",
+        )
+    )
+    model, _ = run(
+        [
+            call("forget_memory", {"memory_id": "agent-memory-host"}, "c1"),
+            call("forget_memory", {"memory_id": "agent-memory-unnamed"}, "c2"),
+            reply("ok"),
+        ],
+        memory_tools(memory, SCOPE, clock=clock),
+    )
+    outputs = tool_outputs(model.inputs[-1])
+    assert output_of(model.inputs[-1], "c1") == {"forgotten": "agent-memory-host"}
+    assert outputs["c2"] == "error: entity deleted: agent-memory-unnamed"
+    assert memory.get_receipt(SCOPE, "agent-memory-host").content_available
+    assert memory.get_receipt(SCOPE, "agent-memory-unnamed").content_available

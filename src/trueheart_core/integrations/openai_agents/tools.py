@@ -40,6 +40,7 @@ from trueheart_core import (
     GovernanceCommand,
     MemoryDraft,
     RawEventDraft,
+    RawEventReceipt,
     RetentionPolicy,
     Scope,
     ScopeMismatch,
@@ -58,7 +59,11 @@ from trueheart_core.integrations.openai_agents._common import (
     to_json,
     utc_now,
 )
-from trueheart_core.integrations.openai_agents.session import ITEM_ID_PREFIX, SESSION_KIND_PREFIX
+from trueheart_core.integrations.openai_agents.session import (
+    ITEM_ID_PREFIX,
+    SESSION_KIND_PREFIX,
+    SESSION_SOURCE_TYPE,
+)
 
 __all__ = [
     "CLAIM_ID_PREFIX",
@@ -90,6 +95,9 @@ DEFAULT_MEMORY_RETENTION = RetentionPolicy(
 """The retention of what ``remember`` stores unless the host gives another: the event's
 copy of the text may be expired after 30 days; the memory is at full clarity for 90 days
 and recallable for a year."""
+
+CLAIM_KIND = "claim"
+"""The kind of every claim's memory."""
 
 MAX_SEARCH_RESULTS = 20
 MAX_CLAIMS = 50
@@ -141,11 +149,13 @@ class _Binding:
         except KeyError:
             raise ValidationError("trust", "must be untrusted, observed or confirmed") from None
 
-    def event(self, event_id: str, content: str, when: datetime) -> RawEventDraft:
+    def event(self, event_id: str, content: str, when: datetime, kind: str) -> RawEventDraft:
         """The source event of a write: the ceiling is its trust, so the library's own
-        rule refuses a memory that claims more."""
+        rule refuses a memory that claims more; its metadata names the kind of the
+        memory written with it, which its receipt keeps once the memory is forgotten."""
         source = SourceRef(self.source_id, SOURCE_TYPE, when, self.max_trust)
-        return RawEventDraft(event_id, self.scope, source, content, self.retention)
+        metadata = {"kind": kind}
+        return RawEventDraft(event_id, self.scope, source, content, self.retention, metadata)
 
 
 def _memory_json(item: CapsuleItem) -> dict[str, Any]:
@@ -182,7 +192,7 @@ def _claim_json(view: ClaimView) -> dict[str, Any]:
 
 def _kinds(kind: str, search_kinds: Sequence[str] | None, claim_tools: bool) -> tuple[str, ...]:
     if search_kinds is None:
-        return (kind, "claim") if claim_tools else (kind,)
+        return (kind, CLAIM_KIND) if claim_tools else (kind,)
     if isinstance(search_kinds, str) or not isinstance(search_kinds, Sequence):
         raise ValidationError("search_kinds", "must be a sequence of kinds or None")
     kinds = v.text_tuple("search_kinds", tuple(search_kinds))
@@ -212,13 +222,16 @@ def memory_tools(
       status), packed into ``budget_tokens``, at most ``limit`` (1 through 20).
     * ``remember(content, trust)``: stores ``content`` as a source event (source
       ``source_id``, type ``openai-agents``, trust ``max_trust``, retention
-      ``retention``) and a memory of kind ``kind`` derived from it, in one transaction;
-      ``trust`` (``null``: ``max_trust``) above ``max_trust`` is refused by the library
-      (``trust escalation``) and nothing is stored.
+      ``retention``, metadata ``{"kind": kind}``) and a memory of kind ``kind`` derived
+      from it, in one transaction; ``trust`` (``null``: ``max_trust``) above
+      ``max_trust`` is refused by the library (``trust escalation``) and nothing is
+      stored.
     * ``forget_memory(memory_id)``: a governed FORGET (tombstone, audit row, erasure
       from the file) of a memory of ``search_kinds``; when ``remember`` or
       ``remember_claim`` wrote it, its source event is deleted too (tombstone, audit
-      row), so the text leaves the event as well.
+      row), so the text leaves the event as well. For a memory already forgotten, the
+      event is deleted only when its receipt puts the memory's kind in
+      ``search_kinds``.
     * ``claims(subject, predicate)`` (with ``claim_tools``): the scope's claims known
       now, at most 50, with their status and the conflicts among the current ones.
     * ``remember_claim(subject, predicate, value, trust, supersedes)`` (with
@@ -308,7 +321,7 @@ def _remember_tool(binding: _Binding) -> FunctionTool:
             memory_id, binding.scope, content, (memory_id,), binding.kind, level, when
         )
         stored = binding.service.ingest_derived(
-            binding.event(memory_id, content, when), memories=[memory]
+            binding.event(memory_id, content, when, binding.kind), memories=[memory]
         )
         record = stored.memories[0]
         return to_json(
@@ -322,17 +335,36 @@ def _remember_tool(binding: _Binding) -> FunctionTool:
     return _tool(remember)
 
 
-def _in_reach(binding: _Binding, memory_id: str) -> bool:
-    """Whether the event of a forgotten memory (stored under the memory's ID) is one
-    these tools may delete: a session item's only when its session's kind is among the
-    tools' kinds, as its memory had to be."""
-    if not memory_id.startswith(ITEM_ID_PREFIX):
-        return True
+def _own_receipt(binding: _Binding, memory_id: str) -> RawEventReceipt | None:
+    """The receipt of the event stored under the memory's own ID, when ``remember``,
+    ``remember_claim`` (source type ``openai-agents``) or a session (source type
+    ``openai-agents-session``) wrote it, as the memory's ID says; ``None`` when it is
+    gone or another writer's."""
+    if memory_id.startswith(ITEM_ID_PREFIX):
+        source_type = SESSION_SOURCE_TYPE
+    elif memory_id.startswith((MEMORY_ID_PREFIX, CLAIM_ID_PREFIX)):
+        source_type = SOURCE_TYPE
+    else:
+        return None
     try:
         receipt = binding.service.get_receipt(binding.scope, memory_id)
-    except (EntityNotFound, EntityDeleted):
-        return False
-    return SESSION_KIND_PREFIX + receipt.source.source_id in binding.kinds
+    except (EntityNotFound, EntityDeleted, ScopeMismatch):
+        return None
+    return receipt if receipt.source.source_type == source_type else None
+
+
+def _kind_of(receipt: RawEventReceipt) -> str | None:
+    """The kind of the memory written with the event of ``receipt`` (one of
+    :func:`_own_receipt`), as the receipt tells it: a session item's from its session,
+    a claim's always ``claim``, a memory of ``remember`` from the event's metadata;
+    ``None`` when the receipt does not tell (an event stored before its metadata named
+    the kind)."""
+    if receipt.source.source_type == SESSION_SOURCE_TYPE:
+        return SESSION_KIND_PREFIX + receipt.source.source_id
+    if receipt.event_id.startswith(CLAIM_ID_PREFIX):
+        return CLAIM_KIND
+    kind = receipt.metadata.get("kind")
+    return kind if isinstance(kind, str) else None
 
 
 def _forget_tool(binding: _Binding) -> FunctionTool:
@@ -344,8 +376,6 @@ def _forget_tool(binding: _Binding) -> FunctionTool:
         """
         service, scope = binding.service, binding.scope
         when = now(binding.clock)
-        # These tools and the session write a memory's event under the memory's own ID.
-        written_here = memory_id.startswith((MEMORY_ID_PREFIX, CLAIM_ID_PREFIX, ITEM_ID_PREFIX))
         delete = GovernanceCommand(
             scope, GovernanceAction.DELETE, EntityType.RAW_EVENT, memory_id, when, FORGET_REASON
         )
@@ -353,8 +383,11 @@ def _forget_tool(binding: _Binding) -> FunctionTool:
             record = service.get_memory(scope, memory_id)
         except EntityDeleted:
             # Forgotten before, by a call whose DELETE of the event did not follow (a
-            # busy store between the two transactions): this call finishes it.
-            if not written_here or not _in_reach(binding, memory_id):
+            # busy store between the two transactions): this call finishes it, within
+            # the reach a live memory has, its kind (as the receipt tells it) among the
+            # tools' kinds.
+            receipt = _own_receipt(binding, memory_id)
+            if receipt is None or _kind_of(receipt) not in binding.kinds:
                 raise
             try:
                 service.govern(delete)
@@ -363,12 +396,18 @@ def _forget_tool(binding: _Binding) -> FunctionTool:
             return to_json({"forgotten": memory_id})
         if record.kind not in binding.kinds:
             raise ValidationError("memory_id", "names a memory these tools do not manage")
+        # These tools and the session write a memory's event under the memory's own ID,
+        # and it is this memory's only source.
+        receipt = None
+        if record.source_event_ids == (memory_id,):
+            receipt = _own_receipt(binding, memory_id)
+        own = receipt is not None and _kind_of(receipt) in (record.kind, None)
         service.govern(
             GovernanceCommand(
                 scope, GovernanceAction.FORGET, EntityType.MEMORY, memory_id, when, FORGET_REASON
             )
         )
-        if written_here and record.source_event_ids == (memory_id,):
+        if own:
             with contextlib.suppress(EntityNotFound, EntityDeleted):  # already gone
                 service.govern(delete)
         return to_json({"forgotten": memory_id})
@@ -441,7 +480,7 @@ def _remember_claim_tool(binding: _Binding) -> FunctionTool:
             supersedes=supersedes,
         )
         stored = binding.service.ingest_derived(
-            binding.event(claim_id, draft.content, when), claims=[draft]
+            binding.event(claim_id, draft.content, when, CLAIM_KIND), claims=[draft]
         )
         record = stored.claims[0]
         return to_json({"claim_id": record.claim_id, "trust": record.memory.trust.name.lower()})
