@@ -403,6 +403,51 @@ def test_forget_never_deletes_an_event_this_server_did_not_store(
     run(body)
 
 
+def test_forget_deletes_a_session_item_s_event_only_when_a_session_wrote_it(
+    service: TrueHeart, repository: SQLiteRepository, connect: Connect
+) -> None:
+    """An ID shaped as a session item's: its event goes with it when its receipt shows a
+    session's source and the memory is of that session's kind, and stays otherwise."""
+    week = RetentionPolicy(timedelta(days=7), timedelta(days=7), timedelta(days=7))
+    items = {
+        "agent-session-000000000001-00000000000000a1": ("openai-agents-session", "conv-1"),
+        "agent-session-000000000002-00000000000000a2": ("import", "conv-1"),
+        "agent-session-000000000003-00000000000000a3": ("openai-agents-session", "conv-2"),
+    }
+    for item_id, (source_type, session_id) in items.items():
+        service.ingest_derived(
+            RawEventDraft(
+                item_id,
+                SCOPE,
+                SourceRef(session_id, source_type, START, TrustLevel.UNTRUSTED),
+                f'{{"content": "Item {item_id[-2:]}."}}',
+                week,
+            ),
+            memories=[
+                MemoryDraft(
+                    item_id,
+                    SCOPE,
+                    f'{{"content": "Item {item_id[-2:]}."}}',
+                    (item_id,),
+                    "agent_session:conv-1",
+                    TrustLevel.UNTRUSTED,
+                    START,
+                )
+            ],
+        )
+
+    async def body() -> None:
+        async with connect() as client:
+            for item_id in items:
+                await client.call_tool("forget_memory", {"memory_id": item_id, "reason": "r"})
+
+    run(body)
+    deleted, *kept = items
+    assert [r.entity_id for r in service.audit(SCOPE) if r.action == "delete"] == [deleted]
+    assert repository.residue([b"Item a1"]) == frozenset()
+    assert all(service.get_receipt(SCOPE, item_id).content_available for item_id in kept)
+
+
 # --- trust, arguments and errors --------------------------------------------------------
 
 

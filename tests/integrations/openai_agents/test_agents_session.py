@@ -23,6 +23,7 @@ from trueheart_core import (
     TrueHeart,
     ValidationError,
 )
+from trueheart_core.integrations.mcp_server import MemoryTools
 from trueheart_core.integrations.openai_agents import TrueHeartSession
 
 _T = TypeVar("_T")
@@ -150,6 +151,37 @@ def test_clear_removes_every_item_of_the_session_only(memory: TrueHeart, clock: 
     assert memory.stats(SCOPE).events == 1
     wait(session.add_items(ITEMS[1:2]))
     assert contents(session) == ITEMS[1:2]
+
+
+def test_an_item_forgotten_through_the_mcp_server_leaves_no_text(
+    memory: TrueHeart, repository: SQLiteRepository, clock: Clock
+) -> None:
+    """The MCP server's tools (which need no SDK in process) forget an item found among
+    the scope's memories: its event goes too, which ``clear_session`` could no longer
+    find; an item the host forgot is finished the same way."""
+    secret = "my card number is 4111-1111-1111-1111"
+    session = TrueHeartSession("conv-1", memory, SCOPE, clock=clock)
+    wait(session.add_items([{"role": "user", "content": secret}, ITEMS[0], ITEMS[2]]))
+    first, second, third = memory.list_memories(SCOPE).items
+    tools = MemoryTools(memory, SCOPE, clock=clock)
+    forgot = tools.call("forget_memory", {"memory_id": first.memory_id, "reason": "asked"})
+    assert forgot["affected_ids"] == [first.memory_id]
+    assert {"raw_event", "raw_body", "memory"} <= set(forgot["removed"])
+    assert repository.residue([b"4111-1111"]) == frozenset()
+    assert contents(session) == [ITEMS[0], ITEMS[2]]
+    memory.govern(
+        GovernanceCommand(
+            SCOPE, GovernanceAction.FORGET, EntityType.MEMORY, second.memory_id, clock(), "host"
+        )
+    )
+    finished = tools.call("forget_memory", {"memory_id": second.memory_id, "reason": "asked"})
+    assert finished["affected_ids"] == [second.memory_id]
+    assert finished["removed"] == ["raw_event", "raw_body"]
+    wait(session.clear_session())
+    for item in (first, second, third):
+        with pytest.raises(EntityDeleted):
+            memory.get_receipt(SCOPE, item.memory_id)
+    assert repository.residue([b"Kyoto"]) == frozenset()
 
 
 def test_a_sealed_item_is_hidden_keeps_its_position_and_is_cleared(

@@ -396,6 +396,12 @@ def _search_item(item: CapsuleItem) -> Document:
 
 _WRITTEN_HERE = re.compile(r"(mem|clm)-([0-9a-f]{32})")
 _OTHER_NAMESPACE = {"mem": "clm", "clm": "mem"}
+# An item of an OpenAI Agents session (``TrueHeartSession``): its event and its memory
+# share this ID, and the event's source is the session (these names are those of
+# ``trueheart_core.integrations.openai_agents.session``, which imports the Agents SDK).
+_SESSION_ITEM = re.compile(r"agent-session-[0-9]{12}-[0-9a-f]{16}")
+_SESSION_SOURCE_TYPE = "openai-agents-session"
+_SESSION_KIND_PREFIX = "agent_session:"
 
 
 def _ids(namespace: str, key: str | None) -> tuple[str, str]:
@@ -827,9 +833,11 @@ class MemoryTools:
         return {"claim": _claim(result.claims[0]), "event_id": event_id, "replayed": replayed}
 
     def _forget(self, args: _Arguments) -> Document:
-        """FORGET the memory; when ``remember`` or ``remember_claim`` wrote it, DELETE
-        its event too, so that its text leaves the event's body as well (and a replay
-        of its key cannot compare a guess with the stored text).
+        """FORGET the memory; when ``remember`` or ``remember_claim`` wrote it, or it is
+        an item of an OpenAI Agents session, DELETE its event too, so that its text
+        leaves the event's body as well (and a replay of its key cannot compare a guess
+        with the stored text; a session's ``clear_session``, which finds its items by
+        their memories, could no longer reach the event).
 
         The two are separate transactions: when the FORGET committed and the DELETE did
         not (a busy store between them), calling the tool again finishes the DELETE
@@ -846,8 +854,8 @@ class MemoryTools:
             record = self._service.get_memory(self._scope, memory_id)
         except EntityDeleted:
             # Forgotten before: what is left to do is the DELETE of its own event, if
-            # this server stored it and it is still stored (otherwise the memory is
-            # simply gone).
+            # this server (or a session) stored it and it is still stored (otherwise the
+            # memory is simply gone).
             event_id = self._own_event(memory_id, None)
             if event_id is None or not self._delete_event(event_id, at, reason, affected, removed):
                 raise
@@ -873,7 +881,9 @@ class MemoryTools:
         way: the event's receipt must carry this server's source (type ``mcp``, its
         ``source_id``), no memory held under the other namespace (``mem-`` or ``clm-``)
         may come from it, and a memory still held (``record``) must have it as its only
-        source."""
+        source. A session item's event is found as :meth:`_item_event` says."""
+        if _SESSION_ITEM.fullmatch(memory_id):
+            return self._item_event(memory_id, record)
         match = _WRITTEN_HERE.fullmatch(memory_id)
         if match is None:
             return None
@@ -893,6 +903,23 @@ class MemoryTools:
             return event_id
         return None if event_id in other.source_event_ids else event_id
 
+    def _item_event(self, item_id: str, record: MemoryRecord | None) -> str | None:
+        """The event of a session item, stored under the item's own ID, when it is still
+        stored and its receipt shows a session's source (type
+        ``openai-agents-session``); a memory still held (``record``) must have it as its
+        only source, and be of the kind of that session."""
+        if record is not None and record.source_event_ids != (item_id,):
+            return None
+        try:
+            source = self._service.get_receipt(self._scope, item_id).source
+        except (EntityNotFound, EntityDeleted, ScopeMismatch):
+            return None
+        if source.source_type != _SESSION_SOURCE_TYPE:
+            return None
+        if record is not None and record.kind != _SESSION_KIND_PREFIX + source.source_id:
+            return None
+        return item_id
+
     def _delete_event(
         self,
         event_id: str,
@@ -901,8 +928,9 @@ class MemoryTools:
         affected: set[str],
         removed: set[ArtifactClass],
     ) -> bool:
-        """DELETE the event ``remember`` wrote with a forgotten memory, adding what it
-        removed to ``affected`` and ``removed``; False when it is already gone."""
+        """DELETE the event ``remember`` (or a session) wrote with a forgotten memory,
+        adding what it removed to ``affected`` and ``removed``; False when it is already
+        gone."""
         command = GovernanceCommand(
             self._scope, GovernanceAction.DELETE, EntityType.RAW_EVENT, event_id, at, reason
         )
