@@ -12,6 +12,8 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -661,6 +663,61 @@ def test_an_interrupt_is_status_130(
     assert (status, err) == (130, "trueheart: interrupted\n")
     assert json.loads(out) == {"error": "interrupted", "message": "interrupted", "exit_status": 130}
     assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN  # a second Ctrl-C is ignored
+
+
+@pytest.fixture
+def sigterm_noted() -> Iterator[list[int]]:
+    """SIGTERM noted in the list this yields (instead of ending the tests) while the
+    test runs; the handler before it is put back after."""
+    noted: list[int] = []
+    previous = signal.signal(signal.SIGTERM, lambda number, frame: noted.append(number))
+    try:
+        yield noted
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _terminating(*_: object) -> int:
+    """A command that gets SIGTERM part-way, and waits for it to land."""
+    os.kill(os.getpid(), signal.SIGTERM)
+    for _ in range(200):
+        time.sleep(0.01)
+    return 0
+
+
+@pytest.mark.usefixtures("sigint_restored")
+def test_a_sigterm_is_status_143_and_the_handler_is_put_back(
+    store: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    sigterm_noted: list[int],
+) -> None:
+    """SIGTERM (``timeout``, ``systemctl stop``) interrupts a command as Ctrl-C does,
+    with its own status; the handler that was in place is in place again after."""
+    noted = signal.getsignal(signal.SIGTERM)
+    monkeypatch.setattr(commands, "stats", _terminating)
+    assert call(capsys, "stats", str(store)) == (143, "", "trueheart: terminated\n")
+    assert signal.getsignal(signal.SIGTERM) is noted
+    status, out, err = call(capsys, "stats", str(store), "--json")
+    assert (status, err) == (143, "trueheart: terminated\n")
+    assert json.loads(out) == {"error": "terminated", "message": "terminated", "exit_status": 143}
+    assert signal.getsignal(signal.SIGTERM) is noted
+    assert sigterm_noted == []  # every SIGTERM was the command's
+    assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN  # nor does a Ctrl-C then
+
+
+def test_a_command_in_another_thread_leaves_sigterm_alone(
+    store: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Only the main thread may set a signal handler: elsewhere, ``main`` runs without."""
+    before = signal.getsignal(signal.SIGTERM)
+    statuses: list[int] = []
+    thread = threading.Thread(target=lambda: statuses.append(main(["stats", str(store)])))
+    thread.start()
+    thread.join()
+    assert statuses == [0]
+    assert capsys.readouterr().err == ""
+    assert signal.getsignal(signal.SIGTERM) is before
 
 
 def test_a_broken_pipe_is_status_141_and_quiet(

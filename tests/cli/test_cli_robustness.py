@@ -1,7 +1,7 @@
 """The ``trueheart`` command as a child process, where the operating system is involved:
 a reader that closes the pipe early, Ctrl-C (SIGINT) during a long command and at a
-prompt, and the confirmation prompts of ``forget`` and ``erase-subject`` on a real
-terminal (a pseudo-terminal from :mod:`pty`)."""
+prompt, SIGTERM while a command writes a new file, and the confirmation prompts of
+``forget`` and ``erase-subject`` on a real terminal (a pseudo-terminal from :mod:`pty`)."""
 
 from __future__ import annotations
 
@@ -180,6 +180,70 @@ def test_sigint_during_verify_exits_130_without_a_traceback(big_store: Path) -> 
     assert child.returncode == 130
     assert err == "trueheart: interrupted\n"
     assert out == ""
+
+
+# --- SIGTERM ------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def big_export(big_store: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("big-export") / "big.jsonl"
+    subprocess.run(
+        _command("export", str(big_store), "--output", str(path)),
+        env=_env(),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        check=True,
+    )
+    return path
+
+
+def _begun(directory: Path, command: str) -> bool:
+    """Whether ``command`` has begun its new file: the export, or the import's
+    temporary store."""
+    if command == "export":
+        out = directory / "out.jsonl"
+        return out.exists() and out.stat().st_size > 0
+    return any(".import-" in name for name in os.listdir(directory))
+
+
+@pytest.mark.parametrize("command", ["export", "import"])
+def test_sigterm_while_a_new_file_is_written_removes_it(
+    big_store: Path, big_export: Path, tmp_path: Path, command: str
+) -> None:
+    """SIGTERM (``timeout``, ``systemctl stop``) part-way through an export to a file or
+    an import into a new store exits with status 143, as Ctrl-C exits with 130, and
+    leaves no partial export (it holds bodies) and no temporary store behind."""
+    if command == "export":
+        args = ("export", str(big_store), "--output", "out.jsonl")
+        line = f"trueheart: exporting {big_store} to out.jsonl\n"
+    else:
+        args = ("import", "new.db", str(big_export))
+        line = f"trueheart: importing {big_export} into new.db\n"
+    child = subprocess.Popen(
+        _command(*args),
+        cwd=tmp_path,
+        env=_env(),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert child.stderr is not None
+        assert child.stderr.readline() == line
+        deadline = time.monotonic() + 30
+        while not _begun(tmp_path, command) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert child.poll() is None, "the command ended before the signal"
+        child.send_signal(signal.SIGTERM)
+        out, err = child.communicate(timeout=60)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    assert (child.returncode, out, err) == (143, "", "trueheart: terminated\n")
+    assert os.listdir(tmp_path) == []
 
 
 # --- prompts on a terminal ---------------------------------------------------------------

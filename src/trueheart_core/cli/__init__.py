@@ -7,9 +7,9 @@ database path as its first argument, prints aligned text (or one JSON document w
 database, an entity or (for ``erase-subject``) the scope is not found (or was deleted),
 4 on corruption (or problems found by ``verify``, or an erasure that did not verify), 5
 when the store is busy or read-only, 130 when interrupted (Ctrl-C), 141 when stdout was
-closed by its reader (a broken pipe), and 1 on any other error, printed as
-``trueheart: <message>`` on stderr without a traceback (and, with ``--json``, also as
-one JSON object on stdout). See docs/cli.md.
+closed by its reader (a broken pipe), 143 when terminated (SIGTERM), and 1 on any other
+error, printed as ``trueheart: <message>`` on stderr without a traceback (and, with
+``--json``, also as one JSON object on stdout). See docs/cli.md.
 """
 
 from __future__ import annotations
@@ -49,6 +49,7 @@ EXIT_CODES = {
     "busy_or_read_only": 5,
     "interrupted": 130,  # 128 + SIGINT, as a shell reports a command Ctrl-C stopped
     "broken_pipe": 141,  # 128 + SIGPIPE, as a shell reports `yes | head -1`
+    "terminated": 143,  # 128 + SIGTERM, as a shell reports a command `kill` stopped
 }
 
 _ABOUT_THE_FILE = (RepositoryCorruption, RepositoryBusy, RepositoryReadOnly)
@@ -197,10 +198,43 @@ def _usage(error: UsageError, as_json: bool) -> int:
     return status
 
 
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM (sent by ``kill``, ``timeout``, a service manager or a CI cancel) while a
+    command runs: raised where the signal lands, as Ctrl-C raises
+    :class:`KeyboardInterrupt`, so that the command unwinds the same way and every
+    cleanup runs (a partial export file, a temporary store)."""
+
+
+def _terminate(number: int, frame: object) -> None:
+    raise _Terminated
+
+
+@contextlib.contextmanager
+def _sigterm_interrupts() -> Iterator[None]:
+    """SIGTERM raises :class:`_Terminated` while a command runs; the previous handler
+    is put back after. Only in the main thread (where Python runs signal handlers, and
+    the only one that may set them), and not over a handler that was not set from
+    Python (which could not be put back)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.getsignal(signal.SIGTERM)
+    if previous is None:
+        yield
+        return
+    signal.signal(signal.SIGTERM, _terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def _ignore_interrupts() -> None:
-    """After a first Ctrl-C, a second one must not interrupt the report or the exit."""
+    """After a first Ctrl-C or SIGTERM, a second one must not interrupt the report or
+    the exit."""
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
 
 
 def _database(args: argparse.Namespace | None) -> str | None:
@@ -225,7 +259,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     _quiet_drivers()
     arguments = list(sys.argv[1:] if argv is None else argv)
     as_json = _wants_json(arguments)
-    with _guarded_stdout(as_json):
+    with _guarded_stdout(as_json), _sigterm_interrupts():
         return _main(arguments, as_json)
 
 
@@ -244,8 +278,10 @@ def _main(arguments: list[str], as_json: bool) -> int:
         return status
     except BrokenPipeError:
         return _broken_pipe()
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as interrupt:
         _ignore_interrupts()
+        if isinstance(interrupt, _Terminated):
+            return _fail("terminated", "terminated", EXIT_CODES["terminated"], as_json)
         return _fail("interrupted", "interrupted", EXIT_CODES["interrupted"], as_json)
     except CommandFailure as failure:
         return _fail(type(failure).__name__, str(failure), failure.status, as_json)
