@@ -6,6 +6,7 @@ prompt, SIGTERM while a command writes a new file, and the confirmation prompts 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import select
 import signal
@@ -149,6 +150,39 @@ def test_an_output_on_a_full_disk_is_named_as_such(
     assert "Traceback" not in err and "Exception ignored" not in err
     if line is not None:
         assert err.splitlines() == [line]
+
+
+# --- an input that cannot be read --------------------------------------------------------
+
+
+MEM = "/proc/self/mem"  # opens, but reading its first page fails: Input/output error
+
+
+@pytest.mark.skipif(not os.path.exists(MEM), reason=f"needs {MEM}")
+@pytest.mark.parametrize("command", ["import", "ingest"])
+@pytest.mark.parametrize("from_stdin", [False, True], ids=["file", "stdin"])
+def test_an_input_that_cannot_be_read_is_named(
+    store: Path, tmp_path: Path, command: str, from_stdin: bool
+) -> None:
+    """An operating-system error while ``import`` or ``ingest`` reads its input names
+    that input (or stdin), not the store, on stderr and in the ``--json`` error."""
+    db = "new.db" if command == "import" else str(store)
+    with open(MEM, "rb") as unreadable:  # this process's: it stays mapped in the child
+        done = subprocess.run(
+            _command(command, db, "-" if from_stdin else MEM, "--json"),
+            env=_env(),
+            cwd=tmp_path,
+            stdin=unreadable if from_stdin else subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+    message = f"{'stdin' if from_stdin else MEM}: Input/output error"
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.splitlines()[-1] == f"trueheart: {message}"
+    assert json.loads(done.stdout) == {"error": "OSError", "message": message, "exit_status": 1}
+    assert not [name for name in os.listdir(tmp_path) if "new.db" in name]
 
 
 # --- Ctrl-C ------------------------------------------------------------------------------

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import io
 import os
 import shlex
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from typing import TextIO
+from typing import BinaryIO, TextIO
 
 from trueheart_core import stores
 from trueheart_core.cli import render
@@ -30,6 +31,7 @@ from trueheart_core.service.trueheart import TrueHeart
 __all__ = [
     "CORRUPT",
     "OK",
+    "Input",
     "confirmed",
     "hint",
     "now",
@@ -90,6 +92,29 @@ def confirmed(args: argparse.Namespace, question: str, answer: str | None = None
         accepted = line.rstrip("\r\n") == answer
     if not accepted:
         raise NotConfirmed
+
+
+class Input(io.IOBase):
+    """A binary input (a file, or stdin) read a line at a time, whose read errors name
+    it: an ``OSError`` with no file name of its own (a device error, a reset socket) is
+    raised again with ``name``, so that the command reports the input rather than the
+    store. Closing it leaves ``raw`` open."""
+
+    def __init__(self, raw: BinaryIO, name: str) -> None:
+        super().__init__()
+        self._raw = raw
+        self.name = name
+
+    def readable(self) -> bool:
+        return True
+
+    def readline(self, size: int | None = -1, /) -> bytes:
+        try:
+            return self._raw.readline(-1 if size is None else size)
+        except OSError as error:
+            if error.filename is not None:
+                raise
+            raise OSError(error.errno, error.strerror, self.name) from None
 
 
 def remove_store(path: str) -> None:

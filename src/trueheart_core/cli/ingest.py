@@ -37,7 +37,7 @@ from typing import Any, TextIO
 
 from trueheart_core import stores
 from trueheart_core.cli import progress, render
-from trueheart_core.cli.common import OK, opened
+from trueheart_core.cli.common import OK, Input, opened
 from trueheart_core.cli.failures import CommandFailure, DatabaseMissing, status_of
 from trueheart_core.cli.scopes import ScopeSyntaxError, parse_scope
 from trueheart_core.cli.serve_mcp import DEFAULT_RETENTION, duration
@@ -279,10 +279,10 @@ def ingest(args: argparse.Namespace, out: TextIO) -> int:
     if not stores.store_exists(args.db):  # before reading any input
         raise DatabaseMissing(args.db)
     if args.file == "-":
-        lines = read_lines(sys.stdin.buffer)
+        lines = read_lines(Input(sys.stdin.buffer, "stdin"))
     else:
         with open(args.file, "rb") as source:
-            lines = read_lines(source)
+            lines = read_lines(Input(source, args.file))
     total = len(lines.events) + len(lines.memories)
     stored = 0
     with (

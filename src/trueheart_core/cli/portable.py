@@ -20,12 +20,12 @@ import os
 import secrets
 import sys
 from collections.abc import Callable, Iterator
-from typing import Any, BinaryIO, TextIO
+from typing import Any, TextIO
 
 from trueheart_core import stores
 from trueheart_core.cli import render
 from trueheart_core.cli.commands import opened, progress
-from trueheart_core.cli.common import refuse_new_store, remove_store
+from trueheart_core.cli.common import Input, refuse_new_store, remove_store
 from trueheart_core.cli.failures import CommandFailure, TargetExists, TargetRefused
 from trueheart_core.domain.portable import ExportReceipt, ImportReceipt
 from trueheart_core.service.trueheart import TrueHeart
@@ -165,13 +165,19 @@ def _export_to_file(service: TrueHeart, path: str, args: argparse.Namespace) -> 
         raise
 
 
-def _lines(path: str) -> contextlib.AbstractContextManager[BinaryIO]:
+@contextlib.contextmanager
+def _lines(path: str) -> Iterator[Input]:
+    """The file at ``path``, or stdin for ``-``, as an :class:`Input` that names it in
+    its read errors."""
     if path == STDIO:
-        return contextlib.nullcontext(sys.stdin.buffer)
+        yield Input(sys.stdin.buffer, "stdin")
+        return
     try:
-        return open(path, "rb")
+        file = open(path, "rb")  # noqa: SIM115
     except FileNotFoundError:
         raise ImportFileMissing(path) from None
+    with file:
+        yield Input(file, path)
 
 
 def _missing_directories(path: str) -> list[str]:
@@ -184,7 +190,7 @@ def _missing_directories(path: str) -> list[str]:
     return missing
 
 
-def _import_into_new_file(args: argparse.Namespace, source: BinaryIO) -> ImportReceipt:
+def _import_into_new_file(args: argparse.Namespace, source: Input) -> ImportReceipt:
     """Import into a new SQLite file at ``args.db``: built under a temporary name in the
     same directory, then linked into place, which fails rather than replace a file that
     appeared there meanwhile. The temporary name is always removed, and so are the
