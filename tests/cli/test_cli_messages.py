@@ -237,6 +237,47 @@ def test_a_store_in_memory_is_a_usage_error(
     assert sorted(p.name for p in tmp_path.iterdir()) == before
 
 
+@pytest.mark.parametrize(
+    ("args", "argument", "path"),
+    [
+        (("import", "new.db/", "out.jsonl"), "DB", "new.db/"),
+        (("import", "", "out.jsonl"), "DB", ""),
+        (("import", "new.db/.", "out.jsonl"), "DB", "new.db/."),
+        (("import", "sub/..", "out.jsonl"), "DB", "sub/.."),
+        (("import", ".", "out.jsonl"), "DB", "."),
+        (("backup", "store.db", "copy.db/"), "TARGET", "copy.db/"),
+        (("backup", "store.db", ""), "TARGET", ""),
+        (("demo", "demo.db/"), "PATH", "demo.db/"),
+        (("demo", ""), "PATH", ""),
+        (("mcp", "--store", "new.db/", "--scope", "a/b/c", "--create"), "--store", "new.db/"),
+        (("mcp", "--store", "", "--scope", "a/b/c", "--create"), "--store", ""),
+    ],
+)
+def test_a_new_file_path_that_names_no_file_is_a_usage_error(
+    store: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    args: tuple[str, ...],
+    argument: str,
+    path: str,
+) -> None:
+    """The path of a file a command creates must end with a file name: an empty one, or
+    one ending in ``/``, ``.`` or ``..``, is refused before any work (``import`` would
+    otherwise build the whole store under a temporary name, then fail to link it)."""
+    monkeypatch.chdir(tmp_path)
+    assert call(capsys, "export", "store.db", "-o", "out.jsonl")[0] == 0
+    before = sorted(p.name for p in tmp_path.iterdir())
+    status, out, err = call(capsys, *args, "--json")
+    rule = f"not {path} (a path ending in /, . or .. names a directory)" if path else "not empty"
+    message = f"argument {argument}: must be the path of a file, {rule}"
+    assert status == 2, err
+    assert err.endswith(f": error: {message}\n"), err
+    assert "trueheart: importing" not in err
+    assert json.loads(out) == {"error": "usage", "exit_status": 2, "message": message}
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
 def test_a_file_named_memory_is_an_ordinary_store(
     store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -179,6 +179,22 @@ def test_a_refused_import_leaves_no_new_store(store: Path, tmp_path: Path) -> No
     assert not (tmp_path / "new.db").exists()
 
 
+@pytest.mark.parametrize("target", ["new.db/", ""])
+def test_import_refuses_a_path_that_names_no_file_before_reading(
+    store: Path, tmp_path: Path, target: str
+) -> None:
+    """A ``DB`` ending in ``/`` (or empty) is refused before the import, naming it as
+    typed, rather than after it, naming a temporary file already removed."""
+    assert run(tmp_path, "export", str(store), "-o", "out.jsonl").returncode == 0
+    done = run(tmp_path, "import", target, "out.jsonl")
+    assert done.returncode == 2
+    assert last_error(done).startswith(
+        f"trueheart import: error: argument DB: must be the path of a file, not {target}"
+    )
+    assert b"importing" not in done.stderr
+    assert [p.name for p in tmp_path.iterdir() if "new.db" in p.name] == []
+
+
 def test_import_into_an_existing_empty_store(store: Path, tmp_path: Path) -> None:
     assert run(tmp_path, "export", str(store), "-o", "out.jsonl").returncode == 0
     SQLiteRepository(tmp_path / "empty.db").close()

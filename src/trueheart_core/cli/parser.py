@@ -8,6 +8,7 @@ stderr, and also as a JSON object on stdout under ``--json``) and returns status
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Callable
 from datetime import datetime
 from typing import NoReturn, TextIO
@@ -132,6 +133,22 @@ def _file(text: str) -> str:
     return text
 
 
+def _new_file(text: str) -> str:
+    """The path of a file a command creates (``demo``'s and ``import``'s new store,
+    ``backup``'s copy): as :func:`_file`, and ending with a file name. An empty path, or
+    one that ends in ``/``, ``.`` or ``..``, names no file (or a directory), which the
+    command would find out only when it came to create the file, after its work."""
+    _file(text)
+    if not text:
+        raise argparse.ArgumentTypeError("must be the path of a file, not empty")
+    if os.path.basename(text) in ("", ".", ".."):
+        raise argparse.ArgumentTypeError(
+            f"must be the path of a file, not {text} (a path ending in /, . or .. names "
+            "a directory)"
+        )
+    return text
+
+
 def _store(text: str) -> str:
     """A database path (not ``:memory:``, see :func:`_file`), or a PostgreSQL URL
     without a password (a password given on a command line shows in process listings
@@ -149,6 +166,35 @@ def _store(text: str) -> str:
     return text
 
 
+def _new_store(text: str) -> str:
+    """The store a command may create (``import``, ``mcp --create``): a PostgreSQL URL
+    as :func:`_store` takes it, or the path of a new file (see :func:`_new_file`)."""
+    _store(text)
+    if not stores.is_server_url(text):
+        _new_file(text)
+    return text
+
+
+def _store_options(store: Callable[[str], str]) -> Parser:
+    """The options every command on a store shares, ``DB`` taken by ``store``."""
+    options = Parser(add_help=False)
+    options.add_argument(
+        "db",
+        metavar="DB",
+        type=store,
+        help="path of the database file, or a postgresql:// URL (?schema=NAME)",
+    )
+    options.add_argument("--json", action="store_true", help="print one JSON document")
+    options.add_argument(
+        "--busy-timeout",
+        type=_seconds,
+        default=5.0,
+        metavar="SECONDS",
+        help="how long to wait for another writer (default 5)",
+    )
+    return options
+
+
 def build_parser() -> Parser:
     """The argument parser of every subcommand."""
     parser = Parser(
@@ -162,30 +208,25 @@ def build_parser() -> Parser:
         "--version", action="version", version=f"trueheart {trueheart_core.__version__}"
     )
     subs = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    common = Parser(add_help=False)
-    common.add_argument(
-        "db",
-        metavar="DB",
-        type=_store,
-        help="path of the database file, or a postgresql:// URL (?schema=NAME)",
-    )
-    common.add_argument("--json", action="store_true", help="print one JSON document")
-    common.add_argument(
-        "--busy-timeout",
-        type=_seconds,
-        default=5.0,
-        metavar="SECONDS",
-        help="how long to wait for another writer (default 5)",
-    )
+    common = _store_options(_store)
+    creating = _store_options(_new_store)  # a command that may create the store
     confirm = Parser(add_help=False)
     confirm.add_argument(
         "-y", "--yes", action="store_true", help="do not ask for confirmation on a terminal"
     )
 
     def sub(
-        name: str, run: Command, text: str, *, scope: str = "", asks: bool = False
+        name: str,
+        run: Command,
+        text: str,
+        *,
+        scope: str = "",
+        asks: bool = False,
+        creates: bool = False,
     ) -> argparse.ArgumentParser:
-        parents = [common, confirm] if asks else [common]
+        parents = [creating if creates else common]
+        if asks:
+            parents.append(confirm)
         epilog = SCOPE_SYNTAX if scope else None
         p = subs.add_parser(name, parents=parents, help=text, description=text, epilog=epilog)
         p.set_defaults(run=run)
@@ -306,12 +347,14 @@ def build_parser() -> Parser:
         "docs/cli.md lists the fields. Every line is checked before anything is written."
     )
     p = sub("backup", commands.backup, "copy the store to a new file")
-    p.add_argument("target", metavar="TARGET", type=_file, help="path of the copy (must not exist)")
+    p.add_argument(
+        "target", metavar="TARGET", type=_new_file, help="path of the copy (must not exist)"
+    )
     portable.add_parsers(sub)
     text = "create a demo store and walk through its lifecycle"
     p = subs.add_parser("demo", help=text, description=text)
     p.add_argument(
-        "path", metavar="PATH", type=_file, help="path of the new store (must not exist)"
+        "path", metavar="PATH", type=_new_file, help="path of the new store (must not exist)"
     )
     p.add_argument("--json", action="store_true", help="print one JSON document")
     p.add_argument("--at", type=_instant, metavar="TIME", help="the demo's clock (default: now)")
@@ -330,7 +373,7 @@ def _mcp(subs: argparse._SubParsersAction[Parser]) -> None:
         dest="db",
         required=True,
         metavar="PATH",
-        type=_store,
+        type=_new_store,  # with --create, a new store
         help="path of the database file, or a postgresql:// URL (?schema=NAME)",
     )
     p.add_argument(

@@ -67,7 +67,7 @@ def add_parsers(sub: Sub) -> None:
         metavar="FILE",
         help="path of the new export file (must not exist), or - for stdout (default)",
     )
-    p = sub("import", import_, "load a TrueHeart export file into an empty store")
+    p = sub("import", import_, "load a TrueHeart export file into an empty store", creates=True)
     p.add_argument("file", metavar="FILE", help="path of the export file, or - for stdin")
 
 
