@@ -126,6 +126,13 @@ def side_file_of_another(path: str) -> str | None:
     return sqlite_files.SIDE_FILE if sqlite_files.side_file_of_another(path) else None
 
 
+def settle_file(path: str, *, busy_timeout: float) -> None:
+    """Make the closed SQLite store at ``path`` whole in its database file, its WAL
+    copied into it (see ``adapters.sqlite.connection.settle``): before the file alone
+    is linked or copied elsewhere. ``RepositoryFull`` when there is no room for it."""
+    sqlite_files.settle(path, busy_timeout=busy_timeout)
+
+
 def open_repository(
     target: str | os.PathLike[str], *, read_only: bool = False, busy_timeout: float = 5.0
 ) -> Repository:

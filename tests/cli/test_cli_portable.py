@@ -6,7 +6,9 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import sqlite3
 import subprocess
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -28,6 +30,8 @@ from trueheart_core import (
     TrueHeart,
     TrustLevel,
 )
+from trueheart_core.cli import main as cli_main
+from trueheart_core.cli import portable as portable_cli
 from trueheart_core.service.portable import MAX_LINE_BYTES
 
 NOW = datetime(2026, 8, 13, 12, 0, tzinfo=UTC)
@@ -312,3 +316,35 @@ def test_an_export_file_is_readable_by_its_owner_only(store: Path, tmp_path: Pat
     finally:
         os.umask(old)
     assert (tmp_path / "out.jsonl").stat().st_mode & 0o777 == 0o600
+
+
+def test_an_import_into_a_new_file_holds_what_its_log_held(
+    store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The new file alone is linked into place and its temporary name's log is removed:
+    when the store's own close did not copy the log into the file (SQLite says nothing
+    when that fails; here another connection keeps the store open, so the close is not
+    the last), the import copies it before linking, and the new store holds it all."""
+    export = tmp_path / "out.jsonl"
+    assert run(tmp_path, "export", str(store), "--output", str(export)).returncode == 0
+    held: list[sqlite3.Connection] = []
+    real = portable_cli.opened
+
+    @contextlib.contextmanager
+    def kept_open(args: Any, **options: Any) -> Iterator[Any]:
+        with real(args, **options) as service:
+            yield service
+            other = sqlite3.connect(args.db)
+            other.execute("SELECT count(*) FROM sqlite_master").fetchall()  # it has the log open
+            held.append(other)  # idle: no transaction of its own
+
+    monkeypatch.setattr(portable_cli, "opened", kept_open)
+    try:
+        assert cli_main(["import", str(tmp_path / "new.db"), str(export)]) == 0
+    finally:
+        for conn in held:
+            conn.close()
+    assert len(held) == 1
+    for scope in (SCOPE, ODD):
+        assert _recall(tmp_path / "new.db", scope) == _recall(store, scope)
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".new.db")] == []

@@ -209,6 +209,9 @@ def _import_into_new_file(args: argparse.Namespace, source: Input) -> ImportRece
                 receipt = service.import_store(source)
         except TargetRefused as refused:  # about the directory both names share
             raise TargetRefused(target, refused.rule) from None
+        # Only the file is linked into place, and the temporary name's side files are
+        # removed: what the import committed must be in the file itself.
+        stores.settle_file(temporary, busy_timeout=args.busy_timeout)
         # Side files left there during the import, or the database they belong to.
         refuse_new_store(target)
         try:

@@ -390,6 +390,26 @@ def create_file(path: str, *, busy_timeout: float) -> None:
                 os.unlink(leftover)
 
 
+def settle(path: str, *, busy_timeout: float) -> None:
+    """Copy what the WAL of the closed store at ``path`` holds into the database file
+    itself, so that the file alone is the whole store (to be linked or copied where its
+    side files do not follow). SQLite copies the WAL when the last connection closes,
+    but says nothing when that fails (a disk with room for the log and not for the
+    file): the file then lacks what the log holds. Raises ``RepositoryFull`` when the
+    copy cannot be made in full, and ``RepositoryBusy`` when another connection holds
+    the log beyond ``busy_timeout``."""
+    with translate("the store's log could not be copied into its file"):
+        conn = sqlite3.connect(path, timeout=busy_timeout, isolation_level=None)
+        try:
+            if not checkpoint_truncate(conn):
+                raise RepositoryBusy("the store's log could not be copied into its file")
+            busy, frames, copied = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            if busy or frames != copied:
+                raise RepositoryFull("the store's log could not be copied into its file")
+        finally:
+            conn.close()
+
+
 _SIDE_SUFFIXES = ("-wal", "-shm", "-journal")
 ORPHANS = (
     "has a -wal, -shm or -journal file beside it but no database (left by a removed "
