@@ -50,7 +50,7 @@ from trueheart_core import (
 )
 from trueheart_core.domain import portable as fmt
 from trueheart_core.domain.validation import MAX_CONTENT_BYTES, MAX_METADATA_BYTES
-from trueheart_core.ports import Repository
+from trueheart_core.ports import ClaimRow, Repository
 from trueheart_core.service import records
 from trueheart_core.service.portable import MAX_LINE_BYTES
 
@@ -1002,3 +1002,36 @@ def test_the_hosts_own_exceptions_pass_through_unchanged(
     assert refused.value.args == ("the feed broke",)
     assert _is_empty(target)
     assert target.import_store(lines).rows == len(lines) - 2
+
+
+def test_a_claim_that_supersedes_itself_is_refused(
+    service: TrueHeart,
+    fresh_repository: Callable[[], Repository],
+    clock: Callable[[], datetime],
+) -> None:
+    """No write makes a claim supersede itself (it would be superseded for ever): an
+    edited file whose every digest holds is refused at that claim's line."""
+    populate(service)
+    lines = exported(service)[0].splitlines(keepends=True)
+    number = _line_of(lines, "claim", claim_id="claim-2")
+    obj = {**json.loads(lines[number]), "supersedes": "claim-2"}
+    row = ClaimRow(
+        records.scope_key(Scope(**obj["scope"])),
+        obj["claim_id"],
+        obj["subject"],
+        obj["predicate"],
+        obj["value"],
+        None if obj["valid_from"] is None else fmt.microseconds(obj["valid_from"]),
+        None if obj["valid_to"] is None else fmt.microseconds(obj["valid_to"]),
+        obj["confidence"],
+        obj["authority"],
+        obj["supersedes"],
+        "",
+    )
+    obj["row_digest"] = records._claim_digest(row)
+    forged = [*lines[:number], fmt.canonical(obj) + "\n", *lines[number + 1 :]]
+    target = TrueHeart(fresh_repository(), clock=clock)
+    with pytest.raises(ImportRefused) as caught:
+        target.import_store(io.StringIO(_rechained(forged)))
+    assert str(caught.value) == f"import refused: line {number + 1}: invalid row"
+    assert _is_empty(target)

@@ -184,6 +184,8 @@ class ClaimRecord(_Reducible):
         _set(self, "authority", v.text("authority", self.authority))
         if self.supersedes is not None:
             _set(self, "supersedes", v.text("supersedes", self.supersedes))
+            if self.supersedes == self.claim_id:
+                raise ValidationError("supersedes", "must name another claim")
         if not isinstance(self.memory, MemoryRecord) or self.memory.memory_id != self.claim_id:
             raise ValidationError("memory", "must be the claim's MemoryRecord")
 
