@@ -20,6 +20,7 @@ from semantic_builders import ConceptEmbedder
 
 from trueheart_core import (
     ClaimStatus,
+    HashingEmbedder,
     MemoryCapsule,
     SearchQuery,
     TimeOrder,
@@ -248,6 +249,29 @@ def test_the_period_limits_the_semantic_candidates_too(repository: Repository) -
     assert _ids(capsule) == ["brief-june"]
     assert capsule.semantic is not None
     assert capsule.time is not None and capsule.time.filtered
+
+
+@pytest.mark.requires(Capability.VECTORS)
+def test_a_period_keeps_the_order_of_a_hybrid_ranking(repository: Repository) -> None:
+    """A hybrid search limited to a period ranks its candidates as the same search over
+    every time does: the fused order's own tie-breaks (similarity, then keyword rank)
+    come before clarity and creation time. With the term-based HashingEmbedder, both
+    memories fuse to the same score; the one with the higher BM25 stays first although
+    the other is newer."""
+    service = TrueHeart(repository, embedder=HashingEmbedder())
+    memories = {
+        "ryokan-twice": ("Ryokan Kyoto ryokan booked.", MARCH),
+        "ryokan-once": ("Ryokan Kyoto booked.", MARCH + timedelta(hours=1)),
+    }
+    filler = "Notes about groceries, laundry, the weather and other errands " * 3
+    memories.update({f"fill-{i}": (filler, MARCH + timedelta(days=i)) for i in range(6)})
+    _store(service, memories)
+    lexical = _search(service, "ryokan kyoto in March", semantic=False)
+    hybrid = _search(service, "ryokan kyoto in March", semantic=True)
+    assert hybrid.semantic is not None and hybrid.time is not None and hybrid.time.filtered
+    assert _ids(lexical)[:2] == ["ryokan-twice", "ryokan-once"]
+    assert _ids(hybrid)[:2] == _ids(lexical)[:2]
+    assert _ids(hybrid)[:2] == _ids(_search(service, "ryokan kyoto", semantic=True))[:2]
 
 
 def test_time_aware_must_be_a_bool() -> None:

@@ -217,7 +217,9 @@ def _merged(
     query: SearchQuery, within: Ranking, everywhere: Ranking, mentioning: frozenset[str]
 ) -> Ranking:
     """The candidates of the period, and those of every time that mention it, in score
-    order with the usual tie-breaks, at most the window."""
+    order, at most the window. Each ranking is already in its own order, whose
+    tie-breaks come before the usual ones (a hybrid ranking's similarity and keyword
+    rank): equal scores keep that order, the period's candidates first."""
     held = {item.memory_id for item in within.ranked}
     extra = [
         item
@@ -225,12 +227,11 @@ def _merged(
         if item.memory_id in mentioning and item.memory_id not in held
     ]
     facts = {**everywhere.facts, **within.facts}
-    merged = sorted(
-        [*within.ranked, *extra],
-        key=lambda item: rules.order_key(
-            item.score, item.clarity, facts[item.memory_id].created_at, item.memory_id
-        ),
-    )[: rules.candidate_window(query.limit)]
+    both = [*within.ranked, *extra]
+    place = {item.memory_id: index for index, item in enumerate(both)}
+    merged = sorted(both, key=lambda item: (-item.score, place[item.memory_id]))[
+        : rules.candidate_window(query.limit)
+    ]
     rows = {**everywhere.rows, **within.rows}
     kept = {item.memory_id for item in merged}
     return Ranking(
