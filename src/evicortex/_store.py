@@ -44,6 +44,7 @@ from trueheart_core import (
     CapsuleDecision,
     ClaimDraft,
     ClaimExtractor,
+    ClaimStatus,
     ClaimView,
     Embedder,
     EntityType,
@@ -97,6 +98,9 @@ def _stored_retention(receipt: RawEventReceipt) -> RetentionPolicy:
 SOURCE_TYPE = "evicortex"
 PURGE_REASON = "purge requested"
 CLAIM_KIND = "claim"
+_VALID = (ClaimStatus.CURRENT,)
+"""The claim statuses ``recall`` considers: ``as_of`` selects valid-time state, so only
+claims valid then (current) are candidates, for the capsule and the reranker alike."""
 _MISSING = (EntityNotFound, ScopeMismatch, EntityDeleted, PurgedError)
 
 
@@ -302,14 +306,17 @@ class EviCortex:
         """The evidence and claims of the namespace most relevant to ``query``, packed
         whole into ``budget_tokens`` (a hard limit under UTF-8 bytes / 3); ``limit``
         bounds the items and never raises the budget. ``as_of`` (default: now) is valid
-        time: evidence that occurred later, and claims not valid then, are left out. A
-        claim is recorded when its evidence occurred, so a claim (or a superseder) whose
-        evidence occurred after ``as_of`` is not seen either."""
+        time: evidence that occurred later, and claims not valid then (not yet valid,
+        ended or superseded), are left out. A claim is recorded when its evidence
+        occurred, so a claim (or a superseder) whose evidence occurred after ``as_of`` is
+        not seen either."""
         engine = self.engine
         scope = scope_of(namespace)
         when = _now() if as_of is None else moment("as_of", as_of)
         with engine_errors(renamed={"text": "query"}):
-            capsule = engine.search(SearchQuery(scope, query, when, budget_tokens, limit))
+            capsule = engine.search(
+                SearchQuery(scope, query, when, budget_tokens, limit, claim_statuses=_VALID)
+            )
         signals = {entry.memory_id: entry.signals for entry in capsule.trace}
         items = []
         for item in capsule.items:

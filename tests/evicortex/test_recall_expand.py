@@ -173,8 +173,28 @@ def test_a_claim_valid_only_later_is_not_current_at_an_earlier_as_of(memory: Evi
             if item.id == claim.id and item.claim is not None
         ]
 
-    assert statuses(T1) in ([], ["not_yet_valid"])
+    # as_of selects valid-time state: a claim not yet valid then is no candidate.
+    assert statuses(T1) == []
     assert statuses(T3) == ["current"]
+
+
+def test_recall_leaves_out_claims_not_yet_valid_and_ended_at_as_of(memory: EviCortex) -> None:
+    memory.remember(
+        namespace=NS,
+        content="Ada plans a move.",
+        occurred_at=T0,
+        claims=[
+            ClaimInput("user:ada", "lives_in", "Paris", valid_from=T2),
+            ClaimInput("user:ada", "lives_in", "Lyon", valid_from=T0, valid_to=T2),
+        ],
+    )
+
+    def claims(as_of: datetime) -> list[tuple[str, str]]:
+        capsule = memory.recall(namespace=NS, query="lives_in Paris Lyon", as_of=as_of)
+        return sorted((item.claim.value, item.claim.status) for item in capsule.items if item.claim)
+
+    assert claims(T1) == [("Lyon", "current")]
+    assert claims(T3) == [("Paris", "current")]
 
 
 def test_evidence_that_occurred_after_as_of_is_not_recalled(memory: EviCortex) -> None:

@@ -9,7 +9,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from evicortex_builders import NS, OTHER, CountingEmbedder, RecordingReranker, record_id
+from evicortex_builders import (
+    NS,
+    OTHER,
+    T0,
+    T1,
+    T2,
+    CountingEmbedder,
+    RecordingReranker,
+    record_id,
+)
 
 from evicortex import (
     ClaimInput,
@@ -223,3 +232,22 @@ def test_a_reranker_is_consulted_within_its_limit(open_store: Callable[..., EviC
 def test_semantic_settings_out_of_bounds_are_refused(settings: dict[str, Any]) -> None:
     with pytest.raises(ValidationError):
         EviCortex.open(":memory:", **settings)
+
+
+def test_the_reranker_gets_only_claims_valid_at_as_of(
+    open_store: Callable[..., EviCortex],
+) -> None:
+    reranker = RecordingReranker()
+    memory = open_store(":memory:", embedder=HashingEmbedder(64), reranker=reranker)
+    record = memory.remember(
+        namespace=NS,
+        content="Ada will move to Paris.",
+        occurred_at=T0,
+        claims=[ClaimInput("user:ada", "lives_in", "Paris", valid_from=T2)],
+    )
+    (claim,) = record.claims
+    capsule = memory.recall(namespace=NS, query="Ada lives_in Paris", as_of=T1)
+    assert [item.id for item in capsule.items] == [record.id]
+    seen = {c.memory_id for _, candidates in reranker.calls for c in candidates}
+    assert claim.id not in seen
+    assert record.id in seen
