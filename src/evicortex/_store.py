@@ -215,6 +215,7 @@ class EviCortex:
             recorded_at,
             metadata,
             idempotency_key,
+            extracted=False,
         )
 
         def write(plan: _Plan) -> IngestResult:
@@ -227,7 +228,8 @@ class EviCortex:
 
         named = {claim.supersedes for claim in inputs if claim.supersedes is not None}
         stored = self._written(plan, write, named)
-        ids = [claim.claim_id for claim in stored.claims]
+        # The claims of the stored record (a replay returns it as stored).
+        ids = _claim_ids(engine, scope, stored.receipt)
         return _built(engine, scope, stored.receipt, stored.memories[0], ids)
 
     def remember_extracted(
@@ -264,6 +266,7 @@ class EviCortex:
             recorded_at,
             metadata,
             idempotency_key,
+            extracted=True,
         )
 
         def write(plan: _Plan) -> ExtractionResult:
@@ -463,6 +466,8 @@ class EviCortex:
         recorded_at: object,
         metadata: object,
         idempotency_key: object,
+        *,
+        extracted: bool,
     ) -> _Plan:
         if not isinstance(content, str) or not content:
             raise ValidationError("content", "must be a non-empty string")
@@ -492,6 +497,17 @@ class EviCortex:
             stored = self._stored_receipt(engine, scope, rid)
             if stored is not None:
                 if recorded is not None and recorded != stored.ingested_at:
+                    raise IdempotencyConflictError(rid)
+                # A request with an extractor and one without are different requests,
+                # but without claims given they write the same event, which the engine
+                # would take as a replay (and ingest_extracted would then add claims and
+                # an extraction record to the stored record). Whether the stored record
+                # was extracted (it has an extraction record) tells them apart, for
+                # records written by earlier versions too. This is read before the
+                # write, not in its transaction (the engine offers no check there): two
+                # such different requests made at once, both finding no record of the
+                # key, are not told apart.
+                if _has_extraction(engine, scope, rid) != extracted:
                     raise IdempotencyConflictError(rid)
                 occurred = stored.source.occurred_at if occurred is None else occurred
                 recorded = stored.ingested_at if recorded is None else recorded
@@ -678,6 +694,16 @@ def _with_claim_ids(event: RawEventDraft, ids: list[str]) -> RawEventDraft:
             event.retention,
             event.metadata,
         )
+
+
+def _has_extraction(engine: TrueHeart, scope: Scope, rid: str) -> bool:
+    """Whether the stored event ``rid`` has an extraction record (it was written by
+    :meth:`EviCortex.remember_extracted`)."""
+    try:
+        call(lambda: engine.get_extraction(scope, rid), rid)
+    except ValidationError:
+        return False
+    return True
 
 
 def _claim_ids(engine: TrueHeart, scope: Scope, receipt: RawEventReceipt) -> list[str]:

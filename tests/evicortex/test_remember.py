@@ -547,3 +547,65 @@ def test_claim_ids_by_source_resolves_a_named_supersession(
     (previous,) = memory.expand(namespace=NS, memory_id=first.id).claims
     assert previous.status == "superseded"
     assert claim.id in id_tuple(previous.superseded_by)
+
+
+# --- one key, with and without an extractor ----------------------------------------------
+
+
+def test_remember_then_remember_extracted_with_the_same_key_conflicts(
+    memory: EviCortex,
+) -> None:
+    first = memory.remember(namespace=NS, content=CANONICAL_TEXT, idempotency_key="k")
+    assert first.claims == ()
+    with pytest.raises(IdempotencyConflictError) as caught:
+        memory.remember_extracted(
+            namespace=NS,
+            content=CANONICAL_TEXT,
+            idempotency_key="k",
+            extractor=CanonicalClaimExtractor(),
+        )
+    assert isinstance(caught.value, IdempotencyConflict)
+    # Nothing was added to the stored record.
+    assert memory.expand(namespace=NS, memory_id=first.id) == first
+    assert memory.stats(NS).claims == 0
+    with pytest.raises(KeyError):
+        memory.get_extraction(NS, first.id)
+    assert memory.remember(namespace=NS, content=CANONICAL_TEXT, idempotency_key="k") == first
+
+
+def test_remember_extracted_then_remember_with_the_same_key_conflicts(
+    memory: EviCortex,
+) -> None:
+    extractor = CanonicalClaimExtractor()
+    first = memory.remember_extracted(
+        namespace=NS, content=CANONICAL_TEXT, idempotency_key="k", extractor=extractor
+    )
+    assert len(first.claims) == 1
+    extraction = memory.get_extraction(NS, first.id)
+    with pytest.raises(IdempotencyConflictError) as caught:
+        memory.remember(namespace=NS, content=CANONICAL_TEXT, idempotency_key="k")
+    assert isinstance(caught.value, IdempotencyConflict)
+    assert memory.expand(namespace=NS, memory_id=first.id) == first
+    assert memory.stats(NS).claims == 1
+    assert memory.get_extraction(NS, first.id) == extraction
+    again = memory.remember_extracted(
+        namespace=NS, content=CANONICAL_TEXT, idempotency_key="k", extractor=extractor
+    )
+    assert again == first
+
+
+def test_a_replay_of_remember_returns_the_claims_stored(memory: EviCortex) -> None:
+    first = memory.remember(
+        namespace=NS,
+        content="Ada prefers dark mode.",
+        idempotency_key="k",
+        claims=[ClaimInput("user:ada", "prefers_theme", "dark")],
+    )
+    again = memory.remember(
+        namespace=NS,
+        content="Ada prefers dark mode.",
+        idempotency_key="k",
+        claims=[ClaimInput("user:ada", "prefers_theme", "dark")],
+    )
+    assert again == first == memory.expand(namespace=NS, memory_id=first.id)
+    assert len(again.claims) == 1
