@@ -228,8 +228,9 @@ class EviCortex:
 
         named = {claim.supersedes for claim in inputs if claim.supersedes is not None}
         stored = self._written(plan, write, named)
-        # The claims of the stored record (a replay returns it as stored).
-        ids = _claim_ids(engine, scope, stored.receipt)
+        # The claims of the stored record, as its metadata lists them (a replay returns
+        # it as stored; a record with an extraction record is refused by ``_plan``).
+        ids = _listed_claim_ids(stored.receipt) or []
         return _built(engine, scope, stored.receipt, stored.memories[0], ids)
 
     def remember_extracted(
@@ -706,12 +707,19 @@ def _has_extraction(engine: TrueHeart, scope: Scope, rid: str) -> bool:
     return True
 
 
+def _listed_claim_ids(receipt: RawEventReceipt) -> list[str] | None:
+    """The claims given with a record, as its source metadata lists them; ``None`` when
+    it lists none (a record written without claims, or by an extractor)."""
+    listed = receipt.source.metadata.get("claim_ids")
+    return [str(x) for x in listed] if isinstance(listed, tuple | list) else None
+
+
 def _claim_ids(engine: TrueHeart, scope: Scope, receipt: RawEventReceipt) -> list[str]:
     """The claims of a record: those given with it (listed in its source metadata), or
     those an extractor read from it (listed in its extraction record)."""
-    listed = receipt.source.metadata.get("claim_ids")
-    if isinstance(listed, tuple | list):
-        return [str(x) for x in listed]
+    listed = _listed_claim_ids(receipt)
+    if listed is not None:
+        return listed
     try:
         return list(call(lambda: engine.get_extraction(scope, receipt.event_id)).claim_ids)
     except (*_MISSING, ValidationError):
