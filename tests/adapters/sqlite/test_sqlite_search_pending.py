@@ -15,7 +15,9 @@ from sqlite_builders import merge_pending_of
 
 from trueheart_core import (
     ArtifactClass,
+    EntityNotFound,
     GovernanceAction,
+    RepositoryCorruption,
     Scope,
     SearchQuery,
     SQLiteRepository,
@@ -74,6 +76,16 @@ def test_the_write_that_reaches_the_bound_merges_and_answers_stay_the_same(
 def _pending_rows(db_path: Path) -> int:
     with sqlite3.connect(db_path) as conn:
         (rows,) = conn.execute("SELECT COUNT(*) FROM search_pending").fetchone()
+    return int(rows)
+
+
+def _live_terms(db_path: Path, term: str) -> int:
+    with sqlite3.connect(db_path) as conn:
+        (rows,) = conn.execute(
+            "SELECT COUNT(*) FROM search_terms WHERE term = ? AND erased IS NOT 1",
+            (key_bytes(term),),
+        ).fetchone()
+    conn.close()
     return int(rows)
 
 
@@ -142,3 +154,44 @@ def test_the_store_s_terms_are_each_scope_s_terms_with_its_pending_changes(
     assert len(whole) == sum(1 + (PENDING_BOUND + 4 + k) + 1 for k in range(3))
     assert service.verify_integrity().ok
     service.close()
+
+
+def test_the_merge_of_a_sealed_sole_holder_erases_its_terms(
+    service: TrueHeart, db_path: Path
+) -> None:
+    # The seal's removal waits in a pending row; the write that reaches the bound merges
+    # it, and the terms no entry holds any longer go (their rows overwritten), while a
+    # term an addition of the same merge brings stays.
+    service.ingest_event(event("evt-1"))
+    service.materialize_once(memory("mem-solo", content="zqxsolo shared"))
+    merge_pending_of(db_path)
+    service.govern(command(GovernanceAction.SEAL, "mem-solo"))
+    for number in range(PENDING_BOUND - 1):
+        service.materialize_once(memory(f"mem-{number:03d}", content=f"shared {number}"))
+    assert _pending_rows(db_path) == 0
+    assert service.verify_integrity().ok
+    assert _live_terms(db_path, "zqxsolo") == 0
+    assert _live_terms(db_path, "shared") == 1
+    assert _found(service, "zqxsolo") == []
+    assert len(_found(service, "shared")) == PENDING_BOUND - 1
+    service.govern(command(GovernanceAction.RESTORE, "mem-solo"))
+    assert _found(service, "zqxsolo") == ["mem-solo"]
+    assert service.verify_integrity().ok
+
+
+def test_a_pending_row_already_at_a_new_memory_s_row_is_damage(
+    service: TrueHeart, db_path: Path
+) -> None:
+    service.ingest_event(event("evt-1"))
+    service.materialize_once(memory("mem-1", content="green tea"))
+    with sqlite3.connect(db_path) as conn:
+        conn.execute(
+            "INSERT INTO search_pending SELECT scope_id, doc + 1, change, length, created_at, "
+            "clear_until, recall_until, trust, kind, postings FROM search_pending"
+        )
+    conn.close()
+    with pytest.raises(RepositoryCorruption):
+        service.materialize_once(memory("mem-2", content="black tea"))
+    assert service.get_memory(SCOPE, "mem-1").memory_id == "mem-1"
+    with pytest.raises(EntityNotFound):
+        service.get_memory(SCOPE, "mem-2")

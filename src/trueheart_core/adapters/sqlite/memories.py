@@ -170,7 +170,7 @@ class SQLiteMemories(Role):
 
     def insert(self, row: MemoryRow, edges: Sequence[EdgeRow]) -> None:
         sid = self._ensure_scope(row.scope)
-        self._conn.execute(
+        cursor = self._conn.execute(
             "INSERT INTO memories (scope_id, memory_id, content, dependency_fingerprint, kind, "
             "trust, created_at, clear_until, recall_until, status, metadata, digest, sources) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -190,6 +190,8 @@ class SQLiteMemories(Role):
                 json.dumps(sorted(e.event_id for e in edges)),
             ),
         )
+        if cursor.lastrowid is not None:
+            self._session.fresh = (sid, row.memory_id, cursor.lastrowid)
         self._conn.executemany(
             "INSERT INTO lineage (scope_id, event_id, memory_id, trust, clear_for, recall_for, "
             "digest) VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -213,6 +215,7 @@ class SQLiteMemories(Role):
         self._vectors.set_active(int(found[0][0]), row.status == "active")
 
     def delete(self, scope: ScopeKey, memory_id: str) -> None:
+        self._session.fresh = None
         self._search.unindex(scope, memory_id, erasing=True)
         self._claims.delete_claim(scope, memory_id)
         sid = self._scope_id(scope)

@@ -206,31 +206,29 @@ class PendingIndex:
         """Apply every pending row of the scope to the merged tables, and remove the
         rows; a term no merged entry holds any longer goes (see :meth:`erase_unheld`)."""
         rows = self.rows(sid)
-        touched: set[int] = set()
         docs = length = 0
-        for row in rows:
-            touched.update(term_id for term_id, _ in row.pairs)
-            if row.change > 0:
-                self._conn.execute(
-                    f"INSERT INTO search_docs (doc, scope_id, {ENTRY_COLUMNS}) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    (row.doc, sid, *row.entry),
-                )
-                self._conn.executemany(
-                    "INSERT INTO search_postings (term_id, doc, tf) VALUES (?, ?, ?)",
-                    [(term_id, row.doc, tf) for term_id, tf in row.pairs],
-                )
-            else:
-                self._conn.execute("DELETE FROM search_docs WHERE doc = ?", (row.doc,))
-                self._conn.execute("DELETE FROM search_postings WHERE doc = ?", (row.doc,))
-            docs += row.change
-            length += row.change * int(row.entry[0])
         added: Counter[int] = Counter()
+        postings: list[tuple[int, int, int]] = []
         for row in rows:
             for term_id, _ in row.pairs:
                 added[term_id] += row.change
+            if row.change > 0:
+                postings.extend((term_id, row.doc, tf) for term_id, tf in row.pairs)
+            docs += row.change
+            length += row.change * int(row.entry[0])
+        self._conn.executemany(
+            f"INSERT INTO search_docs (doc, scope_id, {ENTRY_COLUMNS}) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            [(row.doc, sid, *row.entry) for row in rows if row.change > 0],
+        )
+        self._conn.executemany(
+            "INSERT INTO search_postings (term_id, doc, tf) VALUES (?, ?, ?)", postings
+        )
+        removed = [(row.doc,) for row in rows if row.change <= 0]
+        self._conn.executemany("DELETE FROM search_docs WHERE doc = ?", removed)
+        self._conn.executemany("DELETE FROM search_postings WHERE doc = ?", removed)
         # A term that an erasure took out meanwhile (with what postings it had left) has
-        # no frequency to keep.
+        # no frequency to keep, and its postings just merged go with it.
         gone = self._erased(sorted(added))
         for term_id in gone:
             del added[term_id]
@@ -241,7 +239,10 @@ class PendingIndex:
         )
         self._stats(sid, docs, length)
         self._conn.execute("DELETE FROM search_pending WHERE scope_id = ?", (sid,))
-        self.erase_unheld(sid, touched)
+        # Only the terms of a removal can be left unheld: a term an addition holds has a
+        # merged posting now.
+        removals = {term_id for row in rows if row.change <= 0 for term_id, _ in row.pairs}
+        self.erase_unheld(sid, removals | gone)
 
     def remove_merged(self, sid: int, doc: int, entry: Sequence[Any]) -> set[int]:
         """Remove a merged entry at once (an erasure): its postings, its share of the

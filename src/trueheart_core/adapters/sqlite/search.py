@@ -90,16 +90,21 @@ class SQLiteSearch(Role):
 
     def index(self, doc: SearchDocRow) -> None:
         sid = self._ensure_scope(doc.scope)
-        rid = None if doc.memory_id is None else self._memory_rid(sid, doc.memory_id)
+        # A memory row this transaction has just inserted has no entry, merged or
+        # pending (its row ID is new: a pending row already holding it is damage, which
+        # the insert's key refuses).
+        rid = None if doc.memory_id is None else self._session.take_fresh(sid, doc.memory_id)
         if rid is None:
-            raise RepositoryCorruption("invalid search index")
-        waiting = self.pending.row(sid, rid)
-        if waiting is not None and waiting.change < 0:
-            # A removal of the merged entry not merged yet: the entry is searchable again.
-            self.pending.drop(sid, rid)
-            return
-        if waiting is not None:
-            raise RepositoryCorruption("invalid search index")
+            rid = None if doc.memory_id is None else self._memory_rid(sid, doc.memory_id)
+            if rid is None:
+                raise RepositoryCorruption("invalid search index")
+            waiting = self.pending.row(sid, rid)
+            if waiting is not None and waiting.change < 0:
+                # A removal of the merged entry not merged yet: searchable again.
+                self.pending.drop(sid, rid)
+                return
+            if waiting is not None:
+                raise RepositoryCorruption("invalid search index")
         ids = self.term_ids(sid, [term for term, _ in doc.terms])
         for term, _ in doc.terms:
             if term not in ids:

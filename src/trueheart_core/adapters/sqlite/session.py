@@ -130,6 +130,10 @@ class Session:
         self.known = known
         self.new: dict[ScopeKey, int] = {}
         self.scratch: dict[object, object] = {} if scratch is None else scratch
+        # ``(scope ID, memory ID, row ID)`` of the memory row this transaction inserted
+        # last, until the search index takes it: the entry a new memory gets needs its row
+        # ID, which the insert already knows.
+        self.fresh: tuple[int, str, int] | None = None
 
     def scope_id(self, scope: ScopeKey, *, thorough: bool = False) -> int | None:
         """The scope's row ID, found by its unique index and checked against the row the
@@ -237,6 +241,14 @@ class Session:
                 ).fetchall()
             )
 
+    def take_fresh(self, sid: int, memory_id: str) -> int | None:
+        """The row ID of this memory if it is the row this transaction inserted last and
+        nothing has taken it since (the slot is emptied either way)."""
+        found, self.fresh = self.fresh, None
+        if found is not None and found[0] == sid and found[1] == memory_id:
+            return found[2]
+        return None
+
     def memory_rid(self, sid: int | None, memory_id: str) -> int | None:
         row = self.conn.execute(
             "SELECT rid FROM memories WHERE memory_id = ? AND scope_id = ? AND erased IS NOT 1",
@@ -272,3 +284,4 @@ class Role:
         self._scan = session.scan
         self._memory_rid = session.memory_rid
         self._in_chunks = session.in_chunks
+        self._session = session
