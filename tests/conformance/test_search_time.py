@@ -171,6 +171,26 @@ def test_an_empty_period_falls_back_to_every_time_and_says_so(service: TrueHeart
     assert capsule.time.start == datetime(2024, 1, 1, tzinfo=UTC)
 
 
+@pytest.mark.parametrize(
+    ("text", "as_of"),
+    [
+        ("what happened last month", datetime(9999, 2, 10, tzinfo=UTC)),
+        ("what did I do yesterday", datetime(9999, 12, 2, tzinfo=UTC)),
+        ("hiking on December 1", datetime.max.replace(tzinfo=UTC)),
+    ],
+)
+def test_a_period_at_the_end_of_the_calendar_is_searched(
+    service: TrueHeart, text: str, as_of: datetime
+) -> None:
+    # A month or year that ends where no datetime reaches names no words; the search
+    # answers like any other.
+    _store(service, HIKES)
+    capsule = service.search(SearchQuery(SCOPE, text, as_of, budget_tokens=10_000))
+    check_capsule(capsule)
+    assert capsule.time is not None
+    assert capsule.time.start is not None and capsule.time.start.year == 9999
+
+
 def test_most_recently_puts_the_newest_relevant_memory_first(service: TrueHeart) -> None:
     _store(
         service,

@@ -61,6 +61,10 @@ def _us(year: int, month: int = 1, day: int = 1) -> int:
         (_us(2026, 1, 2), _us(2027, 1, 2), set()),  # not a calendar year
         (None, _us(2025), set()),
         (_us(2024), None, set()),
+        # The last months a datetime holds: nothing after them ends a period.
+        (_us(9999, 1), _us(9999, 2), {"january", "jan", "一月"}),
+        (_us(9999, 12), _us(9999, 12, 31), set()),
+        (_us(9999, 1), _us(9999, 12, 31), set()),
     ],
 )
 def test_a_calendar_year_or_month_is_named_by_its_words(

@@ -19,7 +19,7 @@ that month's English names and its Chinese and Japanese bigram (``period_terms``
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import UTC, datetime
+from datetime import MAXYEAR, UTC, datetime
 
 from trueheart_core.domain.search.tokenize import tokenize
 
@@ -102,12 +102,12 @@ def period_terms(start_us: int | None, end_us: int | None) -> frozenset[str]:
     end = datetime.fromtimestamp(end_us / 1_000_000, UTC)
     if start != datetime(start.year, start.month, 1, tzinfo=UTC):
         return frozenset()
-    if start.month == 1 and end == datetime(start.year + 1, 1, 1, tzinfo=UTC):
+    # The first instant after the year 9999 is no datetime: nothing ends there.
+    next_year = None if start.year == MAXYEAR else datetime(start.year + 1, 1, 1, tzinfo=UTC)
+    if start.month == 1 and end == next_year:
         return frozenset({str(start.year)}) if 1970 <= start.year <= 2100 else frozenset()
     following = (
-        datetime(start.year + 1, 1, 1, tzinfo=UTC)
-        if start.month == 12
-        else datetime(start.year, start.month + 1, 1, tzinfo=UTC)
+        next_year if start.month == 12 else datetime(start.year, start.month + 1, 1, tzinfo=UTC)
     )
     if end != following:
         return frozenset()
