@@ -6,6 +6,7 @@ empty, erased subjects stay erased, and the export is streamed."""
 from __future__ import annotations
 
 import dataclasses
+import enum
 import io
 import json
 from collections.abc import Callable, Iterator
@@ -226,6 +227,23 @@ def test_a_rich_store_round_trips_with_every_answer_unchanged(
     counts = dict(receipt.counts)
     assert all(counts[kind] > 0 for kind in fmt.KINDS), counts
     assert receipt.rows == sum(counts.values()) == len(text.splitlines()) - 2
+
+
+def test_bodies_holding_other_line_breaks_round_trip_split_at_newlines_only(
+    service: TrueHeart, fresh_repository: Callable[[], Repository], clock: Callable[[], datetime]
+) -> None:
+    # U+2028, U+2029 and U+0085 stay as they are inside a line: the file's lines end at
+    # "\n" only (str.splitlines would break them apart, as the format guide warns).
+    body = "first\u2028second\u2029third\u0085fourth"
+    service.ingest_event(event("evt-1", content=body))
+    service.materialize_once(memory("mem-1", ("evt-1",), content=body))
+    text, receipt = exported(service)
+    assert "\u2028" in text and len(text.split("\n")) == receipt.rows + 3
+    for lines in (io.StringIO(text), [line + "\n" for line in text.split("\n")[:-1]]):
+        target = TrueHeart(fresh_repository(), clock=clock)
+        assert target.import_store(lines).digest == receipt.digest
+        assert target.get_memory(SCOPE, "mem-1").content == body
+        assert answers(target) == answers(service)
 
 
 def test_the_export_of_an_import_is_the_same_file_but_its_time(
@@ -659,6 +677,10 @@ def test_bad_arguments_are_validation_errors(service: TrueHeart) -> None:
         service.import_store([3])  # type: ignore[list-item]
 
 
+class _Colour(enum.Enum):
+    RED = 1
+
+
 def test_lines_that_cannot_be_read_are_validation_errors_and_store_nothing(
     service: TrueHeart, tmp_path: Path
 ) -> None:
@@ -681,6 +703,8 @@ def test_lines_that_cannot_be_read_are_validation_errors_and_store_nothing(
             (closed_text, "must be readable"),
             (write_only, "must be readable"),
             (NotAnIterator(), "must be an iterable of lines, such as a file"),
+            # Its class is iterable (through the metaclass); the member itself is not.
+            (_Colour.RED, "must be an iterable of lines, such as a file"),
         ):
             with pytest.raises(ValidationError) as caught:
                 service.import_store(lines)  # type: ignore[arg-type]

@@ -12,11 +12,13 @@ import pytest
 
 from trueheart_core import (
     ClaimDraft,
+    ClaimQuery,
     MemoryDraft,
     RawEventDraft,
     RecallQuery,
     RetentionPolicy,
     Scope,
+    SearchQuery,
     SourceRef,
     SQLiteRepository,
     TrueHeart,
@@ -166,3 +168,28 @@ def test_a_batch_is_read_once() -> None:
     with TrueHeart(SQLiteRepository(":memory:"), clock=lambda: NOW) as service:
         (receipt,) = service.ingest_events(drafts)
     assert receipt.event_id == "e" and Shifting.passes == 0
+
+
+class _Blank(str):
+    """Says it is not blank, whatever it holds."""
+
+    __slots__ = ()
+
+    def strip(self, chars: str | None = None) -> str:
+        return "x"
+
+
+def test_a_query_that_lies_about_its_length_or_blankness_is_refused() -> None:
+    with pytest.raises(ValidationError, match="text: must be at most 4096 characters"):
+        SearchQuery(SCOPE, Short("tea " * 250_000), NOW)
+    with pytest.raises(ValidationError, match="text: must be a non-blank string"):
+        SearchQuery(SCOPE, _Blank("   "), NOW)
+    query = SearchQuery(SCOPE, Recoded("green tea"), NOW)
+    assert type(query.text) is str and query.text == "green tea"
+
+
+def test_a_claims_cursor_is_held_as_plain_text() -> None:
+    with pytest.raises(ValidationError, match="cursor: must be a cursor returned by the same"):
+        ClaimQuery(SCOPE, NOW, limit=5, cursor=Short(""))
+    query = ClaimQuery(SCOPE, NOW, limit=5, cursor=Recoded("abc"))
+    assert type(query.cursor) is str and query.cursor == "abc"

@@ -274,7 +274,10 @@ class ClaimQuery(_Reducible):
         ):
             raise ValidationError("limit", f"must be from 1 through {MAX_CLAIM_PAGE}")
         if self.cursor is not None:
-            if not isinstance(self.cursor, str) or not self.cursor:
+            if not isinstance(self.cursor, str):
+                raise ValidationError("cursor", "must be a cursor returned by the same query")
+            _set(self, "cursor", v.plain(self.cursor))
+            if not self.cursor:
                 raise ValidationError("cursor", "must be a cursor returned by the same query")
             if self.limit is None:
                 raise ValidationError("cursor", "needs a limit")

@@ -254,10 +254,15 @@ def lines_of(lines: object) -> Lines:
         return Lines(_bounded_lines(lines), from_file=True)
     # The protocol of ``iter()`` spelled out, so that a TypeError of the host's own
     # ``__iter__`` is told apart from an object that is not iterable.
-    method = getattr(type(lines), "__iter__", None)
-    if not callable(method):
+    # It is looked up on the type's own classes (as ``iter()`` does), never on its
+    # metaclass: an Enum member's class is iterable, the member is not.
+    method = next(
+        (vars(cls)["__iter__"] for cls in type(lines).__mro__ if "__iter__" in vars(cls)), None
+    )
+    bind = getattr(type(method), "__get__", None)
+    if method is None or not callable(bind):
         raise ValidationError("lines", _NOT_LINES)
-    iterator = method(lines)
+    iterator = bind(method, lines, type(lines))()
     if not callable(getattr(type(iterator), "__next__", None)):
         raise ValidationError("lines", _NOT_LINES)
     return Lines(iterator, from_file=False)

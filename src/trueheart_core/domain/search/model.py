@@ -53,7 +53,10 @@ def _count(field: str, value: object, low: int, high: int) -> int:
 def query_text(field: str, value: object) -> str:
     """A search query's text: non-blank, at most :data:`MAX_QUERY_CHARS` characters,
     valid UTF-8; a refusal names ``field``."""
-    if not isinstance(value, str) or not value.strip():
+    if not isinstance(value, str):
+        raise ValidationError(field, "must be a non-blank string")
+    value = v.plain(value)
+    if not value.strip():
         raise ValidationError(field, "must be a non-blank string")
     if len(value) > MAX_QUERY_CHARS:
         raise ValidationError(field, f"must be at most {MAX_QUERY_CHARS} characters")
@@ -100,7 +103,7 @@ class SearchQuery(_Reducible):
     def __post_init__(self) -> None:
         if not isinstance(self.scope, Scope):
             raise ValidationError("scope", "must be a Scope")
-        query_text("text", self.text)
+        _set(self, "text", query_text("text", self.text))
         _set(self, "as_of", v.utc("as_of", self.as_of))
         _count("budget_tokens", self.budget_tokens, 1, MAX_BUDGET_TOKENS)
         v.limit(self.limit)
