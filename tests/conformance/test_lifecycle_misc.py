@@ -26,6 +26,7 @@ from trueheart_core import (
     RecallQuery,
     RepositoryReadOnly,
     RetentionPolicy,
+    SearchQuery,
     TrueHeart,
     ValidationError,
 )
@@ -142,6 +143,27 @@ def test_read_only_store_reads_but_refuses_writes(
     writable = TrueHeart(reopen(), clock=lambda: NOW)
     assert (writable.stats().events, writable.stats().memories) == (stats.events, stats.memories)
     assert writable.audit(SCOPE) == audit
+
+
+@pytest.mark.requires(Capability.READ_ONLY_OPEN)
+def test_a_read_only_store_without_memories_can_be_searched(
+    repository: Repository, reopen: Callable[..., Repository]
+) -> None:
+    # A new store, and one of events only, have no search index built yet: with nothing
+    # to index, a search answers without building it (which a read-only open could not).
+    query = SearchQuery(SCOPE, "tea", NOW)
+    repository.close()
+    with TrueHeart(reopen(read_only=True), clock=lambda: NOW) as reader:
+        assert reader.search(query).items == ()
+    with TrueHeart(reopen(), clock=lambda: NOW) as writer:
+        writer.ingest_event(event(content="green tea"))
+    with TrueHeart(reopen(read_only=True), clock=lambda: NOW) as reader:
+        assert reader.search(query).items == ()
+        assert reader.verify_integrity().ok
+    with TrueHeart(reopen(), clock=lambda: NOW) as writer:
+        writer.materialize_once(memory(content="green tea"))
+    with TrueHeart(reopen(read_only=True), clock=lambda: NOW) as reader:
+        assert [item.memory.memory_id for item in reader.search(query).items] == ["mem-1"]
 
 
 # --------------------------------------------------------------------------- threads

@@ -431,8 +431,9 @@ class TrueHeart:
         is answered with the memories about the period in time order, never with those
         of every time, and without the embedder.
 
-        An index built by other tokenisation rules (or by a version without search) is
-        rebuilt first, in a writing transaction of its own.
+        An index built by other tokenisation rules (or by a version without search, or
+        not built yet) is rebuilt first, in a writing transaction of its own, unless the
+        store holds no memory.
         """
         if not isinstance(query, SearchQuery):
             raise ValidationError("query", "must be a SearchQuery")
@@ -442,7 +443,10 @@ class TrueHeart:
         vector = None if semantic is None or time.only else hybrid.embed_query(semantic, time.text)
         for _ in range(2):
             with self._repository.unit_of_work("search", write=False) as uow:
-                if searching.index_is_current(uow):
+                # A store that holds no memory (a new one, or one of events only) has
+                # nothing to index: it is answered as it is, so that a read-only open
+                # can search it too.
+                if searching.index_is_current(uow) or not searching.has_memories(uow):
                     return searching.answer(
                         uow, query, self._estimator, claiming.views_for, semantic, vector, time
                     )

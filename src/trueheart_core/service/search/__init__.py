@@ -39,6 +39,7 @@ from trueheart_core.service.search.capsule import ClaimViews, capsule
 from trueheart_core.service.search.index import (
     doc_row,
     ensure_index,
+    has_memories,
     index_is_current,
     rebuild,
 )
@@ -52,6 +53,7 @@ __all__ = [
     "answer",
     "doc_row",
     "ensure_index",
+    "has_memories",
     "index_is_current",
     "read_time",
     "rebuild",

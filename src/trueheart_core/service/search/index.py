@@ -43,6 +43,11 @@ def index_is_current(uow: UnitOfWork) -> bool:
     return uow.search.tokenizer() == TOKENIZER_ID
 
 
+def has_memories(uow: UnitOfWork) -> bool:
+    """Whether the store holds any memory (of any status and scope)."""
+    return next(uow.memories.iter(None), None) is not None
+
+
 def ensure_index(uow: UnitOfWork) -> None:
     """In a writing unit: rebuild an index built by other rules (or never built, as in a
     store upgraded from a version without search) before it is changed."""
