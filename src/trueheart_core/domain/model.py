@@ -383,7 +383,9 @@ class GovernanceResult(_Reducible):
 
 @dataclass(frozen=True, slots=True, repr=False)
 class AuditRecord(_Reducible):
-    """A body-free lifecycle record. ``occurred_at`` is caller-claimed time."""
+    """A body-free lifecycle record. ``occurred_at`` is the time the caller claimed for
+    the change, except for an ingest, whose record holds the service clock's ingest
+    time."""
 
     audit_id: str
     scope: Scope

@@ -684,8 +684,10 @@ class TrueHeart:
     # --- audit -----------------------------------------------------------------------------
 
     def audit(self, scope: Scope, *, limit: int = 100) -> tuple[AuditRecord, ...]:
-        """The newest body-free lifecycle records of the scope: ``occurred_at`` (claimed
-        time) descending, then write order descending; ``limit`` is 1 through 100."""
+        """The newest body-free lifecycle records of the scope: ``occurred_at``
+        descending, then write order descending; ``limit`` is 1 through 100. An ingest's
+        record holds the service clock's ingest time, every other record the time its
+        caller claimed (a memory's ``created_at``, a command's ``occurred_at``)."""
         if not isinstance(scope, Scope):
             raise ValidationError("scope", "must be a Scope")
         v.limit(limit)
