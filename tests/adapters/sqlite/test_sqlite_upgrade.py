@@ -47,6 +47,7 @@ from trueheart_core import (
     SQLiteRepository,
     TrueHeart,
 )
+from trueheart_core.adapters.sqlite import connection
 from trueheart_core.adapters.sqlite.schema import (
     MIGRATIONS,
     SCHEMA_VERSION,
@@ -576,4 +577,29 @@ def test_a_version_7_store_is_upgraded_and_expires_in_event_id_order(
         assert service.expire_raw_content(as_of=NOW + timedelta(days=1)) == 3
         expired = [r.entity_id for r in service.audit(SCOPE) if r.action == "expire"]
         assert expired == sorted(ids, reverse=True)
+        assert service.verify_integrity().ok
+
+
+def test_an_upgrade_whose_log_finds_no_room_in_the_file_still_opens(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The upgrade commits into the WAL; copying the WAL into the file then finds the disk
+    # full. The upgrade stands, the open succeeds and says so, and the store works.
+    with _open(db_path) as service:
+        service.ingest_event(event("evt-1", raw_ttl=timedelta(days=1)))
+    _downgrade_to_7(db_path)
+
+    def full(conn: sqlite3.Connection) -> bool:
+        error = sqlite3.OperationalError("database or disk is full")
+        error.sqlite_errorcode = 13  # type: ignore[attr-defined]  # SQLITE_FULL
+        raise error
+
+    with monkeypatch.context() as patch:
+        patch.setattr(connection, "checkpoint_truncate", full)
+        with caplog.at_level(logging.WARNING, logger="trueheart_core.store"):
+            service = _open(db_path)
+    assert "schema upgraded, its log not copied yet: no room" in caplog.messages
+    with service:
+        assert _inspect(db_path)[0] == SCHEMA_VERSION
+        assert service.expire_raw_content(as_of=NOW + timedelta(days=1)) == 1
         assert service.verify_integrity().ok

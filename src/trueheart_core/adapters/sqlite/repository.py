@@ -16,7 +16,7 @@ import time
 from collections.abc import Collection, Iterator
 
 from trueheart_core import logs
-from trueheart_core.adapters.sql.failures import DIAGNOSTICS, REENTRANT
+from trueheart_core.adapters.sql.failures import DIAGNOSTICS, REENTRANT, forget
 from trueheart_core.adapters.sqlite import backup as backup_mod
 from trueheart_core.adapters.sqlite import connection as conn_mod
 from trueheart_core.adapters.sqlite import handles, schema
@@ -212,17 +212,23 @@ class SQLiteRepository:
             if version < schema.SCHEMA_VERSION:
                 schema.migrate(conn, version)
             conn.execute("COMMIT")
-            if version < schema.SCHEMA_VERSION:
-                logs.STORE.info(
-                    "schema upgraded from version %d to %d", version, schema.SCHEMA_VERSION
-                )
-                # The old tables' pages are zeroed in the WAL's new frames; their earlier
-                # frames go with the log.
-                conn_mod.checkpoint_truncate(conn)
         except BaseException:
             with contextlib.suppress(sqlite3.Error):
                 conn.execute("ROLLBACK")
             raise
+        if version < schema.SCHEMA_VERSION:
+            logs.STORE.info("schema upgraded from version %d to %d", version, schema.SCHEMA_VERSION)
+            # The old tables' pages are zeroed in the WAL's new frames; their earlier
+            # frames go with the log. They hold nothing erased (erasure before version 7
+            # rewrote the file), so when the disk has no room to copy the log into the
+            # file, the upgrade, committed, stands, and a later checkpoint copies it.
+            try:
+                conn_mod.checkpoint_truncate(conn)
+            except sqlite3.Error as error:
+                if not isinstance(conn_mod.translated(error, ""), RepositoryFull):
+                    raise
+                forget(error)
+                logs.STORE.warning("schema upgraded, its log not copied yet: no room")
 
     @property
     def capabilities(self) -> frozenset[Capability]:
