@@ -199,3 +199,28 @@ def test_a_scrub_held_up_after_commit_is_finished_by_the_next_call(db_path: Path
             reader.close()
         assert service.stats(SCOPE).memories == 0  # committed; this call scrubs first
         assert leftovers(db_path, [w.encode() for w in SUBJECT_WORDS]) == {}
+
+
+def test_a_scope_the_store_never_held_is_looked_for_in_the_table_once(
+    db_path: Path,
+) -> None:
+    # The look-up that does not trust the scopes' index reads the whole table: an
+    # erasure of a scope no row names makes it once, whatever it asks about the scope.
+    repository = SQLiteRepository(db_path)
+    service = TrueHeart(repository, clock=lambda: NOW)
+    populate_subject(service)
+    unknown = Scope("tenant", "owner", "never-stored")
+    statements: list[str] = []
+    repository._conn.set_trace_callback(statements.append)  # type: ignore[union-attr]
+    try:
+        dry = service.erase_subject(unknown, occurred_at=ERASED_AT, dry_run=True)
+        scans_dry = sum("scopes NOT INDEXED" in s for s in statements)
+        statements.clear()
+        real = service.erase_subject(unknown, occurred_at=ERASED_AT)
+        scans_real = sum("scopes NOT INDEXED" in s for s in statements)
+    finally:
+        repository._conn.set_trace_callback(None)  # type: ignore[union-attr]
+    assert dry.erased == ArtifactCounts() and real.erased == ArtifactCounts()
+    assert real.verified
+    assert (scans_dry, scans_real) == (1, 1)
+    service.close()

@@ -129,6 +129,9 @@ class Session:
         self.conn = conn
         self.known = known
         self.new: dict[ScopeKey, int] = {}
+        # Scopes a thorough look-up found in no row of ``scopes``: that look-up reads the
+        # whole table, so it is made once per transaction.
+        self.absent: set[ScopeKey] = set()
         self.scratch: dict[object, object] = {} if scratch is None else scratch
         # ``(scope ID, memory ID, row ID)`` of the memory row this transaction inserted
         # last, until the search index takes it: the entry a new memory gets needs its row
@@ -146,6 +149,8 @@ class Session:
         found = self.known.get(scope) or self.new.get(scope)
         if found is not None:
             return found
+        if scope in self.absent:
+            return None
         row = self.conn.execute(
             "SELECT scope_id FROM scopes WHERE tenant_id = ? AND owner_id = ? AND subject_id = ?",
             scope,
@@ -156,6 +161,8 @@ class Session:
                 "WHERE tenant_id = ? AND owner_id = ? AND subject_id = ?",
                 scope,
             ).fetchone()
+            if row is None:
+                self.absent.add(scope)
         if row is None:
             return None
         sid = row[0]
