@@ -217,9 +217,12 @@ def inspect_file(path: str) -> handles.Handle:
     return this repository's hold on the file's descriptor (see :mod:`handles`), which
     the caller gives back after closing its connection.
 
-    Runs before SQLite touches the file, so a foreign, damaged or newer file is never
-    modified (not even switched to WAL) and no side files are created next to it. The
-    file is opened without blocking and must still be a regular file once open.
+    Runs before SQLite touches the file, so a file that these checks (and the catalog's,
+    :func:`inspect_catalog`) refuse, foreign, newer or with a damaged header or catalog,
+    is never modified (not even switched to WAL) and no side files are created next to
+    it. Damage inside the pages is found later, once the file is open: a file in
+    rollback-journal mode (written by other tools) may by then have been switched to WAL.
+    The file is opened without blocking and must still be a regular file once open.
     """
     try:
         handle = handles.hold(path)
