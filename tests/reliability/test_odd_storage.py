@@ -20,6 +20,7 @@ import time
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from storage_faults import NOBODY, NOW, OTHER, RETENTION, SCOPE, body, in_child, populate
@@ -469,6 +470,37 @@ def test_side_files_another_user_left_unreadable_are_named_not_taken_for_damage(
         "ok",
         "ValidationError: path: its WAL or shared-memory file cannot be read by this process",
     )
+
+
+def test_side_files_another_process_removes_while_they_are_checked_are_no_obstacle(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another process's close removes the WAL and shared-memory files at any moment:
+    a side file that is gone by the time its permissions are asked about does not
+    refuse the open."""
+    path = tmp_path / "store.db"
+    populate(path)
+    holder = sqlite3.connect(path)  # keeps the side files, as a running writer does
+    holder.execute("SELECT count(*) FROM scopes").fetchone()
+    real_access = os.access
+    removed: list[str] = []
+
+    def closed_meanwhile(target: Any, mode: int, **kwargs: Any) -> bool:
+        name = os.fsdecode(target)
+        if name.endswith(("-wal", "-shm")) and name not in removed:
+            # The last connection closes between the stat and the permission check.
+            holder.close()
+            for side in (f"{path}-wal", f"{path}-shm"):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(side)
+            removed.append(name)
+            return False
+        return real_access(target, mode, **kwargs)
+
+    monkeypatch.setattr(os, "access", closed_meanwhile)
+    with TrueHeart(SQLiteRepository(path), clock=lambda: NOW) as service:
+        assert service.verify_integrity().ok
+    assert removed
 
 
 def test_a_full_disk_at_open_is_repository_full() -> None:

@@ -140,7 +140,7 @@ def check_target(path: str) -> bool:
     if not exists and os.path.islink(path):
         raise ValidationError("path", "is a dangling symbolic link")
     for side in ("-wal", "-shm"):
-        if _regular(path + side) and exists and not os.access(path + side, os.R_OK):
+        if exists and _unreadable(path + side):
             # Left by another user's process: SQLite would fail on it as on damage.
             raise ValidationError(
                 "path", "its WAL or shared-memory file cannot be read by this process"
@@ -152,6 +152,13 @@ def check_target(path: str) -> bool:
             "for a new store",
         )
     return exists
+
+
+def _unreadable(path: str) -> bool:
+    """Whether a regular file is at ``path`` that this process cannot read. Another
+    process's close removes its side files at any moment: a file that is gone by the
+    time it is asked about (or is readable when asked again) is no obstacle."""
+    return all(_regular(path) and not os.access(path, os.R_OK) for _ in range(2))
 
 
 def _regular(path: str) -> bool:
