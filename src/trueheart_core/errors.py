@@ -98,7 +98,8 @@ class RepositoryBusy(TrueHeartError):
 
     Raised before any work is done, so retrying is safe, with one exception: the
     diagnostic ``erasure checkpoint incomplete`` means an erasing change (forget, delete,
-    expiry) *was* committed but its removed bytes could not yet be scrubbed from the WAL,
+    expiry, subject erasure, ``compact``, ``rebuild_search_index`` or ``rebuild_indexes``)
+    *was* committed but its removed bytes could not yet be scrubbed from the WAL,
     because another connection held a read transaction beyond the busy timeout: one that
     began during the call, or before it while the WAL was empty (the check before the
     work only sees readers of the WAL's frames). Every later call on the same repository
