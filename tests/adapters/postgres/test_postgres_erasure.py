@@ -492,3 +492,43 @@ def test_a_statement_timeout_does_not_stop_the_rewrite(pg_schema: str, files: An
         assert locate(files(), words) == {}
     finally:
         service.close()
+
+
+def test_tables_an_older_erasure_adds_while_a_rewrite_runs_stay_owed(
+    pg_schema: str, pg: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two erasures at once, the one with the older transaction committing last: it adds
+    its tables to the owed list but keeps the newer transaction's ID there. The rewrite
+    of the newer one, which read the list before that commit (and waited for the older
+    transaction to end), settles only the tables it rewrote: the others stay owed, for
+    the next erasing call."""
+    import psycopg
+
+    url = postgres_configuration.database_url()
+    repository = PostgresRepository(url, schema=pg_schema)
+    service = TrueHeart(repository, clock=lambda: NOW)
+    _unique_subject(service)
+    waited = PostgresRepository._older_horizons_ended
+    added: list[bool] = []
+
+    def older_erasure_commits(self: Any, conn: Any, xid: str) -> bool:
+        if not added:
+            # What the older erasure's commit does to the list while this one waits.
+            with psycopg.connect(url, autocommit=True) as other:
+                other.execute(
+                    f'UPDATE "{pg_schema}".meta SET rewrite_tables = '
+                    "ARRAY(SELECT DISTINCT t FROM unnest(rewrite_tables || "
+                    "'{claims}'::text[]) AS t ORDER BY t) WHERE singleton = 1"
+                )
+            added.append(True)
+        return bool(waited(self, conn, xid))
+
+    monkeypatch.setattr(PostgresRepository, "_older_horizons_ended", older_erasure_commits)
+    service.erase_subject(SCOPE, occurred_at=ERASED_AT)
+    tables, xid = pg.execute("SELECT rewrite_tables, rewrite_xid FROM meta").fetchone()
+    assert added and "claims" in tables and xid is not None
+    monkeypatch.undo()
+    service.ingest_event(event("evt-other", scope=OTHER_SCOPE))
+    _delete_other_event(service)  # the next erasing call runs what is still owed
+    assert pg.execute("SELECT rewrite_tables, rewrite_xid FROM meta").fetchone() == ([], None)
+    service.close()

@@ -362,11 +362,16 @@ class PostgresRepository:
             raise RepositoryBusy(_REWRITE_OWED) from None
         finally:
             conn.execute("RESET statement_timeout")
-        # Settled unless an erasure committed meanwhile, whose rewrite is still owed.
+        # The tables read above are settled, unless a newer erasure committed meanwhile
+        # (its transaction is newer than ``xid``: all stay owed). An older one that
+        # committed meanwhile (waited for above) keeps ``xid`` but may have added tables,
+        # which stay owed: only the tables rewritten here leave the list.
         conn.execute(
-            "UPDATE meta SET rewrite_tables = '{}', rewrite_xid = NULL "
-            "WHERE singleton = 1 AND rewrite_xid = %s::xid8",
-            (xid,),
+            "UPDATE meta SET rewrite_tables = ARRAY(SELECT t FROM unnest(rewrite_tables) "
+            "AS t WHERE NOT t = ANY(%s::text[]) ORDER BY t), "
+            "rewrite_xid = CASE WHEN rewrite_tables <@ %s::text[] THEN NULL "
+            "ELSE rewrite_xid END WHERE singleton = 1 AND rewrite_xid = %s::xid8",
+            (tables, tables, xid),
         )
         logs.ERASURE.info(
             "erasure rewrite: %d tables rewritten in %.3f s",
