@@ -153,6 +153,21 @@ def test_export_refuses_an_existing_output_and_json_to_stdout(store: Path, tmp_p
     assert not (tmp_path / "missing.db").exists()
 
 
+@pytest.mark.parametrize("output", ["", "sub/", ".", "sub/.."])
+def test_export_refuses_an_output_that_names_no_file(
+    store: Path, tmp_path: Path, output: str
+) -> None:
+    # Found before the store is opened, as a usage error: nothing is read or written.
+    (tmp_path / "sub").mkdir()
+    before = sorted(os.listdir(tmp_path)), store.read_bytes()
+    done = run(tmp_path, "export", str(store), "-o", output, "--json")
+    assert done.returncode == 2
+    assert json.loads(done.stdout)["error"] == "OutputNamesNoFile"
+    assert last_error(done).startswith("trueheart: --output must be the path of a file, not ")
+    assert (sorted(os.listdir(tmp_path)), store.read_bytes()) == before
+    assert os.listdir(tmp_path / "sub") == []
+
+
 def test_import_refuses_a_store_that_is_not_empty(store: Path, tmp_path: Path) -> None:
     assert run(tmp_path, "export", str(store), "-o", "out.jsonl").returncode == 0
     before = store.read_bytes()

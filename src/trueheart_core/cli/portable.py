@@ -48,6 +48,17 @@ class ExportNeedsOutput(CommandFailure):
         super().__init__("--json needs --output FILE: the export itself goes to stdout")
 
 
+class OutputNamesNoFile(CommandFailure):
+    """``--output`` empty, or ending in ``/``, ``.`` or ``..``: it names no file to create
+    (exit status 2, before the store is opened)."""
+
+    status = 2
+
+    def __init__(self, path: str) -> None:
+        shown = "empty" if not path else f"{path} (a path ending in /, . or .. names a directory)"
+        super().__init__(f"--output must be the path of a file, not {shown}")
+
+
 class ImportFileMissing(CommandFailure):
     """No file to import at the given path (exit status 3)."""
 
@@ -122,6 +133,8 @@ def export(args: argparse.Namespace, out: TextIO) -> int:
     if to_stdout and args.json:
         raise ExportNeedsOutput()
     if not to_stdout:
+        if os.path.basename(args.output) in ("", ".", ".."):
+            raise OutputNamesNoFile(args.output)
         if os.path.lexists(args.output):
             raise TargetExists(args.output, "export writes a new file")
         side_file = stores.side_file_of_another(args.output)
