@@ -72,6 +72,28 @@ def test_sealed_memories_are_not_searchable_until_restored(service: TrueHeart) -
     assert service.verify_integrity().ok
 
 
+@pytest.mark.parametrize("merged_first", [False, True])
+def test_a_memory_restored_after_the_last_other_holder_of_its_word_went_is_found_by_it(
+    service: TrueHeart, merged_first: bool
+) -> None:
+    # mem-a is sealed; mem-b, the only other memory holding "zeta", is forgotten, which
+    # erases the word's index data; restoring mem-a must make it findable by the word
+    # again, whether its entry was already in the main index (70 memories: past the
+    # point where the SQLite index merges its pending entries) or still pending.
+    fillers = {f"mem-{n:03d}": f"filler number {n}" for n in range(70 if merged_first else 2)}
+    materialize_all(service, {"mem-a": "kyoto zeta", "mem-b": "zeta", **fillers})
+    service.govern(command(SEAL, "mem-a"))
+    service.govern(command(FORGET, "mem-b"))
+    assert _ids(_search(service, "zeta")) == []
+    service.govern(command(RESTORE, "mem-a"))
+    assert _ids(_search(service, "zeta")) == ["mem-a"]
+    assert _ids(_search(service, "kyoto")) == ["mem-a"]
+    assert_bm25_reference(
+        _search(service, "zeta kyoto"), "zeta kyoto", {"mem-a": "kyoto zeta", **fillers}
+    )
+    assert service.verify_integrity().ok
+
+
 @pytest.mark.parametrize("action", [FORGET, DELETE])
 def test_forgotten_and_deleted_memories_never_appear(
     service: TrueHeart, action: GovernanceAction

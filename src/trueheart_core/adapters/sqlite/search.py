@@ -90,6 +90,7 @@ class SQLiteSearch(Role):
 
     def index(self, doc: SearchDocRow) -> None:
         sid = self._ensure_scope(doc.scope)
+        stale: set[int] = set()
         # A memory row this transaction has just inserted has no entry, merged or
         # pending (its row ID is new: a pending row already holding it is damage, which
         # the insert's key refuses).
@@ -100,10 +101,17 @@ class SQLiteSearch(Role):
                 raise RepositoryCorruption("invalid search index")
             waiting = self.pending.row(sid, rid)
             if waiting is not None and waiting.change < 0:
-                # A removal of the merged entry not merged yet: searchable again.
+                # A removal of the merged entry not merged yet: the entry is searchable
+                # again as it stands, unless an erasure meanwhile took a term it held
+                # (the last other holder forgotten while it was sealed) and that term's
+                # postings with it. Then the entry is removed now and written anew.
                 self.pending.drop(sid, rid)
-                return
-            if waiting is not None:
+                if self._merged_whole(sid, rid, doc):
+                    return
+                merged = self.pending.merged_entry(rid)
+                if merged is not None:
+                    stale = self.pending.remove_merged(sid, rid, merged[1])
+            elif waiting is not None:
                 raise RepositoryCorruption("invalid search index")
         ids = self.term_ids(sid, [term for term, _ in doc.terms])
         for term, _ in doc.terms:
@@ -116,11 +124,22 @@ class SQLiteSearch(Role):
                 ids[term] = cursor.lastrowid
         entry = (doc.length, doc.created_at, doc.clear_until, doc.recall_until, doc.trust, doc.kind)
         self.pending.add(sid, rid, 1, entry, pairs_text(sorted((ids[t], f) for t, f in doc.terms)))
+        # Terms of a removed stale entry that the new one does not hold (damage only).
+        self.pending.erase_unheld(sid, stale)
         # A memory of many distinct words is merged at once (with the rows waiting
         # before it): no pending row holds more than ``LARGE_ROW`` pairs, so a merge
         # never moves more than its own memory's pairs and ``PENDING_BOUND`` small rows.
         if len(doc.terms) > LARGE_ROW or self.pending.count(sid) >= PENDING_BOUND:
             self.pending.merge(sid)
+
+    def _merged_whole(self, sid: int, rid: int, doc: SearchDocRow) -> bool:
+        """Whether the merged entry of ``rid`` still holds a posting of every term of
+        ``doc``, with its frequency, and no other."""
+        ids = self.term_ids(sid, [term for term, _ in doc.terms])
+        if len(ids) != len(doc.terms):
+            return False
+        expected = tuple(sorted((ids[term], tf) for term, tf in doc.terms))
+        return self.pending.merged_pairs(rid) == expected
 
     def unindex(self, scope: ScopeKey, memory_id: str, *, erasing: bool = False) -> tuple[int, int]:
         """Remove a memory's entry (see the port), and erase every term that no entry
