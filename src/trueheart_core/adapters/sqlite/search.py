@@ -90,30 +90,31 @@ class SQLiteSearch(Role):
 
     def index(self, doc: SearchDocRow) -> None:
         sid = self._ensure_scope(doc.scope)
-        stale: set[int] = set()
         # A memory row this transaction has just inserted has no entry, merged or
         # pending (its row ID is new: a pending row already holding it is damage, which
         # the insert's key refuses).
         rid = None if doc.memory_id is None else self._session.take_fresh(sid, doc.memory_id)
+        waiting = None
         if rid is None:
             rid = None if doc.memory_id is None else self._memory_rid(sid, doc.memory_id)
             if rid is None:
                 raise RepositoryCorruption("invalid search index")
             waiting = self.pending.row(sid, rid)
-            if waiting is not None and waiting.change < 0:
-                # A removal of the merged entry not merged yet: the entry is searchable
-                # again as it stands, unless an erasure meanwhile took a term it held
-                # (the last other holder forgotten while it was sealed) and that term's
-                # postings with it. Then the entry is removed now and written anew.
-                self.pending.drop(sid, rid)
-                if self._merged_whole(sid, rid, doc):
-                    return
-                merged = self.pending.merged_entry(rid)
-                if merged is not None:
-                    stale = self.pending.remove_merged(sid, rid, merged[1])
-            elif waiting is not None:
+            if waiting is not None and waiting.change >= 0:
                 raise RepositoryCorruption("invalid search index")
         ids = self.term_ids(sid, [term for term, _ in doc.terms])
+        stale: set[int] = set()
+        if waiting is not None:
+            # A removal of the merged entry not merged yet: the entry is searchable again
+            # as it stands, unless an erasure meanwhile took a term it held (the last
+            # other holder forgotten while it was sealed) and that term's postings with
+            # it. Then the entry is removed now and written anew.
+            self.pending.drop(sid, rid)
+            if self._merged_whole(rid, doc, ids):
+                return
+            merged = self.pending.merged_entry(rid)
+            if merged is not None:
+                stale = self.pending.remove_merged(sid, rid, merged[1])
         for term, _ in doc.terms:
             if term not in ids:
                 cursor = self._conn.execute(
@@ -132,10 +133,9 @@ class SQLiteSearch(Role):
         if len(doc.terms) > LARGE_ROW or self.pending.count(sid) >= PENDING_BOUND:
             self.pending.merge(sid)
 
-    def _merged_whole(self, sid: int, rid: int, doc: SearchDocRow) -> bool:
+    def _merged_whole(self, rid: int, doc: SearchDocRow, ids: dict[int, int]) -> bool:
         """Whether the merged entry of ``rid`` still holds a posting of every term of
-        ``doc``, with its frequency, and no other."""
-        ids = self.term_ids(sid, [term for term, _ in doc.terms])
+        ``doc`` (whose term IDs ``ids`` are), with its frequency, and no other."""
         if len(ids) != len(doc.terms):
             return False
         expected = tuple(sorted((ids[term], tf) for term, tf in doc.terms))
