@@ -34,6 +34,7 @@ __all__ = [
     "Input",
     "confirmed",
     "hint",
+    "names_no_file",
     "now",
     "on_terminal",
     "open_store",
@@ -115,6 +116,18 @@ class Input(io.IOBase):
             if error.filename is not None:
                 raise
             raise OSError(error.errno, error.strerror, self.name) from None
+
+
+def names_no_file(path: str) -> str | None:
+    """Why the path of a file a command creates names no file: ``"not empty"``, or, for
+    a path that ends in ``/``, ``.`` or ``..`` (a directory), the path and why; ``None``
+    when it ends with a file name. Checked before any work, which would otherwise find
+    it out only when it came to create the file."""
+    if not path:
+        return "not empty"
+    if os.path.basename(path) in ("", ".", ".."):
+        return f"not {path} (a path ending in /, . or .. names a directory)"
+    return None
 
 
 def remove_store(path: str) -> None:

@@ -8,7 +8,6 @@ stderr, and also as a JSON object on stdout under ``--json``) and returns status
 from __future__ import annotations
 
 import argparse
-import os
 from collections.abc import Callable
 from datetime import datetime
 from typing import NoReturn, TextIO
@@ -16,6 +15,7 @@ from typing import NoReturn, TextIO
 import trueheart_core
 from trueheart_core import stores
 from trueheart_core.cli import claims, commands, demo, portable, serve_mcp
+from trueheart_core.cli.common import names_no_file
 from trueheart_core.cli.scopes import ScopeSyntaxError, parse_scope
 from trueheart_core.domain import validation
 from trueheart_core.domain.model import Scope
@@ -139,13 +139,9 @@ def _new_file(text: str) -> str:
     one that ends in ``/``, ``.`` or ``..``, names no file (or a directory), which the
     command would find out only when it came to create the file, after its work."""
     _file(text)
-    if not text:
-        raise argparse.ArgumentTypeError("must be the path of a file, not empty")
-    if os.path.basename(text) in ("", ".", ".."):
-        raise argparse.ArgumentTypeError(
-            f"must be the path of a file, not {text} (a path ending in /, . or .. names "
-            "a directory)"
-        )
+    why = names_no_file(text)
+    if why is not None:
+        raise argparse.ArgumentTypeError(f"must be the path of a file, {why}")
     return text
 
 

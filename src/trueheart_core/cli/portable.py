@@ -25,7 +25,7 @@ from typing import Any, TextIO
 from trueheart_core import stores
 from trueheart_core.cli import render
 from trueheart_core.cli.commands import opened, progress
-from trueheart_core.cli.common import Input, refuse_new_store, remove_store
+from trueheart_core.cli.common import Input, names_no_file, refuse_new_store, remove_store
 from trueheart_core.cli.failures import CommandFailure, TargetExists, TargetRefused
 from trueheart_core.domain.portable import ExportReceipt, ImportReceipt
 from trueheart_core.service.trueheart import TrueHeart
@@ -54,9 +54,8 @@ class OutputNamesNoFile(CommandFailure):
 
     status = 2
 
-    def __init__(self, path: str) -> None:
-        shown = "empty" if not path else f"{path} (a path ending in /, . or .. names a directory)"
-        super().__init__(f"--output must be the path of a file, not {shown}")
+    def __init__(self, why: str) -> None:
+        super().__init__(f"--output must be the path of a file, {why}")
 
 
 class ImportFileMissing(CommandFailure):
@@ -133,8 +132,9 @@ def export(args: argparse.Namespace, out: TextIO) -> int:
     if to_stdout and args.json:
         raise ExportNeedsOutput()
     if not to_stdout:
-        if os.path.basename(args.output) in ("", ".", ".."):
-            raise OutputNamesNoFile(args.output)
+        why = names_no_file(args.output)
+        if why is not None:
+            raise OutputNamesNoFile(why)
         if os.path.lexists(args.output):
             raise TargetExists(args.output, "export writes a new file")
         side_file = stores.side_file_of_another(args.output)
