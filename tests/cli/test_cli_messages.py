@@ -226,15 +226,24 @@ def test_a_store_in_memory_is_a_usage_error(
     wrote there would be lost (or, for ``import``, written to a file no later command
     reads as such), and a read would find an empty store."""
     monkeypatch.chdir(tmp_path)
-    assert call(capsys, "export", "store.db", "-o", "out.jsonl")[0] == 0
     (tmp_path / "in.jsonl").write_bytes(_line("evt-9", "t/o/n"))
+    _refused_before_any_work(capsys, tmp_path, args, f"argument {argument}: {NEEDS_A_FILE}")
+
+
+def _refused_before_any_work(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, args: tuple[str, ...], message: str
+) -> str:
+    """Run the command (with an export file ``out.jsonl`` of ``store.db`` beside it) and
+    check that it is refused as a usage error with ``message``, changing no file; its
+    stderr."""
+    assert call(capsys, "export", "store.db", "-o", "out.jsonl")[0] == 0
     before = sorted(p.name for p in tmp_path.iterdir())
     status, out, err = call(capsys, *args, "--json")
-    message = f"argument {argument}: {NEEDS_A_FILE}"
     assert status == 2, err
     assert err.endswith(f": error: {message}\n"), err
     assert json.loads(out) == {"error": "usage", "exit_status": 2, "message": message}
     assert sorted(p.name for p in tmp_path.iterdir()) == before
+    return err
 
 
 @pytest.mark.parametrize(
@@ -266,16 +275,10 @@ def test_a_new_file_path_that_names_no_file_is_a_usage_error(
     one ending in ``/``, ``.`` or ``..``, is refused before any work (``import`` would
     otherwise build the whole store under a temporary name, then fail to link it)."""
     monkeypatch.chdir(tmp_path)
-    assert call(capsys, "export", "store.db", "-o", "out.jsonl")[0] == 0
-    before = sorted(p.name for p in tmp_path.iterdir())
-    status, out, err = call(capsys, *args, "--json")
     rule = f"not {path} (a path ending in /, . or .. names a directory)" if path else "not empty"
     message = f"argument {argument}: must be the path of a file, {rule}"
-    assert status == 2, err
-    assert err.endswith(f": error: {message}\n"), err
+    err = _refused_before_any_work(capsys, tmp_path, args, message)
     assert "trueheart: importing" not in err
-    assert json.loads(out) == {"error": "usage", "exit_status": 2, "message": message}
-    assert sorted(p.name for p in tmp_path.iterdir()) == before
 
 
 def test_a_file_named_memory_is_an_ordinary_store(

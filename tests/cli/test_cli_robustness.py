@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -188,9 +189,13 @@ def test_an_input_that_cannot_be_read_is_named(
 # --- Ctrl-C ------------------------------------------------------------------------------
 
 
-def test_sigint_during_verify_exits_130_without_a_traceback(big_store: Path) -> None:
+@contextlib.contextmanager
+def _running(*args: str, cwd: Path | None = None) -> Iterator[subprocess.Popen[str]]:
+    """The command running as a child process (text pipes for stdout and stderr, no
+    stdin), killed if the test leaves it running."""
     child = subprocess.Popen(
-        _command("verify", str(big_store)),
+        _command(*args),
+        cwd=cwd,
         env=_env(),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
@@ -198,6 +203,15 @@ def test_sigint_during_verify_exits_130_without_a_traceback(big_store: Path) -> 
         text=True,
     )
     try:
+        yield child
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+
+
+def test_sigint_during_verify_exits_130_without_a_traceback(big_store: Path) -> None:
+    with _running("verify", str(big_store)) as child:
         # The progress line comes just before the verification starts.
         assert child.stderr is not None
         assert child.stderr.readline() == f"trueheart: verifying {big_store}\n"
@@ -207,10 +221,6 @@ def test_sigint_during_verify_exits_130_without_a_traceback(big_store: Path) -> 
             with contextlib.suppress(subprocess.TimeoutExpired):
                 child.wait(timeout=0.5)
         out, err = child.communicate(timeout=60)
-    finally:
-        if child.poll() is None:
-            child.kill()
-            child.wait()
     assert child.returncode == 130
     assert err == "trueheart: interrupted\n"
     assert out == ""
@@ -254,16 +264,7 @@ def test_sigterm_while_a_new_file_is_written_removes_it(
     else:
         args = ("import", "new.db", str(big_export))
         line = f"trueheart: importing {big_export} into new.db\n"
-    child = subprocess.Popen(
-        _command(*args),
-        cwd=tmp_path,
-        env=_env(),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
+    with _running(*args, cwd=tmp_path) as child:
         assert child.stderr is not None
         assert child.stderr.readline() == line
         deadline = time.monotonic() + 30
@@ -272,10 +273,6 @@ def test_sigterm_while_a_new_file_is_written_removes_it(
         assert child.poll() is None, "the command ended before the signal"
         child.send_signal(signal.SIGTERM)
         out, err = child.communicate(timeout=60)
-    finally:
-        if child.poll() is None:
-            child.kill()
-            child.wait()
     assert (child.returncode, out, err) == (143, "", "trueheart: terminated\n")
     assert os.listdir(tmp_path) == []
 
