@@ -97,11 +97,14 @@ class SQLiteMemories(Role):
         if sid is None:
             return None
         r = self._conn.execute(
-            f"SELECT {MEMORY_M} FROM memories m "
+            f"SELECT {MEMORY_M}, m.rid, m.sources FROM memories m "
             "WHERE m.memory_id = ? AND m.scope_id = ? AND m.erased IS NOT 1",
             (memory_id, sid),
         ).fetchone()
-        return None if r is None else memory_row(scope, r)
+        if r is None:
+            return None
+        self._session.recent = (sid, memory_id, int(r[-2]), r[-1])
+        return memory_row(scope, r[:-2])
 
     def id_elsewhere(self, memory_id: str, scope: ScopeKey) -> bool:
         sid = self._scope_id(scope)
@@ -135,6 +138,10 @@ class SQLiteMemories(Role):
         if sid is None or not memory_ids:
             return []
         pairs: list[tuple[str, str]] = []
+        recent = self._session.recent
+        if len(memory_ids) == 1 and recent is not None and recent[:2] == (sid, memory_ids[0]):
+            pairs.extend((event_id, recent[1]) for event_id in source_ids(recent[3]))
+            memory_ids = ()
         for start in range(0, len(memory_ids), CHUNK):
             chunk = list(memory_ids[start : start + CHUNK])
             marks = ",".join("?" * len(chunk))
@@ -170,6 +177,7 @@ class SQLiteMemories(Role):
 
     def insert(self, row: MemoryRow, edges: Sequence[EdgeRow]) -> None:
         sid = self._ensure_scope(row.scope)
+        self._session.recent = None
         cursor = self._conn.execute(
             "INSERT INTO memories (scope_id, memory_id, content, dependency_fingerprint, kind, "
             "trust, created_at, clear_until, recall_until, status, metadata, digest, sources) "
@@ -215,7 +223,7 @@ class SQLiteMemories(Role):
         self._vectors.set_active(int(found[0][0]), row.status == "active")
 
     def delete(self, scope: ScopeKey, memory_id: str) -> None:
-        self._session.fresh = None
+        self._session.fresh = self._session.recent = None
         self._search.unindex(scope, memory_id, erasing=True)
         self._claims.delete_claim(scope, memory_id)
         sid = self._scope_id(scope)

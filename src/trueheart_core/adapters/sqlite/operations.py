@@ -415,6 +415,7 @@ class SQLiteOperations(Role):
         sid = self._scope_id(scope, thorough=True)
         if sid is None:
             return dict.fromkeys(ARTIFACTS, 0)
+        self._session.recent = None
         receipts, memories = self._hidden(sid)
         removed = dict.fromkeys(ARTIFACTS, 0)
         before = {

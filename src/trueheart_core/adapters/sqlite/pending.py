@@ -118,6 +118,14 @@ class PendingIndex:
         ).fetchone()
         return int(waiting)
 
+    def counts(self, sid: int) -> tuple[int, int]:
+        """How many pending rows the scope holds, and how many of them are removals."""
+        waiting, removals = self._conn.execute(
+            "SELECT COUNT(*), IFNULL(SUM(change < 0), 0) FROM search_pending WHERE scope_id = ?",
+            (sid,),
+        ).fetchone()
+        return int(waiting), int(removals)
+
     def changes(self, sid: int, term_ids: Sequence[int]) -> Counter[int]:
         """The net change the scope's pending rows make to each of these terms'
         document frequencies (absent: none). A term ``t`` is in a row's postings when
@@ -159,16 +167,18 @@ class PendingIndex:
         pending = self.changes(sid, term_ids)
         return {term_id: merged.get(term_id, 0) + pending[term_id] for term_id in term_ids}
 
-    def unheld(self, sid: int, held: dict[int, int]) -> set[int]:
+    def unheld(self, sid: int, held: dict[int, int], removals: int | None = None) -> set[int]:
         """Those of these terms that no entry but the ``held[t]`` given ones holds. Only
-        a term whose merged frequency the scope's pending removals could bring that low
-        needs its pending changes read: a common term is settled by one look-up."""
+        a term whose merged frequency the scope's pending removals (``removals``, when
+        the caller has counted them) could bring that low needs its pending changes
+        read: a common term is settled by one look-up."""
         if not held:
             return set()
         merged = self.merged_frequencies(list(held))
-        (removals,) = self._conn.execute(
-            "SELECT COUNT(*) FROM search_pending WHERE scope_id = ? AND change < 0", (sid,)
-        ).fetchone()
+        if removals is None:
+            (removals,) = self._conn.execute(
+                "SELECT COUNT(*) FROM search_pending WHERE scope_id = ? AND change < 0", (sid,)
+            ).fetchone()
         doubtful = [t for t, n in held.items() if merged.get(t, 0) - int(removals) <= n]
         pending = self.changes(sid, doubtful)
         return {t for t in doubtful if merged.get(t, 0) + pending[t] <= held[t]}

@@ -165,10 +165,13 @@ class SQLiteSearch(Role):
                 touched |= self.pending.remove_merged(sid, rid, merged[1])
             else:
                 pairs = self.pending.merged_pairs(rid)
-                # Read before the removal is pending, as ``removal_counts`` reads it.
-                waiting_terms = len(self.pending.unheld(sid, dict.fromkeys(dict(pairs), 1)))
+                # Read before the removal is pending, as ``removal_counts`` reads it; the
+                # removal then adds one row (the memory has none waiting).
+                rows, removals = self.pending.counts(sid)
+                held = dict.fromkeys(dict(pairs), 1)
+                waiting_terms = len(self.pending.unheld(sid, held, removals))
                 self.pending.add(sid, rid, -1, merged[1], pairs_text(pairs))
-                if self.pending.count(sid) >= PENDING_BOUND:
+                if rows + 1 >= PENDING_BOUND:
                     self.pending.merge(sid)
         # The terms only this entry held go with it (those of a merged entry removed
         # by a seal wait for the merge, which erases them).

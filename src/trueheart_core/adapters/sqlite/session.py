@@ -137,6 +137,11 @@ class Session:
         # last, until the search index takes it: the entry a new memory gets needs its row
         # ID, which the insert already knows.
         self.fresh: tuple[int, str, int] | None = None
+        # ``(scope ID, memory ID, row ID, sources)`` of the live memory row ``get`` read
+        # last (governance reads a row, then its edges, changes it and its search entry:
+        # one read serves them all). A live row keeps its row ID and sources; any write
+        # that removes or adds memory rows empties the slot.
+        self.recent: tuple[int, str, int, object] | None = None
 
     def scope_id(self, scope: ScopeKey, *, thorough: bool = False) -> int | None:
         """The scope's row ID, found by its unique index and checked against the row the
@@ -257,6 +262,9 @@ class Session:
         return None
 
     def memory_rid(self, sid: int | None, memory_id: str) -> int | None:
+        recent = self.recent
+        if recent is not None and recent[0] == sid and recent[1] == memory_id:
+            return recent[2]
         row = self.conn.execute(
             "SELECT rid FROM memories WHERE memory_id = ? AND scope_id = ? AND erased IS NOT 1",
             (memory_id, sid),
