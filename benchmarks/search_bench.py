@@ -23,8 +23,9 @@ The floor is an FTS5 table in a plain ``sqlite3`` database (same texts, autocomm
 ``journal_mode=WAL``, ``synchronous=FULL``, as the library) queried with
 ``SELECT rowid, bm25(f) FROM f WHERE f MATCH ? ORDER BY bm25(f) LIMIT 20``, where the MATCH
 string ORs the quoted query words and, for a query word that no text of the store holds,
-the words of the store one edit away from it or inflections of it (the corrections the
-library's spelling tolerance scores, computed here once from the floor's texts), stop
+the words of the store one edit away from it, and for every query word its inflections
+held by the store (what the library's spelling tolerance scores, computed here once from
+the floor's texts), stop
 words left out as the library leaves them out. The floor ranks the same
 matches (before measuring, every query's ``matched`` count is checked against the floor's
 count of matching rows) but reads no body, verifies nothing, packs nothing, and does not
@@ -92,7 +93,7 @@ from trueheart_core import (
     TrueHeart,
     TrustLevel,
 )
-from trueheart_core.domain.search.spelling import corrections
+from trueheart_core.domain.search.spelling import corrections, inflections
 from trueheart_core.domain.search.stopwords import STOP_WORDS
 from trueheart_core.domain.search.tokenize import tokenize
 
@@ -294,17 +295,14 @@ def floor_vocabulary(conn: sqlite3.Connection) -> frozenset[str]:
 
 def floor_words(words: Sequence[str], vocabulary: frozenset[str]) -> list[str]:
     """The words the library scores for a query: each query word that is not a stop
-    word (all of them when every one is), and for a word that no text holds, its
-    corrections that some text holds and that are not stop words (docs/search.md)."""
+    word (all of them when every one is); the inflections of every such word, and for a
+    word that no text holds, its corrections, that some text holds and that are not stop
+    words (docs/search.md)."""
     content = [word for word in words if word not in STOP_WORDS] or list(words)
     found = list(content)
     for word in content:
-        if word not in vocabulary:
-            found += [
-                c
-                for c in corrections(word)
-                if c in vocabulary and c not in found and c not in STOP_WORDS
-            ]
+        variants = corrections(word) if word not in vocabulary else inflections(word)
+        found += [c for c in variants if c in vocabulary and c not in found and c not in STOP_WORDS]
     return found
 
 

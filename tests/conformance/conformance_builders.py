@@ -228,6 +228,7 @@ def assert_not_chained(error: BaseException) -> None:
 BM25_K1 = 1.2
 BM25_B = 0.75
 CORRECTION_WEIGHT = 0.5
+INFLECTION_WEIGHT = 0.8
 
 
 def ascii_terms(text: str) -> list[str]:
@@ -254,35 +255,71 @@ def edit_distance(a: str, b: str) -> int:
     return rows[len(a)][len(b)]
 
 
+_VOWEL = "aeiou"
+
+
+def _reference_stems(word: str) -> set[str]:
+    """The documented stems of an English word: an ending taken off (-s -es -d -ed -ing
+    -er -ers, with a final e put back after -ed -ing -er -ers; -ies and -ied with a final
+    y put back), and a doubled final consonant undone after -ed -ing -er -ers; at least
+    three letters each."""
+    stems = set()
+    for ending in ("s", "es", "d", "ed", "ing", "er", "ers", "ies", "ied"):
+        if not word.endswith(ending):
+            continue
+        head = word[: len(word) - len(ending)]
+        if ending in ("ies", "ied"):
+            candidates = [head + "y"]
+        elif ending in ("ed", "ing", "er", "ers"):
+            candidates = [head, head + "e"]
+            if len(head) >= 4 and head[-1] == head[-2] and head[-1] not in _VOWEL:
+                candidates.append(head[:-1])
+        else:
+            candidates = [head]
+        stems.update(stem for stem in candidates if len(stem) >= 3)
+    return stems
+
+
+def _reference_forms(base: str) -> set[str]:
+    """The documented forms of a base word: -s -es -ed -ing, or after a final e -s -d
+    and -ing in its place; -ies -ied for a final y; the final consonant doubled before
+    -ed and -ing after consonant, vowel, consonant (the last not w, x or y)."""
+    if base[-1] == "e":
+        return {base + "s", base + "d", base[:-1] + "ing"}
+    forms = {base + "s", base + "es", base + "ed", base + "ing"}
+    if base[-1] == "y":
+        forms |= {base[:-1] + "ies", base[:-1] + "ied"}
+    c1, v, c2 = base[-3:]
+    if c1 not in _VOWEL and v in _VOWEL and c2 not in _VOWEL + "wxy":
+        forms |= {base + c2 + "ed", base + c2 + "ing"}
+    return forms
+
+
 def is_inflection(word: str, other: str) -> bool:
-    """Whether ``other`` is an English inflection of ``word`` by the documented table:
-    one of -s -es -d -ed -ing -er -ers added or taken off (-ies/-ied for a final y,
-    -ing for a final e), leaving at least three letters."""
-    endings = ("s", "es", "d", "ed", "ing", "er", "ers")
-
-    def grown(base: str, into: str) -> bool:
-        if any(into == base + ending for ending in endings):
-            return True
-        if base.endswith("y") and into in (base[:-1] + "ies", base[:-1] + "ied"):
-            return True
-        return base.endswith("e") and into == base[:-1] + "ing"
-
-    return (
-        word != other
-        and word.isalpha()
-        and other.isalpha()
-        and min(len(word), len(other)) >= 3
-        and (grown(word, other) or grown(other, word))
-    )
+    """Whether ``other`` is an English inflection of the query word ``word`` by the
+    documented rules: a stem of it; it with -s -es -d -ed -ing -er -ers added (-ies and
+    -ied for a final y, -ing for a final e); or a form of it or of one of its stems."""
+    if word == other or not (word.isascii() and word.isalpha()) or len(word) < 3:
+        return False
+    stems = _reference_stems(word)
+    grown = {word + ending for ending in ("s", "es", "d", "ed", "ing", "er", "ers")}
+    if word.endswith("y"):
+        grown |= {word[:-1] + "ies", word[:-1] + "ied"}
+    if word.endswith("e"):
+        grown.add(word[:-1] + "ing")
+    every = stems | grown | set().union(*(_reference_forms(base) for base in {word, *stems}))
+    return other in every
 
 
 def reference_weights(query: str, corpus: Sequence[str]) -> dict[str, float]:
     """The weighted query terms of the documented lexical ranking, for ASCII text: the
     query's distinct words without its stop words (all of them when every one is a stop
-    word); each that some memory of ``corpus`` holds, at its idf; and for each of three
-    letters or more, letters only, that none holds, every word of the corpus (letters
-    only, not a stop word) one edit away from it or one of its inflections, at half its
-    idf, unless it is itself a query word."""
+    word); each that some memory of ``corpus`` holds, at its idf; every word of the
+    corpus (not a stop word, not a query word) that is an inflection of a query word, at
+    ``INFLECTION_WEIGHT`` times the lesser of its idf and that word's (a word the corpus
+    lacks at the idf of no memory), the best over the query's words; and, for each query
+    word of three letters or more, letters only, that none holds, every other word of the
+    corpus (letters only) one edit away from it, at half its idf."""
     docs = [set(ascii_terms(text)) for text in corpus]
     vocabulary = set().union(*docs)
     count = len(docs)
@@ -294,19 +331,27 @@ def reference_weights(query: str, corpus: Sequence[str]) -> dict[str, float]:
     words = set(ascii_terms(query))
     words = {word for word in words if word not in STOP_WORDS} or words
     weights = {word: idf(word) for word in words if word in vocabulary}
+    others = sorted(vocabulary - words - STOP_WORDS)
+    inflected: dict[str, float] = {}
+    for word in sorted(words):
+        for other in others:
+            if is_inflection(word, other):
+                weight = INFLECTION_WEIGHT * min(idf(other), idf(word))
+                inflected[other] = max(weight, inflected.get(other, 0.0))
     for word in sorted(words - vocabulary):
         if len(word) < 3 or not word.isalpha():
             continue
-        for other in sorted(vocabulary - words - STOP_WORDS):
-            if other.isalpha() and (edit_distance(word, other) == 1 or is_inflection(word, other)):
+        for other in others:
+            if other.isalpha() and other not in inflected and edit_distance(word, other) == 1:
                 weights[other] = CORRECTION_WEIGHT * idf(other)
-    return weights
+    return {**weights, **inflected}
 
 
 def reference_ceiling(query: str, corpus: Sequence[str]) -> float:
     """The documented lexical ceiling of an ASCII query: over its content words (as in
     :func:`reference_weights`), the idf of each word the corpus holds, else the best
-    weight of its corrections, else the idf of a term no memory holds."""
+    weight of its inflections and corrections, else the idf of a term no memory holds."""
+    weights = reference_weights(query, corpus)
     docs = [set(ascii_terms(text)) for text in corpus]
     vocabulary = set().union(*docs)
     count = len(docs)
@@ -322,12 +367,12 @@ def reference_ceiling(query: str, corpus: Sequence[str]) -> float:
             parts.append(idf(sum(1 for doc in docs if word in doc)))
             continue
         fixes = [
-            CORRECTION_WEIGHT * idf(sum(1 for doc in docs if other in doc))
-            for other in sorted(vocabulary - words - STOP_WORDS)
-            if len(word) >= 3
+            weight
+            for other, weight in sorted(weights.items())
+            if other not in words
+            and len(word) >= 3
             and word.isalpha()
-            and other.isalpha()
-            and (edit_distance(word, other) == 1 or is_inflection(word, other))
+            and (is_inflection(word, other) or edit_distance(word, other) == 1)
         ]
         parts.append(max(fixes) if fixes else idf(0))
     return math.fsum(parts)

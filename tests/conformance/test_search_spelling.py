@@ -1,10 +1,12 @@
 """search: spelling tolerance. A query word that no memory of the scope holds is
 corrected to the scope's words one edit away (a letter dropped, doubled, swapped,
 mistyped or without its accent), each worth half the word; a word the scope holds is
-never corrected, so exact matches keep their plain BM25 scores and rank first."""
+never corrected. Every query word, held or not, also finds the other English forms of
+itself (``hiked`` for ``hiking``), each worth at most 0.8 of the word."""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -189,6 +191,10 @@ def test_unspaced_scripts_are_found_as_before(service: TrueHeart) -> None:
         ("Москва большая", "москав"),  # Cyrillic: letters swapped
         ("Москва большая", "бльшая"),  # and a letter dropped
         ("σίσυφοσ", "σίσφοσ"),
+        ("dinner with Nguyễn", "nguyen"),  # Latin Extended Additional: Vietnamese
+        ("the phở place", "pho"),
+        ("trip to Việt Nam", "viet"),
+        ("a letter from Muḥammad", "muhammad"),  # and transliterations
     ],
 )
 def test_accents_and_other_alphabets_are_corrected(
@@ -290,3 +296,89 @@ def test_a_query_looks_up_a_bounded_number_of_corrections(
     capsule = _search(service, f"{huge} recieve")
     assert corrected == ["recieve"]
     assert _ids(capsule)[:1] == ["mem-parcel"]
+
+
+INFLECTED = {
+    "mem-hiked": "hiked mount tam with sam",
+    "mem-cooking": "cooking a green curry",
+    "mem-stopped": "stopped at the pharmacy on the way home",
+    "mem-planned": "planned the lisbon trip",
+    "mem-carried": "carried the boxes upstairs",
+}
+
+
+@pytest.mark.parametrize(
+    ("text", "memory_id"),
+    [
+        ("where did i go hiking", "mem-hiked"),  # a form of the same stem
+        ("hikes", "mem-hiked"),
+        ("what was i cooked", "mem-cooking"),
+        ("where did i stop", "mem-stopped"),  # a doubled consonant
+        ("stopping", "mem-stopped"),
+        ("what did i plan", "mem-planned"),
+        ("plans", "mem-planned"),
+        ("who carries the boxes", "mem-carried"),  # y and ie
+    ],
+)
+def test_a_word_finds_the_other_forms_of_its_stem(
+    service: TrueHeart, text: str, memory_id: str
+) -> None:
+    materialize_all(service, INFLECTED)
+    capsule = _search(service, text, limit=100)
+    assert _ids(capsule)[:1] == [memory_id]
+    assert_bm25_reference(capsule, text, INFLECTED)
+
+
+def test_a_word_the_scope_holds_does_not_hide_its_other_forms(service: TrueHeart) -> None:
+    # Memories of one length, so that only the weights order them.
+    contents = {
+        "mem-app": "a hike planner app",
+        "mem-hiked": "hiked the dipsea trail",
+        "mem-hiking": "new hiking boots today",
+        "mem-other": "bought a new lamp",
+    }
+    materialize_all(service, contents)
+    capsule = _search(service, "hike", limit=100)
+    # The memory that says the word ranks first; the other forms follow.
+    assert _ids(capsule)[0] == "mem-app"
+    assert sorted(_ids(capsule)) == ["mem-app", "mem-hiked", "mem-hiking"]
+    assert capsule.matched == 3
+    assert_bm25_reference(capsule, "hike", contents)
+
+
+def test_a_form_is_worth_at_most_four_fifths_of_the_word(service: TrueHeart) -> None:
+    # "hiked" is rarer than "hike" here, so its own idf is higher: the weight of a form
+    # is capped at 0.8 times the word's, never more.
+    contents = {
+        "mem-1": "hike",
+        "mem-2": "hike",
+        "mem-3": "hike",
+        "mem-4": "hiked",
+        "mem-5": "lamp",
+        "mem-6": "desk",
+    }
+    materialize_all(service, contents)
+    capsule = _search(service, "hike", limit=100)
+    scores = {item.memory.memory_id: item.score for item in capsule.items}
+    # One-word memories of one length: the scores are the weights times one factor.
+    assert scores["mem-4"] == pytest.approx(0.8 * scores["mem-1"], rel=1e-12)
+    assert _ids(capsule)[-1] == "mem-4"
+    assert_bm25_reference(capsule, "hike", contents)
+
+
+def test_a_question_about_a_period_finds_the_other_form_said_in_it(service: TrueHeart) -> None:
+    """A memory of another time that says the question's word does not hide the one of
+    the period that says another form of it."""
+    service.ingest_event(event("evt-1"))
+    yesterday = NOW - timedelta(days=1)
+    service.materialize_once(
+        memory(
+            "mem-app", ("evt-1",), content="a hike planner app", created_at=NOW - timedelta(days=90)
+        )
+    )
+    service.materialize_once(
+        memory("mem-hiked", ("evt-1",), content="hiked the ridge trail", created_at=yesterday)
+    )
+    capsule = _search(service, "Where did I hike yesterday?")
+    assert _ids(capsule) == ["mem-hiked"]
+    assert capsule.time is not None and capsule.time.filtered

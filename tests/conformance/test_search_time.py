@@ -334,3 +334,47 @@ def test_claims_are_semantic_candidates_of_a_period_by_their_validity(
     assert _ids(capsule) == ["claim-theme"]
     (entry,) = capsule.trace
     assert "semantic" in {signal.source.value for signal in entry.signals}
+
+
+def test_a_day_is_mentioned_by_its_month_beside_its_number(service: TrueHeart) -> None:
+    """A memory written before the day that names it ("Dec 8" or "December 8th") is about
+    it, whichever name of the month either says; one that names another day of the
+    month is not."""
+    _store(
+        service,
+        {
+            "appt-short": ("dentist appointment on Aug 2 at 9:30", JUNE),
+            "appt-long": ("dentist appointment on August 2nd", JUNE),
+            "other-day": ("dentist again on August 20", JUNE),
+            "in-it": ("dentist said to floss", datetime(2026, 8, 2, 10, tzinfo=UTC)),
+        },
+    )
+    for question in ("dentist on August 2", "dentist on Aug 2", "dentist on 2 August"):
+        capsule = _search(service, question)
+        assert capsule.time is not None and capsule.time.filtered, question
+        assert sorted(_ids(capsule)) == ["appt-long", "appt-short", "in-it"], question
+
+
+def test_may_names_the_month_only_beside_a_number_or_a_year(service: TrueHeart) -> None:
+    """ "may" is mostly the verb: a memory that says it mentions May only beside a day's
+    number or a year; memories created in May are about May whatever they say."""
+    may = datetime(2026, 5, 10, 9, tzinfo=UTC)
+    _store(
+        service,
+        {
+            "verb": ("the user may prefer green tea", LAST_WEEK),
+            "verb-2": ("the parcel may arrive late", LAST_WEEK),
+            "dated": ("dentist appointment on May 3", MARCH),
+            "yearly": ("lisbon trip planned for May 2026", MARCH),
+            "in-may": ("started a pottery class", may),
+        },
+    )
+    capsule = _search(service, "What did I do in May?")
+    assert capsule.time is not None and capsule.time.filtered
+    assert sorted(_ids(capsule)) == ["dated", "in-may", "yearly"]
+    # In a question with other words too: no memory about May says "green tea", so the
+    # answer falls back to every time and says so.
+    tea = _search(service, "green tea in May")
+    assert tea.time is not None and not tea.time.filtered
+    assert tea.time.diagnostics == ("time_period_empty",)
+    assert _ids(_search(service, "dentist in May")) == ["dated"]

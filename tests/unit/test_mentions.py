@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from trueheart_core.domain.search.mentions import mention_terms, period_terms
+from trueheart_core.domain.search.mentions import Mentions, mention_terms, mentions_of, period_terms
 
 
 @pytest.mark.parametrize(
@@ -71,3 +71,34 @@ def test_a_calendar_year_or_month_is_named_by_its_words(
     start: int | None, end: int | None, terms: set[str]
 ) -> None:
     assert period_terms(start, end) == terms
+
+
+def _holds(mentions: Mentions, text: str) -> bool:
+    return mentions.held_by(set(text.lower().replace(",", " ").split()).__contains__)
+
+
+def test_a_day_is_mentioned_by_a_name_of_its_month_beside_its_number() -> None:
+    day = mentions_of([("on December 8", _us(2025, 12, 8), _us(2025, 12, 9))])
+    assert _holds(day, "dentist on dec 8") and _holds(day, "december 8th party")
+    assert not _holds(day, "party on december 20") and not _holds(day, "8 apples")
+    assert day.names() == {"december", "dec"} and day.need_company()
+    # A relative day is named the same way.
+    yesterday = mentions_of([("yesterday", _us(2026, 3, 1), _us(2026, 3, 2))])
+    assert _holds(yesterday, "march 1st") and not _holds(yesterday, "yesterday")
+
+
+def test_may_needs_a_number_or_a_year_beside_it() -> None:
+    may = mentions_of([("in May", _us(2026, 5), _us(2026, 6))])
+    assert _holds(may, "dentist on may 3") and _holds(may, "trip in may 2026")
+    assert not _holds(may, "the user may prefer tea")
+    assert _holds(may, "五月 に")  # the month's bigram needs no company
+    june = mentions_of([("in June", _us(2026, 6), _us(2026, 7))])
+    assert _holds(june, "flying to seoul in june") and not june.need_company()
+
+
+def test_no_closed_period_mentions_nothing() -> None:
+    assert not mentions_of([])
+    assert not mentions_of([("last week", _us(2026, 3, 2), _us(2026, 3, 9))])
+    assert not mentions_of([("last week", _us(2026, 3, 2), _us(2026, 3, 9))]).held_by(
+        lambda word: True
+    )

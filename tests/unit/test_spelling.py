@@ -14,9 +14,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from trueheart_core.domain.search.spelling import (
+    MAX_INFLECTIONS,
     MIN_CORRECTABLE_CHARS,
     alphabet,
     correctable,
+    correction_bound,
     corrections,
     inflections,
     variants,
@@ -102,6 +104,9 @@ def test_a_query_s_bigrams_are_never_correctable() -> None:
         ("cafe", "café"),  # the accent left out
         ("café", "cafe"),  # or added
         ("naive", "naïve"),
+        ("nguyen", "nguyễn"),  # Vietnamese, Latin Extended Additional
+        ("pho", "phở"),
+        ("muhammad", "muḥammad"),
         ("москав", "москва"),
         ("бльшая", "большая"),
     ],
@@ -111,11 +116,11 @@ def test_a_typo_is_corrected_to_the_word_meant(typo: str, meant: str) -> None:
 
 
 def accented(letter: str) -> set[str]:
-    """The lower-case letters of the Latin blocks (U+00C0 to U+024F) that decompose
-    into ``letter`` and marks."""
+    """The lower-case letters of the Latin blocks (U+00C0 to U+024F, and Latin Extended
+    Additional, U+1E00 to U+1EFF) that decompose into ``letter`` and marks."""
     return {
         char
-        for char in map(chr, range(0xC0, 0x250))
+        for char in map(chr, [*range(0xC0, 0x250), *range(0x1E00, 0x1F00)])
         if char.isalpha()
         and char.casefold() == char
         and unicodedata.normalize("NFD", char)[0] == letter
@@ -173,9 +178,10 @@ def test_corrections_are_truncated_like_terms() -> None:
 def test_the_number_of_corrections_is_bounded_by_the_word() -> None:
     for word in ("recieve", "bicyle", "refirgerator", "café", "москав"):
         size = len(alphabet(word))
-        assert len(corrections(word)) <= len(word) * (2 * size + 21) + size, word
-    assert max(len(variants(char)) for char in LOWER) == 19  # o and u
-    assert 400 < len(corrections("recieve")) < 500
+        bound = len(word) * (2 * size + 37) + size + (MAX_INFLECTIONS if word.isascii() else 0)
+        assert len(corrections(word)) <= correction_bound(word) == bound, word
+    assert max(len(variants(char)) for char in LOWER) == 35  # o
+    assert 450 < len(corrections("recieve")) < 550
 
 
 # --- alphabets and accents --------------------------------------------------------------
@@ -198,7 +204,9 @@ def test_alphabets_are_the_folded_letters_of_the_word_s_blocks() -> None:
 def test_variants_are_the_accented_and_plain_forms_of_a_latin_letter() -> None:
     assert {"e", "é", "è", "ê", "ë"} <= variants("e") == variants("é")
     assert {"c", "ç"} <= variants("c")
-    assert variants("x") == frozenset() and variants("п") == frozenset()
+    assert variants("q") == frozenset() and variants("п") == frozenset()
+    # Latin Extended Additional too: Vietnamese, and transliterations.
+    assert {"ễ", "ệ", "ẹ"} <= variants("e") and "ở" in variants("o") and "ḥ" in variants("h")
     for group in (variants("a"), variants("o"), variants("n")):
         bases = {unicodedata.normalize("NFD", char)[0] for char in group}
         assert len(bases) == 1
@@ -237,6 +245,56 @@ def test_inflections_add_and_take_off_the_english_endings(word: str, expected: s
     found = inflections(word)
     assert expected <= set(found)
     assert found == sorted(set(found)) and word not in found
+
+
+@pytest.mark.parametrize(
+    ("word", "expected"),
+    [
+        # Forms of one stem are inflections of each other, whichever the query says.
+        ("hiking", {"hike", "hiked", "hikes"}),
+        ("hiked", {"hike", "hiking", "hikes"}),
+        ("hikes", {"hike", "hiked", "hiking"}),
+        ("cooking", {"cook", "cooked", "cooks"}),
+        ("cooked", {"cook", "cooking", "cooks"}),
+        ("carried", {"carry", "carries", "carrying"}),
+        # A doubled last consonant, undone and made.
+        ("stopped", {"stop", "stopping", "stops"}),
+        ("stop", {"stopped", "stopping"}),
+        ("planning", {"plan", "planned", "plans"}),
+        ("plans", {"plan", "planned", "planning"}),
+        ("running", {"run", "runs"}),
+        ("travelled", {"travel", "travelling", "traveled", "traveling"}),
+        ("used", {"use", "uses", "using"}),
+    ],
+)
+def test_the_forms_of_a_word_s_stem_are_inflections_of_it(word: str, expected: set[str]) -> None:
+    found = inflections(word)
+    assert expected <= set(found), expected - set(found)
+
+
+def test_a_consonant_is_doubled_only_after_a_single_vowel() -> None:
+    assert "stopped" in inflections("stop") and "cookked" not in inflections("cook")
+    assert "fixxed" not in inflections("fix") and "playyed" not in inflections("play")
+    assert "rainned" not in inflections("rain")
+
+
+def test_no_word_has_more_inflections_than_the_bound() -> None:
+    # Words built of the endings the rules take off, stacked, have the most stems.
+    endings = ["s", "es", "d", "ed", "ing", "er", "ers", "ies", "ied", "y", "e"]
+    heads = ["stopp", "bak", "carr", "hik", "plann", "aaa", "xyz"]
+    for head in heads:
+        for first in endings:
+            for second in endings:
+                word = head + first + second
+                assert len(inflections(word)) <= MAX_INFLECTIONS, word
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(st.sampled_from("abdeginrsy"), min_size=3, max_size=12))
+def test_inflections_never_pass_the_bound(word: str) -> None:
+    found = inflections(word)
+    assert len(found) <= MAX_INFLECTIONS
+    assert word not in found and all(len(other) >= 3 for other in found)
 
 
 def test_only_ascii_words_of_three_letters_or_more_have_inflections() -> None:

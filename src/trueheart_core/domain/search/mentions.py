@@ -14,16 +14,23 @@ bigram is another month's). Relative words
 day before it was written. A period that is one calendar year or month, however the
 question says it ("this year", "last month", 去年), is also named by that year, or by
 that month's English names and its Chinese and Japanese bigram (``period_terms``).
+
+Two rules need company (:class:`Mentions`, built by :func:`mentions_of`). A period of
+one calendar day is mentioned by a name of its month beside its day's number ("Dec 8",
+"December 8th"), not by the month's name alone, which any day of it shares. And
+``may``, far more often the verb than the month, names May only beside a day's number
+or a year ("May 3", "May 2025").
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from datetime import MAXYEAR, UTC, datetime
 
 from trueheart_core.domain.search.tokenize import tokenize
 
-__all__ = ["mention_terms", "period_terms"]
+__all__ = ["NO_MENTIONS", "Mentions", "mention_terms", "mentions_of", "period_terms"]
 
 _MONTH_NAMES = """
     january february march april may june july august september october november december
@@ -112,3 +119,83 @@ def period_terms(start_us: int | None, end_us: int | None) -> frozenset[str]:
     if end != following:
         return frozenset()
     return frozenset((*_ENGLISH_MONTHS[start.month - 1], _CJK_MONTHS[start.month - 1]))
+
+
+_DAY_US = 86_400_000_000
+_ORDINAL = {1: "st", 2: "nd", 3: "rd", 21: "st", 22: "nd", 23: "rd", 31: "st"}
+_AMBIGUOUS = frozenset({"may"})
+"""Month names that are more often another word: they name their month only in company."""
+_DAY_NUMBERS = frozenset(
+    form for day in range(1, 32) for form in (str(day), f"{day}{_ORDINAL.get(day, 'th')}")
+)
+_YEARS = frozenset(str(year) for year in range(1970, 2101))
+
+Alternative = tuple[frozenset[str], frozenset[str]]
+
+
+@dataclass(frozen=True, slots=True)
+class Mentions:
+    """What a memory holds when it mentions a question's period: for one of the
+    ``alternatives``, a word of its names and, when its company is not empty, a word of
+    its company too."""
+
+    alternatives: tuple[Alternative, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.alternatives)
+
+    def names(self) -> frozenset[str]:
+        """Every name of every alternative (the words to look memories up by)."""
+        return frozenset().union(*(names for names, _ in self.alternatives))
+
+    def words(self) -> frozenset[str]:
+        """Every word an alternative reads, names and company."""
+        return frozenset().union(*(names | company for names, company in self.alternatives))
+
+    def need_company(self) -> bool:
+        return any(company for _, company in self.alternatives)
+
+    def held_by(self, holds: Callable[[str], bool]) -> bool:
+        """Whether a memory that holds exactly the words ``holds`` accepts mentions."""
+        return any(
+            any(map(holds, names)) and (not company or any(map(holds, company)))
+            for names, company in self.alternatives
+        )
+
+
+NO_MENTIONS = Mentions()
+"""The mentions of a question whose period no word names."""
+
+
+def _one_day(start_us: int, end_us: int) -> datetime | None:
+    """The calendar day (UTC) that ``[start_us, end_us)`` is exactly, or ``None``."""
+    if end_us - start_us != _DAY_US or start_us % _DAY_US:
+        return None
+    try:
+        return datetime.fromtimestamp(start_us / 1_000_000, UTC)
+    except (OverflowError, OSError, ValueError):
+        return None
+
+
+def mentions_of(pieces: Iterable[tuple[str, int, int]]) -> Mentions:
+    """What mentions the periods of these closed time expressions ``(text, start_us,
+    end_us)``: a day by a name of its month beside its number (and by the Chinese and
+    Japanese month words of the expression, as before); any other period by the words
+    of :func:`mention_terms` and :func:`period_terms`, ``may`` only beside a day's
+    number or a year."""
+    found: list[Alternative] = []
+    for text, start_us, end_us in pieces:
+        day = _one_day(start_us, end_us)
+        terms = mention_terms((text,))
+        if day is not None:
+            number = {str(day.day), f"{day.day}{_ORDINAL.get(day.day, 'th')}"}
+            found.append((frozenset(_ENGLISH_MONTHS[day.month - 1]), frozenset(number)))
+            terms = frozenset(term for term in terms if not term.isascii())
+        else:
+            terms |= period_terms(start_us, end_us)
+        if terms - _AMBIGUOUS:
+            found.append((frozenset(terms - _AMBIGUOUS), frozenset()))
+        found.extend(
+            (frozenset({word}), _DAY_NUMBERS | _YEARS) for word in sorted(terms & _AMBIGUOUS)
+        )
+    return Mentions(tuple(dict.fromkeys(found)))

@@ -16,13 +16,15 @@ memory the same score, bit for bit, and two memories whose terms score alike tie
 The statistics describe the scope's searchable set, whatever ``as_of`` says; time,
 kind and trust filters then choose among the matches.
 
-Spelling tolerance: a query word that no memory of the scope holds, and that
-``spelling.correctable`` accepts, is replaced by its *corrections*, the terms of the
-scope one edit away from it (``spelling.corrections``). Each distinct correction that is
-not itself a query word counts as a query term with the weight
-``CORRECTION_WEIGHT * idf(t)`` instead of ``idf(t)``. A query whose words all occur in
-the scope is therefore scored exactly as above, and a memory that holds all of them
-outranks every memory that matches only corrections (there are none then).
+Spelling tolerance: every English query word also counts its *inflections*, the other
+forms of it that the scope holds (``spelling.inflections``), each with the weight
+``INFLECTION_WEIGHT * min(idf(f), idf(w))`` for the word ``w`` it is a form of; and a
+query word that no memory of the scope holds, and that ``spelling.correctable``
+accepts, is replaced by its *corrections*, the terms of the scope one edit away from it
+(``spelling.corrections``), each with the weight ``CORRECTION_WEIGHT * idf(t)``. Each
+distinct term counts once, at its best weight, unless it is itself a query word. A
+query whose words all occur in the scope and have no other form in it is therefore
+scored exactly as above.
 
 Clarity and trust do not scale relevance. The order is lexicographic: score
 descending, then clarity at ``as_of`` descending, then ``created_at`` descending, then
@@ -44,6 +46,7 @@ __all__ = [
     "BM25_B",
     "BM25_K1",
     "CORRECTION_WEIGHT",
+    "INFLECTION_WEIGHT",
     "RELEVANT_SHARE",
     "SUM_SLACK",
     "average_length",
@@ -63,6 +66,12 @@ CORRECTION_WEIGHT = 0.5
 meant is evidence, but weaker than one that holds what it says. Of 0.3 to 1.0, 0.5
 ranked misspelt questions best while leaving the other kinds of question where they
 were (docs/search.md, "Spelling tolerance")."""
+INFLECTION_WEIGHT = 0.8
+"""The factor of an inflection's weight (``spelling.inflections``: ``hiked`` for
+``hiking``), for every query word, held by the scope or not: a memory that holds another
+form of a word says nearly what the word says, better evidence than a correction, which
+may be another word; capped at this factor times the word's own weight
+(docs/search.md, "Spelling tolerance")."""
 WINDOW_FACTOR = 2
 RELEVANT_SHARE = 0.75
 """A query that asks for the newest or oldest memory ("what did I order most

@@ -22,24 +22,32 @@ up as ordinary term keys, so nothing more is stored, erased or verified than the
    deletion of one character; every transposition of two adjacent different
    characters; every insertion of a letter of the word's *alphabet*; and every
    replacement of a character by a letter of the alphabet or by an accented or
-   unaccented form of it (``e`` by ``é``, ``é`` by ``e``, see :func:`variants`). The
+   unaccented form of it (``e`` by ``é`` or ``ễ``, ``é`` by ``e``, see :func:`variants`). The
    alphabet is the case-folded letters of the 128-code-point blocks that the word's own
    characters are in (:func:`alphabet`): ``a`` to ``z`` for an English word, the Latin-1
    letters too for ``café``, the Cyrillic block for a Russian word.
 3. An English word (ASCII letters only) also has its *inflections* as corrections
-   (:func:`inflections`): a question says "cook" where the memory says "cooked", and
-   the two are two edits apart. They are the word with one of the endings ``-s``,
-   ``-es``, ``-d``, ``-ed``, ``-ing``, ``-er``, ``-ers`` added (``-ies`` and ``-ied`` for
-   a final ``y``, ``-ing`` in place of a final ``e``), and the word with one of those
-   endings taken off (putting back the ``y`` or the ``e``), leaving at least
-   :data:`MIN_CORRECTABLE_CHARS` letters.
+   (:func:`inflections`): a question says "hiking" where the memory says "hiked", two or
+   more edits apart. They are the word's *stems*, the words it may be an inflection of
+   (one of the endings ``-s``, ``-es``, ``-d``, ``-ed``, ``-ing``, ``-er``, ``-ers``,
+   ``-ies``, ``-ied`` taken off, putting back a ``y`` or an ``e`` and undoubling a
+   doubled last consonant: ``stopped``, ``stop``); the word with one of the endings
+   ``-s``, ``-es``, ``-d``, ``-ed``, ``-ing``, ``-er``, ``-ers`` added; and the forms of
+   the word and of each stem (``-s``, ``-es``, ``-ed``, ``-ing``; ``-d`` and ``-ing``
+   in place of a final ``e``; ``-ies`` and ``-ied`` in place of a final ``y``; a
+   doubled last consonant after consonant, vowel, consonant: ``planned``). Each has at
+   least :data:`MIN_CORRECTABLE_CHARS` letters; there are at most
+   :data:`MAX_INFLECTIONS`. Irregular forms (``bought`` for ``buy``) are not made.
+   The search scores the inflections of every query word, held or not, at
+   ``ranking.INFLECTION_WEIGHT``, and the other corrections of a word the scope lacks
+   at ``ranking.CORRECTION_WEIGHT``.
 4. Corrections are truncated to ``MAX_TERM_CHARS`` like every term; the word itself is
    never one of them.
 
-The number of look-ups is bounded by the word: at most
-``len(word) * (2 * len(alphabet) + 21) + len(alphabet)`` keys (a Latin letter has at
-most 19 accented forms), in practice some 450 for a seven-letter English word such as
-``recieve``.
+The number of look-ups is bounded by the word (:func:`correction_bound`): at most
+``len(word) * (2 * len(alphabet) + 37) + len(alphabet)`` keys, plus
+:data:`MAX_INFLECTIONS` for an English word (a Latin letter has at most 34 accented
+forms), in practice some 500 for a seven-letter English word such as ``recieve``.
 """
 
 from __future__ import annotations
@@ -51,6 +59,7 @@ from trueheart_core.domain.search.tokenize import MAX_TERM_CHARS, unspaced
 
 __all__ = [
     "MAX_CORRECTIONS_PER_QUERY",
+    "MAX_INFLECTIONS",
     "MIN_CORRECTABLE_CHARS",
     "alphabet",
     "correctable",
@@ -70,7 +79,11 @@ corrections would go past it (counted by :func:`correction_bound`) is not correc
 that a long query of unusual words costs no more than a few ordinary ones."""
 
 _BLOCK = 7  # a character's block is its code point >> _BLOCK
-_LATIN_END = 0x250  # the Latin blocks (Basic Latin through Latin Extended-B)
+# The Latin letters with a diacritic: Latin-1 through Latin Extended-B, and Latin
+# Extended Additional (Vietnamese, and transliterations such as ``ḥ``).
+_LATIN_RANGES = ((0xC0, 0x250), (0x1E00, 0x1F00))
+_MAX_VARIANTS = 35
+"""The most forms of one Latin letter, itself included (``o``)."""
 
 
 def _folded_letter(char: str) -> bool:
@@ -90,7 +103,7 @@ def _base(char: str) -> str:
 
 def _accented() -> dict[str, frozenset[str]]:
     forms: dict[str, set[str]] = {}
-    for char in map(chr, range(0xC0, _LATIN_END)):
+    for char in (chr(code) for first, end in _LATIN_RANGES for code in range(first, end)):
         base = _base(char)
         if base != char and base.isascii() and _folded_letter(char):
             forms.setdefault(base, {base}).add(char)
@@ -137,7 +150,8 @@ def correction_bound(term: str) -> int:
     if not correctable(term):
         return 0
     letters = len(alphabet(term))
-    return len(term) * (2 * letters + 21) + letters
+    extra = MAX_INFLECTIONS if term.isascii() else 0
+    return len(term) * (2 * letters + 2 + _MAX_VARIANTS) + letters + extra
 
 
 def corrections(term: str) -> list[str]:
@@ -173,29 +187,80 @@ _TAKEN = (
     ("es", ""),
     ("d", ""),
     ("ed", ""),
+    ("ed", "e"),
     ("ing", ""),
     ("ing", "e"),
     ("er", ""),
+    ("er", "e"),
     ("ers", ""),
+    ("ers", "e"),
     ("ies", "y"),
     ("ied", "y"),
 )
+# Endings after which a stem may have doubled its last consonant: "stopped" -> "stop".
+_DOUBLING = ("ed", "ing", "er", "ers")
+_VOWELS = frozenset("aeiou")
+MAX_INFLECTIONS = 64
+"""At most how many inflections :func:`inflections` gives for one word."""
+
+
+def _stems(term: str) -> set[str]:
+    """The words ``term`` may be an inflection of: an ending of ``_TAKEN`` taken off
+    (with what it puts back), and a doubled last consonant undoubled; each of at least
+    :data:`MIN_CORRECTABLE_CHARS` letters."""
+    found = set()
+    for ending, restored in _TAKEN:
+        if not term.endswith(ending):
+            continue
+        stem = term[: -len(ending)]
+        if len(stem + restored) >= MIN_CORRECTABLE_CHARS:
+            found.add(stem + restored)
+        doubled = ending in _DOUBLING and not restored and len(stem) > MIN_CORRECTABLE_CHARS
+        if doubled and stem[-1] == stem[-2] and stem[-1] not in _VOWELS:
+            found.add(stem[:-1])
+    return found
+
+
+def _forms(base: str) -> set[str]:
+    """The forms of a base word that a verb or a noun takes: ``-s``, ``-es``, ``-ed``
+    and ``-ing`` (after a final ``e``: ``-s``, ``-d``, and ``-ing`` in its place);
+    ``-ies`` and ``-ied`` in place of a final ``y``; and the doubled last consonant
+    before ``-ed`` and ``-ing`` of a word that ends consonant, vowel, consonant
+    (``stop``: ``stopped``, ``stopping``)."""
+    if base.endswith("e"):
+        return {base + "s", base + "d", base[:-1] + "ing"}
+    found = {base + ending for ending in ("s", "es", "ed", "ing")}
+    if base.endswith("y"):
+        found.update((base[:-1] + "ies", base[:-1] + "ied"))
+    if _ends_consonant_vowel_consonant(base):
+        found.update((base + base[-1] + "ed", base + base[-1] + "ing"))
+    return found
+
+
+def _ends_consonant_vowel_consonant(base: str) -> bool:
+    """Whether a word ends consonant, vowel, consonant (the last not ``w``, ``x`` or
+    ``y``), as those that double it before ``-ed`` and ``-ing`` do."""
+    if len(base) < 3:
+        return False
+    first, middle, last = base[-3], base[-2], base[-1]
+    return last not in _VOWELS and last not in "wxy" and middle in _VOWELS and first not in _VOWELS
 
 
 def inflections(term: str) -> list[str]:
     """The English inflections of an ASCII word of at least
     :data:`MIN_CORRECTABLE_CHARS` letters (see the module's rule 3), sorted; empty for
-    any other term."""
+    any other term: the word with an ending of ``_ADDED`` added, the words it may be an
+    inflection of (its stems), and the forms of the word and of its stems, so that
+    ``hiking``, ``hikes`` and ``hiked`` are inflections of each other."""
     if len(term) < MIN_CORRECTABLE_CHARS or not (term.isascii() and term.isalpha()):
         return []
-    found = {term + ending for ending in _ADDED}
+    stems = _stems(term)
+    found = {term + ending for ending in _ADDED} | stems
     if term.endswith("y"):
         found.update((term[:-1] + "ies", term[:-1] + "ied"))
     if term.endswith("e"):
         found.add(term[:-1] + "ing")
-    for ending, restored in _TAKEN:
-        stem = term[: -len(ending)] + restored
-        if term.endswith(ending) and len(stem) >= MIN_CORRECTABLE_CHARS:
-            found.add(stem)
+    for base in (term, *stems):
+        found.update(_forms(base))
     found.discard(term)
-    return sorted(found)
+    return sorted(form for form in found if len(form) >= MIN_CORRECTABLE_CHARS)

@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 
 from trueheart_core.domain.search import ranking as rules
 from trueheart_core.domain.search.capsule import Ranked, TokenEstimator
-from trueheart_core.domain.search.mentions import mention_terms, period_terms
+from trueheart_core.domain.search.mentions import NO_MENTIONS, Mentions, mentions_of
 from trueheart_core.domain.search.model import (
     MemoryCapsule,
     SearchQuery,
@@ -29,7 +29,7 @@ from trueheart_core.domain.search.model import (
     TimeTrace,
 )
 from trueheart_core.domain.search.stopwords import asks_only_when, named_stop_words
-from trueheart_core.domain.search.tokenize import term_key, tokenize
+from trueheart_core.domain.search.tokenize import tokenize
 from trueheart_core.domain.search.when import TimeReference, find_time, without_time
 from trueheart_core.ports import Period, UnitOfWork
 from trueheart_core.service import records
@@ -77,7 +77,7 @@ class QueryTime:
 
     reference: TimeReference | None
     text: str
-    terms: frozenset[str] = frozenset()
+    terms: Mentions = NO_MENTIONS
     only: bool = False
 
     @property
@@ -97,24 +97,22 @@ def read_time(query: SearchQuery) -> QueryTime:
     reference = find_time(query.text, as_of)
     if reference is None:
         return QueryTime(None, query.text)
-    naming, closed = [], []
-    named: set[str] = set()
+    naming = []
+    closed: list[tuple[str, int, int]] = []
     for text in reference.expressions:
         piece = find_time(text, as_of)
         if piece is not None and (piece.start is not None or piece.end is not None):
             naming.append(text)
             if piece.start is not None and piece.end is not None:
-                closed.append(text)
-                named |= period_terms(piece.start, piece.end)
+                closed.append((text, piece.start, piece.end))
     rest = without_time(query.text, reference)
     # Only a period with both ends is named by its words: "before 2025" names 2025 as
     # the bound, outside the period, and a memory that says 2025 is not about it. A
     # calendar year or month is named by its own words too, however the question says
-    # it ("this year": 2026).
-    terms = mention_terms(closed) | named
+    # it ("this year": 2026), and a day by its month and number ("yesterday": Dec 5).
     words = tokenize(rest)
     only = bool(naming) and asks_only_when(words, named_stop_words(rest))
-    return QueryTime(reference, rest if words else query.text, terms, only)
+    return QueryTime(reference, rest if words else query.text, mentions_of(closed), only)
 
 
 def answer(
@@ -201,17 +199,17 @@ def _about_period(
 
 
 def _mentioning(
-    uow: UnitOfWork, query: SearchQuery, found: Ranking, terms: frozenset[str]
+    uow: UnitOfWork, query: SearchQuery, found: Ranking, mentions: Mentions
 ) -> frozenset[str]:
-    """The candidates of ``found`` whose index entry holds one of ``terms``."""
-    if not terms or not found.ranked:
+    """The candidates of ``found`` whose index entry ``mentions`` accepts."""
+    if not mentions or not found.ranked:
         return frozenset()
-    keys = {term_key(term) for term in terms}
     docs = uow.search.docs_for(scope_key(query.scope), [item.memory_id for item in found.ranked])
+    keys = about_period.mention_keys(mentions)
     return frozenset(
         doc.memory_id
         for doc in docs
-        if isinstance(doc.memory_id, str) and keys.intersection(term for term, _ in doc.terms)
+        if isinstance(doc.memory_id, str) and about_period.mentioned(mentions, keys, doc)
     )
 
 

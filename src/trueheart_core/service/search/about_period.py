@@ -16,12 +16,15 @@ relevance was measured.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from trueheart_core.domain import policy
 from trueheart_core.domain.search import ranking
 from trueheart_core.domain.search.capsule import Ranked
+from trueheart_core.domain.search.mentions import Mentions
 from trueheart_core.domain.search.model import SearchQuery
 from trueheart_core.domain.search.tokenize import term_key
-from trueheart_core.ports import Period, RecallCandidate, ScopeKey, UnitOfWork
+from trueheart_core.ports import Period, RecallCandidate, ScopeKey, SearchDocRow, UnitOfWork
 from trueheart_core.service import loading, records
 from trueheart_core.service.records import scope_key
 from trueheart_core.service.search.index import INDEX_CORRUPT
@@ -43,17 +46,31 @@ def _facts(candidate: object) -> Facts:
     return Facts(*times)
 
 
+def mention_keys(mentions: Mentions) -> dict[str, int]:
+    """The term key of every word ``mentions`` reads."""
+    return {word: term_key(word) for word in mentions.words()}
+
+
+def mentioned(mentions: Mentions, keys: Mapping[str, int], doc: SearchDocRow) -> bool:
+    """Whether the index entry ``doc`` holds what ``mentions`` asks (``keys``: see
+    :func:`mention_keys`)."""
+    held = {term for term, _ in doc.terms}
+    return mentions.held_by(lambda word: keys[word] in held)
+
+
 def _mentioning(
-    uow: UnitOfWork, query: SearchQuery, key: ScopeKey, terms: frozenset[str], window: int
+    uow: UnitOfWork, query: SearchQuery, key: ScopeKey, mentions: Mentions, window: int
 ) -> dict[str, Facts]:
-    """The eligible memories, of every time, that hold a word naming the period: the
-    best ``window`` of a BM25 search for those words (ties at the edge included)."""
-    if not terms:
+    """The eligible memories, of every time, that mention the period: among the best
+    ``window`` of a BM25 search for the names of ``mentions`` (ties at the edge
+    included), those that hold what it asks beside a name."""
+    if not mentions:
         return {}
     docs, total_length = uow.search.statistics(key)
     if type(docs) is not int or type(total_length) is not int or docs < 0:
         loading.corrupt(INDEX_CORRUPT)
-    weights = term_weights(uow, key, docs, sorted({term_key(term) for term in terms}), 1.0)
+    names = sorted({term_key(name) for name in mentions.names()})
+    weights = term_weights(uow, key, docs, names, 1.0)
     if not weights:
         return {}
     _, found = uow.search.candidates(
@@ -68,13 +85,22 @@ def _mentioning(
         window,
         [status.value for status in query.claim_statuses],
     )
-    return {
+    facts = {
         c.memory_id: Facts(c.created_at, c.clear_until, c.recall_until) for c in map(checked, found)
+    }
+    if not mentions.need_company():
+        return facts
+    keys = mention_keys(mentions)
+    entries = uow.search.docs_for(key, list(facts))
+    return {
+        doc.memory_id: facts[doc.memory_id]
+        for doc in entries
+        if doc.memory_id in facts and mentioned(mentions, keys, doc)
     }
 
 
 def ranked(
-    uow: UnitOfWork, query: SearchQuery, period: Period, terms: frozenset[str], newest: bool
+    uow: UnitOfWork, query: SearchQuery, period: Period, terms: Mentions, newest: bool
 ) -> Ranking:
     """The window of the memories about ``period`` (created in it, or holding one of
     ``terms``), newest first or (``newest`` false) oldest first, with

@@ -9,6 +9,7 @@ from datetime import datetime
 from trueheart_core.domain.claims import ClaimView
 from trueheart_core.domain.model import MemoryRecord, MemoryStatus, Scope
 from trueheart_core.domain.search.capsule import TokenEstimator, pack
+from trueheart_core.domain.search.mentions import NO_MENTIONS, Mentions
 from trueheart_core.domain.search.model import (
     CapsuleDecision,
     CapsuleItem,
@@ -34,12 +35,12 @@ def capsule(
     ranking: Ranking,
     time: TimeTrace | None = None,
     period: Period | None = None,
-    mentions: frozenset[str] = frozenset(),
+    mentions: Mentions = NO_MENTIONS,
 ) -> MemoryCapsule:
     """Pack the ranked candidates into the budget, then verify and rebuild only the
     memories that enter the capsule (the cost of the answer, however many candidates
-    were priced to fill the budget); with a ``period``, each must be in it or hold one
-    of the terms that ``mentions`` it."""
+    were priced to fill the budget); with a ``period``, each must be in it or hold what
+    ``mentions`` asks of a memory that mentions it."""
     scope, key = query.scope, scope_key(query.scope)
     as_of = records.to_us(query.as_of)
     rows, facts = ranking.rows, ranking.facts
@@ -62,7 +63,7 @@ def capsule(
         if (
             period is not None
             and not _in_period(memory, view, period)
-            and not mentions.intersection(tokenize(memory.content))
+            and not mentions.held_by(set(tokenize(memory.content)).__contains__)
         ):
             loading.corrupt(INDEX_CORRUPT)
         items.append(

@@ -2,9 +2,10 @@
 computes (``domain.search.ranking``), evaluated by the search role of the port.
 
 The query's content words (its stop words left out, ``domain.search.stopwords``) are
-looked up first; the words among them that the scope does not hold are then corrected
-(``domain.search.spelling``): their corrections are looked up the same way, and those the
-scope holds are weighted down. One statement scores both together. The lexical
+looked up first, with their English inflections (``domain.search.spelling``); the words
+among them that the scope does not hold are then corrected: their corrections are looked
+up the same way. The inflections and corrections the scope holds are weighted down. One
+statement scores them all together. The lexical
 *ceiling* of the query, which hybrid fusion measures evidence against, is computed from
 the same look-ups."""
 
@@ -22,6 +23,7 @@ from trueheart_core.domain.search.spelling import (
     MAX_CORRECTIONS_PER_QUERY,
     correction_bound,
     corrections,
+    inflections,
 )
 from trueheart_core.domain.search.stopwords import STOP_WORDS, content_words, named_stop_words
 from trueheart_core.domain.search.tokenize import term_key, tokenize, unspaced
@@ -69,19 +71,73 @@ def _ceiling(
     return math.fsum(parts)
 
 
+def frequencies(uow: UnitOfWork, key: ScopeKey, docs: int, terms: list[int]) -> dict[int, int]:
+    """How many of the scope's searchable memories hold each of these term keys (absent:
+    none), checked."""
+    found = uow.search.term_frequencies(key, terms) if terms and docs else {}
+    for df in found.values():
+        if type(df) is not int or not 0 <= df <= docs:
+            loading.corrupt(INDEX_CORRUPT)
+    return found
+
+
 def term_weights(
     uow: UnitOfWork, key: ScopeKey, docs: int, terms: list[int], factor: float
 ) -> list[tuple[int, float]]:
     """``(term, factor * idf)`` of each of these term keys that the scope holds."""
-    frequencies = uow.search.term_frequencies(key, terms) if terms and docs else {}
-    weights = []
-    for term in terms:
-        df = frequencies.get(term, 0)
-        if type(df) is not int or not 0 <= df <= docs:
-            loading.corrupt(INDEX_CORRUPT)
-        if df:
-            weights.append((term, factor * ranking.idf(docs, df)))
-    return weights
+    held = frequencies(uow, key, docs, terms)
+    return [(term, factor * ranking.idf(docs, held[term])) for term in terms if held.get(term)]
+
+
+class _Weighing:
+    """The weights of a query's words and of the variants of them that the scope holds.
+
+    Every word's inflections count ``INFLECTION_WEIGHT`` times their idf, but no more
+    than that times the word's own (the highest idf when the scope lacks it): a form of
+    a word is evidence of it, never better evidence than the word itself. The other
+    corrections of a word the scope lacks count ``CORRECTION_WEIGHT`` times their idf.
+    The words and their inflections are looked up together; the corrections of the
+    words found missing then. Within ``MAX_CORRECTIONS_PER_QUERY`` look-ups of variants,
+    inflections first, each in the query's order."""
+
+    def __init__(self, uow: UnitOfWork, key: ScopeKey, docs: int, words: Mapping[int, str]):
+        budget = MAX_CORRECTIONS_PER_QUERY
+        self.forms_of: dict[int, set[int]] = {}
+        for term_id, term in words.items():
+            spelt = inflections(term)
+            if len(spelt) > budget:
+                continue
+            budget -= len(spelt)
+            self.forms_of[term_id] = {term_key(form) for form in spelt if form not in STOP_WORDS}
+        inflected = set().union(*self.forms_of.values()) - words.keys()
+        held = frequencies(uow, key, docs, sorted(words.keys() | inflected))
+        self.weights = [(t, ranking.idf(docs, held[t])) for t in sorted(words) if held.get(t)]
+        idf_of = dict(self.weights)
+        self.missing = {t: term for t, term in words.items() if docs and t not in idf_of}
+        edits_of: dict[int, set[int]] = {}
+        for term_id, term in self.missing.items():
+            bound = correction_bound(term)
+            if bound > budget:
+                continue
+            budget -= bound
+            edits = {term_key(fix) for fix in corrections(term) if fix not in STOP_WORDS}
+            edits_of[term_id] = edits - self.forms_of.get(term_id, set())
+        edited = set().union(*edits_of.values()) - words.keys() - inflected
+        held.update(frequencies(uow, key, docs, sorted(edited)))
+        weight_of: dict[int, float] = {}
+        for term_id, forms in self.forms_of.items():
+            cap = ranking.INFLECTION_WEIGHT * idf_of.get(term_id, ranking.idf(docs, 0))
+            for form in forms & inflected:
+                if held.get(form):
+                    weight = min(ranking.INFLECTION_WEIGHT * ranking.idf(docs, held[form]), cap)
+                    weight_of[form] = max(weight, weight_of.get(form, 0.0))
+        for fix in edited:
+            if held.get(fix):
+                weight_of[fix] = ranking.CORRECTION_WEIGHT * ranking.idf(docs, held[fix])
+        self.weights += sorted(weight_of.items())
+        self.fixes_of = {
+            t: self.forms_of.get(t, set()) | edits_of.get(t, set()) for t in self.missing
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,8 +186,8 @@ def lexical(
 ) -> Lexical:
     """Rank the scope's eligible memories (those in ``period`` only, when given) by BM25
     against the query's content words (of ``text``, by default the query's text,
-    without its stop words), and the corrections the scope holds of the words it does
-    not hold."""
+    without its stop words), their inflections, and the corrections the scope holds of
+    the words it does not hold."""
     text = query.text if text is None else text
     key = scope_key(query.scope)
     as_of = records.to_us(query.as_of)
@@ -139,20 +195,9 @@ def lexical(
     docs, total_length = uow.search.statistics(key)
     if type(docs) is not int or type(total_length) is not int or docs < 0:
         loading.corrupt(INDEX_CORRUPT)
-    weights = term_weights(uow, key, docs, sorted(words), 1.0)
-    held = {term for term, _ in weights}
-    missing = {term_id: term for term_id, term in words.items() if docs and term_id not in held}
-    fixes_of: dict[int, set[int]] = {}
-    budget = MAX_CORRECTIONS_PER_QUERY
-    for term_id, term in missing.items():  # in the query's order
-        bound = correction_bound(term)
-        if bound > budget:
-            continue
-        budget -= bound
-        fixes_of[term_id] = {term_key(fix) for fix in corrections(term) if fix not in STOP_WORDS}
-    fixes = set().union(*fixes_of.values()) - words.keys()
-    weights += term_weights(uow, key, docs, sorted(fixes), ranking.CORRECTION_WEIGHT)
-    ceiling = _ceiling(docs, words, dict(weights), fixes_of)
+    weighing = _Weighing(uow, key, docs, words)
+    weights = weighing.weights
+    ceiling = _ceiling(docs, words, dict(weights), weighing.fixes_of)
     terms = sorted({*words, *(term for term, _ in weights)})
     matched, found = 0, list[SearchCandidate]()
     if weights:
