@@ -60,6 +60,19 @@ def test_a_name_that_is_a_stop_word_is_searched(service: TrueHeart) -> None:
     assert _ids(_search(service, "Will the budget review move?"))[0] == "budget"
 
 
+def test_a_given_name_with_a_possessive_is_a_name_where_a_question_begins(
+    service: TrueHeart,
+) -> None:
+    _store(
+        service,
+        {
+            "anna": ("Anna's birthday: May 3", OLD + timedelta(days=60)),
+            "will": ("Will's birthday is on June 2; he wants a fountain pen", OLD),
+        },
+    )
+    assert _ids(_search(service, "Will's birthday?"))[0] == "will"
+
+
 def test_a_question_about_someone_in_a_period_is_about_them(service: TrueHeart) -> None:
     _store(
         service,

@@ -50,6 +50,10 @@ def test_open_words_are_not_stop_words_and_are_documented() -> None:
         ("I met Don. Don said hi", {"don"}),
         ("We saw Will in the hall", {"will"}),
         ("What Did Will Do", {"did", "will", "do"}),
+        # A given name with a possessive is a name where a sentence begins too.
+        ("Will's birthday?", {"will"}),
+        ("May\u2019s phone number", {"may"}),
+        ("When is Don's party? Will's is later", {"don", "will"}),
     ],
 )
 def test_stop_words_written_as_names_are_kept(text: str, names: set[str]) -> None:
@@ -68,6 +72,8 @@ def test_stop_words_written_as_names_are_kept(text: str, names: set[str]) -> Non
         "I did it… Will it last",
         "A day in the life",  # single letters never are names
         "the us open",
+        "It's late. Will it rain?",  # a contraction, not a possessive
+        "Will'st thou",
     ],
 )
 def test_function_words_and_sentence_openings_are_not_names(text: str) -> None:

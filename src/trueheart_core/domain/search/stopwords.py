@@ -73,6 +73,10 @@ them."""
 
 _WORD = re.compile(r"[^\W_]+")
 _SENTENCE_ENDS = frozenset(".!?:\u2026\n")
+_GIVEN_NAMES = frozenset({"will", "may", "don"})
+"""Stop words that are also given names: with a possessive (``Will's``) they are names
+wherever they stand, since the verb or the contraction never takes one."""
+_POSSESSIVE = re.compile(r"['\u2019]s(?![^\W_])")
 
 
 def named_stop_words(text: str) -> frozenset[str]:
@@ -81,7 +85,9 @@ def named_stop_words(text: str) -> frozenset[str]:
     more written in capitals ("US", "IT") when the text holds a lower-case letter, or
     written with a capital and then lower case ("Will", "May") where a sentence does
     not begin (after the text's start or ``.``, ``!``, ``?``, ``:``, an ellipsis or a
-    line break, quotes and brackets aside). Single letters ("I", "A") never are."""
+    line break, quotes and brackets aside), or anywhere when it is one of the given
+    names ``Will``, ``May`` and ``Don`` with a possessive ("Will's birthday?"). Single
+    letters ("I", "A") never are."""
     text = unicodedata.normalize("NFKC", text)
     shouting = not any(char.islower() for char in text)
     kept: set[str] = set()
@@ -99,8 +105,10 @@ def named_stop_words(text: str) -> frozenset[str]:
         if word.isupper():
             if not shouting:
                 kept.add(folded)
-        elif word[0].isupper() and word[1:].islower() and not opening:
-            kept.add(folded)
+        elif word[0].isupper() and word[1:].islower():
+            possessive = folded in _GIVEN_NAMES and _POSSESSIVE.match(text, match.end())
+            if not opening or possessive:
+                kept.add(folded)
     return frozenset(kept)
 
 
