@@ -342,8 +342,12 @@ def reference_weights(query: str, corpus: Sequence[str]) -> dict[str, float]:
         if len(word) < 3 or not word.isalpha():
             continue
         for other in others:
-            if other.isalpha() and other not in inflected and edit_distance(word, other) == 1:
-                weights[other] = CORRECTION_WEIGHT * idf(other)
+            # Its own forms count as forms; another word's form also as a correction,
+            # at the better weight.
+            own_form = is_inflection(word, other)
+            if other.isalpha() and not own_form and edit_distance(word, other) == 1:
+                weight = CORRECTION_WEIGHT * idf(other)
+                inflected[other] = max(weight, inflected.get(other, 0.0))
     return {**weights, **inflected}
 
 

@@ -382,3 +382,16 @@ def test_a_question_about_a_period_finds_the_other_form_said_in_it(service: True
     capsule = _search(service, "Where did I hike yesterday?")
     assert _ids(capsule) == ["mem-hiked"]
     assert capsule.time is not None and capsule.time.filtered
+
+
+def test_a_form_of_one_word_that_corrects_another_counts_at_its_better_weight(
+    service: TrueHeart,
+) -> None:
+    """``cooks`` is a form of the common ``cook`` (capped at 0.8 of its low weight) and a
+    correction of ``cookz``, which no memory says (half its own, higher, weight)."""
+    contents = {f"mem-{n}": f"cook dinner number {n}" for n in range(10)}
+    contents["mem-rare"] = "she cooks on sundays"
+    materialize_all(service, contents)
+    capsule = _search(service, "cook cookz", limit=100)
+    assert _ids(capsule)[0] == "mem-rare"
+    assert_bm25_reference(capsule, "cook cookz", contents)

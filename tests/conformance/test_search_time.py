@@ -378,3 +378,17 @@ def test_may_names_the_month_only_beside_a_number_or_a_year(service: TrueHeart) 
     assert tea.time is not None and not tea.time.filtered
     assert tea.time.diagnostics == ("time_period_empty",)
     assert _ids(_search(service, "dentist in May")) == ["dated"]
+
+
+def test_memories_that_lack_the_company_do_not_hide_one_that_has_it(
+    service: TrueHeart,
+) -> None:
+    """A question about May alone reads on past the memories that say "may" beside no
+    number, however many outrank the one that names May 3."""
+    memories = {f"verb-{n}": ("it may rain", MARCH) for n in range(40)}
+    memories["dated"] = ("dentist appointment on May 3 with doctor Alvarez", MARCH)
+    _store(service, memories)
+    capsule = service.search(SearchQuery(SCOPE, "What did I do in May?", NOW, limit=5))
+    check_capsule(capsule)
+    assert _ids(capsule) == ["dated"]
+    assert capsule.time is not None and capsule.time.filtered

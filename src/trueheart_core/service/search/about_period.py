@@ -58,12 +58,18 @@ def mentioned(mentions: Mentions, keys: Mapping[str, int], doc: SearchDocRow) ->
     return mentions.held_by(lambda word: keys[word] in held)
 
 
+MENTION_READ_LIMIT = 4096
+"""The most memories holding a name of the period that one question reads when most of
+them lack the company it needs (the verb "may" beside no number)."""
+
+
 def _mentioning(
     uow: UnitOfWork, query: SearchQuery, key: ScopeKey, mentions: Mentions, window: int
 ) -> dict[str, Facts]:
-    """The eligible memories, of every time, that mention the period: among the best
-    ``window`` of a BM25 search for the names of ``mentions`` (ties at the edge
-    included), those that hold what it asks beside a name."""
+    """The eligible memories, of every time, that mention the period: the best ``window``
+    of a BM25 search for the names of ``mentions`` (ties at the edge included); when
+    some of them lack the company a name needs, read on, four times as many at a time up
+    to :data:`MENTION_READ_LIMIT`, until ``window`` of them hold what it asks."""
     if not mentions:
         return {}
     docs, total_length = uow.search.statistics(key)
@@ -73,30 +79,35 @@ def _mentioning(
     weights = term_weights(uow, key, docs, names, 1.0)
     if not weights:
         return {}
-    _, found = uow.search.candidates(
-        key,
-        weights,
-        ranking.BM25_K1,
-        ranking.BM25_B,
-        ranking.average_length(docs, total_length),
-        records.to_us(query.as_of),
-        query.kinds,
-        None if query.min_trust is None else int(query.min_trust),
-        window,
-        [status.value for status in query.claim_statuses],
-    )
-    facts = {
-        c.memory_id: Facts(c.created_at, c.clear_until, c.recall_until) for c in map(checked, found)
-    }
-    if not mentions.need_company():
-        return facts
     keys = mention_keys(mentions)
-    entries = uow.search.docs_for(key, list(facts))
-    return {
-        doc.memory_id: facts[doc.memory_id]
-        for doc in entries
-        if doc.memory_id in facts and mentioned(mentions, keys, doc)
-    }
+    size = window
+    while True:
+        matched, found = uow.search.candidates(
+            key,
+            weights,
+            ranking.BM25_K1,
+            ranking.BM25_B,
+            ranking.average_length(docs, total_length),
+            records.to_us(query.as_of),
+            query.kinds,
+            None if query.min_trust is None else int(query.min_trust),
+            size,
+            [status.value for status in query.claim_statuses],
+        )
+        facts = {
+            c.memory_id: Facts(c.created_at, c.clear_until, c.recall_until)
+            for c in map(checked, found)
+        }
+        if not mentions.need_company():
+            return facts
+        kept = {
+            doc.memory_id: facts[doc.memory_id]
+            for doc in uow.search.docs_for(key, list(facts))
+            if doc.memory_id in facts and mentioned(mentions, keys, doc)
+        }
+        if len(kept) >= window or len(found) >= matched or size >= MENTION_READ_LIMIT:
+            return kept
+        size = min(size * 4, MENTION_READ_LIMIT)
 
 
 def ranked(

@@ -96,9 +96,10 @@ class _Weighing:
     than that times the word's own (the highest idf when the scope lacks it): a form of
     a word is evidence of it, never better evidence than the word itself. The other
     corrections of a word the scope lacks count ``CORRECTION_WEIGHT`` times their idf.
-    The words and their inflections are looked up together; the corrections of the
-    words found missing then. Within ``MAX_CORRECTIONS_PER_QUERY`` look-ups of variants,
-    inflections first, each in the query's order."""
+    A term that is both (a form of one word, a correction of another) counts at the
+    better of its weights. The words and their inflections are looked up together; the
+    corrections of the words found missing then. Within ``MAX_CORRECTIONS_PER_QUERY``
+    look-ups of variants, inflections first, each in the query's order."""
 
     def __init__(self, uow: UnitOfWork, key: ScopeKey, docs: int, words: Mapping[int, str]):
         budget = MAX_CORRECTIONS_PER_QUERY
@@ -122,8 +123,8 @@ class _Weighing:
             budget -= bound
             edits = {term_key(fix) for fix in corrections(term) if fix not in STOP_WORDS}
             edits_of[term_id] = edits - self.forms_of.get(term_id, set())
-        edited = set().union(*edits_of.values()) - words.keys() - inflected
-        held.update(frequencies(uow, key, docs, sorted(edited)))
+        edited = set().union(*edits_of.values()) - words.keys()
+        held.update(frequencies(uow, key, docs, sorted(edited - inflected)))
         weight_of: dict[int, float] = {}
         for term_id, forms in self.forms_of.items():
             cap = ranking.INFLECTION_WEIGHT * idf_of.get(term_id, ranking.idf(docs, 0))
@@ -133,7 +134,8 @@ class _Weighing:
                     weight_of[form] = max(weight, weight_of.get(form, 0.0))
         for fix in edited:
             if held.get(fix):
-                weight_of[fix] = ranking.CORRECTION_WEIGHT * ranking.idf(docs, held[fix])
+                weight = ranking.CORRECTION_WEIGHT * ranking.idf(docs, held[fix])
+                weight_of[fix] = max(weight, weight_of.get(fix, 0.0))
         self.weights += sorted(weight_of.items())
         self.fixes_of = {
             t: self.forms_of.get(t, set()) | edits_of.get(t, set()) for t in self.missing
