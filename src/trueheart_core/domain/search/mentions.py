@@ -153,10 +153,11 @@ class Mentions:
         return frozenset().union(*(names | company for names, company in self.alternatives))
 
     def need_company(self) -> bool:
+        """Whether some name mentions the period only in company."""
         return any(company for _, company in self.alternatives)
 
     def held_by(self, holds: Callable[[str], bool]) -> bool:
-        """Whether a memory that holds exactly the words ``holds`` accepts mentions."""
+        """Whether a memory mentions the period; ``holds`` says whether it holds a word."""
         return any(
             any(map(holds, names)) and (not company or any(map(holds, company)))
             for names, company in self.alternatives
@@ -179,8 +180,8 @@ def _one_day(start_us: int, end_us: int) -> datetime | None:
 
 def mentions_of(pieces: Iterable[tuple[str, int, int]]) -> Mentions:
     """What mentions the periods of these closed time expressions ``(text, start_us,
-    end_us)``: a day by a name of its month beside its number (and by the Chinese and
-    Japanese month words of the expression, as before); any other period by the words
+    end_us)``: a day by a name of its month beside its number (or by a Chinese or
+    Japanese month word of the expression alone); any other period by the words
     of :func:`mention_terms` and :func:`period_terms`, ``may`` only beside a day's
     number or a year."""
     found: list[Alternative] = []

@@ -70,14 +70,14 @@ the memories about the period in time order, with no relevance score."""
 class QueryTime:
     """What a query says about time; the text that is searched: the query without its
     time expression (the whole query when nothing else is left), since a memory about
-    the period need not say so; the ``terms`` of its period that a memory may mention
+    the period need not say so; what a memory holds that ``mentions`` its period
     (``domain.search.mentions``); and whether it asks ``only`` about its period (it
     names one, and nothing but stop words and open words are left beside it,
     ``domain.search.stopwords.asks_only_when``)."""
 
     reference: TimeReference | None
     text: str
-    terms: Mentions = NO_MENTIONS
+    mentions: Mentions = NO_MENTIONS
     only: bool = False
 
     @property
@@ -148,9 +148,9 @@ def answer(
         # The search over every time is needed only for the memories that mention the
         # period, or to fall back on: a relative period ("last week") with candidates
         # in it costs one ranking, not two.
-        if time.terms or not found.ranked:
+        if time.mentions or not found.ranked:
             everywhere = ranked(None)
-            mentioning = _mentioning(uow, query, everywhere, time.terms)
+            mentioning = _mentioning(uow, query, everywhere, time.mentions)
             found = _merged(query, found, everywhere, mentioning)
             if not found.ranked:
                 found, period, diagnostics = everywhere, None, (PERIOD_EMPTY,)
@@ -168,7 +168,7 @@ def answer(
             period is not None,
             diagnostics,
         )
-    return capsule(uow, query, estimator, claim_views, found, trace, period, time.terms)
+    return capsule(uow, query, estimator, claim_views, found, trace, period, time.mentions)
 
 
 def _about_period(
@@ -185,7 +185,7 @@ def _about_period(
     reference = time.reference
     assert reference is not None
     order = None if reference.order is None else TimeOrder(reference.order)
-    found = about_period.ranked(uow, query, period, time.terms, order is not TimeOrder.OLDEST)
+    found = about_period.ranked(uow, query, period, time.mentions, order is not TimeOrder.OLDEST)
     diagnostics = (TIME_ONLY,) if found.ranked else (TIME_ONLY, PERIOD_EMPTY)
     trace = TimeTrace(
         reference.expression,
@@ -195,7 +195,7 @@ def _about_period(
         True,
         diagnostics,
     )
-    return capsule(uow, query, estimator, claim_views, found, trace, period, time.terms)
+    return capsule(uow, query, estimator, claim_views, found, trace, period, time.mentions)
 
 
 def _mentioning(

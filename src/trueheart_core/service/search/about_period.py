@@ -111,11 +111,11 @@ def _mentioning(
 
 
 def ranked(
-    uow: UnitOfWork, query: SearchQuery, period: Period, terms: Mentions, newest: bool
+    uow: UnitOfWork, query: SearchQuery, period: Period, mentions: Mentions, newest: bool
 ) -> Ranking:
-    """The window of the memories about ``period`` (created in it, or holding one of
-    ``terms``), newest first or (``newest`` false) oldest first, with
-    their rows; ``matched`` counts the memories found before the window was cut."""
+    """The window of the memories about ``period`` (created in it, or holding what
+    ``mentions`` it), newest first or (``newest`` false) oldest first, with their rows;
+    ``matched`` counts the memories found before the window was cut."""
     key = scope_key(query.scope)
     as_of = records.to_us(query.as_of)
     window = ranking.candidate_window(query.limit)
@@ -134,7 +134,7 @@ def ranked(
     facts = {candidate.memory_id: _facts(candidate) for candidate in found}
     if len(facts) != len(found):
         loading.corrupt(INDEX_CORRUPT)
-    for memory_id, fact in _mentioning(uow, query, key, terms, window).items():
+    for memory_id, fact in _mentioning(uow, query, key, mentions, window).items():
         facts.setdefault(memory_id, fact)
     ordered = sorted(facts, key=lambda memory_id: (-facts[memory_id].created_at, memory_id))
     if not newest:
