@@ -392,3 +392,18 @@ def test_memories_that_lack_the_company_do_not_hide_one_that_has_it(
     check_capsule(capsule)
     assert _ids(capsule) == ["dated"]
     assert capsule.time is not None and capsule.time.filtered
+
+
+def test_a_year_alone_is_no_mention_of_a_month_of_it(service: TrueHeart) -> None:
+    """ "March 2025" is one month: a memory that says only "2025" is about the year, not
+    that month; one that says "March" is."""
+    _store(
+        service,
+        {
+            "yearly": ("tax papers for 2025 filed", datetime(2026, 4, 2, tzinfo=UTC)),
+            "monthly": ("tax papers for march filed", datetime(2026, 4, 2, tzinfo=UTC)),
+        },
+    )
+    capsule = _search(service, "tax papers in March 2025")
+    assert capsule.time is not None and capsule.time.filtered
+    assert _ids(capsule) == ["monthly"]

@@ -102,3 +102,11 @@ def test_no_closed_period_mentions_nothing() -> None:
     assert not mentions_of([("last week", _us(2026, 3, 2), _us(2026, 3, 9))]).held_by(
         lambda word: True
     )
+
+
+def test_a_year_names_a_period_that_holds_all_of_it() -> None:
+    march = mentions_of([("March 2025", _us(2025, 3), _us(2025, 4))])
+    assert not _holds(march, "taxes for 2025") and _holds(march, "trip in march")
+    assert _holds(mentions_of([("in 2025", _us(2025), _us(2026))]), "taxes for 2025")
+    both = mentions_of([("from 2024 to 2025", _us(2024), _us(2026))])
+    assert _holds(both, "moved in 2024") and _holds(both, "taxes for 2025")

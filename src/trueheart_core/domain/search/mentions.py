@@ -19,7 +19,7 @@ Two rules need company (:class:`Mentions`, built by :func:`mentions_of`). A peri
 one calendar day is mentioned by a name of its month beside its day's number ("Dec 8",
 "December 8th"), not by the month's name alone, which any day of it shares. And
 ``may``, far more often the verb than the month, names May only beside a day's number
-or a year ("May 3", "May 2025").
+or a year ("May 3", "May 2025"). A year names only a period that holds all of it.
 """
 
 from __future__ import annotations
@@ -178,12 +178,20 @@ def _one_day(start_us: int, end_us: int) -> datetime | None:
         return None
 
 
+def _holds_year(start_us: int, end_us: int, year: str) -> bool:
+    """Whether ``[start_us, end_us)`` holds the whole calendar year ``year`` (one of
+    ``_YEARS``)."""
+    first = int(datetime(int(year), 1, 1, tzinfo=UTC).timestamp()) * 1_000_000
+    after = int(datetime(int(year) + 1, 1, 1, tzinfo=UTC).timestamp()) * 1_000_000
+    return start_us <= first and after <= end_us
+
+
 def mentions_of(pieces: Iterable[tuple[str, int, int]]) -> Mentions:
     """What mentions the periods of these closed time expressions ``(text, start_us,
     end_us)``: a day by a name of its month beside its number (or by a Chinese or
     Japanese month word of the expression alone); any other period by the words
     of :func:`mention_terms` and :func:`period_terms`, ``may`` only beside a day's
-    number or a year."""
+    number or a year, and a year only when the period holds all of it."""
     found: list[Alternative] = []
     for text, start_us, end_us in pieces:
         day = _one_day(start_us, end_us)
@@ -194,6 +202,9 @@ def mentions_of(pieces: Iterable[tuple[str, int, int]]) -> Mentions:
             terms = frozenset(term for term in terms if not term.isascii())
         else:
             terms |= period_terms(start_us, end_us)
+        # A year names the question's period only when the period holds all of it: a
+        # memory that says "2025" is not about March 2025.
+        terms = frozenset(t for t in terms if t not in _YEARS or _holds_year(start_us, end_us, t))
         if terms - _AMBIGUOUS:
             found.append((frozenset(terms - _AMBIGUOUS), frozenset()))
         found.extend(
