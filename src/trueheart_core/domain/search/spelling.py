@@ -238,10 +238,8 @@ def _forms(base: str) -> set[str]:
 
 
 def _ends_consonant_vowel_consonant(base: str) -> bool:
-    """Whether a word ends consonant, vowel, consonant (the last not ``w``, ``x`` or
-    ``y``), as those that double it before ``-ed`` and ``-ing`` do."""
-    if len(base) < 3:
-        return False
+    """Whether a word of three letters or more ends consonant, vowel, consonant (the last
+    not ``w``, ``x`` or ``y``), as those that double it before ``-ed`` and ``-ing`` do."""
     first, middle, last = base[-3], base[-2], base[-1]
     return last not in _VOWELS and last not in "wxy" and middle in _VOWELS and first not in _VOWELS
 
@@ -256,11 +254,7 @@ def inflections(term: str) -> list[str]:
         return []
     stems = _stems(term)
     found = {term + ending for ending in _ADDED} | stems
-    if term.endswith("y"):
-        found.update((term[:-1] + "ies", term[:-1] + "ied"))
-    if term.endswith("e"):
-        found.add(term[:-1] + "ing")
     for base in (term, *stems):
         found.update(_forms(base))
     found.discard(term)
-    return sorted(form for form in found if len(form) >= MIN_CORRECTABLE_CHARS)
+    return sorted(found)

@@ -201,16 +201,11 @@ def _about_period(
 def _mentioning(
     uow: UnitOfWork, query: SearchQuery, found: Ranking, mentions: Mentions
 ) -> frozenset[str]:
-    """The candidates of ``found`` whose index entry ``mentions`` accepts."""
+    """The candidates of ``found`` whose index entry holds what ``mentions`` asks."""
     if not mentions or not found.ranked:
         return frozenset()
-    docs = uow.search.docs_for(scope_key(query.scope), [item.memory_id for item in found.ranked])
-    keys = about_period.mention_keys(mentions)
-    return frozenset(
-        doc.memory_id
-        for doc in docs
-        if isinstance(doc.memory_id, str) and about_period.mentioned(mentions, keys, doc)
-    )
+    ids = [item.memory_id for item in found.ranked]
+    return frozenset(about_period.mentioning(uow, scope_key(query.scope), mentions, ids))
 
 
 def _merged(

@@ -16,7 +16,7 @@ relevance was measured.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable
 
 from trueheart_core.domain import policy
 from trueheart_core.domain.search import ranking
@@ -24,11 +24,18 @@ from trueheart_core.domain.search.capsule import Ranked
 from trueheart_core.domain.search.mentions import Mentions
 from trueheart_core.domain.search.model import SearchQuery
 from trueheart_core.domain.search.tokenize import term_key
-from trueheart_core.ports import Period, RecallCandidate, ScopeKey, SearchDocRow, UnitOfWork
+from trueheart_core.ports import Period, RecallCandidate, ScopeKey, UnitOfWork
 from trueheart_core.service import loading, records
 from trueheart_core.service.records import scope_key
 from trueheart_core.service.search.index import INDEX_CORRUPT
-from trueheart_core.service.search.lexical import Facts, Ranking, checked, term_weights
+from trueheart_core.service.search.lexical import (
+    Facts,
+    Ranking,
+    checked,
+    scored,
+    statistics,
+    term_weights,
+)
 
 __all__ = ["SCORE", "ranked"]
 
@@ -46,16 +53,19 @@ def _facts(candidate: object) -> Facts:
     return Facts(*times)
 
 
-def mention_keys(mentions: Mentions) -> dict[str, int]:
-    """The term key of every word ``mentions`` reads."""
-    return {word: term_key(word) for word in mentions.words()}
-
-
-def mentioned(mentions: Mentions, keys: Mapping[str, int], doc: SearchDocRow) -> bool:
-    """Whether the index entry ``doc`` holds what ``mentions`` asks (``keys``: see
-    :func:`mention_keys`)."""
-    held = {term for term, _ in doc.terms}
-    return mentions.held_by(lambda word: keys[word] in held)
+def mentioning(
+    uow: UnitOfWork, key: ScopeKey, mentions: Mentions, memory_ids: Iterable[str]
+) -> set[str]:
+    """Those of these memories whose index entry holds what ``mentions`` asks."""
+    wanted = set(memory_ids)
+    keys = {word: term_key(word) for word in mentions.words()}
+    found = set()
+    for doc in uow.search.docs_for(key, sorted(wanted)):
+        held = {term for term, _ in doc.terms}
+        holding = {word for word, term in keys.items() if term in held}
+        if doc.memory_id in wanted and mentions.held_by(holding.__contains__):
+            found.add(doc.memory_id)
+    return found
 
 
 MENTION_READ_LIMIT = 4096
@@ -72,41 +82,23 @@ def _mentioning(
     to :data:`MENTION_READ_LIMIT`, until ``window`` of them hold what it asks."""
     if not mentions:
         return {}
-    docs, total_length = uow.search.statistics(key)
-    if type(docs) is not int or type(total_length) is not int or docs < 0:
-        loading.corrupt(INDEX_CORRUPT)
+    scope = statistics(uow, key)
     names = sorted({term_key(name) for name in mentions.names()})
-    weights = term_weights(uow, key, docs, names, 1.0)
+    weights = term_weights(uow, key, scope[0], names, 1.0)
     if not weights:
         return {}
-    keys = mention_keys(mentions)
     size = window
     while True:
-        matched, found = uow.search.candidates(
-            key,
-            weights,
-            ranking.BM25_K1,
-            ranking.BM25_B,
-            ranking.average_length(docs, total_length),
-            records.to_us(query.as_of),
-            query.kinds,
-            None if query.min_trust is None else int(query.min_trust),
-            size,
-            [status.value for status in query.claim_statuses],
-        )
+        matched, found = scored(uow, query, weights, scope, size)
         facts = {
             c.memory_id: Facts(c.created_at, c.clear_until, c.recall_until)
             for c in map(checked, found)
         }
         if not mentions.need_company():
             return facts
-        kept = {
-            doc.memory_id: facts[doc.memory_id]
-            for doc in uow.search.docs_for(key, list(facts))
-            if doc.memory_id in facts and mentioned(mentions, keys, doc)
-        }
+        kept = mentioning(uow, key, mentions, facts)
         if len(kept) >= window or len(found) >= matched or size >= MENTION_READ_LIMIT:
-            return kept
+            return {memory_id: facts[memory_id] for memory_id in kept}
         size = min(size * 4, MENTION_READ_LIMIT)
 
 

@@ -89,8 +89,11 @@ def term_weights(
     return [(term, factor * ranking.idf(docs, held[term])) for term in terms if held.get(term)]
 
 
-class _Weighing:
-    """The weights of a query's words and of the variants of them that the scope holds.
+def _weights(
+    uow: UnitOfWork, key: ScopeKey, docs: int, words: Mapping[int, str]
+) -> tuple[list[tuple[int, float]], dict[int, set[int]]]:
+    """The weights of a query's words and of the variants of them that the scope holds,
+    and the keys of the variants of each word the scope lacks (for the ceiling).
 
     Every word's inflections count ``INFLECTION_WEIGHT`` times their idf, but no more
     than that times the word's own (the highest idf when the scope lacks it): a form of
@@ -100,46 +103,77 @@ class _Weighing:
     better of its weights. The words and their inflections are looked up together; the
     corrections of the words found missing then. Within ``MAX_CORRECTIONS_PER_QUERY``
     look-ups of variants, inflections first, each in the query's order."""
+    budget = MAX_CORRECTIONS_PER_QUERY
+    forms_of: dict[int, set[int]] = {}
+    for term_id, term in words.items():
+        spelt = inflections(term)
+        if len(spelt) > budget:
+            continue
+        budget -= len(spelt)
+        forms_of[term_id] = {term_key(form) for form in spelt if form not in STOP_WORDS}
+    inflected = set().union(*forms_of.values()) - words.keys()
+    held = frequencies(uow, key, docs, sorted(words.keys() | inflected))
+    weights = [(term, ranking.idf(docs, held[term])) for term in sorted(words) if held.get(term)]
+    idf_of = dict(weights)
+    missing = {term_id: term for term_id, term in words.items() if docs and term_id not in idf_of}
+    edits_of: dict[int, set[int]] = {}
+    for term_id, term in missing.items():
+        bound = correction_bound(term)
+        if bound > budget:
+            continue
+        budget -= bound
+        edits = {term_key(fix) for fix in corrections(term) if fix not in STOP_WORDS}
+        edits_of[term_id] = edits - forms_of.get(term_id, set())
+    edited = set().union(*edits_of.values()) - words.keys()
+    held.update(frequencies(uow, key, docs, sorted(edited - inflected)))
+    weight_of: dict[int, float] = {}
+    for term_id, forms in forms_of.items():
+        cap = ranking.INFLECTION_WEIGHT * idf_of.get(term_id, ranking.idf(docs, 0))
+        for form in forms & inflected:
+            if held.get(form):
+                weight = min(ranking.INFLECTION_WEIGHT * ranking.idf(docs, held[form]), cap)
+                weight_of[form] = max(weight, weight_of.get(form, 0.0))
+    for fix in edited:
+        if held.get(fix):
+            weight = ranking.CORRECTION_WEIGHT * ranking.idf(docs, held[fix])
+            weight_of[fix] = max(weight, weight_of.get(fix, 0.0))
+    fixes_of = {t: forms_of.get(t, set()) | edits_of.get(t, set()) for t in missing}
+    return weights + sorted(weight_of.items()), fixes_of
 
-    def __init__(self, uow: UnitOfWork, key: ScopeKey, docs: int, words: Mapping[int, str]):
-        budget = MAX_CORRECTIONS_PER_QUERY
-        self.forms_of: dict[int, set[int]] = {}
-        for term_id, term in words.items():
-            spelt = inflections(term)
-            if len(spelt) > budget:
-                continue
-            budget -= len(spelt)
-            self.forms_of[term_id] = {term_key(form) for form in spelt if form not in STOP_WORDS}
-        inflected = set().union(*self.forms_of.values()) - words.keys()
-        held = frequencies(uow, key, docs, sorted(words.keys() | inflected))
-        self.weights = [(t, ranking.idf(docs, held[t])) for t in sorted(words) if held.get(t)]
-        idf_of = dict(self.weights)
-        self.missing = {t: term for t, term in words.items() if docs and t not in idf_of}
-        edits_of: dict[int, set[int]] = {}
-        for term_id, term in self.missing.items():
-            bound = correction_bound(term)
-            if bound > budget:
-                continue
-            budget -= bound
-            edits = {term_key(fix) for fix in corrections(term) if fix not in STOP_WORDS}
-            edits_of[term_id] = edits - self.forms_of.get(term_id, set())
-        edited = set().union(*edits_of.values()) - words.keys()
-        held.update(frequencies(uow, key, docs, sorted(edited - inflected)))
-        weight_of: dict[int, float] = {}
-        for term_id, forms in self.forms_of.items():
-            cap = ranking.INFLECTION_WEIGHT * idf_of.get(term_id, ranking.idf(docs, 0))
-            for form in forms & inflected:
-                if held.get(form):
-                    weight = min(ranking.INFLECTION_WEIGHT * ranking.idf(docs, held[form]), cap)
-                    weight_of[form] = max(weight, weight_of.get(form, 0.0))
-        for fix in edited:
-            if held.get(fix):
-                weight = ranking.CORRECTION_WEIGHT * ranking.idf(docs, held[fix])
-                weight_of[fix] = max(weight, weight_of.get(fix, 0.0))
-        self.weights += sorted(weight_of.items())
-        self.fixes_of = {
-            t: self.forms_of.get(t, set()) | edits_of.get(t, set()) for t in self.missing
-        }
+
+def statistics(uow: UnitOfWork, key: ScopeKey) -> tuple[int, int]:
+    """The scope's number of searchable memories and their total length, checked."""
+    docs, total_length = uow.search.statistics(key)
+    if type(docs) is not int or type(total_length) is not int or docs < 0:
+        loading.corrupt(INDEX_CORRUPT)
+    return docs, total_length
+
+
+def scored(
+    uow: UnitOfWork,
+    query: SearchQuery,
+    weights: Sequence[tuple[int, float]],
+    scope: tuple[int, int],
+    window: int,
+    period: Period | None = None,
+) -> tuple[int, list[SearchCandidate]]:
+    """BM25 over these weighted terms in the query's scope (whose :func:`statistics` are
+    ``scope``), under the query's filters: how many memories match, and the best
+    ``window`` (ties at the edge included), from the port."""
+    docs, total_length = scope
+    return uow.search.candidates(
+        scope_key(query.scope),
+        weights,
+        ranking.BM25_K1,
+        ranking.BM25_B,
+        ranking.average_length(docs, total_length),
+        records.to_us(query.as_of),
+        query.kinds,
+        None if query.min_trust is None else int(query.min_trust),
+        window,
+        [status.value for status in query.claim_statuses],
+        period=period,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,28 +228,13 @@ def lexical(
     key = scope_key(query.scope)
     as_of = records.to_us(query.as_of)
     words = content_words({term_key(term): term for term in tokenize(text)}, named_stop_words(text))
-    docs, total_length = uow.search.statistics(key)
-    if type(docs) is not int or type(total_length) is not int or docs < 0:
-        loading.corrupt(INDEX_CORRUPT)
-    weighing = _Weighing(uow, key, docs, words)
-    weights = weighing.weights
-    ceiling = _ceiling(docs, words, dict(weights), weighing.fixes_of)
+    docs, total_length = statistics(uow, key)
+    weights, fixes_of = _weights(uow, key, docs, words)
+    ceiling = _ceiling(docs, words, dict(weights), fixes_of)
     terms = sorted({*words, *(term for term, _ in weights)})
     matched, found = 0, list[SearchCandidate]()
     if weights:
-        matched, found = uow.search.candidates(
-            key,
-            weights,
-            ranking.BM25_K1,
-            ranking.BM25_B,
-            ranking.average_length(docs, total_length),
-            as_of,
-            query.kinds,
-            None if query.min_trust is None else int(query.min_trust),
-            window,
-            [status.value for status in query.claim_statuses],
-            period=period,
-        )
+        matched, found = scored(uow, query, weights, (docs, total_length), window, period)
     if type(matched) is not int or matched < len(found) or matched > docs:
         loading.corrupt(INDEX_CORRUPT)
     candidates = [checked(c) for c in found]
