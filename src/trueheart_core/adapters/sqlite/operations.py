@@ -404,6 +404,7 @@ class SQLiteOperations(Role):
         # Compaction: the erased rows of the kept tables go, and the file is rewritten
         # into fresh pages after the commit (deleting rows moves cells between pages;
         # the rewrite leaves no copy of them).
+        self._session.forget()
         for table, condition in _KEPT_TABLES:
             self._conn.execute(f"DELETE FROM {table} WHERE {condition}")
         self._conn.execute("UPDATE store_state SET clean = 0 WHERE singleton = 1")
@@ -416,6 +417,7 @@ class SQLiteOperations(Role):
         if sid is None:
             return dict.fromkeys(ARTIFACTS, 0)
         self._session.recent = None
+        self._session.forget()
         receipts, memories = self._hidden(sid)
         removed = dict.fromkeys(ARTIFACTS, 0)
         before = {

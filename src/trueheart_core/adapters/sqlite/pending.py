@@ -82,6 +82,7 @@ class PendingIndex:
 
     def __init__(self, session: Session) -> None:
         self._conn = session.conn
+        self._session = session
 
     def rows(self, sid: int) -> list[Pending]:
         """Every pending row of the scope."""
@@ -108,15 +109,30 @@ class PendingIndex:
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (sid, doc, change, *entry, pairs),
         )
+        self._counted(sid, 1)
 
     def drop(self, sid: int, doc: int) -> None:
-        self._conn.execute("DELETE FROM search_pending WHERE scope_id = ? AND doc = ?", (sid, doc))
+        cursor = self._conn.execute(
+            "DELETE FROM search_pending WHERE scope_id = ? AND doc = ?", (sid, doc)
+        )
+        self._counted(sid, -cursor.rowcount)
 
     def count(self, sid: int) -> int:
+        """How many pending rows the scope holds (remembered from the connection's own
+        writes, see ``Session.recall``)."""
+        known = self._session.recall(("pending", sid))
+        if type(known) is int:
+            return known
         (waiting,) = self._conn.execute(
             "SELECT COUNT(*) FROM search_pending WHERE scope_id = ?", (sid,)
         ).fetchone()
+        self._session.remember(("pending", sid), int(waiting))
         return int(waiting)
+
+    def _counted(self, sid: int, change: int) -> None:
+        known = self._session.recall(("pending", sid))
+        if type(known) is int:
+            self._session.remember(("pending", sid), known + change)
 
     def counts(self, sid: int) -> tuple[int, int]:
         """How many pending rows the scope holds, and how many of them are removals."""
@@ -249,6 +265,7 @@ class PendingIndex:
         )
         self._stats(sid, docs, length)
         self._conn.execute("DELETE FROM search_pending WHERE scope_id = ?", (sid,))
+        self._session.remember(("pending", sid), 0)
         # Only the terms of a removal can be left unheld: a term an addition holds has a
         # merged posting now.
         removals = {term_id for row in rows if row.change <= 0 for term_id, _ in row.pairs}
@@ -301,6 +318,8 @@ class PendingIndex:
         if not term_ids:
             return 0
         unheld = sorted(self.unheld(sid, dict.fromkeys(term_ids, 0)))
+        if unheld:
+            self._session.forget()  # the erased terms' IDs
         for start in range(0, len(unheld), CHUNK):
             chunk = unheld[start : start + CHUNK]
             marks = ",".join("?" * len(chunk))

@@ -83,6 +83,8 @@ class SQLiteRepository:
         self._scope_ids: dict[ScopeKey, int] = {}
         # What the service keeps in memory of this store (see UnitOfWork.scratch).
         self._scratch: dict[object, object] = {}
+        # The roles of this connection's units, made with the first (see the unit).
+        self._roles: SQLiteUnitOfWork | None = None
         self._file_backed = target != ":memory:"
         self._path = os.path.abspath(target) if self._file_backed else None
         self._conn: sqlite3.Connection | None = None
@@ -316,10 +318,18 @@ class SQLiteRepository:
                 self._scrub_first(conn, diagnostic, erasing=erasing)
             with conn_mod.translate(diagnostic):
                 conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
-                uow = SQLiteUnitOfWork(conn, self._scope_ids, self._scratch)
+                uow = self._roles
+                if uow is None or uow.conn is not conn:
+                    uow = self._roles = SQLiteUnitOfWork(conn, self._scope_ids, self._scratch)
+                else:
+                    uow.begin()
                 try:
-                    (version,) = conn.execute("PRAGMA user_version").fetchone()
-                    schema.check_version(version)
+                    # The schema can change only by a commit of another connection.
+                    (data_version,) = conn.execute("PRAGMA data_version").fetchone()
+                    if not uow.current(data_version):
+                        (version,) = conn.execute("PRAGMA user_version").fetchone()
+                        schema.check_version(version)
+                        uow.revalidated(data_version)
                     self._unit_thread = threading.get_ident()
                     yield uow
                 finally:
@@ -330,6 +340,7 @@ class SQLiteRepository:
                 if uow.committed and erasing:
                     # Nothing erased may stay in what the service derived from the store.
                     self._scratch.clear()
+                    uow.forget()
                 if uow.committed and erasing and self._file_backed:
                     self._rewrite_pending = (
                         self._rewrite_pending or uow.rewrite_requested or not _clean(conn)
@@ -454,6 +465,7 @@ class SQLiteRepository:
             if self._unit_thread == threading.get_ident():
                 raise ValidationError("repository", REENTRANT)
             conn, self._conn = self._conn, None
+            self._roles = None
             self._scratch.clear()
             if conn is not None:
                 with contextlib.suppress(sqlite3.Error, TrueHeartError):

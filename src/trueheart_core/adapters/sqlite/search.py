@@ -71,16 +71,24 @@ class SQLiteSearch(Role):
         self.pending = PendingIndex(session)
 
     def tokenizer(self) -> object:
+        known = self._session.recall("tokenizer")
+        if type(known) is str:
+            return known
         row = self._conn.execute("SELECT tokenizer FROM search_meta WHERE singleton = 1").fetchone()
-        return None if row is None else row[0]
+        found = None if row is None else row[0]
+        if type(found) is str:
+            self._session.remember("tokenizer", found)
+        return found
 
     def set_tokenizer(self, identity: str) -> None:
         self._conn.execute("DELETE FROM search_meta")
         self._conn.execute(
             "INSERT INTO search_meta (singleton, tokenizer) VALUES (1, ?)", (identity,)
         )
+        self._session.remember("tokenizer", identity)
 
     def clear(self) -> None:
+        self._session.forget()
         self._conn.execute(f"UPDATE search_terms SET {ERASE_TERM} WHERE erased IS NOT 1")
         for table in ("search_pending", "search_postings", "search_docs", "search_df"):
             self._conn.execute(f"DELETE FROM {table}")
@@ -102,7 +110,7 @@ class SQLiteSearch(Role):
             waiting = self.pending.row(sid, rid)
             if waiting is not None and waiting.change >= 0:
                 raise RepositoryCorruption("invalid search index")
-        ids = self.term_ids(sid, [term for term, _ in doc.terms])
+        ids = self._known_ids(sid, [term for term, _ in doc.terms])
         stale: set[int] = set()
         if waiting is not None:
             # A removal of the merged entry not merged yet: the entry is searchable again
@@ -123,6 +131,7 @@ class SQLiteSearch(Role):
                 )
                 assert cursor.lastrowid is not None
                 ids[term] = cursor.lastrowid
+                self._session.remember((sid, term), cursor.lastrowid)
         entry = (doc.length, doc.created_at, doc.clear_until, doc.recall_until, doc.trust, doc.kind)
         self.pending.add(sid, rid, 1, entry, pairs_text(sorted((ids[t], f) for t, f in doc.terms)))
         # Terms of a removed stale entry that the new one does not hold (damage only).
@@ -222,6 +231,25 @@ class SQLiteSearch(Role):
                 if key not in first or term_id < first[key]:
                     first[key] = term_id
         return first
+
+    def _known_ids(self, sid: int, terms: Sequence[int]) -> dict[int, int]:
+        """:meth:`term_ids` for a write: the IDs this connection has met (see
+        ``Session.recall``) without a look-up."""
+        recall = self._session.recall
+        ids: dict[int, int] = {}
+        missing: list[int] = []
+        for term in terms:
+            known = recall((sid, term))
+            if type(known) is int:
+                ids[term] = known
+            else:
+                missing.append(term)
+        if missing:
+            found = self._lookup(sid, missing)
+            for term, term_id in found.items():
+                self._session.remember((sid, term), term_id)
+            ids.update(found)
+        return ids
 
     def term_ids(self, sid: int, terms: Sequence[int]) -> dict[int, int]:
         """The ``term_id`` of each of these term keys in the scope (absent: none yet)."""

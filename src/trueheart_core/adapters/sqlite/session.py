@@ -12,6 +12,8 @@ from trueheart_core.errors import RepositoryCorruption
 from trueheart_core.ports import EventRow, MemoryRow, ScopeKey
 
 CHUNK = 500
+MEMO_LIMIT = 1 << 16
+"""At most this many entries in a connection's memo (see ``Session.recall``)."""
 EVENT_COLUMNS = (
     "{a}.event_id, {a}.source_id, {a}.source_type, {a}.source_occurred_at, {a}.trust, "
     "{a}.source_metadata, {a}.content_hash, {a}.ingested_at, {a}.raw_expires_at, "
@@ -128,11 +130,22 @@ class Session:
     ) -> None:
         self.conn = conn
         self.known = known
+        self.scratch: dict[object, object] = {} if scratch is None else scratch
+        # What the connection's own committed writes left in the store, for the writes
+        # that would otherwise read it again (a term's ID, the search tokenizer, a
+        # scope's pending row count): see :meth:`recall`.
+        self.memo: dict[object, object] = {}
+        # The ``PRAGMA data_version`` the memo was last found valid at (None: never).
+        self.data_version: object = None
+        self.begin()
+
+    def begin(self) -> None:
+        """Forget everything learnt about the previous transaction (a new one starts)."""
+        self.staged: dict[object, object] = {}
         self.new: dict[ScopeKey, int] = {}
         # Scopes a thorough look-up found in no row of ``scopes``: that look-up reads the
         # whole table, so it is made once per transaction.
         self.absent: set[ScopeKey] = set()
-        self.scratch: dict[object, object] = {} if scratch is None else scratch
         # ``(scope ID, memory ID, row ID)`` of the memory row this transaction inserted
         # last, until the search index takes it: the entry a new memory gets needs its row
         # ID, which the insert already knows.
@@ -142,6 +155,35 @@ class Session:
         # one read serves them all). A live row keeps its row ID and sources; any write
         # that removes or adds memory rows empties the slot.
         self.recent: tuple[int, str, int, object] | None = None
+
+    def recall(self, key: object) -> object:
+        """What :meth:`remember` kept under ``key`` (None: nothing).
+
+        The memo is valid while no other connection has committed (the repository
+        compares ``PRAGMA data_version`` at the start of every unit and calls
+        :meth:`forget` when it moved), and every statement of this connection that could
+        make an entry wrong forgets the whole memo. Entries remembered in a transaction
+        count only once it commits."""
+        found = self.staged.get(key)
+        return self.memo.get(key) if found is None else found
+
+    def remember(self, key: object, value: object) -> None:
+        self.staged[key] = value
+
+    def forget(self) -> None:
+        """Drop the memo: a statement is about to change what it holds in a way no
+        entry follows (an erasure, a rebuild)."""
+        self.memo.clear()
+        self.staged.clear()
+
+    def committed(self) -> None:
+        """The transaction committed: its scopes and remembered entries now hold."""
+        self.known.update(self.new)
+        if len(self.memo) + len(self.staged) > MEMO_LIMIT:
+            self.memo.clear()
+        if len(self.staged) <= MEMO_LIMIT:
+            self.memo.update(self.staged)
+        self.staged = {}
 
     def scope_id(self, scope: ScopeKey, *, thorough: bool = False) -> int | None:
         """The scope's row ID, found by its unique index and checked against the row the
