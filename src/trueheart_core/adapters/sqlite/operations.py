@@ -417,7 +417,6 @@ class SQLiteOperations(Role):
         if sid is None:
             return dict.fromkeys(ARTIFACTS, 0)
         self._session.recent = None
-        self._session.forget()
         receipts, memories = self._hidden(sid)
         removed = dict.fromkeys(ARTIFACTS, 0)
         before = {
@@ -427,6 +426,8 @@ class SQLiteOperations(Role):
         self._erase_hidden(sid, receipts, memories)
         for _, statement in _ERASE_SCOPE:
             self._conn.execute(statement, (sid,))
+        # The scope's terms and pending rows went without the roles that follow them.
+        self._session.forget()
         removed.update(before)
         removed["raw_event"] += len(receipts)
         removed["memory"] += len(memories)

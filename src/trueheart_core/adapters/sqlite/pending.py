@@ -74,7 +74,9 @@ def pairs_of(text: object) -> tuple[tuple[int, int], ...]:
 
 
 def pairs_text(pairs: Sequence[tuple[int, int]]) -> str:
-    return json.dumps([list(pair) for pair in pairs], separators=(",", ":"))
+    """The JSON text of integer pairs, as ``json.dumps`` writes it without spaces
+    (built directly: this runs on every write)."""
+    return "[" + ",".join([f"[{int(term_id)},{int(tf)}]" for term_id, tf in pairs]) + "]"
 
 
 class PendingIndex:
@@ -109,38 +111,37 @@ class PendingIndex:
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (sid, doc, change, *entry, pairs),
         )
-        self._counted(sid, 1)
+        self._counted(sid, 1, int(change < 0))
 
-    def drop(self, sid: int, doc: int) -> None:
+    def drop(self, sid: int, waiting: Pending) -> None:
+        """Remove the scope's pending row ``waiting`` (as read in this transaction)."""
         cursor = self._conn.execute(
-            "DELETE FROM search_pending WHERE scope_id = ? AND doc = ?", (sid, doc)
+            "DELETE FROM search_pending WHERE scope_id = ? AND doc = ?", (sid, waiting.doc)
         )
-        self._counted(sid, -cursor.rowcount)
+        gone = cursor.rowcount
+        self._counted(sid, -gone, -gone * int(waiting.change < 0))
 
     def count(self, sid: int) -> int:
-        """How many pending rows the scope holds (remembered from the connection's own
-        writes, see ``Session.recall``)."""
-        known = self._session.recall(("pending", sid))
-        if type(known) is int:
-            return known
-        (waiting,) = self._conn.execute(
-            "SELECT COUNT(*) FROM search_pending WHERE scope_id = ?", (sid,)
-        ).fetchone()
-        self._session.remember(("pending", sid), int(waiting))
-        return int(waiting)
-
-    def _counted(self, sid: int, change: int) -> None:
-        known = self._session.recall(("pending", sid))
-        if type(known) is int:
-            self._session.remember(("pending", sid), known + change)
+        """How many pending rows the scope holds."""
+        return self.counts(sid)[0]
 
     def counts(self, sid: int) -> tuple[int, int]:
-        """How many pending rows the scope holds, and how many of them are removals."""
+        """How many pending rows the scope holds, and how many of them are removals
+        (remembered from the connection's own writes, see ``Session.recall``)."""
+        known = self._session.recall(("pending", sid))
+        if type(known) is tuple:
+            return known[0], known[1]
         waiting, removals = self._conn.execute(
             "SELECT COUNT(*), IFNULL(SUM(change < 0), 0) FROM search_pending WHERE scope_id = ?",
             (sid,),
         ).fetchone()
+        self._session.remember(("pending", sid), (int(waiting), int(removals)))
         return int(waiting), int(removals)
+
+    def _counted(self, sid: int, rows: int, removals: int) -> None:
+        known = self._session.recall(("pending", sid))
+        if type(known) is tuple:
+            self._session.remember(("pending", sid), (known[0] + rows, known[1] + removals))
 
     def changes(self, sid: int, term_ids: Sequence[int]) -> Counter[int]:
         """The net change the scope's pending rows make to each of these terms'
@@ -265,7 +266,7 @@ class PendingIndex:
         )
         self._stats(sid, docs, length)
         self._conn.execute("DELETE FROM search_pending WHERE scope_id = ?", (sid,))
-        self._session.remember(("pending", sid), 0)
+        self._session.remember(("pending", sid), (0, 0))
         # Only the terms of a removal can be left unheld: a term an addition holds has a
         # merged posting now.
         removals = {term_id for row in rows if row.change <= 0 for term_id, _ in row.pairs}

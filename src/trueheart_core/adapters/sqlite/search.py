@@ -117,7 +117,7 @@ class SQLiteSearch(Role):
             # as it stands, unless an erasure meanwhile took a term it held (the last
             # other holder forgotten while it was sealed) and that term's postings with
             # it. Then the entry is removed now and written anew.
-            self.pending.drop(sid, rid)
+            self.pending.drop(sid, waiting)
             if self._merged_whole(rid, doc, ids):
                 return
             merged = self.pending.merged_entry(rid)
@@ -165,7 +165,7 @@ class SQLiteSearch(Role):
         touched: set[int] = set()
         entries = waiting_terms = 0
         if waiting is not None:
-            self.pending.drop(sid, rid)
+            self.pending.drop(sid, waiting)
             touched.update(term_id for term_id, _ in waiting.pairs)
             entries = int(waiting.change > 0)
         if merged is not None and (erasing or waiting is None):
@@ -235,11 +235,12 @@ class SQLiteSearch(Role):
     def _known_ids(self, sid: int, terms: Sequence[int]) -> dict[int, int]:
         """:meth:`term_ids` for a write: the IDs this connection has met (see
         ``Session.recall``) without a look-up."""
-        recall = self._session.recall
+        staged, memo = self._session.staged, self._session.memo
         ids: dict[int, int] = {}
         missing: list[int] = []
         for term in terms:
-            known = recall((sid, term))
+            key = (sid, term)
+            known = staged.get(key) or memo.get(key)  # as Session.recall, inline
             if type(known) is int:
                 ids[term] = known
             else:
