@@ -287,18 +287,18 @@ class SQLiteRepository:
         (see :mod:`trueheart_core.logs`)."""
         started = time.perf_counter()
         try:
-            with self._unit_of_work(operation, write=write, erasing=erasing) as uow:
-                yield uow
+            yield from self._unit_of_work(operation, write=write, erasing=erasing)
         except RepositoryBusy:
             logs.busy(operation, DIAGNOSTICS[operation])
             raise
         finally:
             logs.unit_finished(operation, write=write, seconds=time.perf_counter() - started)
 
-    @contextlib.contextmanager
     def _unit_of_work(
         self, operation: Operation, *, write: bool, erasing: bool
     ) -> Iterator[SQLiteUnitOfWork]:
+        """The body of :meth:`unit_of_work`: a generator that yields the unit once (one
+        context manager, not two nested, on every call)."""
         diagnostic = DIAGNOSTICS[operation]
         with self._lock:
             if self._conn is None:

@@ -155,4 +155,4 @@ def term_key(term: str) -> int:
 def term_counts(text: str) -> tuple[int, dict[int, int]]:
     """The length of ``text`` in terms and the frequency of each term key."""
     terms = tokenize(text)
-    return len(terms), dict(Counter(term_key(term) for term in terms))
+    return len(terms), dict(Counter(map(term_key, terms)))
