@@ -322,6 +322,27 @@ def test_a_newer_version_claim_still_in_the_wal_is_refused(db_path: Path) -> Non
         writer.close()
 
 
+def test_a_newer_version_committed_while_open_refuses_every_later_call(db_path: Path) -> None:
+    # The repository has already run units on the store (so it knows the store as it
+    # was); another connection then claims a newer version.
+    service = TrueHeart(SQLiteRepository(db_path), clock=lambda: NOW)
+    service.ingest_event(event("evt-1"))
+    service.materialize_once(memory("mem-1", ("evt-1",)))
+    writer = sqlite3.connect(db_path, isolation_level=None)
+    try:
+        writer.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    finally:
+        writer.close()
+    unsupported = msg("repository corruption: unsupported schema version")
+    with pytest.raises(RepositoryCorruption, match=unsupported):
+        service.materialize_once(memory("mem-2", ("evt-1",)))
+    # Refused again, not only the first time: nothing of the refused unit is trusted.
+    with pytest.raises(RepositoryCorruption, match=unsupported):
+        service.recall(RecallQuery(SCOPE, NOW))
+    with pytest.raises(RepositoryCorruption, match=unsupported):
+        service.ingest_event(event("evt-2"))
+
+
 # --- version 4 to version 5: vector sketches and generations ------------------------------
 
 
