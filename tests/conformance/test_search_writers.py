@@ -89,3 +89,29 @@ def test_a_word_left_only_in_a_sealed_memory_is_written_anew(service: TrueHeart)
     _check_everywhere(service, ["mem-2"])
     service.govern(command(GovernanceAction.RESTORE, "mem-1"))
     _check_everywhere(service, ["mem-1", "mem-2"])
+
+
+def test_a_new_word_after_compaction_is_not_taken_for_an_erased_one(service: TrueHeart) -> None:
+    service.ingest_events([event("evt-1"), event("evt-2"), event("evt-3")])
+
+    def fillers(start: int, count: int) -> None:
+        # Words the store already holds, each memory of its own kind (no shared lineage).
+        for index in range(start, start + count):
+            service.materialize_once(
+                memory(f"mem-f{index}", ("evt-3",), content="common words", kind=f"k{index}")
+            )
+
+    fillers(0, 100)
+    service.materialize_once(memory("mem-n", ("evt-1",), content="omegaword"))
+    service.materialize_once(memory("mem-m", ("evt-2",), content="omegaword"))
+    fillers(100, 100)  # the index folds both in
+    # The seal's removal of "omegaword" waits; the forget then leaves the word to nobody.
+    service.govern(command(GovernanceAction.SEAL, "mem-n"))
+    service.govern(command(GovernanceAction.FORGET, "mem-m"))
+    service.compact()
+    service.materialize_once(memory("mem-p", ("evt-3",), content=f"{WORD} orchard"))
+    fillers(200, 100)  # the index folds the waiting removal and the new word in
+    _check_everywhere(service, ["mem-p"])
+    service.govern(command(GovernanceAction.RESTORE, "mem-n"))
+    assert _found(service, "omegaword") == ["mem-n"]
+    _check_everywhere(service, ["mem-p"])

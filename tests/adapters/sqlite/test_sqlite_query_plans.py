@@ -125,14 +125,12 @@ def _scans_a_table(statement: str, detail: str) -> bool:
 _SCOPE_WALK = re.compile(r"^SEARCH (\w+) USING .*\(scope_id=\?\)$")
 _WALKED_BY_SCOPE = {"audit", "search_pending"}
 _SEARCH = re.compile(r"^SEARCH (\w+) USING .*\((.*)\)$")
-_FIRST_ROW_ONLY = re.compile(r"^SELECT EXISTS \(SELECT 1 FROM \w+ WHERE [^()]*\)$")
-"""A statement that stops at the first row its search finds: no walk, whatever the range."""
 
 
 def _walks_a_scope(statement: str, detail: str) -> bool:
     """Whether a plan step reads every row of the scope where it should probe keys."""
     match = _SCOPE_WALK.match(detail)
-    if match is None or _FIRST_ROW_ONLY.match(statement):
+    if match is None:
         return False
     tables = {alias: source for source, alias in _SOURCE.findall(statement)}
     return tables.get(match.group(1), match.group(1)) not in _WALKED_BY_SCOPE

@@ -405,6 +405,11 @@ class SQLiteOperations(Role):
         # into fresh pages after the commit (deleting rows moves cells between pages;
         # the rewrite leaves no copy of them).
         self._session.forget()
+        # A pending removal names its entry's terms by ID, erased ones among them, and a
+        # term ID whose row goes may be handed to a new term: every scope's pending rows
+        # are merged first, so that no row names an erased term once its row is gone.
+        for (sid,) in self._conn.execute("SELECT DISTINCT scope_id FROM search_pending").fetchall():
+            self._search.pending.merge(sid)
         for table, condition in _KEPT_TABLES:
             self._conn.execute(f"DELETE FROM {table} WHERE {condition}")
         self._conn.execute("UPDATE store_state SET clean = 0 WHERE singleton = 1")

@@ -133,8 +133,7 @@ class Session:
         self.scratch: dict[object, object] = {} if scratch is None else scratch
         # What the connection's own committed writes left in the store, for the writes
         # that would otherwise read it again (a term's ID, the search tokenizer, a
-        # scope's pending row counts, whether a scope holds a tombstone): see
-        # :meth:`recall`.
+        # scope's pending row counts): see :meth:`recall`.
         self.memo: dict[object, object] = {}
         # The ``PRAGMA data_version`` the memo was last found valid at (None: never).
         self.data_version: object = None

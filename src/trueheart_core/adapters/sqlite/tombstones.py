@@ -34,13 +34,11 @@ class SQLiteTombstones(Role):
         return self._scoped_tombstones(scope, "fingerprint", fingerprint)
 
     def insert(self, row: TombstoneRow) -> None:
-        sid = self._ensure_scope(row.scope)
-        self._session.remember(("tombstoned", sid), True)
         self._conn.execute(
             "INSERT INTO tombstones (scope_id, entity_type, entity_id, fingerprint, deleted_at, "
             "reason, digest) VALUES (?, ?, ?, ?, ?, ?, ?)",
             (
-                sid,
+                self._ensure_scope(row.scope),
                 row.entity_type,
                 row.entity_id,
                 row.fingerprint,
@@ -60,7 +58,7 @@ class SQLiteTombstones(Role):
 
     def _scoped_tombstones(self, scope: ScopeKey, column: str, value: str) -> list[TombstoneRow]:
         sid = self._scope_id(scope)
-        if sid is None or not self._any_in(sid):
+        if sid is None:
             return []
         return [
             TombstoneRow(scope, *r)
@@ -70,16 +68,3 @@ class SQLiteTombstones(Role):
                 (value, sid),
             )
         ]
-
-    def _any_in(self, sid: int) -> bool:
-        """Whether the scope holds any tombstone. Most scopes hold none, and every write
-        looks for one: the answer is remembered (see ``Session.recall``) and kept by
-        :meth:`insert`, the only statement that adds tombstones."""
-        known = self._session.recall(("tombstoned", sid))
-        if type(known) is bool:
-            return known
-        (found,) = self._conn.execute(
-            "SELECT EXISTS (SELECT 1 FROM tombstones WHERE scope_id = ?)", (sid,)
-        ).fetchone()
-        self._session.remember(("tombstoned", sid), bool(found))
-        return bool(found)

@@ -84,6 +84,10 @@ class SQLiteUnitOfWork:
         """Drop the connection's memo (see ``Session.recall``)."""
         self._session.forget()
 
+    def discard(self) -> None:
+        """The transaction rolled back: nothing it learnt is kept until the next unit."""
+        self._session.begin()
+
     def begin(self) -> None:
         """Start a new transaction's unit on these roles: nothing the previous unit
         learnt about its own transaction carries over."""
