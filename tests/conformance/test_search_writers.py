@@ -1,7 +1,7 @@
 """A write finds the search terms it reuses as the store holds them now: after another
 repository on the same store erased them, after this repository erased them itself,
-and after a write that added them was rolled back. Each case writes a word again and
-searches for it."""
+after a write that added them was rolled back, and after compaction. Each case writes a
+word again and searches for it."""
 
 from __future__ import annotations
 

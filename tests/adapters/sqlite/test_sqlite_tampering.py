@@ -635,3 +635,33 @@ def test_a_lost_tombstone_of_a_forget_or_delete_is_reported(
     }
     assert service.verify_integrity(SCOPE).problems == service.verify_integrity().problems
     assert service.verify_integrity(OTHER_SCOPE).ok
+
+
+def test_tombstones_bind_when_their_scope_index_lost_its_entries(db_path: Path) -> None:
+    # Each tombstone is looked up through the index of what it is looked up by (the ID,
+    # the fingerprint): a lost entry of another index must not let a forgotten memory
+    # back in.
+    first = TrueHeart(SQLiteRepository(db_path), clock=lambda: NOW)
+    first.ingest_event(event("evt-1"))
+    first.materialize_once(memory("mem-1", ("evt-1",), content="secret orchard"))
+    first.govern(command(GovernanceAction.FORGET, "mem-1"))
+    first.close()
+    conn = sqlite3.connect(db_path, isolation_level=None)
+    try:
+        (sql,) = conn.execute(
+            "SELECT sql FROM sqlite_master WHERE name = 'tombstones_by_scope'"
+        ).fetchone()
+        conn.execute("DROP INDEX tombstones_by_scope")
+        conn.execute(f"{sql} WHERE seq < 0")  # the b-tree holds no entry
+        conn.execute("PRAGMA writable_schema = ON")
+        conn.execute("UPDATE sqlite_master SET sql = ? WHERE name = 'tombstones_by_scope'", (sql,))
+        conn.execute("PRAGMA writable_schema = OFF")
+    finally:
+        conn.close()
+    service = TrueHeart(SQLiteRepository(db_path), clock=lambda: NOW)
+    for _ in range(2):  # and again, once the store has been read
+        with pytest.raises(EntityDeleted):
+            service.materialize_once(memory("mem-1", ("evt-1",), content="secret orchard"))
+        with pytest.raises(EntityDeleted):  # the forgotten memory's fingerprint
+            service.materialize_once(memory("mem-1b", ("evt-1",), content="secret orchard"))
+    service.close()
