@@ -337,7 +337,7 @@ class SQLiteRepository:
                     if not uow.committed:
                         with contextlib.suppress(sqlite3.Error):
                             conn.execute("ROLLBACK")
-                        uow.discard()
+                        uow.begin()  # nothing the rolled-back transaction learnt stays
                 if uow.committed and erasing:
                     # Nothing erased may stay in what the service derived from the store.
                     self._scratch.clear()

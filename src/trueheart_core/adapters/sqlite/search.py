@@ -233,14 +233,13 @@ class SQLiteSearch(Role):
         return first
 
     def _known_ids(self, sid: int, terms: Sequence[int]) -> dict[int, int]:
-        """:meth:`term_ids` for a write: the IDs this connection has met (see
-        ``Session.recall``) without a look-up."""
-        staged, memo = self._session.staged, self._session.memo
+        """The ``term_id`` of each of these term keys in the scope (absent: none yet):
+        those this connection has met (see ``Session.recall``) without a look-up."""
+        recall = self._session.recall
         ids: dict[int, int] = {}
         missing: list[int] = []
         for term in terms:
-            key = (sid, term)
-            known = staged.get(key) or memo.get(key)  # as Session.recall, inline
+            known = recall((sid, term))
             if type(known) is int:
                 ids[term] = known
             else:
@@ -251,10 +250,6 @@ class SQLiteSearch(Role):
                 self._session.remember((sid, term), term_id)
             ids.update(found)
         return ids
-
-    def term_ids(self, sid: int, terms: Sequence[int]) -> dict[int, int]:
-        """The ``term_id`` of each of these term keys in the scope (absent: none yet)."""
-        return self._lookup(sid, terms)
 
     def candidates(
         self,

@@ -84,13 +84,9 @@ class SQLiteUnitOfWork:
         """Drop the connection's memo (see ``Session.recall``)."""
         self._session.forget()
 
-    def discard(self) -> None:
-        """The transaction rolled back: nothing it learnt is kept until the next unit."""
-        self._session.begin()
-
     def begin(self) -> None:
-        """Start a new transaction's unit on these roles: nothing the previous unit
-        learnt about its own transaction carries over."""
+        """Start a new transaction's unit on these roles, or close one that rolled back:
+        nothing a unit learnt about its own transaction carries over."""
         self._session.begin()
         self.operations.rewrite_requested = False
         self.committed = False
