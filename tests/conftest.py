@@ -145,6 +145,26 @@ def postgres_cluster() -> postgres_configuration.postgres_cluster.Cluster:
     return postgres_configuration.cluster()
 
 
+@pytest.fixture
+def own_cluster() -> Iterator[postgres_configuration.postgres_cluster.Cluster]:
+    """A throwaway PostgreSQL cluster for one test alone (its server may be killed or
+    stopped), with the server's durable defaults; skips without server binaries, or when
+    the environment names the server to use."""
+    cluster_module = postgres_configuration.postgres_cluster
+    if cluster_module.URL_VARIABLE in os.environ:
+        pytest.skip("the server is named by the environment: it cannot be stopped here")
+    reason = cluster_module.unavailable()
+    if reason:
+        pytest.skip(reason)
+    # Durable: with synchronous_commit off (the test cluster's setting) a commit returns
+    # before its WAL record leaves the server's memory, and a crash may lose it.
+    cluster = cluster_module.start(durable=True)
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
 @pytest.fixture(params=CONFIGURATIONS, ids=[c.name for c in CONFIGURATIONS])
 def adapter_configuration(request: pytest.FixtureRequest) -> AdapterConfiguration:
     """The adapter configuration this test runs on (for the fixtures below only)."""

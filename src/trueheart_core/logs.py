@@ -8,8 +8,9 @@ that the audit log can.
 
 Loggers (documented in ``docs/operations.md``):
 
-* ``trueheart_core.store``: stores opened (``DEBUG``), schema upgrades (``INFO``) and
-  stores refused by the schema or file checks (``WARNING``);
+* ``trueheart_core.store``: stores opened (``DEBUG``), schema upgrades (``INFO``),
+  stores refused by the schema or file checks, and the connections closed because a
+  PostgreSQL server stopped answering (``WARNING``);
 * ``trueheart_core.erasure``: scrubs that remove erased bytes from the files, the
   rewrites they needed, and scrubs postponed and retried (``INFO``/``WARNING``);
 * ``trueheart_core.index``: rebuilds of derived indexes and semantic repairs (``INFO``);

@@ -16,7 +16,6 @@ under a writing client.
 from __future__ import annotations
 
 import multiprocessing
-import os
 import random
 import signal
 import threading
@@ -200,26 +199,6 @@ def test_client_killed_inside_a_batch_leaves_nothing_of_it(pg_url: str) -> None:
                 )
             )
             assert service.verify_integrity().ok
-
-
-@pytest.fixture
-def own_cluster() -> Iterator[Any]:
-    """A throwaway cluster for this test alone (its server is killed), with the server's
-    durable defaults."""
-    import postgres_cluster
-
-    if postgres_cluster.URL_VARIABLE in os.environ:
-        pytest.skip("the server is named by the environment: it cannot be killed here")
-    reason = postgres_cluster.unavailable()
-    if reason:
-        pytest.skip(reason)
-    # Durable: with synchronous_commit off (the test cluster's setting) a commit returns
-    # before its WAL record leaves the server's memory, and a crash may lose it.
-    cluster = postgres_cluster.start(durable=True)
-    try:
-        yield cluster
-    finally:
-        cluster.stop()
 
 
 class Writer(threading.Thread):

@@ -213,7 +213,9 @@ def test_a_connection_string_that_is_not_utf8_is_refused_without_quoting_it(url:
         assert caught.value.__context__ is None and caught.value.__cause__ is None
 
 
-@pytest.mark.parametrize("field", ["connect_timeout", "lock_timeout", "statement_timeout"])
+@pytest.mark.parametrize(
+    "field", ["connect_timeout", "lock_timeout", "statement_timeout", "probe_after"]
+)
 @pytest.mark.parametrize(
     "value", [10**400, -(10**400), float("inf"), float("nan")], ids=["huge", "-huge", "inf", "nan"]
 )

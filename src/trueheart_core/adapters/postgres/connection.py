@@ -20,6 +20,7 @@ import psycopg
 import psycopg_pool
 from psycopg.conninfo import conninfo_to_dict
 
+from trueheart_core.adapters.postgres.watchdog import Watchdog, server_answers
 from trueheart_core.adapters.sql.failures import MALFORMED, forget
 from trueheart_core.errors import (
     RepositoryBusy,
@@ -162,10 +163,17 @@ def _check_if_idle(conn: psycopg.Connection[Any]) -> None:
 class Lender:
     """Lends a pool's connections, counting those lent: a pool that gives none in time
     while none is lent could not connect to the server (``RepositoryUnavailable``); one
-    whose connections are all lent is busy (``RepositoryBusy``)."""
+    whose connections are all lent is busy (``RepositoryBusy``). A connection lent is
+    in use for the pool's :class:`~trueheart_core.adapters.postgres.watchdog.Watchdog`.
+    """
 
-    def __init__(self, pool: psycopg_pool.ConnectionPool[psycopg.Connection[tuple[Any, ...]]]):
+    def __init__(
+        self,
+        pool: psycopg_pool.ConnectionPool[psycopg.Connection[tuple[Any, ...]]],
+        watchdog: Watchdog,
+    ):
         self.pool = pool
+        self.watchdog = watchdog
         self._lock = threading.Lock()
         self._lent = 0
 
@@ -177,7 +185,7 @@ class Lender:
         server that ended one session has often ended the others."""
         broke = False
         try:
-            with self.pool.connection() as conn:
+            with self.pool.connection() as conn, self.watchdog.busy(conn):
                 with self._lock:
                     self._lent += 1
                 try:
@@ -209,9 +217,12 @@ def make_pool(
     options: str,
     max_connections: int,
     connect_timeout: float,
-) -> psycopg_pool.ConnectionPool[psycopg.Connection[tuple[Any, ...]]]:
+    probe_after: float,
+) -> Lender:
     """A connection pool that opens connections lazily (at least one is made and
-    checked before this returns) and checks a connection before lending it.
+    checked before this returns) and checks a connection before lending it, with the
+    lender of its connections and the watchdog that checks the server answers while a
+    connection has been in use for ``probe_after`` seconds or more.
 
     ``options`` (the library's session settings) follow the ``options`` of
     ``conninfo`` or, when it has none, of the ``PGOPTIONS`` environment variable, as
@@ -224,24 +235,32 @@ def make_pool(
         own = os.environ.get("PGOPTIONS")
     if isinstance(own, str) and own.strip():
         options = f"{own} {options}"
+    kwargs: dict[str, Any] = {
+        "options": options,
+        "connect_timeout": max(1, int(connect_timeout)),
+        "autocommit": True,
+        # psycopg prepares nothing of its own on these connections: it would
+        # deallocate every prepared statement of the session after a
+        # ``ROLLBACK`` it runs, the unit of work's included (see ``wire``).
+        "prepare_threshold": None,
+    }
+    watchdog = Watchdog(lambda: server_answers(conninfo, kwargs), probe_after)
+
+    def check(conn: psycopg.Connection[Any]) -> None:
+        with watchdog.busy(conn):
+            _check_if_idle(conn)
+
     pool: psycopg_pool.ConnectionPool[psycopg.Connection[tuple[Any, ...]]] = (
         psycopg_pool.ConnectionPool(
             conninfo,
             min_size=1,
             max_size=max_connections,
-            kwargs={
-                "options": options,
-                "connect_timeout": max(1, int(connect_timeout)),
-                "autocommit": True,
-                # psycopg prepares nothing of its own on these connections: it would
-                # deallocate every prepared statement of the session after a
-                # ``ROLLBACK`` it runs, the unit of work's included (see ``wire``).
-                "prepare_threshold": None,
-            },
+            kwargs=kwargs,
             timeout=connect_timeout,
             # No ``reset`` callback: with one, the pool hands every returned connection
             # to a worker thread, and the next unit of work waits for that thread.
-            check=_check_if_idle,
+            check=check,
+            configure=watchdog.known,
             open=False,
             name="trueheart",
             reconnect_timeout=connect_timeout,
@@ -252,5 +271,6 @@ def make_pool(
     except psycopg_pool.PoolTimeout:
         # No first connection could be made in time: the server is not there.
         pool.close(timeout=0)
+        watchdog.stop()
         raise RepositoryUnavailable("could not connect to the server") from None
-    return pool
+    return Lender(pool, watchdog)

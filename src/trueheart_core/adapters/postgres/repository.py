@@ -124,8 +124,14 @@ class PostgresRepository:
     that is upgraded). ``max_connections`` bounds the pool; ``connect_timeout`` is how
     long a connection (or a free one from the pool) is waited for; ``lock_timeout`` how
     long a statement waits for a row or table lock before ``RepositoryBusy``;
-    ``statement_timeout`` bounds one statement (``None``: no bound). ``read_only=True``
-    opens every transaction read-only: writes raise ``RepositoryReadOnly``.
+    ``statement_timeout`` bounds one statement (``None``: no bound). ``probe_after``: once
+    a call has used its connection for this many seconds, the repository checks, with a
+    new connection (waited for up to ``connect_timeout``), that the server still answers,
+    and again every ``probe_after`` seconds while the call goes on; a server that does
+    not answer has its connections closed, and the calls waiting on them raise
+    ``RepositoryUnavailable`` (a slow statement on a server that answers is never cut).
+    ``read_only=True`` opens every transaction read-only: writes raise
+    ``RepositoryReadOnly``.
 
     Needs the ``postgres`` extra (psycopg 3 and psycopg-pool). Usable as a context
     manager; :meth:`close` closes the pool.
@@ -140,6 +146,7 @@ class PostgresRepository:
         connect_timeout: float = 10.0,
         lock_timeout: float = 5.0,
         statement_timeout: float | None = None,
+        probe_after: float = 30.0,
         read_only: bool = False,
     ) -> None:
         target = _conninfo(conninfo)
@@ -158,6 +165,7 @@ class PostgresRepository:
             if statement_timeout is None
             else _seconds("statement_timeout", statement_timeout, low=0.001, high=86400)
         )
+        probe = _seconds("probe_after", probe_after, low=0.1, high=3600)
         if not isinstance(read_only, bool):
             raise ValidationError("read_only", "must be a bool")
         self._schema = schema
@@ -178,11 +186,15 @@ class PostgresRepository:
         )
         try:
             with conn_mod.translate(DIAGNOSTICS["open"]):
-                self._pool = conn_mod.make_pool(
-                    target, options=options, max_connections=max_connections, connect_timeout=wait
+                self._lender = conn_mod.make_pool(
+                    target,
+                    options=options,
+                    max_connections=max_connections,
+                    connect_timeout=wait,
+                    probe_after=probe,
                 )
-                self._lender = conn_mod.Lender(self._pool)
-                with self._pool.connection() as conn:
+                self._pool = self._lender.pool
+                with self._lender.connection(DIAGNOSTICS["open"]) as conn:
                     found = catalog.open_schema(conn, schema, read_only=read_only)
         except TrueHeartError as error:
             self._close_pool()
@@ -413,8 +425,11 @@ class PostgresRepository:
     def storage_sizes(self) -> tuple[tuple[str, int], ...] | None:
         """``(("database", bytes),)``: the size of every table of the store's schema with
         its indexes and TOAST data (see ``ports.SupportsStorageSizes``)."""
-        pool = self._pool_or_fail()
-        with conn_mod.translate(DIAGNOSTICS["stats"]), pool.connection() as conn:
+        self._pool_or_fail()
+        with (
+            conn_mod.translate(DIAGNOSTICS["stats"]),
+            self._lender.connection(DIAGNOSTICS["stats"]) as conn,
+        ):
             row = conn.execute(
                 "SELECT COALESCE(SUM(pg_total_relation_size(c.oid)), 0)::bigint FROM pg_class c "
                 "JOIN pg_namespace n ON n.oid = c.relnamespace "
@@ -425,6 +440,9 @@ class PostgresRepository:
 
     def _close_pool(self) -> None:
         pool, self._pool = self._pool, None
+        lender = getattr(self, "_lender", None)
+        if lender is not None:
+            lender.watchdog.stop()
         if pool is not None:
             with contextlib.suppress(Exception):
                 pool.close(timeout=5)
@@ -440,7 +458,11 @@ class PostgresRepository:
         if pool is not None and self._erased and not self._read_only:
             # What cannot be rewritten now stays owed in the store, for the next
             # erasing call of any process.
-            with contextlib.suppress(Exception), pool.connection(timeout=5) as conn:
+            with (
+                contextlib.suppress(Exception),
+                pool.connection(timeout=5) as conn,
+                self._lender.watchdog.busy(conn),
+            ):
                 self._rewrite(conn)
         self._scratch.clear()
         self._close_pool()
