@@ -142,6 +142,12 @@ returned before then are checked before they are lent again, however recently th
 used (a server that ended one session has often ended the others too)."""
 
 
+def _found_broken() -> None:
+    """Note that connections were found broken (or closed by the watchdog) now: every
+    connection returned before is checked before it is lent again."""
+    _broken_at[0] = time.monotonic()
+
+
 def returned(conn: psycopg.Connection[Any]) -> None:
     """Note that ``conn`` was in use a moment ago (called as a unit of work ends, before
     the connection goes back to its pool; see :func:`make_pool`)."""
@@ -205,7 +211,7 @@ class Lender:
                 self._replace_broken()
 
     def _replace_broken(self) -> None:
-        _broken_at[0] = time.monotonic()
+        _found_broken()
         # Best effort: what it misses, ``_check_if_idle`` checks before lending.
         with contextlib.suppress(Exception):
             self.pool.check()
@@ -244,7 +250,7 @@ def make_pool(
         # ``ROLLBACK`` it runs, the unit of work's included (see ``wire``).
         "prepare_threshold": None,
     }
-    watchdog = Watchdog(lambda: server_answers(conninfo, kwargs), probe_after)
+    watchdog = Watchdog(lambda: server_answers(conninfo, kwargs), probe_after, _found_broken)
 
     def check(conn: psycopg.Connection[Any]) -> None:
         with watchdog.busy(conn):

@@ -60,9 +60,12 @@ def sever(conn: psycopg.Connection[Any]) -> None:
 class Watchdog:
     """Checks that the server answers while a call waits on it (see the module)."""
 
-    def __init__(self, answers: Callable[[], bool], probe_after: float) -> None:
+    def __init__(
+        self, answers: Callable[[], bool], probe_after: float, severed: Callable[[], None]
+    ) -> None:
         self._answers = answers
         self._after = probe_after
+        self._severed = severed
         self._lock = threading.Lock()
         self._known: weakref.WeakSet[psycopg.Connection[Any]] = weakref.WeakSet()
         self._busy: dict[int, tuple[psycopg.Connection[Any], float]] = {}
@@ -119,5 +122,6 @@ class Watchdog:
                 )
                 for conn in connections:
                     sever(conn)
+                self._severed()
         with self._lock:
             self._thread = None
