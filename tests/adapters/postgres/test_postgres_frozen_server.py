@@ -1,8 +1,10 @@
-"""A server that stops answering without closing its connections (every process of it
-stopped with ``SIGSTOP``): a call waiting on it raises ``RepositoryUnavailable`` instead
-of waiting without end, whether it was waiting for a statement's reply or for the check
-of an idle connection; once the server runs again, the same repository works. A slow
-statement on a server that answers is never cut.
+"""A server that stops answering without closing its connections (its processes stopped
+with ``SIGSTOP``): a call waiting on it raises ``RepositoryUnavailable`` instead of
+waiting without end, whether it was waiting for a statement's reply, for the check of an
+idle connection, for the checks of the pool's connections after one was found broken, or
+while another thread closed the repository; once the server runs again, the same
+repository works. A slow statement on a server that answers new connections, or refuses
+them (a role at its connection limit), is not cut.
 
 These tests stop and continue the processes of a throwaway cluster of their own."""
 
@@ -47,12 +49,14 @@ def _server_processes(cluster: Any) -> list[int]:
 
 
 @contextlib.contextmanager
-def _frozen(cluster: Any) -> Iterator[None]:
-    """Every process of the server stopped for the block, continued after it."""
-    processes = _server_processes(cluster)
-    for pid in processes:
-        os.kill(pid, signal.SIGSTOP)
+def _frozen(cluster: Any, *, sparing: int | None = None) -> Iterator[None]:
+    """Every process of the server (but ``sparing``) stopped for the block, continued
+    after it (a process may end between the listing and the signal)."""
+    processes = [pid for pid in _server_processes(cluster) if pid != sparing]
     try:
+        for pid in processes:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGSTOP)
         yield
     finally:
         for pid in processes:
@@ -60,22 +64,45 @@ def _frozen(cluster: Any) -> Iterator[None]:
                 os.kill(pid, signal.SIGCONT)
 
 
-def _outcome(call: Callable[[], object]) -> BaseException | None:
-    """Run ``call`` in a thread; what it raised (``None``: it returned). Fails the test
-    if it neither returns nor raises within :data:`PATIENCE`."""
-    raised: list[BaseException] = []
+class _Call(threading.Thread):
+    """A call run in a thread of its own, with what it raised."""
 
-    def run() -> None:
+    def __init__(self, call: Callable[[], object]) -> None:
+        super().__init__(daemon=True)
+        self._call = call
+        self.raised: BaseException | None = None
+        self.start()
+
+    def run(self) -> None:
         try:
-            call()
+            self._call()
         except BaseException as error:
-            raised.append(error)
+            self.raised = error
 
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    thread.join(PATIENCE)
-    assert not thread.is_alive(), "the call waited on a stopped server without end"
-    return raised[0] if raised else None
+    def outcome(self) -> BaseException | None:
+        """What the call raised (``None``: it returned). Fails the test if it neither
+        returns nor raises within :data:`PATIENCE`."""
+        self.join(PATIENCE)
+        assert not self.is_alive(), "the call waited on a stopped server without end"
+        return self.raised
+
+
+def _outcome(call: Callable[[], object]) -> BaseException | None:
+    return _Call(call).outcome()
+
+
+def _waiting_for_a_lock(url: str) -> int:
+    """The process ID of the session that waits for a lock, once one does."""
+    deadline = time.monotonic() + PATIENCE
+    with psycopg.connect(url, autocommit=True) as watcher:
+        while time.monotonic() < deadline:
+            row = watcher.execute(
+                "SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+            ).fetchone()
+            if row is not None:
+                return int(row[0])
+            time.sleep(0.02)
+    raise AssertionError("no session waited for the lock")
 
 
 @pytest.fixture
@@ -131,4 +158,77 @@ def test_a_slow_statement_on_a_server_that_answers_is_not_cut(own_cluster: Any) 
             waited = time.monotonic() - started
         assert failure is None
         assert waited >= 2.5  # it did wait for the lock, through several probes
+        assert service.verify_integrity(SCOPE).ok
+
+
+def test_a_call_waiting_while_another_thread_closes_the_repository_still_raises(
+    own_cluster: Any,
+) -> None:
+    repository = PostgresRepository(own_cluster.create_database(), connect_timeout=1, probe_after=1)
+    service = TrueHeart(repository)
+    service.ingest_event(event("e0"))
+    with _frozen(own_cluster):
+        call = _Call(lambda: service.verify_integrity(SCOPE))
+        time.sleep(0.2)
+        service.close()
+        failure = call.outcome()
+    assert isinstance(failure, RepositoryUnavailable)
+
+
+def test_the_checks_after_a_broken_connection_do_not_wait_on_a_stopped_server(
+    own_cluster: Any,
+) -> None:
+    url = own_cluster.create_database()
+    repository = PostgresRepository(url, connect_timeout=1, probe_after=1, lock_timeout=60)
+    with TrueHeart(repository) as service:
+        service.ingest_event(event("e0"))
+        both = threading.Barrier(2)
+
+        def read() -> None:
+            with repository.unit_of_work("stats", write=False):
+                both.wait()
+
+        readers = [threading.Thread(target=read) for _ in range(2)]
+        for reader in readers:
+            reader.start()
+        for reader in readers:
+            reader.join()  # the pool holds two connections, both idle
+        with psycopg.connect(url) as holder:
+            holder.execute("LOCK TABLE trueheart.meta IN ACCESS EXCLUSIVE MODE")
+            call = _Call(lambda: service.ingest_event(event("e1")))
+            backend = _waiting_for_a_lock(url)
+            # The call's session ends while the rest of the server is stopped: the call
+            # finds its connection broken, and the pool's other connection is checked.
+            with _frozen(own_cluster, sparing=backend):
+                os.kill(backend, signal.SIGTERM)
+                failure = call.outcome()
+            holder.rollback()
+        assert isinstance(failure, RepositoryUnavailable)
+        service.ingest_event(event("e1"))
+        assert service.verify_integrity(SCOPE).ok
+
+
+def test_a_server_that_refuses_the_check_is_not_taken_for_a_stopped_one(
+    own_cluster: Any,
+) -> None:
+    url = own_cluster.create_database()
+    with psycopg.connect(url, autocommit=True) as admin:
+        admin.execute("CREATE ROLE capped LOGIN CONNECTION LIMIT 2")
+        admin.execute("GRANT ALL ON DATABASE " + url.rsplit("/", 1)[1] + " TO capped")
+    capped = url.replace("postgres@", "capped@", 1)
+    repository = PostgresRepository(
+        capped, max_connections=1, connect_timeout=1, probe_after=0.2, lock_timeout=30
+    )
+    with TrueHeart(repository) as service:
+        service.ingest_event(event("e0"))
+        with psycopg.connect(url) as holder, psycopg.connect(capped):
+            # The role's second and last connection is taken: every check the watchdog
+            # makes while the call waits for the lock is refused by the server.
+            holder.execute("LOCK TABLE trueheart.meta IN ACCESS EXCLUSIVE MODE")
+            call = _Call(lambda: service.ingest_event(event("e1")))
+            _waiting_for_a_lock(url)
+            time.sleep(2.0)  # about ten checks, each refused
+            holder.rollback()
+            failure = call.outcome()
+        assert failure is None
         assert service.verify_integrity(SCOPE).ok

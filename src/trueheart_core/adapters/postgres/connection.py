@@ -191,7 +191,7 @@ class Lender:
         server that ended one session has often ended the others."""
         broke = False
         try:
-            with self.pool.connection() as conn, self.watchdog.busy(conn):
+            with self.pool.connection() as conn, self.watchdog.busy():
                 with self._lock:
                     self._lent += 1
                 try:
@@ -212,8 +212,9 @@ class Lender:
 
     def _replace_broken(self) -> None:
         _found_broken()
-        # Best effort: what it misses, ``_check_if_idle`` checks before lending.
-        with contextlib.suppress(Exception):
+        # Best effort: what it misses, ``_check_if_idle`` checks before lending. The
+        # checks wait on the server, so the watchdog watches them too.
+        with contextlib.suppress(Exception), self.watchdog.busy():
             self.pool.check()
 
 
@@ -253,7 +254,7 @@ def make_pool(
     watchdog = Watchdog(lambda: server_answers(conninfo, kwargs), probe_after, _found_broken)
 
     def check(conn: psycopg.Connection[Any]) -> None:
-        with watchdog.busy(conn):
+        with watchdog.busy():
             _check_if_idle(conn)
 
     pool: psycopg_pool.ConnectionPool[psycopg.Connection[tuple[Any, ...]]] = (
