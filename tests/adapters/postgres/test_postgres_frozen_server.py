@@ -3,8 +3,8 @@ with ``SIGSTOP``): a call waiting on it raises ``RepositoryUnavailable`` instead
 waiting without end, whether it was waiting for a statement's reply, for the check of an
 idle connection, for the checks of the pool's connections after one was found broken, or
 while another thread closed the repository; once the server runs again, the same
-repository works. A slow statement on a server that answers new connections, or refuses
-them (a role at its connection limit), is not cut.
+repository works. A slow statement on a server that answers is not cut, even when no new
+session could be opened on it (a role at its connection limit).
 
 These tests stop and continue the processes of a throwaway cluster of their own."""
 
@@ -208,9 +208,19 @@ def test_the_checks_after_a_broken_connection_do_not_wait_on_a_stopped_server(
         assert service.verify_integrity(SCOPE).ok
 
 
-def test_a_server_that_refuses_the_check_is_not_taken_for_a_stopped_one(
-    own_cluster: Any,
+def test_a_server_at_its_connection_limit_is_not_taken_for_a_stopped_one(
+    own_cluster: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from trueheart_core.adapters.postgres import watchdog
+
+    checks: list[bool] = []
+    check = watchdog.server_answers
+
+    def counted(address: watchdog.Address, timeout: float) -> bool:
+        checks.append(check(address, timeout))
+        return checks[-1]
+
+    monkeypatch.setattr(watchdog, "server_answers", counted)
     url = own_cluster.create_database()
     with psycopg.connect(url, autocommit=True) as admin:
         admin.execute("CREATE ROLE capped LOGIN CONNECTION LIMIT 2")
@@ -222,13 +232,14 @@ def test_a_server_that_refuses_the_check_is_not_taken_for_a_stopped_one(
     with TrueHeart(repository) as service:
         service.ingest_event(event("e0"))
         with psycopg.connect(url) as holder, psycopg.connect(capped):
-            # The role's second and last connection is taken: every check the watchdog
-            # makes while the call waits for the lock is refused by the server.
+            # The role's second and last connection is taken: no new session of it
+            # could be opened while the call waits for the lock.
             holder.execute("LOCK TABLE trueheart.meta IN ACCESS EXCLUSIVE MODE")
             call = _Call(lambda: service.ingest_event(event("e1")))
             _waiting_for_a_lock(url)
-            time.sleep(2.0)  # about ten checks, each refused
+            time.sleep(2.0)  # about ten checks
             holder.rollback()
             failure = call.outcome()
         assert failure is None
+        assert len(checks) >= 3 and all(checks)
         assert service.verify_integrity(SCOPE).ok

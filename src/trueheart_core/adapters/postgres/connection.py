@@ -20,7 +20,7 @@ import psycopg
 import psycopg_pool
 from psycopg.conninfo import conninfo_to_dict
 
-from trueheart_core.adapters.postgres.watchdog import Watchdog, server_answers
+from trueheart_core.adapters.postgres.watchdog import Watchdog
 from trueheart_core.adapters.sql.failures import MALFORMED, forget
 from trueheart_core.errors import (
     RepositoryBusy,
@@ -191,7 +191,7 @@ class Lender:
         server that ended one session has often ended the others."""
         broke = False
         try:
-            with self.pool.connection() as conn, self.watchdog.busy():
+            with self.pool.connection() as conn, self.watchdog.busy(conn):
                 with self._lock:
                     self._lent += 1
                 try:
@@ -251,10 +251,10 @@ def make_pool(
         # ``ROLLBACK`` it runs, the unit of work's included (see ``wire``).
         "prepare_threshold": None,
     }
-    watchdog = Watchdog(lambda: server_answers(conninfo, kwargs), probe_after, _found_broken)
+    watchdog = Watchdog(probe_after, connect_timeout, _found_broken)
 
     def check(conn: psycopg.Connection[Any]) -> None:
-        with watchdog.busy():
+        with watchdog.busy(conn):
             _check_if_idle(conn)
 
     pool: psycopg_pool.ConnectionPool[psycopg.Connection[tuple[Any, ...]]] = (
@@ -278,6 +278,5 @@ def make_pool(
     except psycopg_pool.PoolTimeout:
         # No first connection could be made in time: the server is not there.
         pool.close(timeout=0)
-        watchdog.stop()
         raise RepositoryUnavailable("could not connect to the server") from None
     return Lender(pool, watchdog)

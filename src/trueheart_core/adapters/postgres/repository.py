@@ -35,7 +35,7 @@ from trueheart_core.adapters.postgres import connection as conn_mod
 from trueheart_core.adapters.postgres import schema as ddl
 from trueheart_core.adapters.postgres.session import OWNS_THE_TABLES, Session
 from trueheart_core.adapters.postgres.unit_of_work import PostgresUnitOfWork
-from trueheart_core.adapters.postgres.watchdog import Watchdog, server_answers
+from trueheart_core.adapters.postgres.watchdog import Watchdog
 from trueheart_core.adapters.postgres.wire import Result
 from trueheart_core.adapters.sql.failures import DIAGNOSTICS, REENTRANT
 from trueheart_core.domain.validation import utf8_size
@@ -108,17 +108,14 @@ def schema_exists(conninfo: str, schema: str) -> bool:
     with conn_mod.translate("could not connect to the server"):
         conn = psycopg.connect(target, **settings)
     # The query waits on the server: a watchdog of its own bounds that wait.
-    watchdog = Watchdog(lambda: server_answers(target, settings), 10.0, lambda: None)
+    watchdog = Watchdog(10.0, 10.0, lambda: None)
     watchdog.known(conn)
-    try:
-        with conn_mod.translate(DIAGNOSTICS["open"]), conn, watchdog.busy():
-            row = conn.execute(
-                "SELECT 1 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
-                "WHERE n.nspname = %s AND c.relname = 'meta'",
-                (schema,),
-            ).fetchone()
-    finally:
-        watchdog.stop()
+    with conn_mod.translate(DIAGNOSTICS["open"]), conn, watchdog.busy(conn):
+        row = conn.execute(
+            "SELECT 1 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE n.nspname = %s AND c.relname = 'meta'",
+            (schema,),
+        ).fetchone()
     return row is not None
 
 
@@ -133,12 +130,12 @@ class PostgresRepository:
     long a connection (or a free one from the pool) is waited for; ``lock_timeout`` how
     long a statement waits for a row or table lock before ``RepositoryBusy``;
     ``statement_timeout`` bounds one statement (``None``: no bound). ``probe_after``: once
-    a call has used its connection for this many seconds, the repository checks, with a
-    new connection (waited for up to ``connect_timeout``), that the server still answers,
-    and again every ``probe_after`` seconds while the call goes on; when no attempt
-    completes in time, the pool's connections are closed, and the calls waiting on them
-    raise ``RepositoryUnavailable`` (a slow statement on a server that answers, or
-    refuses, new connections is not cut; see ``docs/postgres.md``).
+    a call has used its connection for this many seconds, the repository checks that a
+    server process answers at that connection's address (within ``connect_timeout``),
+    and again every ``probe_after`` seconds while the call goes on; when none does, the
+    pool's connections to that address are closed, and the calls waiting on them raise
+    ``RepositoryUnavailable`` (a slow statement on a server that answers is not cut; see
+    ``docs/postgres.md``).
     ``read_only=True`` opens every transaction read-only: writes raise
     ``RepositoryReadOnly``.
 
@@ -449,9 +446,6 @@ class PostgresRepository:
 
     def _close_pool(self) -> None:
         pool, self._pool = self._pool, None
-        lender = getattr(self, "_lender", None)
-        if lender is not None:
-            lender.watchdog.stop()
         if pool is not None:
             with contextlib.suppress(Exception):
                 pool.close(timeout=5)
@@ -470,7 +464,7 @@ class PostgresRepository:
             with (
                 contextlib.suppress(Exception),
                 pool.connection(timeout=5) as conn,
-                self._lender.watchdog.busy(),
+                self._lender.watchdog.busy(conn),
             ):
                 self._rewrite(conn)
         self._scratch.clear()

@@ -4,17 +4,19 @@
 stops answering without closing its connections (its host or its network gone, its
 processes stopped) never sends the error they would raise, and a call would wait for its
 reply without end. The :class:`Watchdog` of a repository knows every connection of its
-pool and which of them a call is using; while one has been in use for longer than its
-``probe_after``, it checks that the server still answers, by opening a new connection
-(bounded by ``connect_timeout``). A server that answers, even with a refusal (too many
-connections, a failed authentication), is alive, and the call goes on waiting, however
-long its statement runs. When no attempt completes in time, the server has stopped: the
-watchdog shuts down the sockets of all the pool's connections, so that every call waiting
-on one of them fails at once with a lost connection (``RepositoryUnavailable``, see
+pool, the address of the server each one is attached to, and which of them calls are
+waiting on. While one has waited for longer than ``probe_after``, it checks that a
+server process still answers at that connection's address (:func:`server_answers`:
+one connection to the very address, and the first message of the protocol, within
+``connect_timeout``). A server that answers, whatever it answers, is alive, and the call
+goes on waiting, however long its statement runs. When nothing answers in time, or the
+address refuses or cannot be reached, the server is gone: the watchdog shuts down the
+sockets of the pool's connections to that address, so that every call waiting on one of
+them fails at once with a lost connection (``RepositoryUnavailable``, see
 ``connection.translated``) and the pool replaces them.
 
-The watchdog's thread runs only while connections are in use: it ends at a check that
-finds none, and the next use starts it again.
+The watchdog's thread runs while calls wait; it ends at a check that finds none waiting
+(at most ``probe_after / 2`` later), and the next call starts it again.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import os
 import socket
+import struct
 import threading
 import time
 import weakref
@@ -32,70 +35,108 @@ import psycopg
 
 from trueheart_core import logs
 
+Address = tuple[str, str, int]
+"""Where a connection's server is: ``(host, hostaddr, port)`` as libpq reports them
+(``hostaddr`` empty for a Unix-domain socket, whose directory ``host`` is)."""
 
-def server_answers(conninfo: str, kwargs: dict[str, Any]) -> bool:
-    """Whether the server at ``conninfo`` answers a new connection (``kwargs`` as the
-    pool connects, its ``connect_timeout`` included). Only an attempt that timed out is
-    no answer: a connection made, a refusal (too many connections, a failed
-    authentication, a server starting up or shutting down), a refused address or a
-    failed name look-up count as an answer, and the call goes on waiting (a server that
-    went down closes its connections by itself)."""
+_GSSENC_REQUEST = struct.pack("!ii", 8, 80877104)
+"""The protocol's request for GSSAPI encryption: every server process answers it at once,
+before any authentication (one byte, ``G`` or ``N``, or an error message from a server
+too old to know it)."""
+
+
+def address_of(conn: psycopg.Connection[Any]) -> Address | None:
+    """The address of the server ``conn`` is attached to (``None``: it is closed)."""
     try:
-        with psycopg.connect(conninfo, **kwargs):
-            return True
-    except psycopg.errors.ConnectionTimeout:
-        return False
+        info = conn.info
+        return (info.host, info.hostaddr, int(info.port))
     except Exception:
-        return True
+        return None
 
 
-def sever(conn: psycopg.Connection[Any]) -> None:
+def server_answers(address: Address, timeout: float) -> bool:
+    """Whether a server process answers at ``address`` within ``timeout`` seconds: a
+    connection to that very address (no name look-up, one attempt), then the protocol's
+    GSSAPI encryption request. Any reply, or the process closing the connection, is an
+    answer; no reply in time, a refused or unreachable address, is none."""
+    host, hostaddr, port = address
+    try:
+        if hostaddr:
+            sock = socket.create_connection((hostaddr, port), timeout=timeout)
+        elif host.startswith(("/", "@")):
+            path = ("\0" + host[1:] if host.startswith("@") else host) + f"/.s.PGSQL.{port}"
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            sock.settimeout(timeout)
+            try:
+                sock.connect(path)
+            except BaseException:
+                sock.close()
+                raise
+        else:
+            sock = socket.create_connection((host, port), timeout=timeout)
+    except OSError:
+        return False
+    with sock:
+        try:
+            sock.sendall(_GSSENC_REQUEST)
+            sock.recv(1)
+        except TimeoutError:
+            return False
+        except OSError:
+            return True  # the process reset the connection: something is there
+    return True
+
+
+def sever(conn: psycopg.Connection[Any]) -> int:
     """Shut down the connection's socket in both directions: a wait on it (in this
-    library or in psycopg) wakes up to a closed connection. Nothing when it is closed."""
+    library or in psycopg) wakes up to a closed connection. 1 when it did, 0 when the
+    connection was closed already."""
     with contextlib.suppress(Exception):
         if conn.closed:
-            return
+            return 0
         fd = conn.pgconn.socket
         copy = socket.socket(fileno=os.dup(fd))
         try:
             copy.shutdown(socket.SHUT_RDWR)
         finally:
             copy.close()
+        return 1
+    return 0
 
 
 class Watchdog:
     """Checks that the server answers while a call waits on it (see the module).
 
-    ``answers`` checks the server (see :func:`server_answers`); ``severed`` is called
-    after the connections were shut down."""
+    ``timeout`` bounds each check; ``severed`` is called after connections were shut
+    down."""
 
-    def __init__(
-        self, answers: Callable[[], bool], probe_after: float, severed: Callable[[], None]
-    ) -> None:
-        self._answers = answers
+    def __init__(self, probe_after: float, timeout: float, severed: Callable[[], None]) -> None:
         self._after = probe_after
+        self._timeout = timeout
         self._severed = severed
         self._lock = threading.Lock()
-        self._known: weakref.WeakSet[psycopg.Connection[Any]] = weakref.WeakSet()
-        self._busy: dict[object, float] = {}
+        self._known: weakref.WeakKeyDictionary[psycopg.Connection[Any], Address] = (
+            weakref.WeakKeyDictionary()
+        )
+        self._busy: dict[object, tuple[float, psycopg.Connection[Any] | None]] = {}
         self._running = False
-        self._stopped = False
 
     def known(self, conn: psycopg.Connection[Any]) -> None:
-        """A new connection of the pool: one of those shut down when the server stops
-        answering."""
-        with self._lock:
-            self._known.add(conn)
+        """A new connection of the pool, and where its server is."""
+        address = address_of(conn)
+        if address is not None:
+            with self._lock:
+                self._known[conn] = address
 
     @contextlib.contextmanager
-    def busy(self) -> Iterator[None]:
-        """Mark the block as waiting on the server (using a connection, or checking the
-        pool's connections)."""
+    def busy(self, conn: psycopg.Connection[Any] | None = None) -> Iterator[None]:
+        """Mark the block as waiting on the server of ``conn`` (``None``: on the
+        servers of all the pool's connections, as its checks do)."""
         token = object()
         with self._lock:
-            self._busy[token] = time.monotonic()
-            start = not self._running and not self._stopped
-            self._running = self._running or start
+            self._busy[token] = (time.monotonic(), conn)
+            start = not self._running
+            self._running = True
         if start:
             self._start()
         try:
@@ -103,12 +144,6 @@ class Watchdog:
         finally:
             with self._lock:
                 del self._busy[token]
-
-    def stop(self) -> None:
-        """Start no new thread (the repository is closing). A thread that runs goes on
-        watching the calls still waiting, and ends when none is."""
-        with self._lock:
-            self._stopped = True
 
     def _start(self) -> None:
         try:
@@ -120,7 +155,7 @@ class Watchdog:
             logs.STORE.warning("the server watchdog could not start its thread")
 
     def _watch(self) -> None:
-        checked = float("-inf")
+        checked: dict[Address, float] = {}
         try:
             while True:
                 time.sleep(self._after / 2)
@@ -129,31 +164,44 @@ class Watchdog:
                     if not self._busy:
                         self._running = False
                         return
-                    overdue = any(now - since >= self._after for since in self._busy.values())
-                # While a call's statement runs long, the server is checked once per
+                    overdue = self._overdue(now)
+                # While a call's statement runs long, its server is checked once per
                 # ``probe_after``, not at every wake.
-                if not overdue or now - checked < self._after:
-                    continue
-                checked = now
-                try:
-                    self._check()
-                except Exception:
-                    logs.STORE.warning("the server watchdog's check failed")
+                for address in overdue:
+                    if now - checked.get(address, float("-inf")) < self._after:
+                        continue
+                    checked[address] = now
+                    try:
+                        self._check(address)
+                    except Exception:
+                        logs.STORE.warning("the server watchdog's check failed")
         except BaseException:
             with self._lock:
                 self._running = False
             raise
 
-    def _check(self) -> None:
-        if self._answers():
+    def _overdue(self, now: float) -> set[Address]:
+        """The addresses of the servers calls have waited on past ``probe_after``."""
+        found: set[Address] = set()
+        for since, conn in self._busy.values():
+            if now - since < self._after:
+                continue
+            if conn is None:
+                found.update(self._known.values())
+            elif (address := self._known.get(conn)) is not None:
+                found.add(address)
+        return found
+
+    def _check(self, address: Address) -> None:
+        if server_answers(address, self._timeout):
             return
         with self._lock:
-            connections = list(self._known)
+            connections = [c for c, at in self._known.items() if at == address]
+        closed = 0
         for conn in connections:
-            sever(conn)
+            closed += sever(conn)
         self._severed()
         logs.STORE.warning(
-            "the server completed no new connection within the connect timeout: "
-            "%d connections closed",
-            len(connections),
+            "the server did not answer within the connect timeout: %d connections closed",
+            closed,
         )
