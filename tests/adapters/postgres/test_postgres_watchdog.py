@@ -10,6 +10,7 @@ call waits."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import socket
 import tempfile
 import threading
@@ -116,6 +117,64 @@ def test_a_unix_domain_socket_is_checked_at_its_path() -> None:
             server.close()
 
 
+def test_a_full_listen_queue_of_a_unix_socket_is_waited_on_until_the_timeout() -> None:
+    with tempfile.TemporaryDirectory() as directory:
+        path = Path(directory) / ".s.PGSQL.5999"
+        server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        server.bind(str(path))
+        server.listen(0)
+        queued: list[socket.socket] = []
+        try:
+            while True:  # fill the queue: a connect past it is refused at once
+                client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                client.setblocking(False)
+                queued.append(client)
+                try:
+                    client.connect(str(path))
+                except BlockingIOError:
+                    break
+
+            def drain_then_answer() -> None:
+                time.sleep(0.3)  # the server process goes on
+                for client in queued:
+                    client.close()  # their queued connections now read as closed
+                server.settimeout(PATIENCE)
+                while True:
+                    conn, _ = server.accept()
+                    with conn:
+                        if conn.recv(8):
+                            conn.sendall(b"N")
+                            return
+
+            thread = threading.Thread(target=drain_then_answer, daemon=True)
+            thread.start()
+            assert server_answers((directory, "", 5999), 5.0)
+            thread.join(PATIENCE)
+        finally:
+            for client in queued:
+                client.close()
+            server.close()
+
+
+def test_a_check_that_cannot_be_made_here_is_not_taken_for_a_stopped_server(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    def no_descriptor(*args: object, **kwargs: object) -> socket.socket:
+        raise OSError(errno.EMFILE, "Too many open files")
+
+    with _listener(b"N", accept=False) as address:
+        monkeypatch.setattr(socket, "create_connection", no_descriptor)
+        assert server_answers(address, 0.5) is None
+        conn = _Connection(address)
+        watchdog = Watchdog(0.1, 0.5, lambda: None)
+        try:
+            with _watched(conn, watchdog):
+                assert _eventually(lambda: "could not check the server" in caplog.text)
+            assert not conn.severed()
+        finally:
+            conn.close()
+
+
 class _Connection:
     """What the watchdog reads of a connection: its server's address, whether it is
     closed, and its socket (one end of a local pair, whose other end sees the shutdown)."""
@@ -163,13 +222,15 @@ def test_no_check_before_a_call_has_waited_past_probe_after(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     checks: list[Address] = []
+    ours = ("db", "10.0.0.1", 5432)
 
     def answers(address: Address, timeout: float) -> bool:
-        checks.append(address)
+        if address == ours:  # other repositories' watchdogs of this process check too
+            checks.append(address)
         return True
 
     monkeypatch.setattr(watchdog_module, "server_answers", answers)
-    conn = _Connection(("db", "10.0.0.1", 5432))
+    conn = _Connection(ours)
     watchdog = Watchdog(0.2, 1.0, lambda: None)
     try:
         for _ in range(20):
@@ -179,7 +240,7 @@ def test_no_check_before_a_call_has_waited_past_probe_after(
         assert checks == []
         with _watched(conn, watchdog):
             assert _eventually(lambda: len(checks) >= 2)
-        assert set(checks) == {("db", "10.0.0.1", 5432)}
+        assert set(checks) == {ours}
     finally:
         conn.close()
 
@@ -190,6 +251,8 @@ def test_a_check_that_raises_does_not_turn_the_watchdog_off(
     outcomes = iter([RuntimeError("the first check failed"), False])
 
     def answers(address: Address, timeout: float) -> bool:
+        if address != ("db", "10.0.0.1", 5432):
+            return True  # another repository's watchdog of this process
         outcome = next(outcomes, True)
         if isinstance(outcome, Exception):
             raise outcome

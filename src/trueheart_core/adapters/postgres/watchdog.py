@@ -9,11 +9,12 @@ waiting on. While one has waited for longer than ``probe_after``, it checks that
 server process still answers at that connection's address (:func:`server_answers`:
 one connection to the very address, and the first message of the protocol, within
 ``connect_timeout``). A server that answers, whatever it answers, is alive, and the call
-goes on waiting, however long its statement runs. When nothing answers in time, or the
-address refuses or cannot be reached, the server is gone: the watchdog shuts down the
-sockets of the pool's connections to that address, so that every call waiting on one of
-them fails at once with a lost connection (``RepositoryUnavailable``, see
-``connection.translated``) and the pool replaces them.
+goes on waiting, however long its statement runs; so is one that could not be checked
+(a failure on this side: no free file descriptor or local port). When nothing answers
+in time, or the address refuses or cannot be reached, the server is gone: the watchdog
+shuts down the sockets of the pool's connections to that address, so that every call
+waiting on one of them fails at once with a lost connection (``RepositoryUnavailable``,
+see ``connection.translated``) and the pool replaces them.
 
 The watchdog's thread runs while calls wait; it ends at a check that finds none waiting
 (at most ``probe_after / 2`` later), and the next call starts it again.
@@ -22,6 +23,7 @@ The watchdog's thread runs while calls wait; it ends at a check that finds none 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import socket
 import struct
@@ -54,30 +56,35 @@ def address_of(conn: psycopg.Connection[Any]) -> Address | None:
         return None
 
 
-def server_answers(address: Address, timeout: float) -> bool:
+_GONE = (errno.ECONNREFUSED, errno.ENETUNREACH, errno.EHOSTUNREACH, errno.EHOSTDOWN, errno.ENOENT)
+"""Errors of a connect that say no server process is at the address: refused, no route to
+it, or (a Unix-domain socket) no socket file."""
+
+
+def server_answers(address: Address, timeout: float) -> bool | None:
     """Whether a server process answers at ``address`` within ``timeout`` seconds: a
-    connection to that very address (no name look-up, one attempt), then the protocol's
-    GSSAPI encryption request. Any reply, or the process closing the connection, is an
-    answer; no reply in time, a refused or unreachable address, is none."""
+    connection to that very address (its IP address, or its Unix-domain socket; one
+    attempt), then the protocol's GSSAPI encryption request. ``True``: a reply, or the
+    process closing or resetting the connection. ``False``: no reply in time, or the
+    address refuses the connection or cannot be reached. ``None``: the check could not
+    be made here (no free file descriptor or local port, an address libpq did not
+    report), which says nothing of the server."""
     host, hostaddr, port = address
+    deadline = time.monotonic() + timeout
     try:
         if hostaddr:
             sock = socket.create_connection((hostaddr, port), timeout=timeout)
-        elif host.startswith(("/", "@")):
-            path = ("\0" + host[1:] if host.startswith("@") else host) + f"/.s.PGSQL.{port}"
-            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            sock.settimeout(timeout)
-            try:
-                sock.connect(path)
-            except BaseException:
-                sock.close()
-                raise
+        elif host.startswith("/"):
+            sock = _unix_connection(f"{host}/.s.PGSQL.{port}", deadline)
         else:
-            sock = socket.create_connection((host, port), timeout=timeout)
-    except OSError:
+            return None
+    except TimeoutError:
         return False
+    except OSError as error:
+        return False if error.errno in _GONE else None
     with sock:
         try:
+            sock.settimeout(max(deadline - time.monotonic(), 0.001))
             sock.sendall(_GSSENC_REQUEST)
             sock.recv(1)
         except TimeoutError:
@@ -85,6 +92,26 @@ def server_answers(address: Address, timeout: float) -> bool:
         except OSError:
             return True  # the process reset the connection: something is there
     return True
+
+
+def _unix_connection(path: str, deadline: float) -> socket.socket:
+    """A connection to the Unix-domain socket at ``path``. A full listen queue refuses a
+    connect at once (``EAGAIN``), where TCP would wait: it is tried again until the
+    deadline, then taken as no reply."""
+    while True:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(max(deadline - time.monotonic(), 0.001))
+        try:
+            sock.connect(path)
+            return sock
+        except BlockingIOError:
+            sock.close()
+            if time.monotonic() >= deadline:
+                raise TimeoutError from None
+            time.sleep(0.01)
+        except BaseException:
+            sock.close()
+            raise
 
 
 def sever(conn: psycopg.Connection[Any]) -> int:
@@ -193,15 +220,18 @@ class Watchdog:
         return found
 
     def _check(self, address: Address) -> None:
-        if server_answers(address, self._timeout):
+        answered = server_answers(address, self._timeout)
+        if answered is None:
+            logs.STORE.warning("the server watchdog could not check the server from here")
+            return
+        if answered:
             return
         with self._lock:
             connections = [c for c, at in self._known.items() if at == address]
-        closed = 0
-        for conn in connections:
-            closed += sever(conn)
-        self._severed()
-        logs.STORE.warning(
-            "the server did not answer within the connect timeout: %d connections closed",
-            closed,
-        )
+        closed = sum(sever(conn) for conn in connections)
+        if closed:
+            self._severed()
+            logs.STORE.warning(
+                "the server did not answer within the connect timeout: %d connections closed",
+                closed,
+            )
