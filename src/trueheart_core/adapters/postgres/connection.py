@@ -242,15 +242,6 @@ def make_pool(
         own = os.environ.get("PGOPTIONS")
     if isinstance(own, str) and own.strip():
         options = f"{own} {options}"
-    kwargs: dict[str, Any] = {
-        "options": options,
-        "connect_timeout": max(1, int(connect_timeout)),
-        "autocommit": True,
-        # psycopg prepares nothing of its own on these connections: it would
-        # deallocate every prepared statement of the session after a
-        # ``ROLLBACK`` it runs, the unit of work's included (see ``wire``).
-        "prepare_threshold": None,
-    }
     watchdog = Watchdog(probe_after, connect_timeout, _found_broken)
 
     def check(conn: psycopg.Connection[Any]) -> None:
@@ -262,7 +253,15 @@ def make_pool(
             conninfo,
             min_size=1,
             max_size=max_connections,
-            kwargs=kwargs,
+            kwargs={
+                "options": options,
+                "connect_timeout": max(1, int(connect_timeout)),
+                "autocommit": True,
+                # psycopg prepares nothing of its own on these connections: it would
+                # deallocate every prepared statement of the session after a
+                # ``ROLLBACK`` it runs, the unit of work's included (see ``wire``).
+                "prepare_threshold": None,
+            },
             timeout=connect_timeout,
             # No ``reset`` callback: with one, the pool hands every returned connection
             # to a worker thread, and the next unit of work waits for that thread.

@@ -104,9 +104,8 @@ def schema_exists(conninfo: str, schema: str) -> bool:
     target = _conninfo(conninfo)
     if not ddl.valid_schema_name(schema):
         raise ValidationError("schema", SCHEMA_NAME_RULE)
-    settings: dict[str, Any] = {"autocommit": True, "connect_timeout": 10}
     with conn_mod.translate("could not connect to the server"):
-        conn = psycopg.connect(target, **settings)
+        conn = psycopg.connect(target, autocommit=True, connect_timeout=10)
     # The query waits on the server: a watchdog of its own bounds that wait.
     watchdog = Watchdog(10.0, 10.0, lambda: None)
     watchdog.known(conn)
