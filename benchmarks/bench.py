@@ -47,6 +47,7 @@ from typing import Any
 from frames import CPU_TARGET_US, FRAME_TARGET, WriteCost, measure_writes, pages_floor
 from harness import (
     BASE,
+    LONG,
     Clock,
     floor_connection,
     machine,
@@ -83,9 +84,6 @@ EVENT_BODY = (
 MEMORY_BODY = "Prefers a short bulleted weekly summary of open tasks on Monday mornings at 9."
 FLOOR_ROW_TEXT = "x" * 100
 
-LONG = RetentionPolicy(
-    raw_ttl=timedelta(days=3650), clear_for=timedelta(days=3650), recall_for=timedelta(days=7300)
-)
 SHORT_RAW = RetentionPolicy(
     raw_ttl=timedelta(days=1), clear_for=timedelta(days=3650), recall_for=timedelta(days=7300)
 )

@@ -40,13 +40,12 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from harness import BASE, Clock, machine, report_targets
+from harness import BASE, LONG, Clock, machine, report_targets
 
 from trueheart_core import (
     ClaimDraft,
     ClaimQuery,
     RawEventDraft,
-    RetentionPolicy,
     Scope,
     SourceRef,
     SQLiteRepository,
@@ -61,7 +60,6 @@ PER_SUBJECT = 50
 PAGE = 100
 RATIO_LIMIT = 2.0
 SCOPE = Scope("bench-tenant", "bench-owner", "claims")
-LONG = RetentionPolicy(timedelta(days=3650), timedelta(days=3650), timedelta(days=7300))
 AS_OF = BASE + timedelta(days=400)
 PAGED = ("subject page", "first page", "later page")
 OPERATIONS = (*PAGED, "unpaged")

@@ -1,5 +1,5 @@
-"""What the benchmark programs share: the clock of their fixtures, floor connections,
-percentiles and the description of the machine a run happened on."""
+"""What the benchmark programs share: the clock and retention of their fixtures, floor
+connections, percentiles and the description of the machine a run happened on."""
 
 from __future__ import annotations
 
@@ -15,9 +15,13 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Protocol
 
-from trueheart_core import __version__
+from trueheart_core import RetentionPolicy, __version__
 
 BASE = datetime(2026, 1, 1, tzinfo=UTC)
+LONG = RetentionPolicy(
+    raw_ttl=timedelta(days=3650), clear_for=timedelta(days=3650), recall_for=timedelta(days=7300)
+)
+"""The retention of the benchmarks' events: nothing expires or fades during a run."""
 
 
 class Clock:

@@ -43,7 +43,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from harness import BASE, Clock, machine, report_targets
+from harness import BASE, LONG, Clock, machine, report_targets
 
 from trueheart_core import (
     ClaimDraft,
@@ -52,7 +52,6 @@ from trueheart_core import (
     GovernanceCommand,
     MemoryDraft,
     RawEventDraft,
-    RetentionPolicy,
     Scope,
     SourceRef,
     SQLiteRepository,
@@ -67,7 +66,6 @@ PER_EVENT = 10  # memories (and claims) derived from each source event
 MEASURED = 50  # memories of each measured scope
 CASCADE = 10  # memories derived from each deleted event
 RATIO_LIMIT = 2.0
-LONG = RetentionPolicy(timedelta(days=3650), timedelta(days=3650), timedelta(days=7300))
 WORDS = tuple(
     " ".join(
         (

@@ -73,6 +73,7 @@ from typing import Any
 
 from harness import (
     BASE,
+    LONG,
     Clock,
     floor_connection,
     machine,
@@ -85,7 +86,6 @@ from trueheart_core import (
     MemoryCapsule,
     MemoryDraft,
     RawEventDraft,
-    RetentionPolicy,
     Scope,
     SearchQuery,
     SourceRef,
@@ -128,9 +128,6 @@ FLOOR_LIMIT = 5.0
 GROWTH_SIZES = (1_000, 10_000)
 GROWTH_LIMIT = 3.0
 
-LONG = RetentionPolicy(
-    raw_ttl=timedelta(days=3650), clear_for=timedelta(days=3650), recall_for=timedelta(days=7300)
-)
 KINDS = ("note", "preference", "fact", "episode")
 
 # Japanese word forms for the sentences of the CJK path. None holds a letter that NFKC

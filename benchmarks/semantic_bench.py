@@ -99,6 +99,7 @@ from typing import Any, TypeVar
 
 from harness import (
     BASE,
+    LONG,
     Clock,
     floor_connection,
     machine,
@@ -109,7 +110,6 @@ from harness import (
 from search_bench import (
     AS_OF,
     BUDGET_TOKENS,
-    LONG,
     MEASURED,
     SEED,
     SLICE,
