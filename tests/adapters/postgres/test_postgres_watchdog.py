@@ -94,12 +94,22 @@ def test_silence_and_a_refused_address_are_no_answer() -> None:
     assert not server_answers(_closed_port(), 2.0)
 
 
-def test_a_unix_domain_socket_is_checked_at_its_path() -> None:
+@contextlib.contextmanager
+def _unix_server(backlog: int) -> Iterator[tuple[str, socket.socket]]:
+    """A listening Unix-domain socket where libpq would look for port 5999 of a server
+    whose socket directory is the first item."""
     with tempfile.TemporaryDirectory() as directory:
-        path = Path(directory) / ".s.PGSQL.5999"
         server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        server.bind(str(path))
-        server.listen(4)
+        try:
+            server.bind(str(Path(directory) / ".s.PGSQL.5999"))
+            server.listen(backlog)
+            yield directory, server
+        finally:
+            server.close()
+
+
+def test_a_unix_domain_socket_is_checked_at_its_path() -> None:
+    with _unix_server(4) as (directory, server):
 
         def serve() -> None:
             conn, _ = server.accept()
@@ -109,20 +119,14 @@ def test_a_unix_domain_socket_is_checked_at_its_path() -> None:
 
         thread = threading.Thread(target=serve, daemon=True)
         thread.start()
-        try:
-            assert server_answers((directory, "", 5999), 2.0)
-            thread.join(PATIENCE)
-            assert not server_answers((directory, "", 5998), 2.0)
-        finally:
-            server.close()
+        assert server_answers((directory, "", 5999), 2.0)
+        thread.join(PATIENCE)
+        assert not server_answers((directory, "", 5998), 2.0)
 
 
 def test_a_full_listen_queue_of_a_unix_socket_is_waited_on_until_the_timeout() -> None:
-    with tempfile.TemporaryDirectory() as directory:
-        path = Path(directory) / ".s.PGSQL.5999"
-        server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        server.bind(str(path))
-        server.listen(0)
+    with _unix_server(0) as (directory, server):
+        path = str(Path(directory) / ".s.PGSQL.5999")
         queued: list[socket.socket] = []
         try:
             while True:  # fill the queue: a connect past it is refused at once
@@ -130,7 +134,7 @@ def test_a_full_listen_queue_of_a_unix_socket_is_waited_on_until_the_timeout() -
                 client.setblocking(False)
                 queued.append(client)
                 try:
-                    client.connect(str(path))
+                    client.connect(path)
                 except BlockingIOError:
                     break
 
@@ -153,7 +157,6 @@ def test_a_full_listen_queue_of_a_unix_socket_is_waited_on_until_the_timeout() -
         finally:
             for client in queued:
                 client.close()
-            server.close()
 
 
 def test_a_check_that_cannot_be_made_here_is_not_taken_for_a_stopped_server(
