@@ -317,6 +317,8 @@ def test_every_method_gives_what_the_sync_face_gives(
         assert a == s
         a, s = await both("get_receipt", SCOPE, "evt-1")
         assert a == s
+        a, s = await both("derived_memories", SCOPE, "evt-1")
+        assert a == s and a
         a, s = await both("list_memories", SCOPE, limit=1)
         assert a == s and a.next_cursor is not None
         a, s = await both("list_memories", SCOPE, limit=100, cursor=a.next_cursor)

@@ -1,4 +1,4 @@
-"""Exact reads: get_memory, get_receipt and paged list_memories."""
+"""Exact reads: get_memory, get_receipt, derived_memories and paged list_memories."""
 
 from __future__ import annotations
 
@@ -131,6 +131,49 @@ def test_a_raw_event_deletion_deletes_its_dependents(service: TrueHeart) -> None
     with pytest.raises(EntityDeleted, match=msg("entity deleted: evt-1")):
         service.get_receipt(SCOPE, "evt-1")
     assert service.get_memory(SCOPE, "mem-2") == kept
+
+
+def test_derived_memories_names_the_memories_an_event_delete_would_take(
+    service: TrueHeart,
+) -> None:
+    service.ingest_event(event("evt-1"))
+    service.ingest_event(event("evt-2"))
+    service.materialize_once(memory("mem-b", ("evt-1",)))
+    service.materialize_once(memory("mem-a", ("evt-1", "evt-2")))
+    service.materialize_once(memory("mem-c", ("evt-1",)))
+    service.materialize_once(memory("mem-2", ("evt-2",)))
+    assert service.derived_memories(SCOPE, "evt-1") == ("mem-a", "mem-b", "mem-c")
+    service.govern(command(GovernanceAction.SEAL, "mem-b"))
+    service.govern(command(GovernanceAction.FORGET, "mem-c"))
+    assert service.derived_memories(SCOPE, "evt-1") == ("mem-a", "mem-b")
+    assert service.derived_memories(SCOPE, "evt-2") == ("mem-2", "mem-a")
+    service.ingest_event(event("evt-3"))
+    assert service.derived_memories(SCOPE, "evt-3") == ()
+    deleted = service.govern(
+        command(GovernanceAction.DELETE, "evt-1", entity_type=EntityType.RAW_EVENT)
+    )
+    assert set(deleted.affected_ids) == {"evt-1", "mem-a", "mem-b"}
+    with pytest.raises(EntityDeleted, match=msg("entity deleted: evt-1")):
+        service.derived_memories(SCOPE, "evt-1")
+    assert service.derived_memories(SCOPE, "evt-2") == ("mem-2",)
+
+
+def test_derived_memories_diagnoses_a_missing_event_and_stays_in_its_scope(
+    service: TrueHeart,
+) -> None:
+    materialize_all(service, {"mem-1": "content"}, scope=OTHER_SCOPE)
+    with pytest.raises(ScopeMismatch, match=msg("scope mismatch: evt-1")):
+        service.derived_memories(SCOPE, "evt-1")
+    with pytest.raises(EntityNotFound, match=msg("entity not found: evt-x")):
+        service.derived_memories(SCOPE, "evt-x")
+    # An event of the same ID here answers for its own scope only.
+    service.ingest_event(event("evt-1"))
+    assert service.derived_memories(SCOPE, "evt-1") == ()
+    assert service.derived_memories(OTHER_SCOPE, "evt-1") == ("mem-1",)
+    with pytest.raises(ValidationError, match=msg("event_id: must be a non-blank string")):
+        service.derived_memories(SCOPE, "")
+    with pytest.raises(ValidationError, match=msg("scope: must be a Scope")):
+        service.derived_memories(None, "evt-1")  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(

@@ -258,6 +258,10 @@ class AsyncTrueHeart:
     async def get_receipt(self, scope: Scope, event_id: str) -> RawEventReceipt:
         return await self._run(lambda: self._service.get_receipt(scope, event_id))
 
+    @same_docs_as(TrueHeart.derived_memories)
+    async def derived_memories(self, scope: Scope, event_id: str) -> tuple[str, ...]:
+        return await self._run(lambda: self._service.derived_memories(scope, event_id))
+
     @same_docs_as(TrueHeart.list_memories)
     async def list_memories(
         self,

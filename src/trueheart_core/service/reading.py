@@ -49,6 +49,18 @@ def get_receipt(uow: UnitOfWork, scope: Scope, event_id: str) -> RawEventReceipt
     return loading.receipt(row, scope, "invalid raw event record")
 
 
+def derived_memories(uow: UnitOfWork, scope: Scope, event_id: str) -> tuple[str, ...]:
+    """The IDs of the memories held in the exact scope that were derived from this
+    event, in ID order."""
+    key = scope_key(scope)
+    if not uow.events.get(key, (event_id,)):
+        loading.diagnose(uow, key, EntityType.RAW_EVENT, event_id)
+    found = uow.memories.dependents(key, event_id)
+    if any(type(memory_id) is not str for memory_id in found):
+        loading.corrupt("invalid memory lineage")
+    return tuple(sorted(set(found)))
+
+
 def _listing_id(scope: Scope, statuses: tuple[MemoryStatus, ...], kinds: tuple[str, ...]) -> str:
     """A short fingerprint of what a listing selects, bound into its cursors."""
     text = validation.canonical_json(

@@ -487,6 +487,17 @@ class TrueHeart:
         with self._repository.unit_of_work("read", write=False) as uow:
             return reading.get_receipt(uow, scope, event_id)
 
+    def derived_memories(self, scope: Scope, event_id: str) -> tuple[str, ...]:
+        """The IDs of every memory held (active or sealed) in the exact scope that was
+        derived from this event, in ID order: the memories that deleting the event
+        would delete with it. With the same diagnosis as :meth:`get_receipt` when the
+        event is missing."""
+        if not isinstance(scope, Scope):
+            raise ValidationError("scope", "must be a Scope")
+        v.text("event_id", event_id)
+        with self._repository.unit_of_work("read", write=False) as uow:
+            return reading.derived_memories(uow, scope, event_id)
+
     def list_memories(
         self,
         scope: Scope,

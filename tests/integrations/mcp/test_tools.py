@@ -321,6 +321,45 @@ def test_forget_deletes_the_event_of_a_memory_the_host_forgot(
     run(body)
 
 
+def test_forget_keeps_the_event_while_a_host_memory_comes_from_it(
+    service: TrueHeart, repository: SQLiteRepository, connect: Connect, clock: Any
+) -> None:
+    async def body() -> None:
+        async with connect() as client:
+            first = await _remember(client, SECRET)
+            memory_id, event_id = first["memory"]["memory_id"], first["event_id"]
+            service.materialize_once(
+                MemoryDraft(
+                    "host-summary",
+                    SCOPE,
+                    "Has a vault.",
+                    (event_id,),
+                    "crm",
+                    TrustLevel.OBSERVED,
+                    START,
+                )
+            )
+            arguments = {"memory_id": memory_id, "reason": "user asked"}
+            forgot = structured(await client.call_tool("forget_memory", arguments))
+            assert forgot["affected_ids"] == [memory_id]
+            assert "raw_event" not in forgot["removed"]
+            assert service.get_memory(SCOPE, "host-summary").kind == "crm"
+            assert service.derived_memories(SCOPE, event_id) == ("host-summary",)
+            assert repository.residue([b"vault code"]) == frozenset({b"vault code"})
+            again = await client.call_tool("forget_memory", arguments)
+            assert "entity deleted" in error_text(again)
+            service.govern(
+                GovernanceCommand(
+                    SCOPE, GovernanceAction.FORGET, EntityType.MEMORY, "host-summary", clock(), "h"
+                )
+            )
+            last = structured(await client.call_tool("forget_memory", arguments))
+            assert last["affected_ids"] == [event_id]
+            assert repository.residue([b"vault code"]) == frozenset()
+
+    run(body)
+
+
 def _host_records(service: TrueHeart, token: str, source_type: str, *memory_ids: str) -> None:
     """An event of the host's own, ``evt-TOKEN``, and memories derived from it, named
     the way ``remember`` names its records."""

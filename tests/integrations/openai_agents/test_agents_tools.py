@@ -421,6 +421,61 @@ def test_forget_finishes_a_forget_whose_event_delete_did_not_follow(
     assert tool_outputs(model.inputs[-1])["c3"] == "error: entity not found: agent-memory-0"
 
 
+def test_forget_keeps_the_event_while_a_host_memory_comes_from_it(
+    memory: TrueHeart, repository: SQLiteRepository, clock: Clock
+) -> None:
+    """The host derived a memory of its own from the event ``remember`` wrote: forgetting
+    the model's memory leaves the event, which deleting would take the host's memory
+    with it; once the host's memory is gone, forgetting again deletes the event."""
+
+    def host_derives(items: Items) -> Any:
+        memory_id = output_of(items, "c1")["memory_id"]
+        memory.materialize_once(
+            MemoryDraft(
+                "host-profile",
+                SCOPE,
+                "Likes tea.",
+                (memory_id,),
+                "profile",
+                TrustLevel.OBSERVED,
+                clock.now,
+            )
+        )
+        return call("forget_memory", {"memory_id": memory_id}, "c2")
+
+    model, _ = run(
+        [call("remember", {"content": TEA, "trust": None}, "c1"), host_derives, reply("ok")],
+        memory_tools(memory, SCOPE, clock=clock),
+    )
+    memory_id = output_of(model.inputs[-1], "c1")["memory_id"]
+    assert output_of(model.inputs[-1], "c2") == {"forgotten": memory_id}
+    with pytest.raises(EntityDeleted):
+        memory.get_memory(SCOPE, memory_id)
+    assert memory.get_memory(SCOPE, "host-profile").kind == "profile"
+    assert memory.get_receipt(SCOPE, memory_id).content_available
+    assert memory.derived_memories(SCOPE, memory_id) == ("host-profile",)
+    assert [record.action for record in memory.audit(SCOPE)].count("delete") == 0
+    again, _ = run(
+        [call("forget_memory", {"memory_id": memory_id}, "c1"), reply("ok")],
+        memory_tools(memory, SCOPE, clock=clock),
+    )
+    assert tool_outputs(again.inputs[-1])["c1"] == f"error: entity deleted: {memory_id}"
+    assert memory.get_memory(SCOPE, "host-profile").kind == "profile"
+    memory.govern(
+        GovernanceCommand(
+            SCOPE, GovernanceAction.FORGET, EntityType.MEMORY, "host-profile", clock(), "host"
+        )
+    )
+    last, _ = run(
+        [call("forget_memory", {"memory_id": memory_id}, "c1"), reply("ok")],
+        memory_tools(memory, SCOPE, clock=clock),
+    )
+    assert output_of(last.inputs[-1], "c1") == {"forgotten": memory_id}
+    with pytest.raises(EntityDeleted):
+        memory.get_receipt(SCOPE, memory_id)
+    assert repository.residue([TEA.encode()]) == frozenset()
+
+
 def test_forgetting_a_session_item_deletes_its_event_within_the_tools_reach(
     memory: TrueHeart, repository: SQLiteRepository, clock: Clock
 ) -> None:

@@ -930,7 +930,13 @@ class MemoryTools:
     ) -> bool:
         """DELETE the event ``remember`` (or a session) wrote with a forgotten memory,
         adding what it removed to ``affected`` and ``removed``; False when it is already
-        gone."""
+        gone, or kept because another memory still comes from it (one the host derived
+        from it, which the DELETE would delete too)."""
+        try:
+            if self._service.derived_memories(self._scope, event_id):
+                return False
+        except (EntityNotFound, EntityDeleted, ScopeMismatch):
+            return False
         command = GovernanceCommand(
             self._scope, GovernanceAction.DELETE, EntityType.RAW_EVENT, event_id, at, reason
         )

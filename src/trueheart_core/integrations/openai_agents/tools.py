@@ -367,6 +367,15 @@ def _kind_of(receipt: RawEventReceipt) -> str | None:
     return kind if isinstance(kind, str) else None
 
 
+def _no_longer_a_source(binding: _Binding, event_id: str) -> bool:
+    """Whether the event is still stored and no memory held in the scope comes from it
+    any longer (so that deleting it deletes nothing else)."""
+    try:
+        return not binding.service.derived_memories(binding.scope, event_id)
+    except (EntityNotFound, EntityDeleted, ScopeMismatch):
+        return False
+
+
 def _forget_tool(binding: _Binding) -> FunctionTool:
     def forget_memory(memory_id: str) -> str:
         """Forget a memory for good: it is erased and can never come back.
@@ -389,6 +398,8 @@ def _forget_tool(binding: _Binding) -> FunctionTool:
             receipt = _own_receipt(binding, memory_id)
             if receipt is None or _kind_of(receipt) not in binding.kinds:
                 raise
+            if not _no_longer_a_source(binding, memory_id):
+                raise
             try:
                 service.govern(delete)
             except (EntityNotFound, EntityDeleted):
@@ -407,7 +418,9 @@ def _forget_tool(binding: _Binding) -> FunctionTool:
                 scope, GovernanceAction.FORGET, EntityType.MEMORY, memory_id, when, FORGET_REASON
             )
         )
-        if own:
+        # The event goes only when no other memory comes from it: a memory the host
+        # derived from it is the host's, and deleting the event would delete it too.
+        if own and _no_longer_a_source(binding, memory_id):
             with contextlib.suppress(EntityNotFound, EntityDeleted):  # already gone
                 service.govern(delete)
         return to_json({"forgotten": memory_id})
