@@ -237,6 +237,30 @@ def test_without_a_rewrite_the_rows_leave_every_query_and_copies_stay_in_free_sp
     assert set(_other_needles()) <= locate(files(), _other_needles()).keys()
 
 
+# --- index rebuilds ---------------------------------------------------------------------
+
+STALE = b"zqxstaleentry"
+"""The memory ID of a search entry with no memory (damage a rebuild removes)."""
+
+
+@pytest.mark.parametrize("rebuild", ["rebuild_search_index", "rebuild_indexes"])
+def test_a_rebuild_leaves_no_removed_entry_in_the_search_tables_files(
+    service: TrueHeart, pg: Any, files: Any, rebuild: str
+) -> None:
+    _one_memory(service, "zqxrebuilt")
+    pg.execute(
+        "INSERT INTO search_postings SELECT tenant_id, owner_id, subject_id, term, %s, tf "
+        "FROM search_postings LIMIT 1",
+        (STALE,),
+    )
+    assert STALE in locate(files(), [STALE])
+    getattr(service, rebuild)()
+    assert service.verify_integrity().problems == ()
+    assert locate(files(), [STALE]) == {}
+    kept = [b"zqxrebuilt", _key_bytes("zqxrebuilt"), b"zqxkeptmemory"]
+    assert set(kept) <= locate(files(), kept).keys()
+
+
 # --- forget and delete of one memory -----------------------------------------------------
 
 

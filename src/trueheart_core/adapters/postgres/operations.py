@@ -243,25 +243,12 @@ class PostgresOperations(Role):
         touched = {table for artifact, table in SCOPED_ROWS if removed[artifact]}
         self._s.touched_tables |= touched
         if rewrite and touched:
-            self._owe_rewrite(sorted(self._s.touched_tables))
+            self._s.owe_rewrite(self._s.touched_tables)
         return removed
 
     def request_rewrite(self) -> None:
         self._s.require_owner()
-        self._owe_rewrite(list(REWRITE_TABLES))
-
-    def _owe_rewrite(self, tables: list[str]) -> None:
-        """Record in the store, in the erasing transaction, that ``tables`` are owed a
-        rewrite once no snapshot older than this transaction is left (the repository
-        runs it after the commit, or a later erasing call of any process does)."""
-        self._s.write(
-            "UPDATE meta SET rewrite_tables = ARRAY(SELECT DISTINCT t "
-            "FROM unnest(rewrite_tables || %s::text[]) AS t ORDER BY t), "
-            "rewrite_xid = GREATEST(rewrite_xid, pg_current_xact_id()) WHERE singleton = 1",
-            (tables,),
-            rows=1,
-        )
-        self._s.rewrite_requested = True
+        self._s.owe_rewrite(REWRITE_TABLES)
 
     def rebuild_storage_indexes(self) -> int:
         """``REINDEX TABLE`` each table of the schema (its TOAST table's index with it);

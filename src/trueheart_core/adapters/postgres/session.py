@@ -7,7 +7,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import itertools
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import psycopg
@@ -290,6 +290,19 @@ class Session:
             self.defer("SELECT pg_advisory_xact_lock(%s)", (lock_key(b"scope", self.store, *ids),))
             self.locked.add(scope)
         return ids
+
+    def owe_rewrite(self, tables: Iterable[str]) -> None:
+        """Record in the store, in this (erasing) transaction, that ``tables`` are owed a
+        rewrite once no snapshot older than this transaction is left (the repository
+        runs it after the commit, or a later erasing call of any process does)."""
+        self.write(
+            "UPDATE meta SET rewrite_tables = ARRAY(SELECT DISTINCT t "
+            "FROM unnest(rewrite_tables || %s::text[]) AS t ORDER BY t), "
+            "rewrite_xid = GREATEST(rewrite_xid, pg_current_xact_id()) WHERE singleton = 1",
+            (sorted(tables),),
+            rows=1,
+        )
+        self.rewrite_requested = True
 
     def require_owner(self) -> None:
         """Fail with ``RepositoryReadOnly`` unless this connection's role may rewrite
