@@ -151,6 +151,41 @@ def test_a_bad_line_names_its_number_only_and_stores_nothing(
     assert dump(store) == before
 
 
+def test_a_line_too_long_is_refused_after_a_bounded_read(
+    store: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = tmp_path / "in.jsonl"
+    with source.open("wb") as out:
+        out.write(json.dumps(_event("evt-1")).encode() + b"\n")
+        out.write(b" " * (16 * 1024 * 1024) + json.dumps(_event("evt-2")).encode() + b"\n")
+    status, _, err = call(capsys, "ingest", str(store), str(source))
+    assert (status, err) == (
+        1,
+        "trueheart: line 2: line too long (over 16 MiB); nothing was stored\n",
+    )
+    assert _new(store) == (0, 0)
+
+
+def test_an_input_without_newlines_is_refused_not_read_whole(store: Path) -> None:
+    """An endless input with no newline (here ``/dev/zero``) is refused once the first
+    line has grown past the limit, rather than read until memory runs out."""
+    env = {key: value for key, value in os.environ.items() if not key.startswith("PYTHON")}
+    env["PYTHONPATH"] = str(SRC)
+    done = subprocess.run(
+        [sys.executable, "-m", "trueheart_core.cli", "ingest", str(store), "/dev/zero", "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 1, done.stderr
+    assert json.loads(done.stdout)["message"] == (
+        "line 1: line too long (over 16 MiB); nothing was stored"
+    )
+    assert _new(store) == (0, 0)
+
+
 def test_bytes_that_are_not_utf8(
     store: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

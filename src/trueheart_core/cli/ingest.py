@@ -57,6 +57,7 @@ from trueheart_core.errors import (
     TrustEscalation,
     ValidationError,
 )
+from trueheart_core.service.portable import MAX_LINE_BYTES
 
 __all__ = ["BadLine", "IngestRefused", "ingest", "read_lines"]
 
@@ -259,7 +260,16 @@ def read_lines(source: Iterable[bytes]) -> Lines:
     :class:`BadLine` at the first bad one."""
     events: list[RawEventDraft] = []
     memories: list[tuple[int, MemoryDraft]] = []
-    for number, read in enumerate(source, start=1):
+    # A file is read a bounded piece at a time: a line too long (or an input with no
+    # newline at all) is refused once its first MAX_LINE_BYTES + 1 bytes are read.
+    lines = (
+        iter(lambda: source.readline(MAX_LINE_BYTES + 1), b"")
+        if isinstance(source, Input)
+        else source
+    )
+    for number, read in enumerate(lines, start=1):
+        if len(read) > MAX_LINE_BYTES:
+            raise BadLine(number, "line too long (over 16 MiB)")
         # A UTF-8 byte-order mark at the start, as some editors write, is no content.
         raw = read.removeprefix(_BOM) if number == 1 else read
         if not raw.strip():
