@@ -192,9 +192,10 @@ class ImportRefused(TrueHeartError):
 
 
 class ProviderError(TrueHeartError):
-    """A host-supplied model (embedder or reranker) failed while answering a read, or an
-    optional provider cannot be used (for example, its extra is not installed). When the
-    model raised, its exception is the ``__cause__``."""
+    """A host-supplied model (embedder, reranker, extractor or token estimator) or the
+    host's clock failed, or an optional provider cannot be used (for example, its extra
+    is not installed). When the host's object raised, its exception is the
+    ``__cause__``."""
 
     def __init__(self, diagnostic: str) -> None:
         super().__init__(f"provider error: {diagnostic}")

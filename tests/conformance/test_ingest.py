@@ -26,6 +26,7 @@ from trueheart_core import (
     EntityType,
     GovernanceAction,
     IdempotencyConflict,
+    ProviderError,
     RawEventDraft,
     RawEventReceipt,
     RetentionPolicy,
@@ -218,6 +219,21 @@ def test_naive_clock_is_rejected_before_any_write(repository: Repository) -> Non
     service = TrueHeart(repository, clock=lambda: datetime(2026, 8, 13, 12))
     with pytest.raises(ValidationError, match=msg("clock: must be timezone-aware")):
         service.ingest_event(event())
+    assert TrueHeart(repository, clock=lambda: NOW).audit(SCOPE) == ()
+
+
+def test_a_clock_that_raises_is_a_provider_error_before_any_write(repository: Repository) -> None:
+    failure = ValueError("the host's clock broke")
+
+    def broken() -> datetime:
+        raise failure
+
+    service = TrueHeart(repository, clock=broken)
+    with pytest.raises(ProviderError, match=msg("provider error: the clock failed")) as info:
+        service.ingest_event(event())
+    assert info.value.__cause__ is failure
+    with pytest.raises(ProviderError, match=msg("provider error: the clock failed")):
+        service.ingest_events([event()])
     assert TrueHeart(repository, clock=lambda: NOW).audit(SCOPE) == ()
 
 

@@ -193,3 +193,58 @@ def test_a_claims_cursor_is_held_as_plain_text() -> None:
         ClaimQuery(SCOPE, NOW, limit=5, cursor=Short(""))
     query = ClaimQuery(SCOPE, NOW, limit=5, cursor=Recoded("abc"))
     assert type(query.cursor) is str and query.cursor == "abc"
+
+
+class Unhashable(str):
+    """Cannot be hashed, and encodes to other bytes than it holds."""
+
+    __slots__ = ()
+
+    def __hash__(self) -> int:
+        raise TypeError("no hash")
+
+    def encode(self, encoding: str = "utf-8", errors: str = "strict") -> bytes:
+        return b"something else"
+
+
+class Huge(int):
+    """Compares as no page size would."""
+
+    def __le__(self, other: object) -> bool:
+        return True
+
+    def __ge__(self, other: object) -> bool:
+        return True
+
+
+def test_exact_reads_take_ids_as_the_plain_text_they_hold(tmp_path: Path) -> None:
+    claim = ClaimDraft("c", SCOPE, "ada", "likes", "tea", ("e",), TrustLevel.OBSERVED, NOW)
+    with TrueHeart(SQLiteRepository(tmp_path / "plain.db"), clock=lambda: NOW) as service:
+        service.ingest_derived(
+            RawEventDraft("e", SCOPE, SOURCE, "Ada likes tea.", RETENTION),
+            memories=[MemoryDraft("m", SCOPE, "tea", ("e",), "fact", TrustLevel.OBSERVED, NOW)],
+            claims=[claim],
+        )
+        page = service.list_memories(SCOPE, limit=1)
+        assert service.get_memory(SCOPE, Unhashable("m")) == service.get_memory(SCOPE, "m")
+        assert service.get_receipt(SCOPE, Unhashable("e")) == service.get_receipt(SCOPE, "e")
+        assert service.derived_memories(SCOPE, Unhashable("e")) == ("c", "m")
+        assert service.get_claims(SCOPE, [Unhashable("c")], as_of=NOW) == service.get_claims(
+            SCOPE, ["c"], as_of=NOW
+        )
+        with pytest.raises(ValidationError, match="claim_ids"):
+            service.get_claims(SCOPE, [Unhashable(" ")], as_of=NOW)
+        assert service.list_memories(SCOPE, kinds=(Unhashable("fact"),)) == service.list_memories(
+            SCOPE, kinds=("fact",)
+        )
+        assert service.scopes(tenant_id=Unhashable("t"), owner_id=Unhashable("o")) == (SCOPE,)
+        assert page.next_cursor is not None
+        assert service.list_memories(
+            SCOPE, limit=1, cursor=Unhashable(page.next_cursor)
+        ) == service.list_memories(SCOPE, limit=1, cursor=page.next_cursor)
+        for read in (
+            lambda: service.list_memories(SCOPE, limit=Huge(1000)),
+            lambda: service.audit(SCOPE, limit=Huge(0)),
+        ):
+            with pytest.raises(ValidationError, match="limit: must be from 1 through 100"):
+                read()

@@ -151,10 +151,13 @@ def positive_duration(field: str, value: object) -> timedelta:
 
 
 def limit(value: object) -> int:
-    """A page size from 1 through 100 (``bool`` is rejected)."""
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 100:
+    """A page size from 1 through 100 (``bool`` is rejected), as a plain ``int``."""
+    if isinstance(value, bool) or not isinstance(value, int):
         raise ValidationError("limit", "must be from 1 through 100")
-    return value
+    plain_value = int.__int__(value)  # a subclass's comparisons are not asked
+    if not 1 <= plain_value <= 100:
+        raise ValidationError("limit", "must be from 1 through 100")
+    return plain_value
 
 
 def items(value: list[_T] | tuple[_T, ...]) -> tuple[_T, ...]:

@@ -56,6 +56,7 @@ from trueheart_core.domain.semantic.embedders import Embedder
 from trueheart_core.domain.semantic.model import SemanticStatus
 from trueheart_core.domain.semantic.rerank import Reranker
 from trueheart_core.errors import (
+    ProviderError,
     RepositoryCorruption,
     RepositoryReadOnly,
     SemanticProjectionError,
@@ -192,7 +193,15 @@ class TrueHeart:
     # --- ingest ----------------------------------------------------------------------------
 
     def _now(self) -> datetime:
-        return v.utc("clock", self._clock())
+        """The host clock's time, checked; a clock that raises is ``ProviderError``, with
+        its exception as the cause (as for every object the host plugs in)."""
+        try:
+            now = self._clock()
+        except TrueHeartError:
+            raise
+        except Exception as error:
+            raise ProviderError("the clock failed") from error
+        return v.utc("clock", now)
 
     def ingest_event(self, draft: RawEventDraft) -> RawEventReceipt:
         """Record a source event: its body-free receipt, its body and one audit row.
@@ -382,9 +391,10 @@ class TrueHeart:
         recall deadline), are left out."""
         if not isinstance(scope, Scope):
             raise ValidationError("scope", "must be a Scope")
-        ids = _drafts("claim_ids", claim_ids, str)
-        for claim_id in ids:
-            v.text("claim_ids", claim_id)
+        # Plain copies: a subclass of str could hash, compare or encode as it likes.
+        ids = tuple(
+            [v.text("claim_ids", claim_id) for claim_id in _drafts("claim_ids", claim_ids, str)]
+        )
         when = v.utc("as_of", as_of)
         with self._repository.unit_of_work("read", write=False) as uow:
             views = claiming.views_for(uow, scope, ids, when)
@@ -399,7 +409,7 @@ class TrueHeart:
         diagnosis when the event is missing."""
         if not isinstance(scope, Scope):
             raise ValidationError("scope", "must be a Scope")
-        v.text("event_id", event_id)
+        event_id = v.text("event_id", event_id)
         with self._repository.unit_of_work("read", write=False) as uow:
             return claiming.get_extraction(uow, scope, event_id)
 
@@ -474,7 +484,7 @@ class TrueHeart:
         """
         if not isinstance(scope, Scope):
             raise ValidationError("scope", "must be a Scope")
-        v.text("memory_id", memory_id)
+        memory_id = v.text("memory_id", memory_id)
         with self._repository.unit_of_work("read", write=False) as uow:
             return reading.get_memory(uow, scope, memory_id)
 
@@ -483,7 +493,7 @@ class TrueHeart:
         same diagnosis as :meth:`get_memory` when it is missing."""
         if not isinstance(scope, Scope):
             raise ValidationError("scope", "must be a Scope")
-        v.text("event_id", event_id)
+        event_id = v.text("event_id", event_id)
         with self._repository.unit_of_work("read", write=False) as uow:
             return reading.get_receipt(uow, scope, event_id)
 
@@ -494,7 +504,7 @@ class TrueHeart:
         event is missing."""
         if not isinstance(scope, Scope):
             raise ValidationError("scope", "must be a Scope")
-        v.text("event_id", event_id)
+        event_id = v.text("event_id", event_id)
         with self._repository.unit_of_work("read", write=False) as uow:
             return reading.derived_memories(uow, scope, event_id)
 
@@ -517,10 +527,12 @@ class TrueHeart:
         if not isinstance(scope, Scope):
             raise ValidationError("scope", "must be a Scope")
         statuses = status_filter(status)
-        v.text_tuple("kinds", kinds)
-        v.limit(limit)
-        if cursor is not None and not isinstance(cursor, str):
-            raise ValidationError("cursor", "must be a cursor returned by the same listing")
+        kinds = v.text_tuple("kinds", kinds)
+        limit = v.limit(limit)
+        if cursor is not None:
+            if not isinstance(cursor, str):
+                raise ValidationError("cursor", "must be a cursor returned by the same listing")
+            cursor = v.plain(cursor)
         with self._repository.unit_of_work("read", write=False) as uow:
             return reading.list_memories(uow, scope, statuses, kinds, limit, cursor)
 
@@ -701,7 +713,7 @@ class TrueHeart:
         caller claimed (a memory's ``created_at``, a command's ``occurred_at``)."""
         if not isinstance(scope, Scope):
             raise ValidationError("scope", "must be a Scope")
-        v.limit(limit)
+        limit = v.limit(limit)
         with self._repository.unit_of_work("audit", write=False) as uow:
             rows = uow.audit.recent(scope_key(scope), limit)
         result: list[AuditRecord] = []
@@ -830,9 +842,9 @@ class TrueHeart:
         ``tenant_id``: of the tenant's; without it (``owner_id`` alone too): of every
         scope of the store."""
         if tenant_id is not None:
-            v.text("tenant_id", tenant_id)
+            tenant_id = v.text("tenant_id", tenant_id)
         if owner_id is not None:
-            v.text("owner_id", owner_id)
+            owner_id = v.text("owner_id", owner_id)
         with self._repository.unit_of_work("stats", write=False) as uow:
             keys = uow.operations.held_scopes(tenant_id, owner_id)
         result = []
