@@ -294,7 +294,9 @@ class EviCortex:
         try:
             return call(lambda: engine.get_extraction(scope, memory_id))
         except (*_MISSING, ValidationError):
-            raise KeyError(memory_id) from None
+            pass
+        # Raised after the handler: not even ``__context__`` tells why it is missing.
+        raise KeyError(memory_id)
 
     # --- reading -----------------------------------------------------------------------
 
@@ -574,14 +576,17 @@ class EviCortex:
             return None
 
     def _record(self, engine: TrueHeart, scope: Scope, rid: str) -> MemoryRecord:
+        found: tuple[RawEventReceipt, EngineMemory] | None = None
         try:
             with engine_errors():
-                receipt = engine.get_receipt(scope, rid)
-                memory = engine.get_memory(scope, rid)
+                found = engine.get_receipt(scope, rid), engine.get_memory(scope, rid)
         except (*_MISSING, ValidationError):
-            raise KeyError(rid) from None
-        if memory.kind == CLAIM_KIND:
+            pass
+        # Raised after the handler: not even ``__context__`` tells why it is missing (a
+        # missing ID, another namespace's, or a purged one).
+        if found is None or found[1].kind == CLAIM_KIND:
             raise KeyError(rid)
+        receipt, memory = found
         return _built(engine, scope, receipt, memory, _claim_ids(engine, scope, receipt))
 
 

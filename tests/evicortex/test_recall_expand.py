@@ -248,11 +248,15 @@ def test_expand_raises_one_key_error_whatever_the_reason(memory: EviCortex) -> N
     }
     shapes = set()
     for memory_id in cases.values():
-        with pytest.raises(KeyError) as caught:
-            memory.expand(namespace=NS, memory_id=memory_id)
-        message = str(caught.value)
-        assert OTHER not in message
-        assert "Bob" not in message
-        shapes.add((type(caught.value), message.replace(memory_id, "<id>")))
+        for read in (memory.expand, memory.get_extraction):
+            with pytest.raises(KeyError) as caught:
+                read(namespace=NS, memory_id=memory_id)
+            message = str(caught.value)
+            assert OTHER not in message
+            assert "Bob" not in message
+            # Not even the chain tells the cases apart.
+            error = caught.value
+            assert error.__cause__ is None and error.__context__ is None
+            shapes.add((type(error), message.replace(memory_id, "<id>")))
     assert len(shapes) == 1, shapes
     assert memory.expand(namespace=OTHER, memory_id=foreign.id) == foreign
