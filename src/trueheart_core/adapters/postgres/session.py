@@ -118,10 +118,16 @@ _cursor_names = itertools.count(1)
 
 
 def lock_key(*parts: bytes) -> int:
-    """A signed 64-bit advisory lock key for ``parts`` (a store's schema name, and a
-    scope's three IDs): a keyed hash, so that keys of different stores or scopes meet
-    only by a 2**-64 chance, which makes two writers wait for each other, no more."""
-    digest = hashlib.blake2b(b"\x00".join(parts), digest_size=8, person=b"trueheart-lock")
+    """A signed 64-bit advisory lock key for ``parts`` (UTF-8: a store's schema name,
+    and a scope's three IDs): a keyed hash, so that keys of different stores or scopes
+    meet only by a 2**-64 chance, which makes two writers wait for each other, no more.
+
+    The parts are joined by a zero byte, and a zero byte within a part is written as
+    ``00 FF`` (a byte UTF-8 never holds), so that different parts never join alike
+    (``"a\\0b", "c"`` and ``"a", "b\\0c"`` would); parts without one join as they
+    always have, so every version computes the same key for them."""
+    joined = b"\x00".join(part.replace(b"\x00", b"\x00\xff") for part in parts)
+    digest = hashlib.blake2b(joined, digest_size=8, person=b"trueheart-lock")
     return int.from_bytes(digest.digest(), "big", signed=True)
 
 
