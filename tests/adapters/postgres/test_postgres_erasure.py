@@ -261,6 +261,20 @@ def test_a_rebuild_leaves_no_removed_entry_in_the_search_tables_files(
     assert set(kept) <= locate(files(), kept).keys()
 
 
+def test_an_automatic_rebuild_inside_an_ordinary_write_owes_no_rewrite(
+    service: TrueHeart, pg: Any
+) -> None:
+    """New tokenisation rules rebuild the index inside the write that meets them: the
+    entries it replaces are of memories still held, and no later call pays a rewrite."""
+    _one_memory(service, "zqxrebuilt")
+    pg.execute("UPDATE meta SET tokenizer = 'th-lex-0'")
+    service.materialize_once(memory("mem-three", ("evt-one",), content="zqxthird memory"))
+    assert pg.execute("SELECT tokenizer FROM meta").fetchone()[0] != "th-lex-0"
+    assert pg.execute("SELECT rewrite_tables, rewrite_xid FROM meta").fetchone() == ([], None)
+    assert service.rebuild_search_index() == 3
+    assert pg.execute("SELECT rewrite_tables, rewrite_xid FROM meta").fetchone() == ([], None)
+
+
 # --- forget and delete of one memory -----------------------------------------------------
 
 

@@ -124,3 +124,18 @@ def test_an_owed_rewrite_is_left_owed_by_a_role_that_cannot_run_it(
             )
         )
     assert pg.execute("SELECT rewrite_tables, rewrite_xid FROM meta").fetchone() == ([], None)
+
+
+def test_the_application_role_rebuilds_the_index_and_owes_no_rewrite(
+    app_url: str, pg_schema: str, pg: Any
+) -> None:
+    """Rebuilding needs no owner: the rows it removes leave every answer, and stay in
+    their pages as a forget's do (it cannot rewrite the tables, and records nothing it
+    could never run)."""
+    with TrueHeart(PostgresRepository(app_url, schema=pg_schema), clock=lambda: NOW) as app:
+        app.ingest_event(event("evt-1"))
+        app.materialize_once(memory("mem-1", ("evt-1",)))
+        assert app.rebuild_search_index() == 1
+        assert app.verify_integrity().ok
+    owed = pg.execute("SELECT rewrite_tables, rewrite_xid FROM meta").fetchone()
+    assert owed == ([], None)

@@ -299,7 +299,12 @@ class PostgresRepository:
             if erasing:
                 self._erased = True
             uow = PostgresUnitOfWork(
-                conn, self._scratch, write=write, store=self._schema, known=self._known
+                conn,
+                self._scratch,
+                write=write,
+                store=self._schema,
+                known=self._known,
+                erasing=erasing,
             )
             session = uow.session
             # The transaction, the store's lock and the stored version, with the tokenizer

@@ -247,8 +247,11 @@ class Session:
         write: bool,
         store: str = "",
         known: set[ScopeKey] | None = None,
+        erasing: bool = False,
     ) -> None:
         self.conn = conn
+        # Whether the unit is an erasing one (the repository rewrites after its commit).
+        self.erasing = erasing
         # The repository's scopes whose row is committed; this unit's join on commit.
         self.known: set[ScopeKey] = set() if known is None else known
         self._tokenizer: object = _UNREAD
@@ -310,13 +313,17 @@ class Session:
         )
         self.rewrite_requested = True
 
+    def owns_tables(self) -> bool:
+        """Whether this connection's role may rewrite every table of the store."""
+        row = self.one(OWNS_THE_TABLES)
+        return row is not None and row[0] is True
+
     def require_owner(self) -> None:
         """Fail with ``RepositoryReadOnly`` unless this connection's role may rewrite
         every table of the store (``VACUUM FULL`` needs the owner's role; for any other
         role the server skips the table with a mere warning, which would leave an
         erasure's rows in place while the call reported success)."""
-        row = self.one(OWNS_THE_TABLES)
-        if row is None or row[0] is not True:
+        if not self.owns_tables():
             raise RepositoryReadOnly("rewriting the store's tables needs the role that owns them")
 
     def lock_store(self) -> None:

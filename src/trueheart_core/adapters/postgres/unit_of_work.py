@@ -37,8 +37,11 @@ class PostgresUnitOfWork:
         write: bool,
         store: str = "",
         known: set[ScopeKey] | None = None,
+        erasing: bool = False,
     ) -> None:
-        self.session = Session(conn, scratch, write=write, store=store, known=known)
+        self.session = Session(
+            conn, scratch, write=write, store=store, known=known, erasing=erasing
+        )
         self.committed = False
         self.search = PostgresSearch(self.session)
         self.claims = PostgresClaims(self.session)
