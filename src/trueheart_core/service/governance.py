@@ -106,8 +106,11 @@ def govern_memory(uow: UnitOfWork, command: GovernanceCommand) -> tuple[list[str
     _check_lineage(uow, scope, memory_id, row.kind, row.dependency_fingerprint, edges)
     action = command.action
     if action in (GovernanceAction.SEAL, GovernanceAction.RESTORE):
-        # A status change rewrites the digest, so the whole row must verify first.
-        record = loading.memory(row, edges, scope, "invalid memory governance state")
+        # A status change rewrites the digest, so the whole row must verify first (its
+        # edges, these very rows, were verified by the lineage check above).
+        record = loading.memory(
+            row, edges, scope, "invalid memory governance state", edges_verified=True
+        )
         wanted_from = (
             MemoryStatus.ACTIVE if action is GovernanceAction.SEAL else MemoryStatus.SEALED
         )

@@ -64,9 +64,16 @@ def source_receipt(
     return verified
 
 
-def memory(row: MemoryRow, edges: Sequence[EdgeRow], scope: Scope, diagnostic: str) -> MemoryRecord:
+def memory(
+    row: MemoryRow,
+    edges: Sequence[EdgeRow],
+    scope: Scope,
+    diagnostic: str,
+    *,
+    edges_verified: bool = False,
+) -> MemoryRecord:
     try:
-        return records.memory_from_row(row, edges, scope)
+        return records.memory_from_row(row, edges, scope, edges_verified=edges_verified)
     except RowInvalid:
         corrupt(diagnostic)
 

@@ -307,13 +307,19 @@ def _with_memory_digest(row: MemoryRow, source_ids: Sequence[str]) -> MemoryRow:
 
 
 def memory_from_row(
-    row: MemoryRow, edges: Sequence[EdgeRow], known: Scope | None = None
+    row: MemoryRow,
+    edges: Sequence[EdgeRow],
+    known: Scope | None = None,
+    *,
+    edges_verified: bool = False,
 ) -> MemoryRecord:
     """Verify a memory row (its digest covers its source IDs) and the digest of each of its
-    lineage edges, and rebuild the record."""
+    lineage edges (unless the caller has just verified these very rows,
+    ``edges_verified``), and rebuild the record."""
     ids: list[str] = []
     for edge in edges:
-        _check(edge.digest, _edge_digest(edge))
+        if not edges_verified:
+            _check(edge.digest, _edge_digest(edge))
         if edge.memory_id != row.memory_id or edge.scope != row.scope:
             raise RowInvalid("invalid_row")
         ids.append(edge.event_id)
