@@ -154,16 +154,27 @@ def test_a_bad_line_names_its_number_only_and_stores_nothing(
 def test_a_line_too_long_is_refused_after_a_bounded_read(
     store: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    limit = 16 * 1024 * 1024
+    second = json.dumps(_event("evt-2")).encode()
     source = tmp_path / "in.jsonl"
     with source.open("wb") as out:
         out.write(json.dumps(_event("evt-1")).encode() + b"\n")
-        out.write(b" " * (16 * 1024 * 1024) + json.dumps(_event("evt-2")).encode() + b"\n")
+        out.write(b" " * (limit + 1 - len(second)) + second + b"\n")
     status, _, err = call(capsys, "ingest", str(store), str(source))
     assert (status, err) == (
         1,
         "trueheart: line 2: line too long (over 16 MiB); nothing was stored\n",
     )
     assert _new(store) == (0, 0)
+    # A line of exactly the limit is read whole, whatever its line ending (and the
+    # byte-order mark of the first line is not counted).
+    first = json.dumps(_event("evt-1")).encode()
+    with source.open("wb") as out:
+        out.write(b"\xef\xbb\xbf" + b" " * (limit - len(first)) + first + b"\r\n")
+        out.write(b" " * (limit - len(second)) + second)
+    status, out_text, _ = call(capsys, "ingest", str(store), str(source))
+    assert (status, out_text) == (0, "ingested 2 events and 0 memories\n")
+    assert _new(store) == (2, 0)
 
 
 def test_an_input_without_newlines_is_refused_not_read_whole(store: Path) -> None:

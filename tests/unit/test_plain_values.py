@@ -13,6 +13,7 @@ import pytest
 from trueheart_core import (
     ClaimDraft,
     ClaimQuery,
+    HashingEmbedder,
     MemoryDraft,
     RawEventDraft,
     RecallQuery,
@@ -248,3 +249,30 @@ def test_exact_reads_take_ids_as_the_plain_text_they_hold(tmp_path: Path) -> Non
         ):
             with pytest.raises(ValidationError, match="limit: must be from 1 through 100"):
                 read()
+
+
+def test_query_sizes_are_held_as_plain_ints() -> None:
+    """A subclass of ``int`` whose comparisons say yes to any bound is refused, and an
+    accepted one is held as the plain number it is."""
+    for make in (
+        lambda n: RecallQuery(SCOPE, NOW, limit=n),
+        lambda n: SearchQuery(SCOPE, "tea", NOW, limit=n),
+        lambda n: ClaimQuery(SCOPE, NOW, limit=n),
+    ):
+        with pytest.raises(ValidationError, match="limit: must be from 1 through"):
+            make(Huge(5000))
+        with pytest.raises(ValidationError, match="limit: must be from 1 through"):
+            make(Huge(0))
+        assert type(make(_Int(3)).limit) is int
+    query = SearchQuery(SCOPE, "tea", NOW, budget_tokens=_Int(64))
+    assert type(query.budget_tokens) is int
+
+
+def test_sync_semantic_refuses_a_batch_size_that_lies_about_its_bounds(tmp_path: Path) -> None:
+    with (
+        TrueHeart(
+            SQLiteRepository(tmp_path / "sync.db"), clock=lambda: NOW, embedder=HashingEmbedder(8)
+        ) as service,
+        pytest.raises(ValidationError, match="batch_size: must be from 1 through"),
+    ):
+        service.sync_semantic(SCOPE, batch_size=Huge(0))

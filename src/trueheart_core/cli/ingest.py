@@ -28,6 +28,7 @@ file can be ingested again after a stop.
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import sys
 from collections.abc import Iterable, Mapping
@@ -261,17 +262,19 @@ def read_lines(source: Iterable[bytes]) -> Lines:
     events: list[RawEventDraft] = []
     memories: list[tuple[int, MemoryDraft]] = []
     # A file is read a bounded piece at a time: a line too long (or an input with no
-    # newline at all) is refused once its first MAX_LINE_BYTES + 1 bytes are read.
+    # newline at all) is refused once a piece has more than the limit, its line ending
+    # and a byte-order mark aside.
+    piece = MAX_LINE_BYTES + len(_BOM) + 3
     lines = (
-        iter(lambda: source.readline(MAX_LINE_BYTES + 1), b"")
-        if isinstance(source, Input)
+        iter(lambda: source.readline(piece), b"")
+        if isinstance(source, io.IOBase)
         else source
     )
     for number, read in enumerate(lines, start=1):
-        if len(read) > MAX_LINE_BYTES:
-            raise BadLine(number, "line too long (over 16 MiB)")
         # A UTF-8 byte-order mark at the start, as some editors write, is no content.
         raw = read.removeprefix(_BOM) if number == 1 else read
+        if len(raw.removesuffix(b"\n").removesuffix(b"\r")) > MAX_LINE_BYTES:
+            raise BadLine(number, "line too long (over 16 MiB)")
         if not raw.strip():
             continue
         try:

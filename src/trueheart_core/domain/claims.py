@@ -267,12 +267,8 @@ class ClaimQuery(_Reducible):
             isinstance(s, ClaimStatus) for s in self.statuses
         ):
             raise ValidationError("statuses", "must be a tuple of ClaimStatus")
-        if self.limit is not None and (
-            isinstance(self.limit, bool)
-            or not isinstance(self.limit, int)
-            or not 1 <= self.limit <= MAX_CLAIM_PAGE
-        ):
-            raise ValidationError("limit", f"must be from 1 through {MAX_CLAIM_PAGE}")
+        if self.limit is not None:
+            _set(self, "limit", v.whole("limit", self.limit, 1, MAX_CLAIM_PAGE))
         if self.cursor is not None:
             if not isinstance(self.cursor, str):
                 raise ValidationError("cursor", "must be a cursor returned by the same query")

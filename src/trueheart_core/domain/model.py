@@ -309,7 +309,7 @@ class RecallQuery(_Reducible):
     def __post_init__(self) -> None:
         _scope(self.scope)
         _set(self, "as_of", v.utc("as_of", self.as_of))
-        v.limit(self.limit)
+        _set(self, "limit", v.limit(self.limit))
         _set(self, "kinds", v.text_tuple("kinds", self.kinds))
 
 

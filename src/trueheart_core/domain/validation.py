@@ -150,14 +150,20 @@ def positive_duration(field: str, value: object) -> timedelta:
     return value
 
 
+def whole(field: str, value: object, low: int, high: int) -> int:
+    """An ``int`` from ``low`` through ``high`` (``bool`` is rejected), as a plain
+    ``int``: a subclass's own comparisons and arithmetic are never asked."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValidationError(field, f"must be from {low} through {high}")
+    number = int.__int__(value)
+    if not low <= number <= high:
+        raise ValidationError(field, f"must be from {low} through {high}")
+    return number
+
+
 def limit(value: object) -> int:
     """A page size from 1 through 100 (``bool`` is rejected), as a plain ``int``."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ValidationError("limit", "must be from 1 through 100")
-    plain_value = int.__int__(value)  # a subclass's comparisons are not asked
-    if not 1 <= plain_value <= 100:
-        raise ValidationError("limit", "must be from 1 through 100")
-    return plain_value
+    return whole("limit", value, 1, 100)
 
 
 def items(value: list[_T] | tuple[_T, ...]) -> tuple[_T, ...]:

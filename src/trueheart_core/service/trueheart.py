@@ -634,12 +634,7 @@ class TrueHeart:
         settings = self._settings()
         if not isinstance(scope, Scope):
             raise ValidationError("scope", "must be a Scope")
-        if (
-            isinstance(batch_size, bool)
-            or not isinstance(batch_size, int)
-            or not 1 <= batch_size <= MAX_SYNC_BATCH
-        ):
-            raise ValidationError("batch_size", f"must be from 1 through {MAX_SYNC_BATCH}")
+        batch_size = v.whole("batch_size", batch_size, 1, MAX_SYNC_BATCH)
         if progress is not None and not callable(progress):
             raise ValidationError("progress", "must be callable or None")
         projecting.check_unchanged(settings.embedder, settings.space)
@@ -992,12 +987,16 @@ def _semantic_settings(
     rerank_limit: object,
     reranker_weight: object,
 ) -> hybrid.SemanticSearch | None:
-    if scan_cap is not None and (
-        isinstance(scan_cap, bool)
-        or not isinstance(scan_cap, int)
-        or not 1 <= scan_cap <= MAX_SCAN_CAP
-    ):
-        raise ValidationError("semantic_scan_cap", f"must be None or from 1 through {MAX_SCAN_CAP}")
+    if scan_cap is not None:
+        if isinstance(scan_cap, bool) or not isinstance(scan_cap, int):
+            raise ValidationError(
+                "semantic_scan_cap", f"must be None or from 1 through {MAX_SCAN_CAP}"
+            )
+        scan_cap = int.__int__(scan_cap)
+        if not 1 <= scan_cap <= MAX_SCAN_CAP:
+            raise ValidationError(
+                "semantic_scan_cap", f"must be None or from 1 through {MAX_SCAN_CAP}"
+            )
     if (
         isinstance(minimum_score, bool)
         or not isinstance(minimum_score, int | float)

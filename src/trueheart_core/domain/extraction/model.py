@@ -78,14 +78,18 @@ class ExtractionDiagnostic(_Reducible):
 
     def __post_init__(self) -> None:
         _set(self, "code", v.text("code", self.code))
-        if self.start is not None and (not _is_int(self.start) or self.start < 0):
-            raise ValidationError("start", "must be a non-negative int or None")
+        # Plain ints: a subclass's own comparisons are never asked.
+        if self.start is not None:
+            if not _is_int(self.start) or int.__int__(self.start) < 0:
+                raise ValidationError("start", "must be a non-negative int or None")
+            _set(self, "start", int.__int__(self.start))
         if (self.start is None) != (self.end is None):
             raise ValidationError("end", "must be given exactly when start is")
-        if self.start is not None and (
-            isinstance(self.end, bool) or not isinstance(self.end, int) or self.end < self.start
-        ):
-            raise ValidationError("end", "must be at least start")
+        if self.start is not None:
+            end = self.end
+            if not isinstance(end, int) or isinstance(end, bool) or int.__int__(end) < self.start:
+                raise ValidationError("end", "must be at least start")
+            _set(self, "end", int.__int__(end))
 
 
 @dataclass(frozen=True, slots=True, repr=False)

@@ -45,9 +45,7 @@ _set: Callable[[object, str, object], None] = object.__setattr__
 
 
 def _count(field: str, value: object, low: int, high: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise ValidationError(field, f"must be from {low} through {high}")
-    return value
+    return v.whole(field, value, low, high)
 
 
 def query_text(field: str, value: object) -> str:
@@ -105,8 +103,10 @@ class SearchQuery(_Reducible):
             raise ValidationError("scope", "must be a Scope")
         _set(self, "text", query_text("text", self.text))
         _set(self, "as_of", v.utc("as_of", self.as_of))
-        _count("budget_tokens", self.budget_tokens, 1, MAX_BUDGET_TOKENS)
-        v.limit(self.limit)
+        _set(
+            self, "budget_tokens", _count("budget_tokens", self.budget_tokens, 1, MAX_BUDGET_TOKENS)
+        )
+        _set(self, "limit", v.limit(self.limit))
         _set(self, "kinds", v.text_tuple("kinds", self.kinds))
         if self.min_trust is not None:
             v.member("min_trust", self.min_trust, TrustLevel, "must be a TrustLevel or None")
