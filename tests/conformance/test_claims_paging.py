@@ -260,6 +260,23 @@ def test_the_last_page_has_no_cursor(service: TrueHeart) -> None:
     assert empty == ClaimSet(MAY, MAY, (), (), None)
 
 
+def test_a_page_that_ends_at_the_longest_id_has_a_cursor_that_works(service: TrueHeart) -> None:
+    """An ID of 128 characters outside the Basic Multilingual Plane makes the longest
+    cursor: every cursor of a walk of one-claim pages works."""
+    longest = "\U0001f600" * 128
+    ingest_ids(service, "evt-1")
+    service.materialize_claim(claim(longest, value="dark"))
+    service.materialize_claim(claim("\U0001f601", value="light"))
+    seen, cursor = [], None
+    for _ in range(3):
+        page = service.claims(ClaimQuery(SCOPE, NOW, limit=1, cursor=cursor))
+        seen += [view.claim.claim_id for view in page.claims]
+        cursor = page.next_cursor
+        if cursor is None:
+            break
+    assert sorted(seen) == [longest, "\U0001f601"]
+
+
 def test_the_limit_may_change_between_pages(service: TrueHeart) -> None:
     _populate(service)
     whole = service.claims(ClaimQuery(SCOPE, JUNE))

@@ -343,6 +343,17 @@ def _first_cursor(service: TrueHeart, **filters: object) -> str:
     return page.next_cursor
 
 
+def test_a_page_that_ends_at_the_longest_id_has_a_cursor_that_works(service: TrueHeart) -> None:
+    """An ID of 128 characters outside the Basic Multilingual Plane: the longest cursor."""
+    longest = "\U0001f600" * 128
+    materialize_all(service, {longest: "first", "\U0001f601": "second"})
+    first = service.list_memories(SCOPE, limit=1)
+    assert [m.memory_id for m in first.items] == [longest]
+    assert first.next_cursor is not None
+    second = service.list_memories(SCOPE, limit=1, cursor=first.next_cursor)
+    assert [m.memory_id for m in second.items] == ["\U0001f601"]
+
+
 def test_a_cursor_only_works_for_the_listing_that_made_it(service: TrueHeart) -> None:
     materialize_all(service, {"m-1": "a", "m-2": "b", "m-3": "c"})
     materialize_all(service, {"m-1": "a", "m-2": "b", "m-3": "c"}, scope=OTHER_SCOPE)

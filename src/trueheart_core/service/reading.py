@@ -82,7 +82,9 @@ def decode_cursor(
     """The last ID of a cursor of this ``version`` made by the same listing;
     ``ValidationError`` (``must be a cursor returned by the same <made_by>``) otherwise."""
     invalid = ValidationError("cursor", f"must be a cursor returned by the same {made_by}")
-    if not isinstance(cursor, str) or not cursor or len(cursor) > 2048 or not cursor.isascii():
+    # The longest cursor made: an ID of 128 characters outside the BMP, each written as
+    # 12 ASCII characters in the JSON, then base64 (about 2,100 characters).
+    if not isinstance(cursor, str) or not cursor or len(cursor) > 4096 or not cursor.isascii():
         raise invalid
     try:
         raw = base64.b64decode(cursor + "=" * (-len(cursor) % 4), altchars=b"-_", validate=True)
