@@ -265,11 +265,7 @@ def read_lines(source: Iterable[bytes]) -> Lines:
     # newline at all) is refused once a piece has more than the limit, its line ending
     # and a byte-order mark aside.
     piece = MAX_LINE_BYTES + len(_BOM) + 3
-    lines = (
-        iter(lambda: source.readline(piece), b"")
-        if isinstance(source, io.IOBase)
-        else source
-    )
+    lines = iter(lambda: source.readline(piece), b"") if isinstance(source, io.IOBase) else source
     for number, read in enumerate(lines, start=1):
         # A UTF-8 byte-order mark at the start, as some editors write, is no content.
         raw = read.removeprefix(_BOM) if number == 1 else read
