@@ -326,7 +326,7 @@ def test_forget_keeps_the_event_while_a_host_memory_comes_from_it(
 ) -> None:
     async def body() -> None:
         async with connect() as client:
-            first = await _remember(client, SECRET)
+            first = await _remember(client, SECRET, idempotency_key="k-vault")
             memory_id, event_id = first["memory"]["memory_id"], first["event_id"]
             service.materialize_once(
                 MemoryDraft(
@@ -346,6 +346,13 @@ def test_forget_keeps_the_event_while_a_host_memory_comes_from_it(
             assert service.get_memory(SCOPE, "host-summary").kind == "crm"
             assert service.derived_memories(SCOPE, event_id) == ("host-summary",)
             assert repository.residue([b"vault code"]) == frozenset({b"vault code"})
+            # The kept text cannot be guessed through a replay of the key: a wrong guess
+            # and the right one get the same answer.
+            for guess in ("The vault code is 0000.", SECRET):
+                replay = await client.call_tool(
+                    "remember", {"content": guess, "idempotency_key": "k-vault"}
+                )
+                assert error_text(replay) == f"entity deleted: {memory_id}"
             again = await client.call_tool("forget_memory", arguments)
             assert "entity deleted" in error_text(again)
             service.govern(

@@ -637,7 +637,8 @@ class MemoryTools:
                 "forget_memory",
                 "Forget a memory",
                 "Forget one memory for good: it is erased (with the source record "
-                "remember stored it from), a tombstone keeps its ID from being stored "
+                "remember stored it from, unless another memory still comes from that "
+                "record), a tombstone keeps its ID from being stored "
                 "again, and an audit record says it was forgotten (without its content "
                 "or the reason).",
                 _object(
@@ -770,6 +771,15 @@ class MemoryTools:
             except EntityDeleted:
                 raise EntityDeleted(memory_id) from None
             else:
+                # The event of a forgotten memory can stay (another memory comes from
+                # it): the key is refused before the replay could compare a guess with
+                # the stored text.
+                try:
+                    self._service.get_memory(self._scope, memory_id)
+                except EntityDeleted:
+                    raise EntityDeleted(memory_id) from None
+                except (EntityNotFound, ScopeMismatch):
+                    pass
                 at, replayed = receipt.source.occurred_at, True
             try:
                 return write(at), replayed
@@ -835,9 +845,11 @@ class MemoryTools:
     def _forget(self, args: _Arguments) -> Document:
         """FORGET the memory; when ``remember`` or ``remember_claim`` wrote it, or it is
         an item of an OpenAI Agents session, DELETE its event too, so that its text
-        leaves the event's body as well (and a replay of its key cannot compare a guess
-        with the stored text; a session's ``clear_session``, which finds its items by
-        their memories, could no longer reach the event).
+        leaves the event's body as well (a session's ``clear_session``, which finds its
+        items by their memories, could no longer reach the event), unless another
+        memory held in the scope still comes from the event (the host's, which the
+        DELETE would take with it): then the event stays, and a replay of the key is
+        refused before it could compare a guess with the stored text (see ``_once``).
 
         The two are separate transactions: when the FORGET committed and the DELETE did
         not (a busy store between them), calling the tool again finishes the DELETE

@@ -229,7 +229,9 @@ def memory_tools(
     * ``forget_memory(memory_id)``: a governed FORGET (tombstone, audit row, erasure
       from the file) of a memory of ``search_kinds``; when ``remember`` or
       ``remember_claim`` wrote it, its source event is deleted too (tombstone, audit
-      row), so the text leaves the event as well. For a memory already forgotten, the
+      row), so the text leaves the event as well, unless another memory held in the
+      scope still comes from the event (one the host derived from it, which the delete
+      would take with it): then the event stays. For a memory already forgotten, the
       event is deleted only when its receipt puts the memory's kind in
       ``search_kinds``.
     * ``claims(subject, predicate)`` (with ``claim_tools``): the scope's claims known
