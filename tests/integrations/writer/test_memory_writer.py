@@ -35,6 +35,7 @@ from trueheart_core.integrations.writer import (
     QUOTE_NOT_FOUND,
     SUPERSESSION_AMBIGUOUS,
     WRITER_PROMPT,
+    ChatClient,
     ChatSettings,
     MemoryWriter,
     WriteReport,
@@ -326,6 +327,17 @@ FAILURES = {
         "did not answer with text",
     ),
     "an empty answer": (Reply(body=completion("")), "is empty"),
+    "content that is not text": (
+        Reply(
+            body={
+                **completion(""),
+                "choices": [
+                    {**completion("")["choices"][0], "message": {"role": "assistant", "content": 3}}
+                ],
+            }
+        ),
+        "is malformed",
+    ),
     "no choices": (Reply(body={"id": "x", "object": "chat.completion"}), "is malformed"),
     "a body that is not JSON": (Reply(body=b"<html>" + SECRET.encode() + b"</html>"), "malformed"),
 }
@@ -346,6 +358,55 @@ def test_a_model_failure_raises_provider_error_and_stores_nothing(
     _nothing_stored(service)
     with pytest.raises(EntityNotFound):
         service.get_receipt(SCOPE, "turn-1")
+
+
+class _FailingClient(ChatClient):
+    """A host's client whose ``ask`` raises an error quoting the message."""
+
+    __slots__ = ()
+
+    def ask(self, system: str, message: str) -> dict[str, Any]:
+        raise ValueError(f"could not send: {message}")
+
+
+def test_a_client_that_raises_is_a_provider_error_without_a_chain(
+    settings: ChatSettings, service: TrueHeart
+) -> None:
+    client = _FailingClient(settings)
+    try:
+        with pytest.raises(ProviderError, match="the writer model failed") as raised:
+            MemoryWriter(service, client, retention=RETENTION, clock=lambda: NOW).write(
+                SCOPE, MESSAGE, event_id="turn-1"
+            )
+    finally:
+        client.close()
+    assert SECRET not in str(raised.value)
+    assert raised.value.__cause__ is None and raised.value.__context__ is None
+    _nothing_stored(service)
+
+
+def _broken_clock() -> Any:
+    raise RuntimeError("the host clock broke")
+
+
+@pytest.mark.parametrize(
+    ("clock", "error", "phrase"),
+    [
+        (_broken_clock, ProviderError, "the clock failed"),
+        (lambda: NOW.replace(tzinfo=None), ValidationError, "clock: must be timezone-aware"),
+    ],
+)
+def test_a_writer_clock_that_raises_or_is_naive_is_refused_before_the_model(
+    stub: Stub, settings: ChatSettings, service: TrueHeart, clock: Any, error: type, phrase: str
+) -> None:
+    writer = MemoryWriter(service, settings, retention=RETENTION, clock=clock)
+    try:
+        with pytest.raises(error, match=phrase):
+            writer.write(SCOPE, MESSAGE, event_id="turn-1")
+    finally:
+        writer.close()
+    assert stub.requests == []
+    _nothing_stored(service)
 
 
 def test_a_timeout_raises_provider_error_and_stores_nothing(

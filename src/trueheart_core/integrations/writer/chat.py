@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trueheart_core.domain import validation as v
-from trueheart_core.errors import ProviderError, ValidationError, body_free_errors
+from trueheart_core.errors import ProviderError, TrueHeartError, ValidationError, body_free_errors
 
 __all__ = ["MAX_ANSWER_CHARS", "ChatClient", "ChatSettings", "first_json_object"]
 
@@ -200,16 +200,40 @@ class ChatClient:
         raise ProviderError(failure)
 
 
-def _text_of(completion: Any) -> str:
+def asked(client: ChatClient, system: str, message: str) -> dict[str, Any]:
+    """``client.ask(system, message)``: what a client (a host's subclass, say) raises
+    other than a library error is ``ProviderError("the writer model failed")``, raised
+    outside any handler, since its arguments can quote the message."""
+    try:
+        return client.ask(system, message)
+    except TrueHeartError:
+        raise
+    except Exception:
+        pass
+    raise ProviderError("the writer model failed")
+
+
+def _fields_of(completion: Any) -> tuple[Any, Any, Any] | None:
+    """``(finish_reason, refusal, content)`` of a chat completion's first choice;
+    ``None`` when reading them fails in any way (a response object can raise anything,
+    with the message's text in its arguments)."""
     try:
         choice = completion.choices[0]
         message = choice.message
-        finish = choice.finish_reason
-        refusal = getattr(message, "refusal", None)
-        content = message.content
-    except (AttributeError, IndexError, KeyError, TypeError):
-        raise ProviderError("the writer model's response is malformed") from None
+        return choice.finish_reason, getattr(message, "refusal", None), message.content
+    except Exception:
+        return None
+
+
+def _text_of(completion: Any) -> str:
+    fields = _fields_of(completion)
+    # Raised outside any handler: no exception that could quote the message is chained.
+    if fields is None:
+        raise ProviderError("the writer model's response is malformed")
+    finish, refusal, content = fields
     if finish is not None and not isinstance(finish, str):
+        raise ProviderError("the writer model's response is malformed")
+    if content is not None and not isinstance(content, str):
         raise ProviderError("the writer model's response is malformed")
     if (isinstance(refusal, str) and refusal.strip()) or finish == "content_filter":
         raise ProviderError("the writer model refused")

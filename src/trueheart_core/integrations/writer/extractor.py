@@ -14,7 +14,7 @@ import hashlib
 from trueheart_core.domain import validation as v
 from trueheart_core.domain.extraction import ClaimExtraction
 from trueheart_core.errors import ValidationError, body_free_errors
-from trueheart_core.integrations.writer.chat import ChatClient, ChatSettings
+from trueheart_core.integrations.writer.chat import ChatClient, ChatSettings, asked
 from trueheart_core.integrations.writer.reading import (
     CLAIMS_PROMPT,
     PROMPT_VERSION,
@@ -98,7 +98,7 @@ class ModelClaimExtractor:
         """
         if not isinstance(content, str):
             raise ValidationError("content", "must be a string")
-        answer = self._client.ask(CLAIMS_PROMPT, content)
+        answer = asked(self._client, CLAIMS_PROMPT, content)
         _, proposed = proposals(answer, memories=False)
         reading = read(content, (), proposed, self._authority)
         return ClaimExtraction(

@@ -62,10 +62,11 @@ from trueheart_core.errors import (
     IdempotencyConflict,
     ProviderError,
     ScopeMismatch,
+    TrueHeartError,
     ValidationError,
     body_free_errors,
 )
-from trueheart_core.integrations.writer.chat import ChatClient, ChatSettings
+from trueheart_core.integrations.writer.chat import ChatClient, ChatSettings, asked
 from trueheart_core.integrations.writer.extractor import (
     DEFAULT_AUTHORITY,
     ModelClaimExtractor,
@@ -286,7 +287,7 @@ class MemoryWriter:
             scope, message, event_id, occurred_at, source_id, source_type, trust, metadata
         )
         self._refuse_written(draft)
-        answer = self._client.ask(WRITER_PROMPT, draft.content)
+        answer = asked(self._client, WRITER_PROMPT, draft.content)
         proposed_memories, proposed_claims = proposals(answer, memories=True)
         reading = read(draft.content, proposed_memories, proposed_claims, self._authority)
         dropped, notes = list(reading.dropped), list(reading.notes)
@@ -315,6 +316,17 @@ class MemoryWriter:
         )
 
     # --- the event ---------------------------------------------------------------------
+
+    def _now(self) -> datetime:
+        """The writer clock's time, checked as the service checks its own; a clock that
+        raises is ``ProviderError``, with its exception as the cause."""
+        try:
+            now = self._clock()
+        except TrueHeartError:
+            raise
+        except Exception as error:
+            raise ProviderError("the clock failed") from error
+        return v.utc("clock", now)
 
     def _draft(
         self,
@@ -347,7 +359,7 @@ class MemoryWriter:
         if self._retention is None:
             raise ValidationError("retention", "must be given to write a text message")
         event = f"message-{uuid.uuid4().hex}" if event_id is None else event_id
-        when = self._clock() if occurred_at is None else occurred_at
+        when = self._now() if occurred_at is None else occurred_at
         source = SourceRef(
             event if source_id is None else source_id,
             "message" if source_type is None else source_type,
