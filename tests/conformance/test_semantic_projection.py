@@ -6,6 +6,7 @@ import contextlib
 import math
 from collections.abc import Callable, Iterator, Sequence
 from datetime import timedelta
+from fractions import Fraction
 from typing import Any
 
 import pytest
@@ -29,6 +30,7 @@ from trueheart_core import (
     EmbedderMismatch,
     GovernanceAction,
     HashingEmbedder,
+    RepositoryReadOnly,
     Scope,
     SearchQuery,
     SemanticProjectionError,
@@ -173,9 +175,20 @@ class _Broken(ConceptEmbedder):
         return self.answer  # type: ignore[return-value]
 
 
+class _Lying(list[list[float]]):
+    """Says it holds one vector, and yields none."""
+
+    def __len__(self) -> int:
+        return 1
+
+    def __iter__(self) -> Iterator[list[float]]:
+        return iter(())
+
+
 @pytest.mark.parametrize(
     "answer",
     [
+        _Lying(),
         [],
         [[0.0] * 5],
         [[float("nan")] + [0.0] * 5],
@@ -184,7 +197,7 @@ class _Broken(ConceptEmbedder):
         "vectors",
         None,
     ],
-    ids=["none", "short", "nan", "not-normalised", "not-numbers", "string", "null"],
+    ids=["lying", "none", "short", "nan", "not-normalised", "not-numbers", "string", "null"],
 )
 def test_a_broken_answer_is_refused_after_the_commit(
     repository: Repository, answer: object
@@ -195,6 +208,46 @@ def test_a_broken_answer_is_refused_after_the_commit(
         service.materialize_once(memory("mem-1"))
     assert isinstance(caught.value.__cause__, ValidationError)
     assert service.get_memory(SCOPE, "mem-1").memory_id == "mem-1"
+    assert service.semantic_status(SCOPE).missing_memory_ids == ("mem-1",)
+
+
+class _Measured(list[float]):
+    """A vector whose len() is wrong: what counts is what it yields."""
+
+    def __len__(self) -> int:
+        return 1
+
+
+class _RealNumbers(ConceptEmbedder):
+    """Answers with components that are real numbers but not floats (as numpy's float32
+    are), in sequences whose len() says otherwise."""
+
+    def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+        return [
+            _Measured([Fraction(x).limit_denominator(10**6) for x in vector])  # type: ignore[misc]
+            for vector in super().embed_documents(texts)
+        ]
+
+
+def test_real_numbers_and_what_a_vector_yields_are_what_count(repository: Repository) -> None:
+    service = semantic(repository, _RealNumbers())
+    service.ingest_event(event("evt-1"))
+    service.materialize_once(memory("mem-1", content="prefers concise summaries"))
+    assert service.semantic_status(SCOPE).complete
+
+
+def test_a_read_only_store_refuses_a_projection_before_the_embedder_is_called(
+    repository: Repository, reopen: Callable[..., Repository]
+) -> None:
+    materialize_all(semantic(repository, auto_index=False), {"mem-1": "concise answers"})
+    repository.close()
+    embedder = ConceptEmbedder()
+    service = TrueHeart(reopen(read_only=True), embedder=embedder, auto_index=False)
+    with pytest.raises(RepositoryReadOnly):
+        service.sync_semantic(SCOPE)
+    with pytest.raises(RepositoryReadOnly):
+        service.index_semantic(SCOPE, ["mem-1"])
+    assert embedder.documents == []
     assert service.semantic_status(SCOPE).missing_memory_ids == ("mem-1",)
 
 

@@ -316,6 +316,53 @@ def test_a_partial_reranker_answer_is_accepted(repository: Repository) -> None:
     assert len(scored) == 1
 
 
+class _Unequal(str):
+    """An identity whose comparison raises."""
+
+    __slots__ = ()
+
+    def __eq__(self, other: object) -> bool:
+        raise RuntimeError("no comparison")
+
+    def __ne__(self, other: object) -> bool:
+        raise RuntimeError("no comparison")
+
+    __hash__ = str.__hash__
+
+
+def test_a_reranker_whose_identity_changes_is_refused_however_it_compares(
+    repository: Repository,
+) -> None:
+    reranker = ScriptedReranker()
+    service = hybrid(repository, reranker=reranker)
+    materialize_all(service, CORPUS)
+    # Compared as the text it holds: the same text is the same identity.
+    reranker._identity = _Unequal("test-reranker-v1")
+    assert ids(find(service, "concise"))
+    for changed in (_Unequal("another-reranker"), 7, "another-reranker"):
+        reranker._identity = changed  # type: ignore[assignment]
+        with pytest.raises(
+            ValidationError, match=msg("reranker: its identity changed since the service opened")
+        ):
+            find(service, "concise")
+
+
+def test_an_all_zero_query_finds_no_semantic_match_whatever_the_minimum(
+    repository: Repository,
+) -> None:
+    class Silent(ConceptEmbedder):
+        def embed_query(self, text: str) -> list[float]:
+            return [0.0] * self.dimensions
+
+    for minimum in (0.0, -1.0):
+        service = hybrid(repository, embedder=Silent(), minimum_semantic_score=minimum)
+        if not service.list_memories(SCOPE).items:
+            materialize_all(service, CORPUS)
+        capsule = find(service, "weather")
+        assert capsule.semantic is not None and capsule.semantic.matched == 0
+        assert ids(capsule) == ["mem-c"]  # the lexical match alone
+
+
 def test_a_failing_reranker_is_a_provider_error(repository: Repository) -> None:
     def boom(candidates: object) -> object:
         raise RuntimeError("down")

@@ -52,6 +52,7 @@ Operation = Literal[
     "search",
     "read",
     "index",
+    "project",
     "erase",
     "stats",
     "rebuild",

@@ -9,6 +9,7 @@ from. Forget, delete and cascade remove vectors through ``UnitOfWork.delete_memo
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -179,11 +180,14 @@ def embed_documents(embedder: Embedder, space: Space, contents: Sequence[str]) -
     _check_unchanged(embedder, space, _space_of)
     if isinstance(answer, str | bytes) or not isinstance(answer, Sequence):
         raise ValidationError("embedder", "must return one vector per text")
-    if len(answer) != len(contents):
+    # What counts is what the answer yields (its len() may say otherwise), read up to
+    # one past the number of texts.
+    vectors = list(itertools.islice(answer, len(contents) + 1))
+    if len(vectors) != len(contents):
         raise ValidationError("embedder", "must return one vector per text")
     return [
         pack(checked_vector("embedder", vector, space.dimensions, space.normalized))
-        for vector in answer
+        for vector in vectors
     ]
 
 

@@ -545,7 +545,7 @@ class TrueHeart:
             if not projecting.needs_registration(uow, space, replace):
                 return
         try:
-            with self._repository.unit_of_work("index", write=True) as uow:
+            with self._repository.unit_of_work("project", write=True) as uow:
                 projecting.register(uow, space, replace)
                 uow.commit()
         except RepositoryReadOnly:
@@ -559,7 +559,9 @@ class TrueHeart:
         ``explicit`` projection (not one after a write) of a service whose space was
         replaced raises ``EmbedderMismatch`` before calling the embedder."""
         settings = self._settings()
-        with self._repository.unit_of_work("read", write=False) as uow:
+        # An explicit projection reads in a writing unit, so that a store that cannot be
+        # written is refused (``RepositoryReadOnly``) before the embedder is called.
+        with self._repository.unit_of_work("project", write=explicit) as uow:
             if explicit:
                 projecting.check_current(uow, settings.space)
             todo = projecting.pending(uow, settings.space, targets)
@@ -567,7 +569,7 @@ class TrueHeart:
             return 0
         blobs = projecting.compute(settings.embedder, settings.space, todo)
         try:
-            with self._repository.unit_of_work("index", write=True) as uow:
+            with self._repository.unit_of_work("project", write=True) as uow:
                 stored = projecting.store(uow, settings.space, todo, blobs)
                 uow.commit()
         except TrueHeartError as error:

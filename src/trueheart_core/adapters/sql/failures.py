@@ -39,6 +39,7 @@ DIAGNOSTICS: dict[Operation, str] = {
     "search": "memory search failed",
     "read": "memory read failed",
     "index": "search index rebuild failed",
+    "project": "semantic projection failed",
     "erase": "subject erasure failed",
     "stats": "statistics read failed",
     "rebuild": "index rebuild failed",

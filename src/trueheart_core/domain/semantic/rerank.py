@@ -9,6 +9,7 @@ It returns scores for some or all of them; the library checks the answer
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
@@ -76,11 +77,11 @@ def checked_scores(results: object, candidates: Sequence[RerankCandidate]) -> di
         if result.memory_id in scores:
             raise ValidationError("reranker", "returned two scores for one candidate")
         score = result.score
-        if isinstance(score, bool) or not isinstance(score, int | float):
+        if isinstance(score, bool) or not isinstance(score, numbers.Real):
             raise ValidationError("reranker", "must return finite scores")
         try:
             number = float(score)
-        except OverflowError:
+        except Exception:
             raise ValidationError("reranker", "must return finite scores") from None
         if not math.isfinite(number):
             raise ValidationError("reranker", "must return finite scores")

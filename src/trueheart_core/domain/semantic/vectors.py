@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import numbers
 import operator
 import sys
 from array import array
@@ -39,10 +40,9 @@ def checked_vector(field: str, value: object, dimensions: int, normalized: bool)
     when the embedder says it normalises. Raises ``ValidationError`` naming ``field``."""
     if isinstance(value, str | bytes | bytearray) or not isinstance(value, Sequence | array):
         raise ValidationError(field, "must return sequences of floats")
-    if len(value) != dimensions:
-        raise ValidationError(field, "returned a vector of the wrong length")
     if (
         type(value) is list
+        and len(value) == dimensions
         and not set(map(type, value)) - {float}
         and all(map(math.isfinite, value))
     ):
@@ -52,12 +52,16 @@ def checked_vector(field: str, value: object, dimensions: int, normalized: bool)
     # its len() says: what counts is what it yields, read up to one past ``dimensions``.
     floats: list[float] = []
     for x in itertools.islice(value, dimensions + 1):
-        if isinstance(x, bool) or not isinstance(x, int | float):
+        # Any real number (numpy's float32, say, which is not a float): what counts is
+        # the float it converts to.
+        if isinstance(x, bool) or not isinstance(x, numbers.Real):
             raise ValidationError(field, "must return sequences of floats")
         try:
             number = float(x)
         except OverflowError:
             raise ValidationError(field, "returned a non-finite component") from None
+        except Exception:
+            raise ValidationError(field, "must return sequences of floats") from None
         if not math.isfinite(number):
             raise ValidationError(field, "returned a non-finite component")
         floats.append(number)

@@ -163,7 +163,9 @@ def _check_reranker(reranker: Reranker, snapshot: str | None) -> None:
         raise
     except Exception as error:
         raise ProviderError("the reranker failed") from error
-    if identity != snapshot:
+    # Compared as plain text: a value that is not a str (whatever its own comparison
+    # says, or raises) is not the identity the service opened with.
+    if not isinstance(identity, str) or v.plain(identity) != snapshot:
         raise ValidationError("reranker", "its identity changed since the service opened")
 
 

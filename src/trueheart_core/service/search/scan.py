@@ -102,6 +102,10 @@ def scan(
     space_id = current_space_id(store, space)
     if space_id is None:
         return Scan([], {}, 0, False, [NOT_REGISTERED])
+    if not any(vector):
+        # An all-zero query is similar to nothing: its cosine with every vector is 0,
+        # which a minimum of 0 or below would otherwise let through.
+        return Scan([], {}, 0, False, [])
     filters = Filters(
         records.to_us(query.as_of),
         tuple(query.kinds),
