@@ -168,14 +168,15 @@ class PostgresSearch(Role):
         self._s.lock_store()
         # The rows deleted here stay in the tables' files as dead row versions. A rebuild
         # the host asks for erases (what it removes may be an entry an erasure missed), so
-        # the tables are owed the rewrite an erasure's are, when the role can run it; an
-        # automatic rebuild (new tokenisation rules, inside an ordinary write) replaces
-        # entries of memories that are all still held, and an empty index owes nothing.
+        # the tables are owed the rewrite an erasure's are (a role that cannot run it
+        # leaves it owed to the owner's next erasing call); an automatic rebuild (new
+        # tokenisation rules, inside an ordinary write) replaces entries of memories
+        # that are all still held, and an empty index owes nothing.
         if self._s.erasing:
             held = self._s.one(
                 "SELECT " + " OR ".join(f"EXISTS (SELECT 1 FROM {t})" for t in SEARCH_TABLES)
             )
-            if held is not None and held[0] is True and self._s.owns_tables():
+            if held is not None and held[0] is True:
                 self._s.owe_rewrite(SEARCH_TABLES)
         for table in SEARCH_TABLES:
             self._s.write(f"DELETE FROM {table}")
