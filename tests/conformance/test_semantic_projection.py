@@ -248,6 +248,9 @@ def test_a_read_only_store_refuses_a_projection_before_the_embedder_is_called(
     with pytest.raises(RepositoryReadOnly):
         service.index_semantic(SCOPE, ["mem-1"])
     assert embedder.documents == []
+    # With nothing to embed there is nothing to refuse.
+    assert service.index_semantic(SCOPE, []) == 0
+    assert service.index_semantic(SCOPE, ["mem-unknown"]) == 0
     assert service.semantic_status(SCOPE).missing_memory_ids == ("mem-1",)
 
 

@@ -4,7 +4,7 @@ their own methods cannot tell the checks, the digests or the store something els
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
@@ -12,11 +12,15 @@ import pytest
 
 from trueheart_core import (
     ClaimDraft,
+    ClaimProvenance,
     ClaimQuery,
+    ExtractionDiagnostic,
     HashingEmbedder,
     MemoryDraft,
     RawEventDraft,
     RecallQuery,
+    RerankCandidate,
+    RerankResult,
     RetentionPolicy,
     Scope,
     SearchQuery,
@@ -276,3 +280,49 @@ def test_sync_semantic_refuses_a_batch_size_that_lies_about_its_bounds(tmp_path:
         pytest.raises(ValidationError, match="batch_size: must be from 1 through"),
     ):
         service.sync_semantic(SCOPE, batch_size=Huge(0))
+
+
+class Liar(int):
+    """Answers no to every comparison."""
+
+    def __lt__(self, other: object) -> bool:
+        return False
+
+    def __le__(self, other: object) -> bool:
+        return False
+
+    def __gt__(self, other: object) -> bool:
+        return False
+
+    def __ge__(self, other: object) -> bool:
+        return False
+
+
+def test_spans_are_checked_and_held_as_plain_ints() -> None:
+    with pytest.raises(ValidationError, match="end: must be greater than start"):
+        ClaimProvenance(Liar(5), Liar(3))
+    with pytest.raises(ValidationError, match="start: must be a non-negative int"):
+        ClaimProvenance(Liar(-1), Liar(3))
+    span = ClaimProvenance(_Int(0), Liar(4))
+    assert (type(span.start), type(span.end)) == (int, int)
+    with pytest.raises(ValidationError, match="end: must be at least start"):
+        ExtractionDiagnostic("code", Liar(5), Liar(3))
+
+
+class _FixedReranker:
+    """Scores every candidate alike."""
+
+    identity = "fixed-reranker"
+
+    def rerank(self, query: str, candidates: Sequence[RerankCandidate]) -> list[RerankResult]:
+        return [RerankResult(c.memory_id, 1.0) for c in candidates]
+
+
+def test_a_rerank_limit_that_lies_about_its_bounds_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValidationError, match="rerank_limit: must be from 1 through 100"):
+        TrueHeart(
+            SQLiteRepository(tmp_path / "rerank.db"),
+            embedder=HashingEmbedder(8),
+            reranker=_FixedReranker(),
+            rerank_limit=Huge(5000),
+        )

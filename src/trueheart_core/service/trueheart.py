@@ -469,7 +469,9 @@ class TrueHeart:
         """Rebuild the whole search index from the memory rows, in one transaction, and
         return how many memories it holds. Active memories whose rows do not verify are
         left out (``verify_integrity`` reports them). When it returns, entries that were
-        removed are gone from the database files."""
+        removed are gone from the database files (on PostgreSQL, with a role that does
+        not own the tables, once the owner's next erasing call has run the rewrite this
+        leaves owed)."""
         with self._repository.unit_of_work("index", write=True, erasing=True) as uow:
             indexed = searching.rebuild(uow)
             uow.commit()
@@ -559,14 +561,17 @@ class TrueHeart:
         ``explicit`` projection (not one after a write) of a service whose space was
         replaced raises ``EmbedderMismatch`` before calling the embedder."""
         settings = self._settings()
-        # An explicit projection reads in a writing unit, so that a store that cannot be
-        # written is refused (``RepositoryReadOnly``) before the embedder is called.
-        with self._repository.unit_of_work("project", write=explicit) as uow:
+        with self._repository.unit_of_work("project", write=False) as uow:
             if explicit:
                 projecting.check_current(uow, settings.space)
             todo = projecting.pending(uow, settings.space, targets)
         if not todo:
             return 0
+        if explicit:
+            # A store that cannot be written is refused (``RepositoryReadOnly``) before
+            # the embedder is called: opening a writing unit is the check.
+            with self._repository.unit_of_work("project", write=True):
+                pass
         blobs = projecting.compute(settings.embedder, settings.space, todo)
         try:
             with self._repository.unit_of_work("project", write=True) as uow:

@@ -372,8 +372,19 @@ def test_a_failure_outside_the_library_is_one_fixed_message() -> None:
     assert tool_error_message(EntityNotFound("m-1")) == "error: entity not found: m-1"
 
 
+class _Anything(int):
+    """An int whose comparisons say yes to any bound."""
+
+    def __le__(self, other: object) -> bool:
+        return True
+
+    def __ge__(self, other: object) -> bool:
+        return True
+
+
 def test_the_factory_checks_the_host_settings(memory: TrueHeart) -> None:
     for arguments, message in (
+        ({"budget_tokens": _Anything(0)}, "budget_tokens: must be from 1 through 1048576"),
         ({"scope": "acme/agent/user"}, "scope: must be a Scope"),
         ({"max_trust": 2}, "max_trust: must be a TrustLevel"),
         ({"budget_tokens": 0}, "budget_tokens: must be from 1 through 1048576"),

@@ -56,10 +56,14 @@ class ClaimProvenance(_Reducible):
     end: int
 
     def __post_init__(self) -> None:
-        if not _is_int(self.start) or self.start < 0:
+        # Plain ints: a subclass's own comparisons are never asked (a span checked by
+        # them could reach past the body).
+        if not _is_int(self.start) or int.__int__(self.start) < 0:
             raise ValidationError("start", "must be a non-negative int")
-        if not _is_int(self.end) or self.end <= self.start:
+        _set(self, "start", int.__int__(self.start))
+        if not _is_int(self.end) or int.__int__(self.end) <= self.start:
             raise ValidationError("end", "must be greater than start")
+        _set(self, "end", int.__int__(self.end))
 
 
 @dataclass(frozen=True, slots=True)

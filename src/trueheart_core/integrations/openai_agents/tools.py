@@ -251,12 +251,7 @@ def memory_tools(
     v.text("kind", kind)
     if not isinstance(claim_tools, bool):
         raise ValidationError("claim_tools", "must be a bool")
-    if (
-        isinstance(budget_tokens, bool)
-        or not isinstance(budget_tokens, int)
-        or not 1 <= budget_tokens <= MAX_BUDGET_TOKENS
-    ):
-        raise ValidationError("budget_tokens", f"must be from 1 through {MAX_BUDGET_TOKENS}")
+    budget_tokens = v.whole("budget_tokens", budget_tokens, 1, MAX_BUDGET_TOKENS)
     v.text("source_id", source_id)
     binding = _Binding(
         service,

@@ -242,16 +242,11 @@ def reranker_settings(
         if checked is None:
             raise ValidationError("reranker", "must be a Reranker or None")
         identity = v.text("reranker", read)
-    if (
-        isinstance(rerank_limit, bool)
-        or not isinstance(rerank_limit, int)
-        or not 1 <= rerank_limit <= 100
-    ):
-        raise ValidationError("rerank_limit", "must be from 1 through 100")
+    limit = v.whole("rerank_limit", rerank_limit, 1, 100)
     if (
         isinstance(reranker_weight, bool)
         or not isinstance(reranker_weight, int | float)
         or not 0 <= reranker_weight <= sys.float_info.max
     ):
         raise ValidationError("reranker_weight", "must be a finite number >= 0")
-    return checked, rerank_limit, float(reranker_weight), identity
+    return checked, limit, float(reranker_weight), identity
