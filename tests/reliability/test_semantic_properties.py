@@ -189,6 +189,8 @@ def test_hybrid_search_is_evidence_fusion_of_the_references(
     newest = sorted(eligible, key=lambda m: (-eligible[m][1].timestamp(), -int(m[1:])))
     scanned = newest[:cap] if cap is not None else newest
     query = model.vector(text)
+    if not any(query):
+        scanned = []  # an all-zero query is similar to nothing: no vector is read
     sims = {m: _cosine(query, model.vector(eligible[m][0])) for m in scanned}
     semantic = [m for m in scanned if sims[m] >= minimum]
     semantic.sort(key=lambda m: (-sims[m], -eligible[m][1].timestamp(), m))
