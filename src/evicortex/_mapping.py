@@ -16,7 +16,7 @@ import hashlib
 import json
 import uuid
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from datetime import datetime
 from typing import TypeVar
 
@@ -92,18 +92,25 @@ def moment(field: str, value: object) -> datetime:
         text = value.strip()
         if text.endswith(("Z", "z")):
             text = text[:-1] + "+00:00"
-        try:
-            value = datetime.fromisoformat(text)
-        except ValueError:
-            raise ValidationError(field, "must be an ISO 8601 time with an offset") from None
+        parsed: datetime | None = None
+        with suppress(ValueError):
+            parsed = datetime.fromisoformat(text)
+        # Raised after the handler: the parser's error quotes the rejected text, and
+        # not even ``__context__`` may keep it.
+        if parsed is None:
+            raise ValidationError(field, "must be an ISO 8601 time with an offset")
+        value = parsed
     if not isinstance(value, datetime):
         raise ValidationError(field, "must be a datetime or an ISO 8601 string")
+    representable = True
     try:
         converted = aware_utc(field, value)
     except EngineValidationError:
         # Its tzinfo raised (an offset out of range, a broken implementation), or its
         # UTC instant falls outside years 1 to 9999.
-        raise ValidationError(field, "must be a representable datetime") from None
+        representable = False
+    if not representable:
+        raise ValidationError(field, "must be a representable datetime")
     if converted is None:
         raise ValidationError(field, "must be timezone-aware")
     return converted

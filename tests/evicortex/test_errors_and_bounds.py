@@ -341,6 +341,16 @@ def test_claim_inputs_out_of_bounds_are_refused(memory: EviCortex, fields: dict[
     assert memory.stats(NS).claims == 0
 
 
+@pytest.mark.parametrize("field", ["valid_from", "valid_to"])
+def test_a_rejected_time_is_kept_nowhere_in_the_error(field: str) -> None:
+    """Not in the message, nor in the exception the parser raised (``__context__``)."""
+    with pytest.raises(ValidationError) as caught:
+        ClaimInput("user:ada", "likes", "tea", **{field: "secret-patient-value"})
+    error = caught.value
+    assert str(error) == f"{field}: must be an ISO 8601 time with an offset"
+    assert error.__cause__ is None and error.__context__ is None
+
+
 @pytest.mark.parametrize(
     "fields",
     [

@@ -289,7 +289,14 @@ def test_bad_file_fails_closed_and_is_untouched(tmp_path: Path, case: str, read_
     assert caught.value.__cause__ is None
 
 
-@pytest.mark.parametrize("value", [123, b"store.db", None, 1.5, ["store.db"]])
+class _NoPath:
+    """A path-like object whose ``__fspath__`` returns neither str nor bytes."""
+
+    def __fspath__(self) -> object:
+        return 7
+
+
+@pytest.mark.parametrize("value", [123, b"store.db", None, 1.5, ["store.db"], _NoPath()])
 def test_path_of_wrong_type(tmp_path: Path, value: object) -> None:
     before = frozenset(os.listdir(tmp_path))
     with pytest.raises(ValidationError) as caught:

@@ -109,7 +109,10 @@ def changed(cursor: sqlite3.Cursor, rows: int) -> None:
 def normalise_path(path: object) -> str:
     """The database path as text, or ``":memory:"``."""
     if isinstance(path, Path | os.PathLike):
-        path = os.fspath(path)
+        try:
+            path = os.fspath(path)
+        except TypeError:  # a __fspath__ that returns neither str nor bytes
+            path = None
     if not isinstance(path, str) or not path:
         raise ValidationError("path", "must be a str or os.PathLike")
     if "\x00" in path:
