@@ -596,6 +596,34 @@ def test_rows_whose_scope_row_is_lost_stay_out_of_a_new_scope(
         assert [(p.code, p.scope) for p in storage] == [("storage_check_failed", None)]
 
 
+@pytest.mark.parametrize(
+    ("table", "where"),
+    [
+        ("raw_events", "event_id = 'evt-alone'"),
+        ("raw_bodies", "rid = (SELECT rid FROM raw_events WHERE event_id = 'evt-alone')"),
+        ("memories", "memory_id = 'mem-1'"),
+    ],
+)
+def test_a_live_row_that_damage_marked_erased_is_reported_and_compaction_removes_it(
+    service: TrueHeart, db_path: Path, table: str, where: str
+) -> None:
+    """Only an erasure sets the mark, in the statement that overwrites the row's text: a
+    row marked erased that still holds text was marked by damage, and every read and
+    erasure passes it by. The whole-store check finds it; ``compact`` removes it."""
+    _populate(service)
+    service.ingest_event(event("evt-alone", content="zqxleftbehind text"))
+    assert service.verify_integrity().ok
+    assert tamper(db_path, f"UPDATE {table} SET erased = 1 WHERE {where}", ()) == 1
+    with TrueHeart(SQLiteRepository(db_path)) as fresh:
+        storage = [p for p in fresh.verify_integrity().problems if p.entity_type == "storage"]
+        assert [(p.code, p.scope) for p in storage] == [("storage_check_failed", None)]
+        fresh.compact()
+        report = fresh.verify_integrity()
+    assert not [p for p in report.problems if p.entity_type == "storage"]
+    if table == "raw_bodies":  # the marked row held the text
+        assert b"zqxleftbehind" not in store_bytes(db_path)
+
+
 def test_the_scoped_tables_are_every_table_with_a_scope(db_path: Path) -> None:
     from trueheart_core.adapters.sqlite.operations import SCOPED_TABLES
 

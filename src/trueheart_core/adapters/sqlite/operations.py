@@ -12,19 +12,26 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from trueheart_core.adapters.sqlite.claims import ERASE_CLAIM
+from trueheart_core.adapters.sqlite.claims import CLAIM_TEXT, ERASE_CLAIM
 from trueheart_core.adapters.sqlite.events import (
+    BODY_TEXT,
     COUNT_BODIES_WITHOUT_RECEIPT,
     ERASE_BODIES_WITHOUT_RECEIPT,
     ERASE_BODY,
     ERASE_RECEIPT,
+    RECEIPT_TEXT,
     receipt_lost,
 )
-from trueheart_core.adapters.sqlite.memories import ERASE_MEMORY, edge_probe, source_ids
+from trueheart_core.adapters.sqlite.memories import (
+    ERASE_MEMORY,
+    MEMORY_TEXT,
+    edge_probe,
+    source_ids,
+)
 from trueheart_core.adapters.sqlite.pending import ERASE_TERM, PENDING_PAIRS
 from trueheart_core.adapters.sqlite.search import SQLiteSearch
-from trueheart_core.adapters.sqlite.session import CHUNK, Role, Session
-from trueheart_core.adapters.sqlite.vectors import ERASE_VECTOR
+from trueheart_core.adapters.sqlite.session import CHUNK, Role, Session, holds_text
+from trueheart_core.adapters.sqlite.vectors import ERASE_VECTOR, VECTOR_TEXT
 from trueheart_core.errors import RepositoryCorruption
 from trueheart_core.ports import ScopeKey
 
@@ -201,6 +208,17 @@ _SCOPE_INDEXED = {
 its ID index."""
 
 
+_ERASED_TEXT: dict[str, tuple[str, ...]] = {
+    "raw_events": RECEIPT_TEXT,
+    "raw_bodies": BODY_TEXT,
+    "memories": MEMORY_TEXT,
+    "claims": (*CLAIM_TEXT, "subject_key", "predicate_key"),
+    "vectors": VECTOR_TEXT,
+    "search_terms": ("term",),
+}
+"""The columns an erasure overwrites, by table (see ``ERASE_*``)."""
+
+
 class SQLiteOperations(Role):
     """The operations role over one transaction."""
 
@@ -217,11 +235,23 @@ class SQLiteOperations(Role):
             return False
         # A row names its scope by the ID of the scope's row: one whose scope row is lost
         # belongs to no scope the store can name (and no call reaches it).
-        return not any(
+        if any(
             self._conn.execute(
                 f"SELECT 1 FROM {table} WHERE scope_id NOT IN (SELECT scope_id FROM scopes) LIMIT 1"
             ).fetchone()
             for table in SCOPED_TABLES
+        ):
+            return False
+        # A row marked erased has had its text overwritten in the same statement: one
+        # that still holds text was marked by damage (a flipped bit), and every read and
+        # every erasure now passes it by, with its text.
+        return not any(
+            self._conn.execute(
+                f"SELECT 1 FROM {table} WHERE erased = 1 AND ("
+                + " OR ".join(f"({holds_text(column)})" for column in columns)
+                + ") LIMIT 1"
+            ).fetchone()
+            for table, columns in _ERASED_TEXT.items()
         )
 
     def count_rows(self, scope: ScopeKey | None, *, from_tables: bool = False) -> dict[str, int]:

@@ -81,6 +81,15 @@ def blanked(column: str) -> str:
     )
 
 
+def holds_text(column: str) -> str:
+    """A condition true when ``column`` holds what :func:`blanked` would overwrite: text
+    other than ``0`` characters, or bytes other than zero bytes."""
+    return (
+        f"(typeof({column}) = 'text' AND {column} GLOB '*[^0]*') "
+        f"OR (typeof({column}) = 'blob' AND {column} <> zeroblob(length({column})))"
+    )
+
+
 def event_row(scope: ScopeKey, r: Sequence[Any]) -> EventRow:
     (eid, sid, stype, occurred, trust, smeta, chash, ingested, expires, clear, recall) = r[:11]
     stored, metadata, digest, has_body = r[11:15]
