@@ -13,7 +13,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -184,6 +184,58 @@ def test_an_input_that_cannot_be_read_is_named(
     assert done.stderr.splitlines()[-1] == f"trueheart: {message}"
     assert json.loads(done.stdout) == {"error": "OSError", "message": message, "exit_status": 1}
     assert not [name for name in os.listdir(tmp_path) if "new.db" in name]
+
+
+# --- a closed standard stream ---------------------------------------------------------
+
+
+def _closing(fd: int) -> Callable[[], None]:
+    """A ``preexec_fn`` that starts the command without descriptor ``fd`` (``>&-``)."""
+    return lambda: os.close(fd)
+
+
+@pytest.mark.parametrize("extra", [(), ("--json",)], ids=["text", "json"])
+def test_a_command_started_without_stdout_says_so_in_one_line(
+    store: Path, extra: tuple[str, ...]
+) -> None:
+    before = dump(store)
+    done = subprocess.run(
+        _command("stats", str(store), *extra),
+        env=_env(),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        preexec_fn=_closing(1),
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 1
+    assert done.stderr == "trueheart: standard output: Bad file descriptor\n"
+    assert dump(store) == before
+
+
+@pytest.mark.parametrize("command", ["import", "ingest"])
+def test_a_command_started_without_stdin_names_it(
+    store: Path, tmp_path: Path, command: str
+) -> None:
+    db = "new.db" if command == "import" else str(store)
+    before = dump(store)
+    done = subprocess.run(
+        _command(command, db, "-"),
+        env=_env(),
+        cwd=tmp_path,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        preexec_fn=_closing(0),
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.splitlines()[-1] == "trueheart: stdin: Bad file descriptor"
+    assert not [name for name in os.listdir(tmp_path) if "new.db" in name]
+    assert dump(store) == before
 
 
 # --- Ctrl-C ------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import io
 import logging
 import os
@@ -257,10 +258,71 @@ def _quiet_drivers() -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; returns the exit status (see the module docstring)."""
     _quiet_drivers()
+    if argv is None:  # the command itself, not a caller in the same process
+        _closed_streams_held()
     arguments = list(sys.argv[1:] if argv is None else argv)
     as_json = _wants_json(arguments)
     with _guarded_stdout(as_json), _sigterm_interrupts():
-        return _main(arguments, as_json)
+        status = _main(arguments, as_json)
+    if argv is None:
+        # The command is done and has said so: a Ctrl-C that lands while the
+        # interpreter exits must not turn its status into 130.
+        _ignore_interrupts()
+    return status
+
+
+class _Closed(io.TextIOBase):
+    """A standard stream the command started without (``>&-``, ``<&-``): reading or
+    writing it fails as a closed descriptor does, naming it."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__()
+        self.name = name
+
+    @property
+    def buffer(self) -> _Closed:
+        return self
+
+    def readable(self) -> bool:
+        return True
+
+    def writable(self) -> bool:
+        return True
+
+    def _closed(self) -> OSError:
+        error = errno.EBADF
+        if self.name == "stdout":
+            return _OutputFailed(error, os.strerror(error))
+        return OSError(error, os.strerror(error), self.name)
+
+    def write(self, text: Any) -> int:
+        raise self._closed()
+
+    def read(self, size: int | None = -1) -> Any:
+        raise self._closed()
+
+    def readline(self, size: int | None = -1) -> Any:
+        raise self._closed()
+
+    def flush(self) -> None:
+        pass  # nothing was written
+
+
+def _closed_streams_held() -> None:
+    """For each standard stream the process started without: the null device on its
+    descriptor, so that no file the command opens takes it (and a write meant for the
+    stream could never land in that file), and a stream object that fails as closed."""
+    for fd, name in ((0, "stdin"), (1, "stdout"), (2, "stderr")):
+        if getattr(sys, name) is not None:
+            continue
+        try:
+            os.fstat(fd)
+        except OSError:
+            null = os.open(os.devnull, os.O_RDWR)
+            if null != fd:
+                os.dup2(null, fd)
+                os.close(null)
+        setattr(sys, name, _Closed(name) if fd != 2 else open(os.devnull, "w"))  # noqa: SIM115
 
 
 def _main(arguments: list[str], as_json: bool) -> int:
