@@ -61,7 +61,10 @@ def test_the_documented_examples_run_as_shown(tmp_path: Path) -> None:
             # the documented change behind the library's back
             conn = sqlite3.connect(tmp_path / "copy.db")
             with conn:
-                conn.execute("UPDATE raw_events SET source_id = 'forged'")
+                conn.execute(
+                    "UPDATE raw_events SET source_id = 'forged' "
+                    "WHERE event_id = 'evt-1' AND erased = 0"
+                )
             conn.close()
         done = subprocess.run(
             [sys.executable, "-m", "trueheart_core.cli", *args],
