@@ -194,13 +194,16 @@ def _closing(fd: int) -> Callable[[], None]:
     return lambda: os.close(fd)
 
 
-@pytest.mark.parametrize("extra", [(), ("--json",)], ids=["text", "json"])
+@pytest.mark.parametrize(
+    "extra", [(), ("--json",), ("--help",), ("--version",)], ids=["text", "json", "help", "version"]
+)
 def test_a_command_started_without_stdout_says_so_in_one_line(
     store: Path, extra: tuple[str, ...]
 ) -> None:
     before = dump(store)
+    args = extra if extra in (("--help",), ("--version",)) else ("stats", str(store), *extra)
     done = subprocess.run(
-        _command("stats", str(store), *extra),
+        _command(*args),
         env=_env(),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
@@ -236,6 +239,20 @@ def test_a_command_started_without_stdin_names_it(
     assert done.stderr.splitlines()[-1] == "trueheart: stdin: Bad file descriptor"
     assert not [name for name in os.listdir(tmp_path) if "new.db" in name]
     assert dump(store) == before
+
+
+def test_main_called_in_process_leaves_signals_and_streams_alone(
+    store: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Only the program (``command``) holds closed streams and ignores a late Ctrl-C:
+    ``main()`` on the process's arguments, called by a host, changes neither."""
+    from trueheart_core.cli import main
+
+    monkeypatch.setattr(sys, "argv", ["trueheart", "stats", str(store)])
+    handlers = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+    assert main() == 0
+    assert "events" in capsys.readouterr().out
+    assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == handlers
 
 
 # --- Ctrl-C ------------------------------------------------------------------------------

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import errno
 import io
 import logging
 import os
@@ -27,6 +26,7 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from trueheart_core.cli import progress, render
+from trueheart_core.cli.common import ClosedStream, OutputFailed
 from trueheart_core.cli.failures import CommandFailure, status_of
 from trueheart_core.cli.parser import UsageError, build_parser
 from trueheart_core.errors import (
@@ -39,7 +39,7 @@ from trueheart_core.errors import (
 if TYPE_CHECKING:
     from _typeshed import ReadableBuffer
 
-__all__ = ["EXIT_CODES", "build_parser", "main"]
+__all__ = ["EXIT_CODES", "build_parser", "command", "main"]
 
 EXIT_CODES = {
     "ok": 0,
@@ -90,12 +90,8 @@ def _broken_pipe() -> int:
     return EXIT_CODES["broken_pipe"]
 
 
-class _OutputFailed(OSError):
-    """Standard output could not be written (a full disk, a device error)."""
-
-
 class _Output(io.RawIOBase):
-    """A file descriptor whose write errors are raised as :class:`_OutputFailed`, told
+    """A file descriptor whose write errors are raised as :class:`OutputFailed`, told
     apart from the store's own (a closed pipe stays ``BrokenPipeError``)."""
 
     def __init__(self, fd: int) -> None:
@@ -117,7 +113,7 @@ class _Output(io.RawIOBase):
         except BrokenPipeError:
             raise
         except OSError as error:
-            raise _OutputFailed(error.errno, error.strerror) from None
+            raise OutputFailed(error.errno, error.strerror) from None
 
 
 @contextlib.contextmanager
@@ -258,54 +254,21 @@ def _quiet_drivers() -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; returns the exit status (see the module docstring)."""
     _quiet_drivers()
-    if argv is None:  # the command itself, not a caller in the same process
-        _closed_streams_held()
     arguments = list(sys.argv[1:] if argv is None else argv)
     as_json = _wants_json(arguments)
     with _guarded_stdout(as_json), _sigterm_interrupts():
-        status = _main(arguments, as_json)
-    if argv is None:
-        # The command is done and has said so: a Ctrl-C that lands while the
-        # interpreter exits must not turn its status into 130.
-        _ignore_interrupts()
+        return _main(arguments, as_json)
+
+
+def command() -> int:
+    """The ``trueheart`` program (its console script and ``python -m``): :func:`main`
+    on the process's arguments, in a process that ends when it returns."""
+    _closed_streams_held()
+    status = main()
+    # The command is done and has said so: a Ctrl-C that lands while the interpreter
+    # exits must not turn its status into 130.
+    _ignore_interrupts()
     return status
-
-
-class _Closed(io.TextIOBase):
-    """A standard stream the command started without (``>&-``, ``<&-``): reading or
-    writing it fails as a closed descriptor does, naming it."""
-
-    def __init__(self, name: str) -> None:
-        super().__init__()
-        self.name = name
-
-    @property
-    def buffer(self) -> _Closed:
-        return self
-
-    def readable(self) -> bool:
-        return True
-
-    def writable(self) -> bool:
-        return True
-
-    def _closed(self) -> OSError:
-        error = errno.EBADF
-        if self.name == "stdout":
-            return _OutputFailed(error, os.strerror(error))
-        return OSError(error, os.strerror(error), self.name)
-
-    def write(self, text: Any) -> int:
-        raise self._closed()
-
-    def read(self, size: int | None = -1) -> Any:
-        raise self._closed()
-
-    def readline(self, size: int | None = -1) -> Any:
-        raise self._closed()
-
-    def flush(self) -> None:
-        pass  # nothing was written
 
 
 def _closed_streams_held() -> None:
@@ -322,7 +285,7 @@ def _closed_streams_held() -> None:
             if null != fd:
                 os.dup2(null, fd)
                 os.close(null)
-        setattr(sys, name, _Closed(name) if fd != 2 else open(os.devnull, "w"))  # noqa: SIM115
+        setattr(sys, name, ClosedStream(name) if fd != 2 else open(os.devnull, "w"))  # noqa: SIM115
 
 
 def _main(arguments: list[str], as_json: bool) -> int:
@@ -333,6 +296,8 @@ def _main(arguments: list[str], as_json: bool) -> int:
         except UsageError as error:
             return _usage(error, as_json)
         except SystemExit as done:  # --help and --version
+            if isinstance(sys.stdout, ClosedStream):  # argparse says nothing of it
+                raise sys.stdout.error() from None
             sys.stdout.flush()
             return 0 if done.code is None else int(done.code)
         status: int = args.run(args, sys.stdout)
@@ -359,7 +324,7 @@ def _main(arguments: list[str], as_json: bool) -> int:
         # (whatever the command did before it is done), else the store.
         name = type(error).__name__
         where: str | None
-        if isinstance(error, _OutputFailed):
+        if isinstance(error, OutputFailed):
             where, name = "standard output", "OSError"
             _silence(sys.stdout, 1)
         elif isinstance(error.filename, str):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import io
 import os
 import shlex
@@ -17,7 +18,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from typing import BinaryIO, TextIO
+from typing import Any, BinaryIO, TextIO
 
 from trueheart_core import stores
 from trueheart_core.cli import render
@@ -191,3 +192,45 @@ def opened(
 def now(value: datetime | None) -> datetime:
     """``value``, or the current time in UTC."""
     return datetime.now(UTC) if value is None else value
+
+
+class OutputFailed(OSError):
+    """Standard output could not be written (a full disk, a device error)."""
+
+
+class ClosedStream(io.TextIOBase):
+    """A standard stream the command started without (``>&-``, ``<&-``): reading or
+    writing it fails as a closed descriptor does, naming it."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__()
+        self.name = name
+
+    @property
+    def buffer(self) -> ClosedStream:
+        return self
+
+    def readable(self) -> bool:
+        return True
+
+    def writable(self) -> bool:
+        return True
+
+    def error(self) -> OSError:
+        """The error reading or writing this stream raises."""
+        error = errno.EBADF
+        if self.name == "stdout":
+            return OutputFailed(error, os.strerror(error))
+        return OSError(error, os.strerror(error), self.name)
+
+    def write(self, text: Any) -> int:
+        raise self.error()
+
+    def read(self, size: int | None = -1) -> Any:
+        raise self.error()
+
+    def readline(self, size: int | None = -1) -> Any:
+        raise self.error()
+
+    def flush(self) -> None:
+        pass  # nothing was written

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import argparse
 import re
+import sys
 from datetime import UTC, datetime, timedelta
 from typing import TextIO
 
 from trueheart_core import stores
-from trueheart_core.cli.common import open_store, progress
+from trueheart_core.cli.common import ClosedStream, open_store, progress
 from trueheart_core.cli.failures import CommandFailure, DatabaseMissing
 from trueheart_core.cli.scopes import format_scope
 from trueheart_core.domain.model import RetentionPolicy, TrustLevel
@@ -120,6 +121,11 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         about = f"serving the memory of {format_scope(args.scope)} in {args.db} ({mode})"
         server = wire.build_server(tools)
         if not http:
+            # A stream the process started without: said plainly, before the SDK's task
+            # group would wrap its error.
+            for stream in (sys.stdin, sys.stdout):
+                if isinstance(stream, ClosedStream):
+                    raise stream.error()
             progress(f"{about} over stdio")
             wire.serve_stdio(server)
             return 0

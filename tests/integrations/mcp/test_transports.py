@@ -4,6 +4,7 @@ as the library reads it."""
 
 from __future__ import annotations
 
+import os
 import queue
 import signal
 import socket
@@ -220,6 +221,28 @@ def test_a_port_in_use_is_refused(tmp_path: Path) -> None:
         )
     assert (done.returncode, done.stdout) == (1, "")
     assert done.stderr == f"trueheart: 127.0.0.1 port {port}: Address already in use\n"
+
+
+@pytest.mark.parametrize(("fd", "stream"), [(0, "stdin"), (1, "standard output")])
+def test_a_stdio_server_started_without_its_stream_says_so_in_one_line(
+    tmp_path: Path, fd: int, stream: str
+) -> None:
+    done = subprocess.run(
+        server_command(
+            "--store", str(tmp_path / "memory.db"), "--scope", SCOPE_ARGUMENT, "--create"
+        ),
+        env=child_environment(),
+        cwd=tmp_path,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        preexec_fn=lambda: os.close(fd),
+        text=True,
+        timeout=DEADLINE,
+        check=False,
+    )
+    assert done.returncode == 1
+    assert done.stderr.splitlines()[-1] == f"trueheart: {stream}: Bad file descriptor"
 
 
 # A child that serves ``serve_http`` and sends itself SIGTERM at one moment of the start.
