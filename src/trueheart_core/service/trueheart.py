@@ -523,8 +523,9 @@ class TrueHeart:
 
         ``status`` selects one status (``None``: active and sealed), ``kinds`` some kinds
         (empty: all). Pass a page's ``next_cursor`` to get the next page; it is ``None``
-        on the last one. A cursor only works for the listing that made it. Memories
-        added while paging appear on a later page if their ID sorts after the cursor.
+        on the last one. A cursor only works for the listing that made it (the same
+        scope, status and kinds; ``limit`` may change between pages). Memories added
+        while paging appear on a later page if their ID sorts after the cursor.
         """
         if not isinstance(scope, Scope):
             raise ValidationError("scope", "must be a Scope")
