@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from enum import Enum
 from types import MappingProxyType
 from typing import Any, TypeVar
 
-from trueheart_core.errors import ValidationError
+from trueheart_core.errors import ProviderError, TrueHeartError, ValidationError
 
 MAX_TEXT_CHARS = 128
 MAX_CONTENT_BYTES = 256 * 1024
@@ -70,6 +70,20 @@ def utc(field: str, value: object) -> datetime:
     if converted is None:
         raise ValidationError(field, "must be timezone-aware")
     return converted
+
+
+def clock_now(clock: Callable[[], object]) -> datetime:
+    """The time of the host's ``clock``, checked as :func:`utc` checks any time
+    (``clock: must be timezone-aware``); a clock that raises is ``ProviderError("the
+    clock failed")``, with its exception as the cause, as for every object the host
+    plugs in."""
+    try:
+        now = clock()
+    except TrueHeartError:
+        raise
+    except Exception as error:
+        raise ProviderError("the clock failed") from error
+    return utc("clock", now)
 
 
 def aware_utc(field: str, value: datetime) -> datetime | None:

@@ -56,7 +56,6 @@ from trueheart_core.domain.semantic.embedders import Embedder
 from trueheart_core.domain.semantic.model import SemanticStatus
 from trueheart_core.domain.semantic.rerank import Reranker
 from trueheart_core.errors import (
-    ProviderError,
     RepositoryCorruption,
     RepositoryReadOnly,
     SemanticProjectionError,
@@ -193,15 +192,7 @@ class TrueHeart:
     # --- ingest ----------------------------------------------------------------------------
 
     def _now(self) -> datetime:
-        """The host clock's time, checked; a clock that raises is ``ProviderError``, with
-        its exception as the cause (as for every object the host plugs in)."""
-        try:
-            now = self._clock()
-        except TrueHeartError:
-            raise
-        except Exception as error:
-            raise ProviderError("the clock failed") from error
-        return v.utc("clock", now)
+        return v.clock_now(self._clock)
 
     def ingest_event(self, draft: RawEventDraft) -> RawEventReceipt:
         """Record a source event: its body-free receipt, its body and one audit row.

@@ -62,7 +62,6 @@ from trueheart_core.errors import (
     IdempotencyConflict,
     ProviderError,
     ScopeMismatch,
-    TrueHeartError,
     ValidationError,
     body_free_errors,
 )
@@ -317,17 +316,6 @@ class MemoryWriter:
 
     # --- the event ---------------------------------------------------------------------
 
-    def _now(self) -> datetime:
-        """The writer clock's time, checked as the service checks its own; a clock that
-        raises is ``ProviderError``, with its exception as the cause."""
-        try:
-            now = self._clock()
-        except TrueHeartError:
-            raise
-        except Exception as error:
-            raise ProviderError("the clock failed") from error
-        return v.utc("clock", now)
-
     def _draft(
         self,
         scope: Scope,
@@ -359,7 +347,7 @@ class MemoryWriter:
         if self._retention is None:
             raise ValidationError("retention", "must be given to write a text message")
         event = f"message-{uuid.uuid4().hex}" if event_id is None else event_id
-        when = self._now() if occurred_at is None else occurred_at
+        when = v.clock_now(self._clock) if occurred_at is None else occurred_at
         source = SourceRef(
             event if source_id is None else source_id,
             "message" if source_type is None else source_type,
