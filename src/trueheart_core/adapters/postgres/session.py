@@ -313,17 +313,13 @@ class Session:
         )
         self.rewrite_requested = True
 
-    def owns_tables(self) -> bool:
-        """Whether this connection's role may rewrite every table of the store."""
-        row = self.one(OWNS_THE_TABLES)
-        return row is not None and row[0] is True
-
     def require_owner(self) -> None:
         """Fail with ``RepositoryReadOnly`` unless this connection's role may rewrite
         every table of the store (``VACUUM FULL`` needs the owner's role; for any other
         role the server skips the table with a mere warning, which would leave an
         erasure's rows in place while the call reported success)."""
-        if not self.owns_tables():
+        row = self.one(OWNS_THE_TABLES)
+        if row is None or row[0] is not True:
             raise RepositoryReadOnly("rewriting the store's tables needs the role that owns them")
 
     def lock_store(self) -> None:
