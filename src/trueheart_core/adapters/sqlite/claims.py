@@ -21,10 +21,12 @@ from trueheart_core.ports import ClaimPosition, ClaimRow, ExtractionRow, ScopeKe
 CLAIM_TEXT = ("subject", "predicate", "value", "authority", "supersedes", "digest")
 """The columns of a claim row that hold text of the host's, which erasing the claim
 overwrites in place; its keys become zero bytes."""
+CLAIM_KEYS = ("subject_key", "predicate_key")
+"""The 8-byte index keys of a claim row's subject and predicate."""
 ERASE_CLAIM = (
     f"{', '.join(blanked(c) for c in CLAIM_TEXT)}, "
-    "subject_key = zeroblob(length(subject_key)), "
-    "predicate_key = zeroblob(length(predicate_key)), erased = 1"
+    + ", ".join(f"{c} = zeroblob(length({c}))" for c in CLAIM_KEYS)
+    + ", erased = 1"
 )
 
 

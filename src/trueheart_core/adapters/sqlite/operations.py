@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from trueheart_core.adapters.sqlite.claims import CLAIM_TEXT, ERASE_CLAIM
+from trueheart_core.adapters.sqlite.claims import CLAIM_KEYS, CLAIM_TEXT, ERASE_CLAIM
 from trueheart_core.adapters.sqlite.events import (
     BODY_TEXT,
     COUNT_BODIES_WITHOUT_RECEIPT,
@@ -212,7 +212,7 @@ _ERASED_TEXT: dict[str, tuple[str, ...]] = {
     "raw_events": RECEIPT_TEXT,
     "raw_bodies": BODY_TEXT,
     "memories": MEMORY_TEXT,
-    "claims": (*CLAIM_TEXT, "subject_key", "predicate_key"),
+    "claims": (*CLAIM_TEXT, *CLAIM_KEYS),
     "vectors": VECTOR_TEXT,
     "search_terms": ("term",),
 }
@@ -242,9 +242,9 @@ class SQLiteOperations(Role):
             for table in SCOPED_TABLES
         ):
             return False
-        # A row marked erased has had its text overwritten in the same statement: one
-        # that still holds text was marked by damage (a flipped bit), and every read and
-        # every erasure now passes it by, with its text.
+        # An erasure overwrites a row's text in the statement that marks it erased: a
+        # marked row that holds text had its mark or its text changed behind the
+        # library's back, and every read and every erasure passes it by, text and all.
         return not any(
             self._conn.execute(
                 f"SELECT 1 FROM {table} WHERE erased = 1 AND ("
