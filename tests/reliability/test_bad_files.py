@@ -181,7 +181,7 @@ def _missing_table(tmp: Path) -> Path:
     make_store(target)
     conn = sqlite3.connect(target)
     try:
-        conn.execute("DROP TABLE audit")
+        conn.execute("DROP TABLE audit_log")
         conn.commit()
     finally:
         conn.close()
@@ -214,7 +214,7 @@ CHANGED_SCHEMAS = {
     "column-renamed": ("ALTER TABLE memories RENAME COLUMN kind TO sort", INVALID_CATALOG),
     "view-added": ("CREATE VIEW everything AS SELECT * FROM memories", INVALID_CATALOG),
     "trigger-added": (
-        "CREATE TRIGGER copy_out AFTER INSERT ON audit BEGIN SELECT 1; END",
+        "CREATE TRIGGER copy_out AFTER INSERT ON audit_log BEGIN SELECT 1; END",
         INVALID_CATALOG,
     ),
     "version-zero": ("PRAGMA user_version = 0", "repository corruption: invalid schema version"),

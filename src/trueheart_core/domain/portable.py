@@ -40,8 +40,9 @@ FORMAT = "trueheart-export"
 VERSION = 1
 """The version of the format this library writes and reads."""
 SCHEMA = 8
-"""The store schema version whose rows the file carries (the SQLite schema version of
-this release); an import refuses a file of another."""
+"""The schema version of the rows the file carries: the SQLite schema version that last
+changed them (version 9 changed only where recent rows wait before they are sorted into
+place); an import refuses a file of another."""
 KINDS = ("event", "body", "memory", "claim", "extraction", "tombstone", "audit")
 """The row kinds, in the order their lines appear; the trailer's kind is ``end``."""
 END = "end"

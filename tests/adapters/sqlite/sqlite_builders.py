@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from trueheart_core.adapters.sqlite.buffer import drain
 from trueheart_core.adapters.sqlite.pending import PendingIndex
 from trueheart_core.adapters.sqlite.schema import APPLICATION_ID, MIGRATIONS
 from trueheart_core.adapters.sqlite.session import Session
@@ -41,6 +42,17 @@ def merge_pending(conn: sqlite3.Connection) -> None:
     pending = PendingIndex(Session(conn, {}))
     for (sid,) in conn.execute("SELECT DISTINCT scope_id FROM search_pending").fetchall():
         pending.merge(sid)
+
+
+def drain_buffer_of(path: Path) -> None:
+    """Move the write buffer's rows into their clustered tables, with the adapter's own
+    statements, behind the library's back."""
+    conn = sqlite3.connect(path, timeout=5.0)
+    try:
+        with conn:
+            drain(conn)
+    finally:
+        conn.close()
 
 
 def merge_pending_of(path: Path) -> None:

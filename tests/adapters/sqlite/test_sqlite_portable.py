@@ -1,5 +1,5 @@
-"""Export and import on SQLite files: the format's schema version is the store's, and a
-row tampered with behind the library's back is not exported."""
+"""Export and import on SQLite files: the format's schema version is the version of the
+store's rows, and a row tampered with behind the library's back is not exported."""
 
 from __future__ import annotations
 
@@ -14,10 +14,14 @@ from trueheart_core import RepositoryCorruption, SQLiteRepository, TrueHeart
 from trueheart_core.adapters.sqlite import schema
 from trueheart_core.domain import portable
 
+# For each SQLite schema version, the schema version of the rows an export carries. A
+# schema change must decide it: version 9 only moved where recent audit and pending search
+# rows wait (the write buffer), and every row an export carries reads as in version 8.
+ROWS_OF_SCHEMA = {8: 8, 9: 8}
+
 
 def test_the_format_carries_the_schema_version_of_the_store() -> None:
-    # A schema change must decide what the export format carries: bump both together.
-    assert portable.SCHEMA == schema.SCHEMA_VERSION
+    assert ROWS_OF_SCHEMA[schema.SCHEMA_VERSION] == portable.SCHEMA
 
 
 def test_a_tampered_row_is_not_exported(tmp_path: Path) -> None:

@@ -82,12 +82,25 @@ def _plans(path: Path, statements: list[str]) -> list[tuple[str, str, bool]]:
             if head not in ("SELECT", "UPDATE", "DELETE", "WITH", "INSERT"):
                 continue
             rows = raw.execute(f"EXPLAIN QUERY PLAN {statement}").fetchall()
+            # A view the plan computes first (the audit log, the pending search rows: a
+            # clustered table and the write buffer, each read by the scope) is computed
+            # by its own steps, which are checked; the scan of what it yields is not a
+            # scan of a table.
+            views = {m.group(1) for row in rows if (m := _COMPUTED.match(str(row[3])))}
+            aliases = {alias: source for source, alias in _SOURCE.findall(statement)}
             parents = {row[0]: (row[1], str(row[3])) for row in rows}
+            # A sort whose sibling step reads the write buffer sorts the buffer's rows.
+            buffered = {row[1] for row in rows if str(row[3]) == "SCAN write_buffer"}
             for row in rows:
                 correlated, parent = False, row[1]
                 while parent in parents:
                     correlated = correlated or "CORRELATED" in parents[parent][1]
                     parent = parents[parent][0]
+                scanned = _SCAN.match(str(row[3]))
+                if scanned and aliases.get(scanned.group(1), scanned.group(1)) in views:
+                    continue
+                if "TEMP B-TREE" in str(row[3]) and row[1] in buffered:
+                    continue
                 plans.append((statement, str(row[3]), correlated))
         return plans
     finally:
@@ -98,6 +111,7 @@ def _plans(path: Path, statements: list[str]) -> list[tuple[str, str, bool]]:
 _CTE = re.compile(r"(?:\bWITH|,)\s+(\w+)\s*(?:\([^()]*\)\s*)?AS\s+(?:MATERIALIZED\s+)?\(", re.I)
 _SOURCE = re.compile(r"\b(?:FROM|JOIN)\s+(\w+)(?=\s+(?:AS\s+)?(\w+))", re.I)
 _SCAN = re.compile(r"^SCAN (?:TABLE |SUBQUERY )?(\w+)(?: AS (\w+))?")
+_COMPUTED = re.compile(r"^(?:CO-ROUTINE|MATERIALIZE) (\w+)")
 
 
 def _computed_sources(statement: str) -> set[str]:
@@ -106,15 +120,18 @@ def _computed_sources(statement: str) -> set[str]:
     return names | {alias for source, alias in _SOURCE.findall(statement) if source in names}
 
 
-def _scans_a_table(statement: str, detail: str) -> bool:
+def _scans_a_table(statement: str, detail: str, correlated: bool = False) -> bool:
     """Whether a plan step reads a whole table or index rather than a range of it.
     Scanning what the statement itself computed (its CTEs, constant rows, ``json_each``
     over one bound parameter or over one pending row's postings) is not scanning the
-    store."""
+    store, and neither is reading the write buffer once (it holds fewer than
+    ``BUFFER_BOUND`` rows); reading it once per row of another step is."""
     match = _SCAN.match(detail)
     if match is None:
         return False
     if "CONSTANT ROW" in detail or "json_each" in detail or "VIRTUAL TABLE" in detail:
+        return False
+    if match.group(1) == "write_buffer" and not correlated:
         return False
     return (match.group(2) or match.group(1)) not in _computed_sources(statement)
 
@@ -123,7 +140,7 @@ def _scans_a_table(statement: str, detail: str) -> bool:
 # walked so on purpose: the audit log in its read order, stopped at the limit, and the
 # pending search changes, fewer than a fixed bound per scope.
 _SCOPE_WALK = re.compile(r"^SEARCH (\w+) USING .*\(scope_id=\?\)$")
-_WALKED_BY_SCOPE = {"audit", "search_pending"}
+_WALKED_BY_SCOPE = {"audit", "audit_log", "search_pending", "search_waiting"}
 _SEARCH = re.compile(r"^SEARCH (\w+) USING .*\((.*)\)$")
 
 
@@ -146,7 +163,7 @@ def _assert_indexed(path: Path, statements: list[str]) -> None:
     plans = _plans(path, statements)
     assert plans, "no statement was recorded"
     for statement, detail, correlated in plans:
-        assert not _scans_a_table(statement, detail), (statement, detail)
+        assert not _scans_a_table(statement, detail, correlated), (statement, detail)
         assert not _walks_a_scope(statement, detail), (statement, detail)
         assert not _walks_per_row(detail, correlated), (statement, detail)
         if "ORDER BY CAST(" in statement:

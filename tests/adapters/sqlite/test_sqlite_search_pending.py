@@ -186,7 +186,7 @@ def test_a_pending_row_already_at_a_new_memory_s_row_is_damage(
     service.materialize_once(memory("mem-1", content="green tea"))
     with sqlite3.connect(db_path) as conn:
         conn.execute(
-            "INSERT INTO search_pending SELECT scope_id, doc + 1, change, length, created_at, "
+            "INSERT INTO search_waiting SELECT scope_id, doc + 1, change, length, created_at, "
             "clear_until, recall_until, trust, kind, postings FROM search_pending"
         )
     conn.close()

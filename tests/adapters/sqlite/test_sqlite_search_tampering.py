@@ -18,7 +18,7 @@ from conformance_builders import (
     materialize_all,
     memory,
 )
-from sqlite_builders import merge_pending_of, tamper
+from sqlite_builders import drain_buffer_of, merge_pending_of, tamper
 
 from trueheart_core import (
     GovernanceAction,
@@ -113,37 +113,44 @@ def _problems(service: TrueHeart, scope: Scope | None = None) -> set[tuple[str, 
     return found
 
 
-PENDING = f"SELECT postings FROM search_pending WHERE doc = {DOC}"
-
-# The same for the entry of mem-1 while it waits in its pending row (the store is far
-# below the pending bound).
+# The same for the entry of mem-1 while it waits as a pending row: in the write buffer
+# (the store is far below its bound), or in ``search_waiting`` once the buffer moved it
+# there (``{table}``).
 PENDING_TAMPERS: dict[str, tuple[str, set[tuple[str, Scope | None, str]]]] = {
     "change-pending-tf": (
-        "UPDATE search_pending SET postings = json_replace(postings, '$[0][1]', "
+        "UPDATE {table} SET postings = json_replace(postings, '$[0][1]', "
         f"json_extract(postings, '$[0][1]') + 1) WHERE doc = {DOC}",
         {("mem-1", SCOPE, "index_entry_mismatch")},
     ),
     "drop-pending-posting": (
-        f"UPDATE search_pending SET postings = json_remove(postings, '$[0]') WHERE doc = {DOC}",
+        f"UPDATE {{table}} SET postings = json_remove(postings, '$[0]') WHERE doc = {DOC}",
         {("mem-1", SCOPE, "index_entry_mismatch")},
     ),
     "delete-pending-row": (
-        f"DELETE FROM search_pending WHERE doc = {DOC}",
+        f"DELETE FROM {{table}} WHERE doc = {DOC}",
         {("mem-1", SCOPE, "memory_not_indexed"), ("", SCOPE, "term_count_mismatch")},
     ),
     "change-pending-entry": (
-        f"UPDATE search_pending SET recall_until = recall_until + 1 WHERE doc = {DOC}",
+        f"UPDATE {{table}} SET recall_until = recall_until + 1 WHERE doc = {DOC}",
         {("mem-1", SCOPE, "index_entry_mismatch")},
     ),
     "pending-beside-a-merged-entry": (
         "INSERT INTO search_docs (doc, scope_id, length, created_at, clear_until, "
         "recall_until, trust, kind) SELECT doc, scope_id, length, created_at, clear_until, "
-        f"recall_until, trust, kind FROM search_pending WHERE doc = {DOC}",
+        f"recall_until, trust, kind FROM {{table}} WHERE doc = {DOC}",
         {("", SCOPE, "statistics_mismatch"), ("", None, "posting_without_entry")},
     ),
 }
+WAITING_IN = ("write_buffer", "search_waiting")
 
-TAMPERS = {**INDEX_TAMPERS, **PENDING_TAMPERS}
+TAMPERS = {
+    **INDEX_TAMPERS,
+    **{
+        f"{case} in {table}": (sql.format(table=table), expected)
+        for case, (sql, expected) in PENDING_TAMPERS.items()
+        for table in WAITING_IN
+    },
+}
 
 
 @pytest.mark.parametrize("case", sorted(TAMPERS))
@@ -155,6 +162,10 @@ def test_a_tampered_index_is_reported_and_rebuilt(
     sql, expected = TAMPERS[case]
     if case in INDEX_TAMPERS:
         merge_pending_of(db_path)  # the postings these statements damage are merged
+        assert _search(service, "tea") == healthy
+        assert service.verify_integrity().ok
+    elif case.endswith("in search_waiting"):
+        drain_buffer_of(db_path)
         assert _search(service, "tea") == healthy
         assert service.verify_integrity().ok
     assert tamper(db_path, sql) == 1

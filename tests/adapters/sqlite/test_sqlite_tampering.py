@@ -192,10 +192,17 @@ def test_tampered_raw_body_is_reported(service: TrueHeart, db_path: Path) -> Non
     assert service.verify_integrity(OTHER_SCOPE).ok is True
 
 
+# Where audit rows are kept: the write buffer holds the newest until it moves them.
+AUDIT_TABLES = ("audit_log", "write_buffer")
+
+
 def test_tampered_audit_row_fails_the_audit_read(service: TrueHeart, db_path: Path) -> None:
     _populate(service)
-    changed = tamper(
-        db_path, "UPDATE audit SET reason = ? WHERE action = 'materialize'", ("TAMPERED",)
+    changed = sum(
+        tamper(
+            db_path, f"UPDATE {table} SET reason = ? WHERE action = 'materialize'", ("TAMPERED",)
+        )
+        for table in AUDIT_TABLES
     )
     assert changed == 2
     with pytest.raises(
@@ -208,7 +215,13 @@ def test_tampered_audit_row_fails_the_audit_read(service: TrueHeart, db_path: Pa
 def test_tampered_audit_metadata_fails_the_audit_read(service: TrueHeart, db_path: Path) -> None:
     _populate(service)
     assert (
-        tamper(db_path, "UPDATE audit SET metadata = ? WHERE action = 'ingest'", ('{"a":1}',)) == 3
+        sum(
+            tamper(
+                db_path, f"UPDATE {table} SET metadata = ? WHERE action = 'ingest'", ('{"a":1}',)
+            )
+            for table in AUDIT_TABLES
+        )
+        == 3
     )
     with pytest.raises(
         RepositoryCorruption, match=msg("repository corruption: invalid audit record")

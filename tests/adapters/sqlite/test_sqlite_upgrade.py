@@ -48,6 +48,7 @@ from trueheart_core import (
     TrueHeart,
 )
 from trueheart_core.adapters.sqlite import connection
+from trueheart_core.adapters.sqlite.buffer import drain
 from trueheart_core.adapters.sqlite.schema import (
     MIGRATIONS,
     SCHEMA_VERSION,
@@ -568,6 +569,32 @@ def test_a_version_6_store_is_upgraded_and_then_erased_in_place(
 # --- version 7 to version 8: expiry in event-ID order --------------------------------------
 
 
+def _downgrade_to_8(path: Path) -> None:
+    """Turn a current file into exactly the file version 8 would have written: the
+    buffered rows in their clustered tables, which take back their names, and no
+    buffer."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        conn.execute("BEGIN")
+        _to_8(conn)
+        conn.execute("COMMIT")
+    finally:
+        conn.close()
+    version, catalog, _ = _inspect(path)
+    assert version == 8
+    assert catalog == {d for d in definitions(8) if not d[1].startswith("sqlite_")}
+
+
+def _to_8(conn: sqlite3.Connection) -> None:
+    drain(conn)
+    conn.execute("DROP VIEW audit")
+    conn.execute("DROP VIEW search_pending")
+    conn.execute("DROP TABLE write_buffer")
+    conn.execute("ALTER TABLE audit_log RENAME TO audit")
+    conn.execute("ALTER TABLE search_waiting RENAME TO search_pending")
+    conn.execute("PRAGMA user_version = 8")
+
+
 def _downgrade_to_7(path: Path) -> None:
     """Turn a current file into exactly the file version 7 would have written: its
     expiry index in deadline order alone."""
@@ -575,6 +602,7 @@ def _downgrade_to_7(path: Path) -> None:
     conn = sqlite3.connect(path, isolation_level=None)
     try:
         conn.execute("BEGIN")
+        _to_8(conn)
         conn.execute("DROP INDEX raw_events_expiry")
         conn.execute(old)
         conn.execute("PRAGMA user_version = 7")
@@ -584,6 +612,24 @@ def _downgrade_to_7(path: Path) -> None:
     version, catalog, _ = _inspect(path)
     assert version == 7
     assert catalog == {d for d in definitions(7) if not d[1].startswith("sqlite_")}
+
+
+def test_a_version_8_store_is_upgraded_to_the_write_buffer_and_answers_the_same(
+    db_path: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    with _open(db_path) as service:
+        populate_subject(service)
+        before = _everything(service)
+        audit_before = [service.audit(s, limit=100) for s in (SCOPE, OTHER_SCOPE)]
+    _downgrade_to_8(db_path)
+    with _open_upgraded(db_path, tmp_path, caplog, 8) as service:
+        assert service.verify_integrity().ok
+        assert _everything(service) == before
+        assert [service.audit(s, limit=100) for s in (SCOPE, OTHER_SCOPE)] == audit_before
+        # Writes after the upgrade wait in the buffer, beside the rows it moved.
+        service.ingest_event(event("evt-after"))
+        assert "evt-after" in {r.entity_id for r in service.audit(SCOPE, limit=100)}
+        assert service.verify_integrity().ok
 
 
 def test_a_version_7_store_is_upgraded_and_expires_in_event_id_order(

@@ -6,14 +6,36 @@ the write order among a scope's rows of the same claimed time (see ``schema``)."
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import heapq
+from collections.abc import Iterator, Sequence
+from typing import Any
 
+from trueheart_core.adapters.sqlite import buffer
 from trueheart_core.adapters.sqlite.session import (
     CHUNK,
     SCOPE_COLUMNS,
     Role,
 )
 from trueheart_core.ports import AuditRow, ScopeKey
+
+
+def _place(r: Sequence[Any]) -> tuple[tuple[int, Any], ...]:
+    """Where a row of :meth:`SQLiteAudit.iter` goes: by scope, claimed time and write
+    order, compared as SQLite compares them (NULL, then numbers, then text by code
+    point, then bytes), so that a damaged value sorts where SQLite put it and never
+    fails a comparison."""
+    return tuple(_sortable(r[i]) for i in (0, 1, 2, 7, 11))
+
+
+def _sortable(value: object) -> tuple[int, Any]:
+    if value is None:
+        return (0, 0)
+    if isinstance(value, int | float):
+        return (1, value)
+    if isinstance(value, str):
+        return (2, value)
+    return (3, bytes(value))  # type: ignore[call-overload]
+
 
 _COLUMNS = "audit_id, action, entity_type, entity_id, occurred_at, reason, metadata, digest, seq"
 
@@ -23,12 +45,16 @@ class SQLiteAudit(Role):
 
     def insert(self, row: AuditRow) -> None:
         sid = self._ensure_scope(row.scope)
-        # The next write order of the scope's rows of this claimed time: one probe of the
-        # primary key's range.
+        # The write order among the scope's rows of this claimed time: above every
+        # stored one (one probe of the clustered key's range), plus the row's place in the
+        # buffer (its row ID, one past the last). Every buffered row was written since the
+        # buffer was last moved, against the same stored rows: the sum orders them too.
         self._conn.execute(
-            "INSERT INTO audit (scope_id, occurred_at, seq, audit_id, action, entity_type, "
-            "entity_id, reason, metadata, digest) SELECT ?1, ?2, IFNULL(MAX(seq), 0) + 1, "
-            "?3, ?4, ?5, ?6, ?7, ?8, ?9 FROM audit WHERE scope_id = ?1 AND occurred_at = ?2",
+            "INSERT INTO write_buffer (jid, scope_id, occurred_at, seq, audit_id, action, "
+            "entity_type, entity_id, reason, metadata, digest) SELECT n, ?1, ?2, IFNULL(("
+            "SELECT MAX(seq) FROM audit_log WHERE scope_id = ?1 AND occurred_at = ?2), 0) + n, "
+            "?3, ?4, ?5, ?6, ?7, ?8, ?9 FROM (SELECT IFNULL(MAX(jid), 0) + 1 AS n "
+            "FROM write_buffer)",
             (
                 sid,
                 row.occurred_at,
@@ -41,6 +67,7 @@ class SQLiteAudit(Role):
                 row.digest,
             ),
         )
+        buffer.appended(self._session)
 
     def recent(self, scope: ScopeKey, limit: int) -> list[AuditRow]:
         sid = self._scope_id(scope)
@@ -48,9 +75,12 @@ class SQLiteAudit(Role):
             return []
         return [
             AuditRow(r[0], scope, *r[1:])
+            # Two sorted inputs merged, stopped at the limit: the clustered rows walked
+            # backwards along their key, and the scope's few buffered rows sorted.
             for r in self._conn.execute(
-                f"SELECT {_COLUMNS} FROM audit WHERE scope_id = ? "
-                "ORDER BY occurred_at DESC, seq DESC LIMIT ?",
+                f"SELECT {_COLUMNS} FROM audit_log WHERE scope_id = ?1 "
+                f"UNION ALL SELECT {_COLUMNS} FROM write_buffer WHERE doc IS NULL "
+                "AND scope_id = ?1 ORDER BY occurred_at DESC, seq DESC LIMIT ?2",
                 (sid, limit),
             )
         ]
@@ -58,23 +88,33 @@ class SQLiteAudit(Role):
     def iter(self, scope: ScopeKey | None) -> Iterator[AuditRow]:
         # Scopes in the order of their IDs' text (their stored numbers differ from store
         # to store), each scope's rows one range of the primary key: the scopes' index
-        # drives the walk, so nothing is sorted.
+        # drives the walk, so nothing is sorted. The buffer's few rows are read first,
+        # sorted alike, and merged in.
         where, params = "", []
         if scope is not None:
             sid = self._scope_id(scope, thorough=True)
             if sid is None:
                 return
             where, params = " WHERE s.scope_id = ?", [sid]
+        columns = ", ".join(f"x.{c.strip()}" for c in _COLUMNS.split(","))
+        order = " ORDER BY s.tenant_id, s.owner_id, s.subject_id, x.occurred_at, x.seq"
+        buffered = self._conn.execute(
+            f"SELECT {SCOPE_COLUMNS}, {columns} FROM scopes s CROSS JOIN write_buffer x "
+            f"ON x.scope_id = s.scope_id AND x.doc IS NULL{where}{order}",
+            params,
+        ).fetchall()
         cursor = self._conn.execute(
-            f"SELECT {SCOPE_COLUMNS}, "
-            f"{', '.join(f'x.{c.strip()}' for c in _COLUMNS.split(','))} "
-            f"FROM scopes s CROSS JOIN audit x ON x.scope_id = s.scope_id{where} "
-            "ORDER BY s.tenant_id, s.owner_id, s.subject_id, x.occurred_at, x.seq",
+            f"SELECT {SCOPE_COLUMNS}, {columns} "
+            f"FROM scopes s CROSS JOIN audit_log x ON x.scope_id = s.scope_id{where}{order}",
             params,
         )
-        while rows := cursor.fetchmany(CHUNK):
-            for r in rows:
-                yield AuditRow(r[3], (r[0], r[1], r[2]), *r[4:])
+
+        def stored() -> Iterator[Any]:
+            while rows := cursor.fetchmany(CHUNK):
+                yield from rows
+
+        for r in heapq.merge(stored(), buffered, key=_place):
+            yield AuditRow(r[3], (r[0], r[1], r[2]), *r[4:])
 
     def repeated_ids(self, scope: ScopeKey | None) -> Iterator[tuple[ScopeKey, object]]:
         # SQLite groups through a temporary b-tree, which spills to a temporary file

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from trueheart_core.adapters.sqlite import buffer
 from trueheart_core.adapters.sqlite.claims import CLAIM_KEYS, CLAIM_TEXT, ERASE_CLAIM
 from trueheart_core.adapters.sqlite.events import (
     BODY_TEXT,
@@ -143,7 +144,8 @@ _ERASE_SCOPE: Sequence[tuple[str, str]] = (
     ),
     ("search_entry", f"DELETE FROM search_docs WHERE scope_id = ?1 OR doc IN ({_MEMORIES})"),
     ("search_statistics", "DELETE FROM search_stats WHERE scope_id = ?1"),
-    ("", "DELETE FROM search_pending WHERE scope_id = ?1"),
+    ("", "DELETE FROM search_waiting WHERE scope_id = ?1"),
+    ("", "DELETE FROM write_buffer WHERE scope_id = ?1 AND doc IS NOT NULL"),
     (
         "claim",
         f"UPDATE claims SET {ERASE_CLAIM} WHERE erased IS NOT 1 AND (scope_id = ?1 AND "
@@ -190,11 +192,12 @@ SCOPED_TABLES = (
     "claims",
     "extractions",
     "tombstones",
-    "audit",
+    "audit_log",
     "search_docs",
     "search_stats",
     "search_terms",
-    "search_pending",
+    "search_waiting",
+    "write_buffer",
     "vectors",
     "vector_generations",
 )
@@ -461,6 +464,7 @@ class SQLiteOperations(Role):
         self._erase_hidden(sid, receipts, memories)
         for _, statement in _ERASE_SCOPE:
             self._conn.execute(statement, (sid,))
+        buffer.removed(self._session)
         # The scope's terms and pending rows went without the roles that follow them.
         self._session.forget()
         removed.update(before)

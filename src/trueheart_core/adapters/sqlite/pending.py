@@ -2,7 +2,8 @@
 its scope until the scope holds :data:`PENDING_BOUND` of them, and the merge that moves
 them into the merged tables.
 
-A pending row (``search_pending``, keyed by scope and memory row ID) is either an entry
+A pending row (``search_pending``: a view of the rows that wait in ``search_waiting``,
+keyed by scope and memory row ID, and in the write buffer, see ``buffer``) is either an entry
 that becomes searchable (``change = 1``: its filter columns and its ``(term_id, tf)``
 pairs) or a merged entry that stops being searchable (``change = -1``: a copy of it).
 So a write changes one page of the index: a memory made or restored adds a row, a
@@ -21,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from trueheart_core.adapters.sqlite import buffer
 from trueheart_core.adapters.sqlite.session import CHUNK, Session, blanked
 from trueheart_core.errors import RepositoryCorruption
 
@@ -79,6 +81,13 @@ def pairs_text(pairs: Sequence[tuple[int, int]]) -> str:
     return "[" + ",".join([f"[{int(term_id)},{int(tf)}]" for term_id, tf in pairs]) + "]"
 
 
+def delete_scope(session: Session, sid: int) -> None:
+    """Delete every pending row of the scope ``sid``, wherever it waits."""
+    session.conn.execute("DELETE FROM search_waiting WHERE scope_id = ?", (sid,))
+    session.conn.execute("DELETE FROM write_buffer WHERE scope_id = ? AND doc IS NOT NULL", (sid,))
+    buffer.removed(session)
+
+
 class PendingIndex:
     """The pending rows of the search index and their merge, over one transaction."""
 
@@ -105,20 +114,35 @@ class PendingIndex:
         ).fetchone()
         return None if r is None else Pending(r[0], r[1], tuple(r[2:8]), pairs_of(r[8]))
 
+    def holds(self, sid: int, doc: int) -> bool:
+        """Whether ``search_waiting`` holds a pending row of ``doc`` in the scope (one key
+        probe). A second row of one memory in the write buffer is refused by that key
+        when the buffer is moved."""
+        return (
+            self._conn.execute(
+                "SELECT 1 FROM search_waiting WHERE scope_id = ? AND doc = ?", (sid, doc)
+            ).fetchone()
+            is not None
+        )
+
     def add(self, sid: int, doc: int, change: int, entry: Sequence[Any], pairs: str) -> None:
         self._conn.execute(
-            f"INSERT INTO search_pending (scope_id, doc, change, {ENTRY_COLUMNS}, postings) "
+            f"INSERT INTO write_buffer (scope_id, doc, change, {ENTRY_COLUMNS}, postings) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (sid, doc, change, *entry, pairs),
         )
+        buffer.appended(self._session)
         self._counted(sid, 1, int(change < 0))
 
     def drop(self, sid: int, waiting: Pending) -> None:
         """Remove the scope's pending row ``waiting`` (as read in this transaction)."""
-        cursor = self._conn.execute(
-            "DELETE FROM search_pending WHERE scope_id = ? AND doc = ?", (sid, waiting.doc)
+        gone = sum(
+            self._conn.execute(
+                f"DELETE FROM {table} WHERE scope_id = ? AND doc = ?", (sid, waiting.doc)
+            ).rowcount
+            for table in ("search_waiting", "write_buffer")
         )
-        gone = cursor.rowcount
+        buffer.removed(self._session)
         self._counted(sid, -gone, -gone * int(waiting.change < 0))
 
     def count(self, sid: int) -> int:
@@ -265,7 +289,7 @@ class PendingIndex:
             sorted(added.items()),
         )
         self._stats(sid, docs, length)
-        self._conn.execute("DELETE FROM search_pending WHERE scope_id = ?", (sid,))
+        delete_scope(self._session, sid)
         self._session.remember(("pending", sid), (0, 0))
         # Only the terms of a removal can be left unheld: a term an addition holds has a
         # merged posting now.

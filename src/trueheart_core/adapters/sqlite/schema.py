@@ -10,7 +10,7 @@ from typing import Any
 from trueheart_core.errors import RepositoryCorruption
 
 APPLICATION_ID = 0x54485243  # "THRC" in the database header: marks our files
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 
 _V1: Sequence[str] = (
     """CREATE TABLE scopes (
@@ -467,6 +467,36 @@ _V8: Sequence[str] = (
         WHERE status = 0 AND erased IS NOT 1""",
 )
 
+# Schema version 9: a write appends its audit row and its pending search row to one
+# small table at the end of the file, ``write_buffer``, instead of into the middle of
+# two b-trees clustered by scope (where SQLite rebalances a leaf with its neighbours on
+# most inserts). The write that brings the buffer to ``BUFFER_BOUND`` rows moves them
+# all, sorted, into the clustered tables: ``audit_log`` and ``search_waiting`` (the
+# former ``audit`` and ``search_pending``). ``audit`` and ``search_pending`` become
+# views of both places, so that every read sees a row wherever it waits.
+_AUDIT_VIEW_COLUMNS = (
+    "scope_id, occurred_at, seq, audit_id, action, entity_type, entity_id, reason, metadata, digest"
+)
+_PENDING_VIEW_COLUMNS = (
+    "scope_id, doc, change, length, created_at, clear_until, recall_until, trust, kind, postings"
+)
+_V9: Sequence[str] = (
+    "ALTER TABLE audit RENAME TO audit_log",
+    "ALTER TABLE search_pending RENAME TO search_waiting",
+    # A row with ``doc`` NULL is an audit row; any other is a pending search row.
+    """CREATE TABLE write_buffer (
+        jid INTEGER PRIMARY KEY,
+        scope_id INTEGER NOT NULL,
+        doc INTEGER,
+        occurred_at, seq, audit_id, action, entity_type, entity_id, reason, metadata,
+        digest, change, length, created_at, clear_until, recall_until, trust, kind,
+        postings)""",
+    f"""CREATE VIEW audit AS SELECT {_AUDIT_VIEW_COLUMNS} FROM audit_log
+        UNION ALL SELECT {_AUDIT_VIEW_COLUMNS} FROM write_buffer WHERE doc IS NULL""",
+    f"""CREATE VIEW search_pending AS SELECT {_PENDING_VIEW_COLUMNS} FROM search_waiting
+        UNION ALL SELECT {_PENDING_VIEW_COLUMNS} FROM write_buffer WHERE doc IS NOT NULL""",
+)
+
 MIGRATIONS: Mapping[int, Sequence[str]] = {
     1: _V1,
     2: _V2,
@@ -476,6 +506,7 @@ MIGRATIONS: Mapping[int, Sequence[str]] = {
     6: _V6,
     7: _V7,
     8: _V8,
+    9: _V9,
 }
 """Statements that take a database from version ``n - 1`` to version ``n``."""
 

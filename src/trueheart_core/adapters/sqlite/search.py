@@ -19,6 +19,7 @@ from trueheart_core.adapters.sql.expressions import (
     created_in,
     time_order,
 )
+from trueheart_core.adapters.sqlite import buffer
 from trueheart_core.adapters.sqlite.filters import eligibility_filters
 from trueheart_core.adapters.sqlite.pending import (
     ENTRY_COLUMNS,
@@ -90,8 +91,10 @@ class SQLiteSearch(Role):
     def clear(self) -> None:
         self._session.forget()
         self._conn.execute(f"UPDATE search_terms SET {ERASE_TERM} WHERE erased IS NOT 1")
-        for table in ("search_pending", "search_postings", "search_docs", "search_df"):
+        for table in ("search_waiting", "search_postings", "search_docs", "search_df"):
             self._conn.execute(f"DELETE FROM {table}")
+        self._conn.execute("DELETE FROM write_buffer WHERE doc IS NOT NULL")
+        buffer.removed(self._session)
         self._conn.execute("DELETE FROM search_stats")
 
     # --- writes -----------------------------------------------------------------------
@@ -99,10 +102,11 @@ class SQLiteSearch(Role):
     def index(self, doc: SearchDocRow) -> None:
         sid = self._ensure_scope(doc.scope)
         # A memory row this transaction has just inserted has no entry, merged or
-        # pending (its row ID is new: a pending row already holding it is damage, which
-        # the insert's key refuses).
+        # pending (its row ID is new: a pending row already holding it is damage).
         rid = None if doc.memory_id is None else self._session.take_fresh(sid, doc.memory_id)
         waiting = None
+        if rid is not None and self.pending.holds(sid, rid):
+            raise RepositoryCorruption("invalid search index")
         if rid is None:
             rid = None if doc.memory_id is None else self._memory_rid(sid, doc.memory_id)
             if rid is None:

@@ -33,7 +33,8 @@ SCOPE_COLUMNS = "s.tenant_id, s.owner_id, s.subject_id"
 
 _SCOPE_ID_KEYED = (
     "scopes",
-    "audit",
+    "audit_log",
+    "write_buffer",
     "lineage",
     "tombstones",
     "search_docs",
@@ -41,8 +42,9 @@ _SCOPE_ID_KEYED = (
     "extractions",
     "vector_generations",
 )
-"""Tables whose largest scope ID is one index probe (the ID leads their key or an index).
-Every scope that holds rows has audit rows, which erasure keeps."""
+"""Tables whose largest scope ID is one index probe (the ID leads their key or an index),
+and the write buffer, which holds a few rows. Every scope that holds rows has audit rows,
+which erasure keeps."""
 _NEXT_SCOPE_ID = (
     "SELECT 1 + MAX("
     + ", ".join(f"IFNULL((SELECT MAX(scope_id) FROM {table}), 0)" for table in _SCOPE_ID_KEYED)
@@ -164,6 +166,9 @@ class Session:
         # one read serves them all). A live row keeps its row ID and sources; any write
         # that removes or adds memory rows empties the slot.
         self.recent: tuple[int, str, int, object] | None = None
+        # How many rows the write buffer holds, as this transaction last counted them
+        # (None: not counted yet; see ``buffer``).
+        self.buffer_rows: int | None = None
 
     def recall(self, key: object) -> object:
         """What :meth:`remember` kept under ``key`` (None: nothing).

@@ -1,0 +1,77 @@
+"""The write buffer: where a write's audit row and pending search row wait before they
+join their clustered tables.
+
+``audit_log`` is clustered by scope and claimed time, ``search_waiting`` by scope and
+memory row ID: an insert lands inside a range that other scopes' rows follow, and SQLite
+rebalances the leaf it lands on with its neighbours on most such inserts, writing three
+or four pages for one row. ``write_buffer`` is a rowid table that grows at its end, where
+an insert writes one page. A write appends its rows there; the append that brings the
+buffer to :data:`BUFFER_BOUND` rows moves every buffered row, sorted, into the clustered
+tables in the same transaction, so that the rebalancing is paid once per batch.
+
+Reads never see the difference: ``audit`` and ``search_pending`` are views of the
+clustered table and the buffer's rows of that kind (see ``schema``), and a read of one
+scope reads at most :data:`BUFFER_BOUND` buffered rows beside its own. The buffer holds
+what those tables hold: body-free audit rows and integer postings.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+from trueheart_core.adapters.sqlite.session import Session
+
+BUFFER_BOUND = 32
+"""How many rows the buffer may hold: the append that reaches this many moves them all
+into the clustered tables."""
+AUDIT_COLUMNS = (
+    "scope_id, occurred_at, seq, audit_id, action, entity_type, entity_id, reason, metadata, digest"
+)
+PENDING_COLUMNS = (
+    "scope_id, doc, change, length, created_at, clear_until, recall_until, trust, kind, postings"
+)
+_COUNT = "buffered rows"
+"""The memo key of how many rows the buffer holds (see ``Session.recall``; -1: not
+known)."""
+
+
+def appended(session: Session) -> None:
+    """Count a row this transaction has just appended to the buffer; at
+    :data:`BUFFER_BOUND` rows, move them all. So the buffer never holds more, even inside
+    a transaction that writes thousands of rows (an import, a batch), and a read of it
+    costs at most that many rows."""
+    rows = session.buffer_rows
+    if rows is None:
+        known = session.recall(_COUNT)
+        if type(known) is int and known >= 0:
+            rows = known + 1
+        else:
+            (rows,) = session.conn.execute("SELECT COUNT(*) FROM write_buffer").fetchone()
+    else:
+        rows += 1
+    if rows >= BUFFER_BOUND:
+        drain(session.conn)
+        rows = 0
+    session.buffer_rows = rows
+    session.remember(_COUNT, rows)
+
+
+def removed(session: Session) -> None:
+    """Note that a statement of this transaction removed buffered rows: how many the
+    buffer holds is counted again at the next append."""
+    session.buffer_rows = None
+    session.remember(_COUNT, -1)
+
+
+def drain(conn: sqlite3.Connection) -> None:
+    """Move every buffered row into its clustered table, in key order (inside the
+    caller's transaction)."""
+    conn.execute(
+        f"INSERT INTO audit_log ({AUDIT_COLUMNS}) SELECT {AUDIT_COLUMNS} FROM write_buffer "
+        "WHERE doc IS NULL ORDER BY scope_id, occurred_at, seq"
+    )
+    conn.execute(
+        f"INSERT INTO search_waiting ({PENDING_COLUMNS}) SELECT {PENDING_COLUMNS} "
+        "FROM write_buffer WHERE doc IS NOT NULL ORDER BY scope_id, doc"
+    )
+    conn.execute("DELETE FROM write_buffer")
