@@ -592,6 +592,8 @@ def _to_8(conn: sqlite3.Connection) -> None:
     conn.execute("DROP TABLE write_buffer")
     conn.execute("ALTER TABLE audit_log RENAME TO audit")
     conn.execute("ALTER TABLE search_waiting RENAME TO search_pending")
+    conn.execute("DROP INDEX search_postings_by_doc")
+    conn.execute("CREATE INDEX search_postings_by_doc ON search_postings (doc)")
     conn.execute("PRAGMA user_version = 8")
 
 

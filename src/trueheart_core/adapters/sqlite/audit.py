@@ -37,6 +37,8 @@ def _sortable(value: object) -> tuple[int, Any]:
     return (3, bytes(value))  # type: ignore[call-overload]
 
 
+_NEXT_JID = "(SELECT IFNULL(MAX(jid), 0) + 1 FROM write_buffer)"
+"""The row ID the next row of the write buffer takes (one probe of its last row)."""
 _COLUMNS = "audit_id, action, entity_type, entity_id, occurred_at, reason, metadata, digest, seq"
 
 
@@ -51,10 +53,10 @@ class SQLiteAudit(Role):
         # buffer was last moved, against the same stored rows: the sum orders them too.
         self._conn.execute(
             "INSERT INTO write_buffer (jid, scope_id, occurred_at, seq, audit_id, action, "
-            "entity_type, entity_id, reason, metadata, digest) SELECT n, ?1, ?2, IFNULL(("
-            "SELECT MAX(seq) FROM audit_log WHERE scope_id = ?1 AND occurred_at = ?2), 0) + n, "
-            "?3, ?4, ?5, ?6, ?7, ?8, ?9 FROM (SELECT IFNULL(MAX(jid), 0) + 1 AS n "
-            "FROM write_buffer)",
+            "entity_type, entity_id, reason, metadata, digest) VALUES ("
+            f"{_NEXT_JID}, ?1, ?2, IFNULL((SELECT MAX(seq) FROM audit_log "
+            f"WHERE scope_id = ?1 AND occurred_at = ?2), 0) + {_NEXT_JID}, "
+            "?3, ?4, ?5, ?6, ?7, ?8, ?9)",
             (
                 sid,
                 row.occurred_at,

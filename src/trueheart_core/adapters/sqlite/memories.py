@@ -200,14 +200,19 @@ class SQLiteMemories(Role):
         )
         if cursor.lastrowid is not None:
             self._session.fresh = (sid, row.memory_id, cursor.lastrowid)
-        self._conn.executemany(
+        values = [
+            (sid, e.event_id, e.memory_id, e.trust, e.clear_for, e.recall_for, e.digest)
+            for e in edges
+        ]
+        statement = (
             "INSERT INTO lineage (scope_id, event_id, memory_id, trust, clear_for, recall_for, "
-            "digest) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            [
-                (sid, e.event_id, e.memory_id, e.trust, e.clear_for, e.recall_for, e.digest)
-                for e in edges
-            ],
+            "digest) VALUES (?, ?, ?, ?, ?, ?, ?)"
         )
+        # One edge (the usual case) costs less as one statement than as a batch of one.
+        if len(values) == 1:
+            self._conn.execute(statement, values[0])
+        else:
+            self._conn.executemany(statement, values)
 
     def update(self, row: MemoryRow) -> None:
         sid = self._scope_id(row.scope)

@@ -114,23 +114,32 @@ class PendingIndex:
         ).fetchone()
         return None if r is None else Pending(r[0], r[1], tuple(r[2:8]), pairs_of(r[8]))
 
-    def holds(self, sid: int, doc: int) -> bool:
-        """Whether ``search_waiting`` holds a pending row of ``doc`` in the scope (one key
-        probe). A second row of one memory in the write buffer is refused by that key
-        when the buffer is moved."""
-        return (
-            self._conn.execute(
-                "SELECT 1 FROM search_waiting WHERE scope_id = ? AND doc = ?", (sid, doc)
-            ).fetchone()
-            is not None
-        )
-
-    def add(self, sid: int, doc: int, change: int, entry: Sequence[Any], pairs: str) -> None:
-        self._conn.execute(
+    def add(
+        self,
+        sid: int,
+        doc: int,
+        change: int,
+        entry: Sequence[Any],
+        pairs: str,
+        *,
+        fresh: bool = False,
+    ) -> None:
+        """Append a pending row to the write buffer. ``fresh``: ``doc`` is a memory row
+        this transaction has just inserted, which no pending row can hold yet; one in
+        ``search_waiting`` (damage) refuses the write (in the buffer, the key of
+        ``search_waiting`` refuses it when the buffer is moved)."""
+        cursor = self._conn.execute(
             f"INSERT INTO write_buffer (scope_id, doc, change, {ENTRY_COLUMNS}, postings) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10"
+            + (
+                " WHERE NOT EXISTS (SELECT 1 FROM search_waiting WHERE scope_id = ?1 AND doc = ?2)"
+                if fresh
+                else ""
+            ),
             (sid, doc, change, *entry, pairs),
         )
+        if cursor.rowcount != 1:
+            raise RepositoryCorruption("invalid search index")
         buffer.appended(self._session)
         self._counted(sid, 1, int(change < 0))
 

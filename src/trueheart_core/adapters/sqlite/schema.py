@@ -495,6 +495,10 @@ _V9: Sequence[str] = (
         UNION ALL SELECT {_AUDIT_VIEW_COLUMNS} FROM write_buffer WHERE doc IS NULL""",
     f"""CREATE VIEW search_pending AS SELECT {_PENDING_VIEW_COLUMNS} FROM search_waiting
         UNION ALL SELECT {_PENDING_VIEW_COLUMNS} FROM write_buffer WHERE doc IS NOT NULL""",
+    # A memory's merged postings (a seal copies them into its pending removal) are read
+    # from this index alone, in term order.
+    "DROP INDEX search_postings_by_doc",
+    "CREATE INDEX search_postings_by_doc ON search_postings (doc, term_id, tf)",
 )
 
 MIGRATIONS: Mapping[int, Sequence[str]] = {

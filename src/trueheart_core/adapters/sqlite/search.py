@@ -104,9 +104,8 @@ class SQLiteSearch(Role):
         # A memory row this transaction has just inserted has no entry, merged or
         # pending (its row ID is new: a pending row already holding it is damage).
         rid = None if doc.memory_id is None else self._session.take_fresh(sid, doc.memory_id)
+        fresh = rid is not None
         waiting = None
-        if rid is not None and self.pending.holds(sid, rid):
-            raise RepositoryCorruption("invalid search index")
         if rid is None:
             rid = None if doc.memory_id is None else self._memory_rid(sid, doc.memory_id)
             if rid is None:
@@ -137,7 +136,9 @@ class SQLiteSearch(Role):
                 ids[term] = cursor.lastrowid
                 self._session.remember((sid, term), cursor.lastrowid)
         entry = (doc.length, doc.created_at, doc.clear_until, doc.recall_until, doc.trust, doc.kind)
-        self.pending.add(sid, rid, 1, entry, pairs_text(sorted((ids[t], f) for t, f in doc.terms)))
+        self.pending.add(
+            sid, rid, 1, entry, pairs_text(sorted((ids[t], f) for t, f in doc.terms)), fresh=fresh
+        )
         # Terms of a removed stale entry that the new one does not hold (damage only).
         self.pending.erase_unheld(sid, stale)
         # A memory of many distinct words is merged at once (with the rows waiting
