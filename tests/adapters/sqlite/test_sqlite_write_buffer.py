@@ -23,6 +23,7 @@ from trueheart_core import (
     EntityType,
     GovernanceAction,
     GovernanceCommand,
+    RepositoryCorruption,
     SearchQuery,
     SQLiteRepository,
     TrueHeart,
@@ -235,3 +236,41 @@ def test_an_export_merges_buffered_rows_into_their_places(db_path: Path) -> None
     # By scope (as text), then claimed time (each time written once per scope here).
     assert audit == sorted(audit)
     assert audit[0][0] == OTHER_SCOPE.subject_id
+
+
+def test_a_second_pending_row_of_one_memory_is_reported_and_refused_when_moved(
+    db_path: Path,
+) -> None:
+    with TrueHeart(SQLiteRepository(db_path), clock=lambda: NOW) as service:
+        service.ingest_event(event("evt-1"))
+        service.materialize_once(memory("mem-1", content="green tea"))
+        drain_buffer_of(db_path)
+        conn = sqlite3.connect(db_path)
+        with conn:
+            # Damage: the memory's pending row copied into the buffer.
+            conn.execute(
+                "INSERT INTO write_buffer (scope_id, doc, change, length, created_at, "
+                "clear_until, recall_until, trust, kind, postings) SELECT scope_id, doc, "
+                "change, length, created_at, clear_until, recall_until, trust, kind, postings "
+                "FROM search_waiting"
+            )
+        conn.close()
+        codes = {p.code for p in service.verify_integrity().problems}
+        assert "posting_without_entry" in codes
+        assert {p.code for p in service.verify_integrity(SCOPE).problems} == codes
+        # The write that would move the copy beside its original is refused, and
+        # changes nothing; a rebuild of the index repairs it.
+        refused = 0
+        for number in range(BUFFER_BOUND):
+            try:
+                service.ingest_event(event(f"evt-more-{number}"))
+            except RepositoryCorruption as error:
+                assert str(error) == "repository corruption: event ingest failed"
+                refused += 1
+        assert refused > 0
+        assert "evt-more-0" in {r.entity_id for r in service.audit(SCOPE)}
+        service.rebuild_search_index()
+        assert service.verify_integrity().ok
+        assert [
+            c.memory.memory_id for c in service.search(SearchQuery(SCOPE, "tea", NOW)).items
+        ] == ["mem-1"]

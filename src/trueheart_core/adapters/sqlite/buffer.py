@@ -3,15 +3,16 @@ join their clustered tables.
 
 ``audit_log`` is clustered by scope and claimed time, ``search_waiting`` by scope and
 memory row ID: an insert lands inside a range that other scopes' rows follow, and SQLite
-rebalances the leaf it lands on with its neighbours on most such inserts, writing three
-or four pages for one row. ``write_buffer`` is a rowid table that grows at its end, where
-an insert writes one page. A write appends its rows there; the append that brings the
-buffer to :data:`BUFFER_BOUND` rows moves every buffered row, sorted, into the clustered
-tables in the same transaction, so that the rebalancing is paid once per batch.
+often rebalances the leaf it lands on with its neighbours, writing three or four pages
+for one row (``benchmarks/append_pages.py`` measures it). ``write_buffer`` is a rowid
+table that grows at its end, where an insert writes one page. A write appends its rows
+there; the append that brings the buffer to :data:`BUFFER_BOUND` rows moves every
+buffered row, sorted, into the clustered tables in the same transaction, so that the
+rebalancing is paid once per batch.
 
 Reads never see the difference: ``audit`` and ``search_pending`` are views of the
 clustered table and the buffer's rows of that kind (see ``schema``), and a read of one
-scope reads at most :data:`BUFFER_BOUND` buffered rows beside its own. The buffer holds
+scope reads fewer than :data:`BUFFER_BOUND` buffered rows beside its own. The buffer holds
 what those tables hold: body-free audit rows and integer postings.
 """
 

@@ -571,7 +571,9 @@ class SQLiteSearch(Role):
             ).fetchone()
         # A pending addition without its memory (or with an entry merged beside it) or
         # naming a term its scope lacks, or a pending removal without its merged entry,
-        # is one too (a removal may name a term an erasure took out meanwhile).
+        # is one too (a removal may name a term an erasure took out meanwhile); and so is
+        # a second pending row of one memory (the write buffer and ``search_waiting``
+        # each holding one).
         pending = self._scope_clause(scope, "x.scope_id")
         assert pending is not None
         (waiting,) = self._conn.execute(
@@ -588,7 +590,12 @@ class SQLiteSearch(Role):
             "WHERE t.term_id = v.term_id AND t.scope_id = v.scope_id AND t.erased IS NOT 1))))",
             pending[1],
         ).fetchone()
-        return int(count) + int(waiting)
+        (twice,) = self._conn.execute(
+            "SELECT COUNT(*) FROM (SELECT 1 FROM search_pending x "
+            f"WHERE 1 = 1{pending[0]} GROUP BY x.scope_id, x.doc HAVING COUNT(*) > 1)",
+            pending[1],
+        ).fetchone()
+        return int(count) + int(waiting) + int(twice)
 
     def _rows(self, sql: str, params: Sequence[Any]) -> Iterator[Sequence[Any]]:
         cursor = self._conn.execute(sql, params)
