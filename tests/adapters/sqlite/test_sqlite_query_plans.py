@@ -90,7 +90,7 @@ def _plans(path: Path, statements: list[str]) -> list[tuple[str, str, bool]]:
             aliases = {alias: source for source, alias in _SOURCE.findall(statement)}
             parents = {row[0]: (row[1], str(row[3])) for row in rows}
             # A sort whose sibling step reads the write buffer sorts the buffer's rows.
-            buffered = {row[1] for row in rows if str(row[3]) == "SCAN write_buffer"}
+            buffered = {row[1] for row in rows if _BUFFER_READ.match(str(row[3]))}
             for row in rows:
                 correlated, parent = False, row[1]
                 while parent in parents:
@@ -111,6 +111,7 @@ def _plans(path: Path, statements: list[str]) -> list[tuple[str, str, bool]]:
 _CTE = re.compile(r"(?:\bWITH|,)\s+(\w+)\s*(?:\([^()]*\)\s*)?AS\s+(?:MATERIALIZED\s+)?\(", re.I)
 _SOURCE = re.compile(r"\b(?:FROM|JOIN)\s+(\w+)(?=\s+(?:AS\s+)?(\w+))", re.I)
 _SCAN = re.compile(r"^SCAN (?:TABLE |SUBQUERY )?(\w+)(?: AS (\w+))?")
+_BUFFER_READ = re.compile(r"^(?:SCAN|SEARCH) write_buffer\b")
 _COMPUTED = re.compile(r"^(?:CO-ROUTINE|MATERIALIZE) (\w+)")
 
 

@@ -37,8 +37,6 @@ def _sortable(value: object) -> tuple[int, Any]:
     return (3, bytes(value))  # type: ignore[call-overload]
 
 
-_NEXT_JID = "(SELECT IFNULL(MAX(jid), 0) + 1 FROM write_buffer)"
-"""The row ID the next row of the write buffer takes (one probe of its last row)."""
 _COLUMNS = "audit_id, action, entity_type, entity_id, occurred_at, reason, metadata, digest, seq"
 
 
@@ -47,16 +45,14 @@ class SQLiteAudit(Role):
 
     def insert(self, row: AuditRow) -> None:
         sid = self._ensure_scope(row.scope)
-        # The write order among the scope's rows of this claimed time: above every
-        # stored one (one probe of the clustered key's range), plus the row's place in the
-        # buffer (its row ID, one past the last). Every buffered row was written since the
-        # buffer was last moved, against the same stored rows: the sum orders them too.
+        # The next write order among the scope's rows of this claimed time: one probe of
+        # the clustered key's range, and the buffer's few rows.
         self._conn.execute(
-            "INSERT INTO write_buffer (jid, scope_id, occurred_at, seq, audit_id, action, "
-            "entity_type, entity_id, reason, metadata, digest) VALUES ("
-            f"{_NEXT_JID}, ?1, ?2, IFNULL((SELECT MAX(seq) FROM audit_log "
-            f"WHERE scope_id = ?1 AND occurred_at = ?2), 0) + {_NEXT_JID}, "
-            "?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            "INSERT INTO write_buffer (scope_id, occurred_at, seq, audit_id, action, "
+            "entity_type, entity_id, reason, metadata, digest) VALUES (?1, ?2, 1 + MAX("
+            "IFNULL((SELECT MAX(seq) FROM audit_log WHERE scope_id = ?1 AND occurred_at = ?2), 0), "
+            f"IFNULL((SELECT MAX(seq) FROM write_buffer WHERE {buffer.AUDIT_ROW} AND scope_id = ?1 "
+            "AND occurred_at = ?2), 0)), ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
             (
                 sid,
                 row.occurred_at,
@@ -81,7 +77,7 @@ class SQLiteAudit(Role):
             # backwards along their key, and the scope's few buffered rows sorted.
             for r in self._conn.execute(
                 f"SELECT {_COLUMNS} FROM audit_log WHERE scope_id = ?1 "
-                f"UNION ALL SELECT {_COLUMNS} FROM write_buffer WHERE doc IS NULL "
+                f"UNION ALL SELECT {_COLUMNS} FROM write_buffer WHERE {buffer.AUDIT_ROW} "
                 "AND scope_id = ?1 ORDER BY occurred_at DESC, seq DESC LIMIT ?2",
                 (sid, limit),
             )
@@ -102,7 +98,7 @@ class SQLiteAudit(Role):
         order = " ORDER BY s.tenant_id, s.owner_id, s.subject_id, x.occurred_at, x.seq"
         buffered = self._conn.execute(
             f"SELECT {SCOPE_COLUMNS}, {columns} FROM scopes s CROSS JOIN write_buffer x "
-            f"ON x.scope_id = s.scope_id AND x.doc IS NULL{where}{order}",
+            f"ON x.scope_id = s.scope_id AND {buffer.AUDIT_ROW}{where}{order}",
             params,
         ).fetchall()
         cursor = self._conn.execute(

@@ -31,6 +31,11 @@ AUDIT_COLUMNS = (
 PENDING_COLUMNS = (
     "scope_id, doc, change, length, created_at, clear_until, recall_until, trust, kind, postings"
 )
+AUDIT_ROW = "(doc IS NULL OR audit_id IS NOT NULL)"
+PENDING_ROW = "doc IS NOT NULL AND audit_id IS NULL"
+"""Which kind a buffered row is: a pending search row names a memory and has no audit
+ID; every other row is an audit row. A row with both (damage) is an audit row, so that
+no statement that removes pending rows removes it, and moving it drops the memory."""
 _COUNT = "buffered rows"
 """The memo key of how many rows the buffer holds (see ``Session.recall``; -1: not
 known)."""
@@ -51,8 +56,7 @@ def appended(session: Session) -> None:
     else:
         rows += 1
     if rows >= BUFFER_BOUND:
-        drain(session.conn)
-        rows = 0
+        rows = drain(session.conn)
     session.buffer_rows = rows
     session.remember(_COUNT, rows)
 
@@ -64,15 +68,40 @@ def removed(session: Session) -> None:
     session.remember(_COUNT, -1)
 
 
-def drain(conn: sqlite3.Connection) -> None:
-    """Move every buffered row into its clustered table, in key order (inside the
-    caller's transaction)."""
+MOVABLE = (
+    "SELECT jid FROM (SELECT jid, scope_id, doc, occurred_at, seq, audit, whole, "
+    "ROW_NUMBER() OVER (PARTITION BY audit, scope_id, IIF(audit, occurred_at, doc), "
+    "IIF(audit, seq, NULL) ORDER BY jid) AS n FROM (SELECT jid, scope_id, doc, occurred_at, "
+    f"seq, {AUDIT_ROW} AS audit, typeof(scope_id) = 'integer' AND IIF({AUDIT_ROW}, "
+    "typeof(occurred_at) = 'integer' AND typeof(seq) = 'integer', typeof(doc) = 'integer' "
+    "AND change IS NOT NULL AND length IS NOT NULL AND postings IS NOT NULL) AS whole "
+    "FROM write_buffer)) b WHERE n = 1 AND whole AND NOT IIF(audit, EXISTS (SELECT 1 "
+    "FROM audit_log a WHERE a.scope_id = b.scope_id AND a.occurred_at = b.occurred_at "
+    "AND a.seq = b.seq), EXISTS (SELECT 1 FROM search_waiting w WHERE w.scope_id = b.scope_id "
+    "AND w.doc = b.doc))"
+)
+"""The row IDs of the buffered rows that can be moved into their tables: each with the
+columns its table requires, and a key that neither the table nor an earlier buffered row
+holds (one read of the buffer, and one key probe per row)."""
+
+
+def drain(conn: sqlite3.Connection) -> int:
+    """Move the buffered rows into their clustered tables, in key order (inside the
+    caller's transaction), and return how many stay. A row that cannot be moved (see
+    :data:`MOVABLE`: only damage makes one) stays where it is, for ``verify_integrity``
+    to report, so that it refuses no write, in its scope or any other."""
+    moved = [jid for (jid,) in conn.execute(MOVABLE)]
+    marks = ",".join("?" * len(moved))
     conn.execute(
         f"INSERT INTO audit_log ({AUDIT_COLUMNS}) SELECT {AUDIT_COLUMNS} FROM write_buffer "
-        "WHERE doc IS NULL ORDER BY scope_id, occurred_at, seq"
+        f"WHERE jid IN ({marks}) AND {AUDIT_ROW} ORDER BY scope_id, occurred_at, seq",
+        moved,
     )
     conn.execute(
         f"INSERT INTO search_waiting ({PENDING_COLUMNS}) SELECT {PENDING_COLUMNS} "
-        "FROM write_buffer WHERE doc IS NOT NULL ORDER BY scope_id, doc"
+        f"FROM write_buffer WHERE jid IN ({marks}) AND {PENDING_ROW} ORDER BY scope_id, doc",
+        moved,
     )
-    conn.execute("DELETE FROM write_buffer")
+    conn.execute(f"DELETE FROM write_buffer WHERE jid IN ({marks})", moved)
+    (left,) = conn.execute("SELECT COUNT(*) FROM write_buffer").fetchone()
+    return int(left)

@@ -145,7 +145,7 @@ _ERASE_SCOPE: Sequence[tuple[str, str]] = (
     ("search_entry", f"DELETE FROM search_docs WHERE scope_id = ?1 OR doc IN ({_MEMORIES})"),
     ("search_statistics", "DELETE FROM search_stats WHERE scope_id = ?1"),
     ("", "DELETE FROM search_waiting WHERE scope_id = ?1"),
-    ("", "DELETE FROM write_buffer WHERE scope_id = ?1 AND doc IS NOT NULL"),
+    ("", f"DELETE FROM write_buffer WHERE scope_id = ?1 AND {buffer.PENDING_ROW}"),
     (
         "claim",
         f"UPDATE claims SET {ERASE_CLAIM} WHERE erased IS NOT 1 AND (scope_id = ?1 AND "
@@ -222,6 +222,38 @@ _ERASED_TEXT: dict[str, tuple[str, ...]] = {
 """The columns an erasure overwrites, by table (see ``ERASE_*``)."""
 
 
+_AUDIT_ONLY = ("occurred_at", "seq", "audit_id", "action", "entity_type", "entity_id", "reason")
+_PENDING_ONLY = (
+    "change",
+    "length",
+    "created_at",
+    "clear_until",
+    "recall_until",
+    "trust",
+    "kind",
+    "postings",
+)
+_SEQ_RANGE = "typeof({seq}) = 'integer' AND {seq} BETWEEN 1 AND 4611686018427387904"
+_STORED_ORDER = (
+    # The write buffer (fewer than ``BUFFER_BOUND`` rows) holds rows it can move: each an
+    # audit row or a pending row (see ``buffer.PENDING_ROW``), with the columns of its
+    # kind and none of the other's, and a key that neither its clustered table nor
+    # another buffered row holds; and every audit row's write order is a positive
+    # integer small enough to count on from (the next is one more than the largest).
+    f"SELECT 1 FROM write_buffer WHERE {buffer.AUDIT_ROW} AND (doc IS NOT NULL OR "
+    + " OR ".join(f"{c} IS NOT NULL" for c in _PENDING_ONLY)
+    + " OR typeof(occurred_at) != 'integer' OR NOT ("
+    + _SEQ_RANGE.format(seq="seq")
+    + ")) LIMIT 1",
+    f"SELECT 1 FROM write_buffer WHERE {buffer.PENDING_ROW} AND ("
+    + " OR ".join(f"{c} IS NOT NULL" for c in (*_AUDIT_ONLY, "metadata", "digest"))
+    + " OR typeof(doc) != 'integer' OR typeof(change) != 'integer' "
+    "OR typeof(length) != 'integer' OR typeof(postings) != 'text') LIMIT 1",
+    f"SELECT 1 FROM write_buffer WHERE jid NOT IN ({buffer.MOVABLE}) LIMIT 1",
+    f"SELECT 1 FROM audit_log WHERE NOT ({_SEQ_RANGE.format(seq='seq')}) LIMIT 1",
+)
+
+
 class SQLiteOperations(Role):
     """The operations role over one transaction."""
 
@@ -244,6 +276,8 @@ class SQLiteOperations(Role):
             ).fetchone()
             for table in SCOPED_TABLES
         ):
+            return False
+        if any(self._conn.execute(sql).fetchone() for sql in _STORED_ORDER):
             return False
         # An erasure overwrites a row's text in the statement that marks it erased: a
         # marked row that holds text had its mark or its text changed behind the

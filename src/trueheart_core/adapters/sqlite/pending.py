@@ -84,7 +84,9 @@ def pairs_text(pairs: Sequence[tuple[int, int]]) -> str:
 def delete_scope(session: Session, sid: int) -> None:
     """Delete every pending row of the scope ``sid``, wherever it waits."""
     session.conn.execute("DELETE FROM search_waiting WHERE scope_id = ?", (sid,))
-    session.conn.execute("DELETE FROM write_buffer WHERE scope_id = ? AND doc IS NOT NULL", (sid,))
+    session.conn.execute(
+        f"DELETE FROM write_buffer WHERE scope_id = ? AND {buffer.PENDING_ROW}", (sid,)
+    )
     buffer.removed(session)
 
 
@@ -147,9 +149,12 @@ class PendingIndex:
         """Remove the scope's pending row ``waiting`` (as read in this transaction)."""
         gone = sum(
             self._conn.execute(
-                f"DELETE FROM {table} WHERE scope_id = ? AND doc = ?", (sid, waiting.doc)
+                f"DELETE FROM {table} WHERE scope_id = ? AND doc = ?{extra}", (sid, waiting.doc)
             ).rowcount
-            for table in ("search_waiting", "write_buffer")
+            for table, extra in (
+                ("search_waiting", ""),
+                ("write_buffer", f" AND {buffer.PENDING_ROW}"),
+            )
         )
         buffer.removed(self._session)
         self._counted(sid, -gone, -gone * int(waiting.change < 0))
@@ -217,14 +222,22 @@ class PendingIndex:
         pending = self.changes(sid, term_ids)
         return {term_id: merged.get(term_id, 0) + pending[term_id] for term_id in term_ids}
 
-    def unheld(self, sid: int, held: dict[int, int], removals: int | None = None) -> set[int]:
+    def unheld(
+        self,
+        sid: int,
+        held: dict[int, int],
+        removals: int | None = None,
+        merged: dict[int, int] | None = None,
+    ) -> set[int]:
         """Those of these terms that no entry but the ``held[t]`` given ones holds. Only
         a term whose merged frequency the scope's pending removals (``removals``, when
         the caller has counted them) could bring that low needs its pending changes
-        read: a common term is settled by one look-up."""
+        read: a common term is settled by one look-up (none, when the caller has read
+        the merged frequencies, ``merged``)."""
         if not held:
             return set()
-        merged = self.merged_frequencies(list(held))
+        if merged is None:
+            merged = self.merged_frequencies(list(held))
         if removals is None:
             (removals,) = self._conn.execute(
                 "SELECT COUNT(*) FROM search_pending WHERE scope_id = ? AND change < 0", (sid,)
@@ -251,6 +264,24 @@ class PendingIndex:
             f"SELECT scope_id, {ENTRY_COLUMNS} FROM search_docs WHERE doc = ?", (doc,)
         ).fetchone()
         return None if r is None else (r[0], tuple(r[1:]))
+
+    def merged_pairs_and_frequencies(
+        self, doc: int
+    ) -> tuple[tuple[tuple[int, int], ...], dict[int, int]]:
+        """:meth:`merged_pairs` of ``doc``, and the merged frequency of each of its terms
+        (absent: none), in one statement (a seal needs both)."""
+        pairs: list[tuple[int, int]] = []
+        frequencies: dict[int, int] = {}
+        for term_id, tf, df in self._conn.execute(
+            "SELECT p.term_id, p.tf, f.df FROM search_postings p "
+            "INDEXED BY search_postings_by_doc LEFT JOIN search_df f ON f.term_id = p.term_id "
+            "WHERE p.doc = ? ORDER BY p.term_id",
+            (doc,),
+        ):
+            pairs.append((term_id, tf))
+            if df is not None:
+                frequencies[term_id] = df
+        return tuple(pairs), frequencies
 
     def merged_pairs(self, doc: int) -> tuple[tuple[int, int], ...]:
         return tuple(

@@ -93,7 +93,7 @@ class SQLiteSearch(Role):
         self._conn.execute(f"UPDATE search_terms SET {ERASE_TERM} WHERE erased IS NOT 1")
         for table in ("search_waiting", "search_postings", "search_docs", "search_df"):
             self._conn.execute(f"DELETE FROM {table}")
-        self._conn.execute("DELETE FROM write_buffer WHERE doc IS NOT NULL")
+        self._conn.execute(f"DELETE FROM write_buffer WHERE {buffer.PENDING_ROW}")
         buffer.removed(self._session)
         self._conn.execute("DELETE FROM search_stats")
 
@@ -178,12 +178,12 @@ class SQLiteSearch(Role):
             if erasing:
                 touched |= self.pending.remove_merged(sid, rid, merged[1])
             else:
-                pairs = self.pending.merged_pairs(rid)
+                pairs, frequencies = self.pending.merged_pairs_and_frequencies(rid)
                 # Read before the removal is pending, as ``removal_counts`` reads it; the
                 # removal then adds one row (the memory has none waiting).
                 rows, removals = self.pending.counts(sid)
                 held = dict.fromkeys(dict(pairs), 1)
-                waiting_terms = len(self.pending.unheld(sid, held, removals))
+                waiting_terms = len(self.pending.unheld(sid, held, removals, frequencies))
                 self.pending.add(sid, rid, -1, merged[1], pairs_text(pairs))
                 if rows + 1 >= PENDING_BOUND:
                     self.pending.merge(sid)
@@ -583,7 +583,7 @@ class SQLiteSearch(Role):
             "OR EXISTS (SELECT 1 FROM search_docs d WHERE d.doc = x.doc))) "
             "OR (x.change = -1 AND NOT EXISTS (SELECT 1 FROM search_docs d "
             "WHERE d.doc = x.doc AND d.scope_id = x.scope_id)) "
-            "OR x.change NOT IN (1, -1) "
+            "OR (x.change IS NOT 1 AND x.change IS NOT -1) "
             f"OR (x.change = 1 AND EXISTS (SELECT 1 FROM ({PENDING_PAIRS}) v "
             "WHERE v.scope_id = x.scope_id AND v.doc = x.doc AND NOT EXISTS "
             "(SELECT 1 FROM search_terms t "
