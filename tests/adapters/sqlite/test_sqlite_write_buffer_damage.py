@@ -157,3 +157,27 @@ def test_the_checks_pass_on_a_sound_store(store: Path) -> None:
         out = io.StringIO()
         service.export_store(out)
         assert service.verify_integrity().ok
+
+
+@pytest.mark.parametrize("value", ["'x'", "x'00'", "9223372036854775807", "2.5", "0", "-7"])
+def test_a_damaged_write_order_lends_nothing_to_the_next(store: Path, value: str) -> None:
+    # Every row has the same claimed time (the clock is fixed): the next write order of
+    # a new row is counted from the sound ones only.
+    drain_buffer_of(store)
+    assert (
+        _sql(
+            store,
+            f"UPDATE audit_log SET seq = {value} "
+            "WHERE seq = (SELECT MAX(seq) FROM audit_log WHERE typeof(seq) = 'integer')",
+        )
+        == []
+    )
+    with _service(store) as service:
+        written = [f"evt-more-{number}" for number in range(3 * BUFFER_BOUND)]
+        for event_id in written:
+            service.ingest_event(event(event_id))
+        assert sum(1 for _ in _sql(store, "SELECT jid FROM write_buffer")) < BUFFER_BOUND
+        # The damaged row sorts where its value puts it; the new rows, in write order.
+        listed = [r.entity_id for r in service.audit(SCOPE, limit=len(written) + 1)]
+        assert [e for e in listed if e in set(written)] == written[::-1]
+        assert "storage_check_failed" in _codes(service)

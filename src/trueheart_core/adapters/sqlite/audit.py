@@ -37,6 +37,8 @@ def _sortable(value: object) -> tuple[int, Any]:
     return (3, bytes(value))  # type: ignore[call-overload]
 
 
+SEQ_LIMIT = 1 << 62
+"""Write orders are integers from 1 below this; a stored one outside is damage."""
 _COLUMNS = "audit_id, action, entity_type, entity_id, occurred_at, reason, metadata, digest, seq"
 
 
@@ -46,13 +48,17 @@ class SQLiteAudit(Role):
     def insert(self, row: AuditRow) -> None:
         sid = self._ensure_scope(row.scope)
         # The next write order among the scope's rows of this claimed time: one probe of
-        # the clustered key's range, and the buffer's few rows.
+        # the clustered key's range, and the buffer's few rows. Only numbers below the
+        # largest sound write order count (text and bytes sort above every number): a
+        # damaged one neither collides with the next nor lends it its type.
         self._conn.execute(
             "INSERT INTO write_buffer (scope_id, occurred_at, seq, audit_id, action, "
-            "entity_type, entity_id, reason, metadata, digest) VALUES (?1, ?2, 1 + MAX("
-            "IFNULL((SELECT MAX(seq) FROM audit_log WHERE scope_id = ?1 AND occurred_at = ?2), 0), "
-            f"IFNULL((SELECT MAX(seq) FROM write_buffer WHERE {buffer.AUDIT_ROW} AND scope_id = ?1 "
-            "AND occurred_at = ?2), 0)), ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            "entity_type, entity_id, reason, metadata, digest) VALUES (?1, ?2, 1 + MAX(0, "
+            "CAST(IFNULL((SELECT MAX(seq) FROM audit_log WHERE scope_id = ?1 "
+            f"AND occurred_at = ?2 AND seq < {SEQ_LIMIT}), 0) AS INTEGER), "
+            "CAST(IFNULL((SELECT MAX(seq) FROM write_buffer WHERE "
+            f"{buffer.AUDIT_ROW} AND scope_id = ?1 AND occurred_at = ?2 AND seq < {SEQ_LIMIT}), "
+            "0) AS INTEGER)), ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
             (
                 sid,
                 row.occurred_at,

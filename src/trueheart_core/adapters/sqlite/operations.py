@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from trueheart_core.adapters.sqlite import buffer
+from trueheart_core.adapters.sqlite.audit import SEQ_LIMIT
 from trueheart_core.adapters.sqlite.claims import CLAIM_KEYS, CLAIM_TEXT, ERASE_CLAIM
 from trueheart_core.adapters.sqlite.events import (
     BODY_TEXT,
@@ -233,7 +234,7 @@ _PENDING_ONLY = (
     "kind",
     "postings",
 )
-_SEQ_RANGE = "typeof({seq}) = 'integer' AND {seq} BETWEEN 1 AND 4611686018427387904"
+_SEQ_RANGE = f"typeof({{seq}}) = 'integer' AND {{seq}} >= 1 AND {{seq}} < {SEQ_LIMIT}"
 _STORED_ORDER = (
     # The write buffer (fewer than ``BUFFER_BOUND`` rows) holds rows it can move: each an
     # audit row or a pending row (see ``buffer.PENDING_ROW``), with the columns of its
