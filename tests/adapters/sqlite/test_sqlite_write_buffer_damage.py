@@ -181,3 +181,19 @@ def test_a_damaged_write_order_lends_nothing_to_the_next(store: Path, value: str
         listed = [r.entity_id for r in service.audit(SCOPE, limit=len(written) + 1)]
         assert [e for e in listed if e in set(written)] == written[::-1]
         assert "storage_check_failed" in _codes(service)
+
+
+def test_an_audit_row_given_a_memory_and_stripped_of_its_id_stays_an_audit_row(
+    store: Path,
+) -> None:
+    ((audit_id,),) = _sql(store, "SELECT audit_id FROM write_buffer WHERE jid = 1")
+    _sql(store, "UPDATE write_buffer SET doc = 0, audit_id = NULL WHERE jid = 1")
+    with _service(store) as service:
+        # Its digest still marks it an audit row: read as one (and refused, its ID gone),
+        # never removed with the pending rows.
+        with pytest.raises(RepositoryCorruption):
+            service.audit(SCOPE, limit=100)
+        service.rebuild_search_index()
+        service.erase_subject(SCOPE, occurred_at=NOW)
+    assert _sql(store, "SELECT COUNT(*) FROM write_buffer WHERE jid = 1") == [(1,)]
+    assert audit_id

@@ -31,11 +31,12 @@ AUDIT_COLUMNS = (
 PENDING_COLUMNS = (
     "scope_id, doc, change, length, created_at, clear_until, recall_until, trust, kind, postings"
 )
-AUDIT_ROW = "(doc IS NULL OR audit_id IS NOT NULL)"
-PENDING_ROW = "doc IS NOT NULL AND audit_id IS NULL"
-"""Which kind a buffered row is: a pending search row names a memory and has no audit
-ID; every other row is an audit row. A row with both (damage) is an audit row, so that
-no statement that removes pending rows removes it, and moving it drops the memory."""
+AUDIT_ROW = "(doc IS NULL OR audit_id IS NOT NULL OR digest IS NOT NULL)"
+PENDING_ROW = "doc IS NOT NULL AND audit_id IS NULL AND digest IS NULL"
+"""Which kind a buffered row is: a pending search row names a memory and has neither an
+audit ID nor a digest (an audit row has both); every other row is an audit row. A row
+damage gave a memory as well is an audit row, so that no statement that removes pending
+rows removes it, and moving it drops the memory."""
 _COUNT = "buffered rows"
 """The memo key of how many rows the buffer holds (see ``Session.recall``; -1: not
 known)."""

@@ -483,8 +483,8 @@ _PENDING_VIEW_COLUMNS = (
 _V9: Sequence[str] = (
     "ALTER TABLE audit RENAME TO audit_log",
     "ALTER TABLE search_pending RENAME TO search_waiting",
-    # A row with a memory (``doc``) and no audit ID is a pending search row; any other
-    # is an audit row.
+    # A row with a memory (``doc``) and neither an audit ID nor a digest is a pending
+    # search row; any other is an audit row.
     """CREATE TABLE write_buffer (
         jid INTEGER PRIMARY KEY,
         scope_id INTEGER NOT NULL,
@@ -494,10 +494,10 @@ _V9: Sequence[str] = (
         postings)""",
     f"""CREATE VIEW audit AS SELECT {_AUDIT_VIEW_COLUMNS} FROM audit_log
         UNION ALL SELECT {_AUDIT_VIEW_COLUMNS} FROM write_buffer
-        WHERE doc IS NULL OR audit_id IS NOT NULL""",
+        WHERE doc IS NULL OR audit_id IS NOT NULL OR digest IS NOT NULL""",
     f"""CREATE VIEW search_pending AS SELECT {_PENDING_VIEW_COLUMNS} FROM search_waiting
         UNION ALL SELECT {_PENDING_VIEW_COLUMNS} FROM write_buffer
-        WHERE doc IS NOT NULL AND audit_id IS NULL""",
+        WHERE doc IS NOT NULL AND audit_id IS NULL AND digest IS NULL""",
     # A memory's merged postings (a seal copies them into its pending removal) are read
     # from this index alone, in term order.
     "DROP INDEX search_postings_by_doc",
