@@ -90,19 +90,45 @@ def drain(conn: sqlite3.Connection) -> int:
     """Move the buffered rows into their clustered tables, in key order (inside the
     caller's transaction), and return how many stay. A row that cannot be moved (see
     :data:`MOVABLE`: only damage makes one) stays where it is, for ``verify_integrity``
-    to report, so that it refuses no write, in its scope or any other."""
-    moved = [jid for (jid,) in conn.execute(MOVABLE)]
-    marks = ",".join("?" * len(moved))
+    to report, so that it refuses no write, in its scope or any other.
+
+    Every row is moved at once under a savepoint; only when a table refuses a row (its
+    key held, a column it requires missing) is the move undone and made again row by
+    row. The refusal is the database's own check of the rows being moved, handled here
+    and never passed on: it is not an error of the call."""
+    conn.execute("SAVEPOINT buffer_move")
+    try:
+        _move(conn, AUDIT_ROW, PENDING_ROW, [])
+        conn.execute("DELETE FROM write_buffer")
+        refused = False
+    except sqlite3.IntegrityError:
+        refused = True  # handled below, outside this block: nothing chains to it
+    if refused:
+        conn.execute("ROLLBACK TO buffer_move")
+        conn.execute("RELEASE buffer_move")
+        return _move_movable(conn)
+    conn.execute("RELEASE buffer_move")
+    return 0
+
+
+def _move(conn: sqlite3.Connection, audit: str, pending: str, params: list[int]) -> None:
     conn.execute(
         f"INSERT INTO audit_log ({AUDIT_COLUMNS}) SELECT {AUDIT_COLUMNS} FROM write_buffer "
-        f"WHERE jid IN ({marks}) AND {AUDIT_ROW} ORDER BY scope_id, occurred_at, seq",
-        moved,
+        f"WHERE {audit} ORDER BY scope_id, occurred_at, seq",
+        params,
     )
     conn.execute(
         f"INSERT INTO search_waiting ({PENDING_COLUMNS}) SELECT {PENDING_COLUMNS} "
-        f"FROM write_buffer WHERE jid IN ({marks}) AND {PENDING_ROW} ORDER BY scope_id, doc",
-        moved,
+        f"FROM write_buffer WHERE {pending} ORDER BY scope_id, doc",
+        params,
     )
-    conn.execute(f"DELETE FROM write_buffer WHERE jid IN ({marks})", moved)
+
+
+def _move_movable(conn: sqlite3.Connection) -> int:
+    """Move only the rows :data:`MOVABLE` selects; return how many stay."""
+    moved = [jid for (jid,) in conn.execute(MOVABLE)]
+    chosen = f"jid IN ({','.join('?' * len(moved))})"
+    _move(conn, f"{chosen} AND {AUDIT_ROW}", f"{chosen} AND {PENDING_ROW}", moved)
+    conn.execute(f"DELETE FROM write_buffer WHERE {chosen}", moved)
     (left,) = conn.execute("SELECT COUNT(*) FROM write_buffer").fetchone()
     return int(left)
