@@ -20,17 +20,12 @@ from __future__ import annotations
 
 import sqlite3
 
+from trueheart_core.adapters.sqlite.schema import AUDIT_COLUMNS, PENDING_COLUMNS
 from trueheart_core.adapters.sqlite.session import Session
 
 BUFFER_BOUND = 32
 """How many rows the buffer may hold: the append that reaches this many moves them all
 into the clustered tables."""
-AUDIT_COLUMNS = (
-    "scope_id, occurred_at, seq, audit_id, action, entity_type, entity_id, reason, metadata, digest"
-)
-PENDING_COLUMNS = (
-    "scope_id, doc, change, length, created_at, clear_until, recall_until, trust, kind, postings"
-)
 AUDIT_ROW = "(doc IS NULL OR audit_id IS NOT NULL OR digest IS NOT NULL)"
 PENDING_ROW = "doc IS NOT NULL AND audit_id IS NULL AND digest IS NULL"
 """Which kind a buffered row is: a pending search row names a memory and has neither an

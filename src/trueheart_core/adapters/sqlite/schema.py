@@ -474,12 +474,14 @@ _V8: Sequence[str] = (
 # all, sorted, into the clustered tables: ``audit_log`` and ``search_waiting`` (the
 # former ``audit`` and ``search_pending``). ``audit`` and ``search_pending`` become
 # views of both places, so that every read sees a row wherever it waits.
-_AUDIT_VIEW_COLUMNS = (
+AUDIT_COLUMNS = (
     "scope_id, occurred_at, seq, audit_id, action, entity_type, entity_id, reason, metadata, digest"
 )
-_PENDING_VIEW_COLUMNS = (
+PENDING_COLUMNS = (
     "scope_id, doc, change, length, created_at, clear_until, recall_until, trust, kind, postings"
 )
+"""The columns of an audit row and of a pending search row, in ``write_buffer`` and in
+their clustered tables: what the views show, and what a move of the buffer copies."""
 _V9: Sequence[str] = (
     "ALTER TABLE audit RENAME TO audit_log",
     "ALTER TABLE search_pending RENAME TO search_waiting",
@@ -492,11 +494,11 @@ _V9: Sequence[str] = (
         occurred_at, seq, audit_id, action, entity_type, entity_id, reason, metadata,
         digest, change, length, created_at, clear_until, recall_until, trust, kind,
         postings)""",
-    f"""CREATE VIEW audit AS SELECT {_AUDIT_VIEW_COLUMNS} FROM audit_log
-        UNION ALL SELECT {_AUDIT_VIEW_COLUMNS} FROM write_buffer
+    f"""CREATE VIEW audit AS SELECT {AUDIT_COLUMNS} FROM audit_log
+        UNION ALL SELECT {AUDIT_COLUMNS} FROM write_buffer
         WHERE doc IS NULL OR audit_id IS NOT NULL OR digest IS NOT NULL""",
-    f"""CREATE VIEW search_pending AS SELECT {_PENDING_VIEW_COLUMNS} FROM search_waiting
-        UNION ALL SELECT {_PENDING_VIEW_COLUMNS} FROM write_buffer
+    f"""CREATE VIEW search_pending AS SELECT {PENDING_COLUMNS} FROM search_waiting
+        UNION ALL SELECT {PENDING_COLUMNS} FROM write_buffer
         WHERE doc IS NOT NULL AND audit_id IS NULL AND digest IS NULL""",
     # A memory's merged postings (a seal copies them into its pending removal) are read
     # from this index alone, in term order.
