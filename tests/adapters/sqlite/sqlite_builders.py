@@ -4,7 +4,7 @@ behind the library's back."""
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -44,25 +44,25 @@ def merge_pending(conn: sqlite3.Connection) -> None:
         pending.merge(sid)
 
 
-def drain_buffer_of(path: Path) -> None:
-    """Move the write buffer's rows into their clustered tables, with the adapter's own
-    statements, behind the library's back."""
+def _behind_the_library(path: Path, step: Callable[[sqlite3.Connection], object]) -> None:
+    """Run ``step`` on a connection of the test's own, in one transaction."""
     conn = sqlite3.connect(path, timeout=5.0)
     try:
         with conn:
-            drain(conn)
+            step(conn)
     finally:
         conn.close()
+
+
+def drain_buffer_of(path: Path) -> None:
+    """Move the write buffer's rows into their clustered tables, with the adapter's own
+    statements, behind the library's back."""
+    _behind_the_library(path, drain)
 
 
 def merge_pending_of(path: Path) -> None:
     """:func:`merge_pending` behind the library's back, in one transaction."""
-    conn = sqlite3.connect(path, timeout=5.0)
-    try:
-        with conn:
-            merge_pending(conn)
-    finally:
-        conn.close()
+    _behind_the_library(path, merge_pending)
 
 
 def pinned_reader(path: Path) -> sqlite3.Connection:

@@ -569,23 +569,25 @@ def test_a_version_6_store_is_upgraded_and_then_erased_in_place(
 # --- version 7 to version 8: expiry in event-ID order --------------------------------------
 
 
-def _downgrade_to_8(path: Path) -> None:
-    """Turn a current file into exactly the file version 8 would have written: the
-    buffered rows in their clustered tables, which take back their names, and no
-    buffer."""
+def _step_down(path: Path, version: int, step: Callable[[sqlite3.Connection], None]) -> None:
+    """Run ``step`` on the file in one transaction; the file is then exactly what
+    ``version`` would have written."""
     conn = sqlite3.connect(path, isolation_level=None)
     try:
         conn.execute("BEGIN")
-        _to_8(conn)
+        step(conn)
+        conn.execute(f"PRAGMA user_version = {version}")
         conn.execute("COMMIT")
     finally:
         conn.close()
-    version, catalog, _ = _inspect(path)
-    assert version == 8
-    assert catalog == {d for d in definitions(8) if not d[1].startswith("sqlite_")}
+    found, catalog, _ = _inspect(path)
+    assert found == version
+    assert catalog == {d for d in definitions(version) if not d[1].startswith("sqlite_")}
 
 
 def _to_8(conn: sqlite3.Connection) -> None:
+    """The buffered rows in their clustered tables, which take back their names, and no
+    buffer."""
     drain(conn)
     conn.execute("DROP VIEW audit")
     conn.execute("DROP VIEW search_pending")
@@ -594,26 +596,22 @@ def _to_8(conn: sqlite3.Connection) -> None:
     conn.execute("ALTER TABLE search_waiting RENAME TO search_pending")
     conn.execute("DROP INDEX search_postings_by_doc")
     conn.execute("CREATE INDEX search_postings_by_doc ON search_postings (doc)")
-    conn.execute("PRAGMA user_version = 8")
+
+
+def _to_7(conn: sqlite3.Connection) -> None:
+    """Version 8's file, with its expiry index in deadline order alone."""
+    (old,) = [s for s in MIGRATIONS[7] if "INDEX raw_events_expiry" in s]
+    _to_8(conn)
+    conn.execute("DROP INDEX raw_events_expiry")
+    conn.execute(old)
+
+
+def _downgrade_to_8(path: Path) -> None:
+    _step_down(path, 8, _to_8)
 
 
 def _downgrade_to_7(path: Path) -> None:
-    """Turn a current file into exactly the file version 7 would have written: its
-    expiry index in deadline order alone."""
-    (old,) = [s for s in MIGRATIONS[7] if "INDEX raw_events_expiry" in s]
-    conn = sqlite3.connect(path, isolation_level=None)
-    try:
-        conn.execute("BEGIN")
-        _to_8(conn)
-        conn.execute("DROP INDEX raw_events_expiry")
-        conn.execute(old)
-        conn.execute("PRAGMA user_version = 7")
-        conn.execute("COMMIT")
-    finally:
-        conn.close()
-    version, catalog, _ = _inspect(path)
-    assert version == 7
-    assert catalog == {d for d in definitions(7) if not d[1].startswith("sqlite_")}
+    _step_down(path, 7, _to_7)
 
 
 def test_a_version_8_store_is_upgraded_to_the_write_buffer_and_answers_the_same(
