@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from enum import Enum
 from types import MappingProxyType
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from trueheart_core.errors import ProviderError, TrueHeartError, ValidationError
 
@@ -218,6 +218,33 @@ _CANONICAL = json.JSONEncoder(
 )
 
 
+def _direct_encoder() -> Callable[[object, int], Sequence[str]] | None:
+    """The C encoder behind ``_CANONICAL``, made once, or None where the ``json``
+    module has none (or it writes another text).
+
+    ``JSONEncoder.encode`` makes a new C encoder (and a closure) on every call, which
+    costs as much as the encoding of a short digest input, and every write encodes
+    several. The encoder is made without a table of the containers it is inside: the
+    values encoded here are built by this library or frozen by :func:`metadata`, so
+    none holds itself, and its depth is bounded by the recursion limit either way."""
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:
+        return None
+    try:
+        encoder = make(
+            None, _json_default, json.encoder.encode_basestring, None, ":", ",", True, False, False
+        )
+        probe = [{"b": (1, -2.5, None), "a": "é\n"}, MappingProxyType({"c": True})]
+        if "".join(encoder(probe, 0)) != _CANONICAL.encode(probe):
+            return None
+    except (TypeError, ValueError):
+        return None
+    return cast("Callable[[object, int], Sequence[str]]", encoder)
+
+
+_DIRECT = _direct_encoder()
+
+
 def canonical_json(value: object) -> str:
     """The canonical JSON text used for storage, size limits, digests and comparison.
 
@@ -226,7 +253,9 @@ def canonical_json(value: object) -> str:
     """
     if value is EMPTY_METADATA:
         return "{}"
-    return _CANONICAL.encode(value)
+    if _DIRECT is None:
+        return _CANONICAL.encode(value)
+    return "".join(_DIRECT(value, 0))
 
 
 def _freeze(value: object, depth: int) -> object:

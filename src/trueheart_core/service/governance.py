@@ -107,9 +107,11 @@ def govern_memory(uow: UnitOfWork, command: GovernanceCommand) -> tuple[list[str
     action = command.action
     if action in (GovernanceAction.SEAL, GovernanceAction.RESTORE):
         # A status change rewrites the digest, so the whole row must verify first (its
-        # edges, these very rows, were verified by the lineage check above).
-        record = loading.memory(
-            row, edges, scope, "invalid memory governance state", edges_verified=True
+        # edges, these very rows, were verified by the lineage check above). Its content,
+        # dates and metadata are not checked here, as the contract has it: every read
+        # checks them.
+        source_ids = loading.verified_memory(
+            row, edges, "invalid memory governance state", edges_verified=True
         )
         wanted_from = (
             MemoryStatus.ACTIVE if action is GovernanceAction.SEAL else MemoryStatus.SEALED
@@ -119,12 +121,10 @@ def govern_memory(uow: UnitOfWork, command: GovernanceCommand) -> tuple[list[str
         # Rebuild an outdated index first, so the change below is applied to a current one.
         searching.ensure_index(uow)
         new_status = MemoryStatus.SEALED if status is MemoryStatus.ACTIVE else MemoryStatus.ACTIVE
-        uow.memories.update(
-            records.with_memory_status(row, new_status, [e.event_id for e in edges])
-        )
+        uow.memories.update(records.with_memory_status(row, new_status, source_ids))
         removed: Removed = set()
         if new_status is MemoryStatus.ACTIVE:
-            uow.search.index(searching.doc_row(record))
+            uow.search.index(searching.doc_row(row))
         else:
             entries, terms = uow.search.unindex(key, memory_id)
             if entries:

@@ -160,7 +160,7 @@ def _check_entry(
         code = "memory_not_indexed"
     elif not active and doc is not None:
         code = "inactive_memory_indexed"
-    elif doc is not None and doc != searching.doc_row(records.memory_from_row(memory, edges)):
+    elif doc is not None and doc != searching.doc_row(memory):
         code = "index_entry_mismatch"
     if code is not None:
         found.add("search_index", memory.memory_id, memory.scope, code)

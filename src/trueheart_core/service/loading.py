@@ -78,6 +78,17 @@ def memory(
         corrupt(diagnostic)
 
 
+def verified_memory(
+    row: MemoryRow, edges: Sequence[EdgeRow], diagnostic: str, *, edges_verified: bool = False
+) -> list[str]:
+    """Verify a memory row and its edges (see ``records.verify_memory_row``); returns its
+    sorted source IDs."""
+    try:
+        return records.verify_memory_row(row, edges, edges_verified=edges_verified)
+    except RowInvalid:
+        corrupt(diagnostic)
+
+
 def edges_by_memory(edges: Sequence[EdgeRow]) -> defaultdict[str, list[EdgeRow]]:
     grouped: defaultdict[str, list[EdgeRow]] = defaultdict(list)
     for edge in edges:

@@ -306,16 +306,13 @@ def _with_memory_digest(row: MemoryRow, source_ids: Sequence[str]) -> MemoryRow:
     return _signed(row, _memory_digest(row, sorted(source_ids)))
 
 
-def memory_from_row(
-    row: MemoryRow,
-    edges: Sequence[EdgeRow],
-    known: Scope | None = None,
-    *,
-    edges_verified: bool = False,
-) -> MemoryRecord:
-    """Verify a memory row (its digest covers its source IDs) and the digest of each of its
-    lineage edges (unless the caller has just verified these very rows,
-    ``edges_verified``), and rebuild the record."""
+def verify_memory_row(
+    row: MemoryRow, edges: Sequence[EdgeRow], *, edges_verified: bool = False
+) -> list[str]:
+    """Verify a memory row's digest, which covers its source IDs, and the digest of each
+    of its lineage edges (unless the caller has just verified these very rows,
+    ``edges_verified``); returns the sorted source IDs. The values themselves are not
+    checked: a status change needs only to know that the row is as it was written."""
     ids: list[str] = []
     for edge in edges:
         if not edges_verified:
@@ -325,6 +322,19 @@ def memory_from_row(
         ids.append(edge.event_id)
     ids.sort()
     _check(row.digest, _memory_digest(row, ids))
+    return ids
+
+
+def memory_from_row(
+    row: MemoryRow,
+    edges: Sequence[EdgeRow],
+    known: Scope | None = None,
+    *,
+    edges_verified: bool = False,
+) -> MemoryRecord:
+    """Verify a memory row (see :func:`verify_memory_row`) and rebuild the record, whose
+    values are checked as every record's are."""
+    ids = verify_memory_row(row, edges, edges_verified=edges_verified)
     status = _STATUSES.get(row.status) if isinstance(row.status, str) else None
     if status is None:
         raise RowInvalid("invalid_row")

@@ -6,7 +6,7 @@ Service-layer functions over one unit of work; the caller opens it and commits.
 
 from __future__ import annotations
 
-import uuid
+import os
 from datetime import datetime
 
 from trueheart_core.domain import policy
@@ -27,7 +27,12 @@ from trueheart_core.service.records import RowInvalid, scope_key
 
 
 def new_audit_id() -> str:
-    return uuid.uuid4().hex
+    """A random version-4 UUID as 32 lowercase hex digits (``uuid.uuid4().hex``), made
+    from the same 16 random bytes without building a ``UUID`` object."""
+    raw = bytearray(os.urandom(16))
+    raw[6] = (raw[6] & 0x0F) | 0x40  # version 4
+    raw[8] = (raw[8] & 0x3F) | 0x80  # RFC 4122 variant
+    return raw.hex()
 
 
 def prepare_event(draft: RawEventDraft, now: datetime) -> RawEventReceipt:
@@ -169,7 +174,8 @@ def materialize(uow: UnitOfWork, draft: MemoryDraft) -> MemoryRecord:
         for s in sorted(sources, key=lambda s: s.event_id)
     ]
     searching.ensure_index(uow)
-    uow.memories.insert(records.memory_row(record), edges)
-    uow.search.index(searching.doc_row(record))
+    written = records.memory_row(record)
+    uow.memories.insert(written, edges)
+    uow.search.index(searching.doc_row(written))
     audit(uow, scope, "materialize", EntityType.MEMORY, draft.memory_id, draft.created_at)
     return record

@@ -11,29 +11,30 @@ from __future__ import annotations
 from collections.abc import Iterator
 from itertools import islice
 
-from trueheart_core.domain.model import MemoryRecord, MemoryStatus
+from trueheart_core.domain.model import MemoryStatus
 from trueheart_core.domain.search.tokenize import TOKENIZER_ID, term_counts
 from trueheart_core.ports import MemoryRow, ScopeKey, SearchDocRow, UnitOfWork
 from trueheart_core.service import loading, records
-from trueheart_core.service.records import RowInvalid, scope_key
+from trueheart_core.service.records import RowInvalid
 
 _CHUNK = 500
 INDEX_CORRUPT = "invalid search index"
 """The diagnostic of every index answer that fails its check."""
 
 
-def doc_row(record: MemoryRecord) -> SearchDocRow:
-    """The search entry of a memory: its length, term frequencies and filter columns."""
-    length, counts = term_counts(record.content)
+def doc_row(row: MemoryRow) -> SearchDocRow:
+    """The search entry of a memory, from its stored row (whose digest the caller has
+    verified): its length, term frequencies and filter columns."""
+    length, counts = term_counts(row.content)
     return SearchDocRow(
-        scope_key(record.scope),
-        record.memory_id,
+        row.scope,
+        row.memory_id,
         length,
-        records.to_us(record.created_at),
-        records.to_us(record.clear_until),
-        records.to_us(record.recall_until),
-        int(record.trust),
-        record.kind,
+        row.created_at,
+        row.clear_until,
+        row.recall_until,
+        row.trust,
+        row.kind,
         tuple(sorted(counts.items())),
     )
 
@@ -70,10 +71,10 @@ def rebuild(uow: UnitOfWork) -> int:
             edges = loading.edges_by_memory(uow.memories.edges(key, [r.memory_id for r in rows]))
             for row in rows:
                 try:
-                    record = records.memory_from_row(row, edges[row.memory_id])
+                    records.memory_from_row(row, edges[row.memory_id])
                 except RowInvalid:
                     continue
-                uow.search.index(doc_row(record))
+                uow.search.index(doc_row(row))
                 indexed += 1
     uow.search.set_tokenizer(TOKENIZER_ID)
     return indexed

@@ -1,0 +1,88 @@
+"""The canonical JSON text and the audit IDs, as every write makes them.
+
+``canonical_json`` calls the ``json`` module's C encoder directly (made once) where the
+module has one; its text must be exactly ``json.dumps`` with the canonical options, and
+the ordinary encoder must give the same text where there is no C encoder."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from types import MappingProxyType
+from typing import Any
+
+import pytest
+
+from trueheart_core.domain import validation
+from trueheart_core.domain.validation import EMPTY_METADATA, canonical_json
+from trueheart_core.service.writing import new_audit_id
+
+VALUES: list[Any] = [
+    "plain",
+    'quote " backslash \\ newline \n tab \t nul \x00',
+    "é ñ 漢字 \U0001f600",
+    0,
+    -(2**70),
+    2**4095,
+    1.5,
+    -0.0,
+    1e300,
+    None,
+    True,
+    [],
+    {},
+    ["memory", ["t", "o", "s"], "m-1", "body", ["e-2", "e-1"], "f" * 64, "fact", 2, 10],
+    {"b": [1, {"d": None, "c": (1, 2)}], "a": "x", "é": {"z": [], "y": {}}},
+    (1, ("nested", ("tuple",))),
+    MappingProxyType({"b": 1, "a": MappingProxyType({"k": [True, False]})}),
+]
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(
+        value,
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=False,
+        allow_nan=False,
+        default=dict,
+    )
+
+
+def test_the_direct_encoder_is_in_use_where_the_json_module_has_one() -> None:
+    assert validation._DIRECT is not None
+
+
+@pytest.mark.parametrize("direct", [True, False], ids=["c-encoder", "json-encoder"])
+@pytest.mark.parametrize("value", VALUES, ids=range(len(VALUES)))
+def test_canonical_text_is_json_dumps_with_the_canonical_options(
+    value: Any, direct: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if not direct:
+        monkeypatch.setattr(validation, "_DIRECT", None)
+    assert canonical_json(value) == _dumps(value)
+
+
+@pytest.mark.parametrize("direct", [True, False], ids=["c-encoder", "json-encoder"])
+def test_canonical_text_refuses_what_json_dumps_refuses(
+    direct: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if not direct:
+        monkeypatch.setattr(validation, "_DIRECT", None)
+    for bad in (float("nan"), [float("inf")], {"k": float("-inf")}):
+        with pytest.raises(ValueError):
+            canonical_json(bad)
+    for bad in (object(), [b"bytes"], {1: "a", "b": 2}):
+        with pytest.raises(TypeError):
+            canonical_json(bad)
+    assert canonical_json(EMPTY_METADATA) == "{}"
+
+
+def test_audit_ids_are_random_version_4_uuids_in_hex() -> None:
+    ids = [new_audit_id() for _ in range(2000)]
+    assert len(set(ids)) == len(ids)
+    for text in ids:
+        parsed = uuid.UUID(hex=text)
+        assert parsed.hex == text
+        assert parsed.version == 4
+        assert parsed.variant == uuid.RFC_4122
