@@ -69,10 +69,12 @@ def test_canonical_text_refuses_what_json_dumps_refuses(
 ) -> None:
     if not direct:
         monkeypatch.setattr(validation, "_DIRECT", None)
-    for bad in (float("nan"), [float("inf")], {"k": float("-inf")}):
+    out_of_range: list[object] = [float("nan"), [float("inf")], {"k": float("-inf")}]
+    for bad in out_of_range:
         with pytest.raises(ValueError):
             canonical_json(bad)
-    for bad in (object(), [b"bytes"], {1: "a", "b": 2}):
+    not_json: list[object] = [object(), [b"bytes"], {1: "a", "b": 2}]
+    for bad in not_json:
         with pytest.raises(TypeError):
             canonical_json(bad)
     assert canonical_json(EMPTY_METADATA) == "{}"
