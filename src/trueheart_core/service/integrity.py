@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from functools import partial
 from itertools import islice
 from typing import TypeVar
 
@@ -23,7 +24,7 @@ from trueheart_core.domain.model import (
     Scope,
 )
 from trueheart_core.domain.search.tokenize import TOKENIZER_ID
-from trueheart_core.errors import TrustEscalation
+from trueheart_core.errors import RepositoryCorruption, TrustEscalation
 from trueheart_core.ports import (
     AuditRow,
     BodyRow,
@@ -44,6 +45,9 @@ from trueheart_core.service.records import RowInvalid
 
 _CHUNK = 500
 _T = TypeVar("_T")
+INDEX_UNREADABLE = "index_unreadable"
+"""The finding of a scope (or, in a whole-store check, the store) whose search index
+holds a row that cannot be read: ``rebuild_search_index()`` writes it anew."""
 
 
 def _chunks(rows: Iterator[_T]) -> Iterator[list[_T]]:
@@ -62,6 +66,7 @@ class _Findings:
     def __init__(self) -> None:
         self.problems: list[IntegrityProblem] = []
         self.checked = 0
+        self._unreadable: set[ScopeKey | None] = set()
 
     def add(self, entity_type: str, entity_id: object, scope: object, code: str) -> None:
         try:
@@ -70,6 +75,19 @@ class _Findings:
             valid_scope = None
         text_id = entity_id if isinstance(entity_id, str) else ""
         self.problems.append(IntegrityProblem(entity_type, text_id, valid_scope, code))
+
+    def readable(self, key: ScopeKey | None, read: Callable[[], _T]) -> _T | None:
+        """``read()``, or None when the search index refuses it as damaged: a row the
+        index cannot be read through (a pending row whose postings or change damage
+        changed, for instance) is reported once per scope (``index_unreadable``, which
+        ``rebuild_search_index()`` repairs) instead of ending the check."""
+        try:
+            return read()
+        except RepositoryCorruption:
+            if key not in self._unreadable:
+                self._unreadable.add(key)
+                self.add("search_index", "", key, INDEX_UNREADABLE)
+            return None
 
 
 def verify(uow: UnitOfWork, scope: Scope | None) -> IntegrityReport:
@@ -137,7 +155,9 @@ def _check_memories(
             for edge in uow.memories.edges(key, ids):
                 edges[edge.memory_id].append(edge)
             sources = uow.events.get(key, sorted({e.event_id for es in edges.values() for e in es}))
-            docs = {d.memory_id: d for d in uow.search.docs_for(key, ids)} if index_current else {}
+            docs = None
+            if index_current:
+                docs = found.readable(key, partial(_entries_of, uow, key, ids))
             for memory in memories:
                 found.checked += 1
                 try:
@@ -145,13 +165,16 @@ def _check_memories(
                 except RowInvalid as error:
                     found.add(EntityType.MEMORY.value, memory.memory_id, memory.scope, error.code)
                     continue
-                if index_current:
-                    _check_entry(memory, edges[memory.memory_id], docs.get(memory.memory_id), found)
+                if docs is not None:
+                    _check_entry(memory, docs.get(memory.memory_id), found)
 
 
-def _check_entry(
-    memory: MemoryRow, edges: Sequence[EdgeRow], doc: SearchDocRow | None, found: _Findings
-) -> None:
+def _entries_of(uow: UnitOfWork, key: ScopeKey, ids: list[str]) -> dict[str | None, SearchDocRow]:
+    """The search entries of these memories of the scope, by memory ID."""
+    return {d.memory_id: d for d in uow.search.docs_for(key, ids)}
+
+
+def _check_entry(memory: MemoryRow, doc: SearchDocRow | None, found: _Findings) -> None:
     """A verified memory's search entry: present exactly when it is active, and equal to
     the entry its row yields."""
     active = memory.status == MemoryStatus.ACTIVE.value
@@ -168,6 +191,11 @@ def _check_entry(
 
 def _check_search_index(uow: UnitOfWork, key: ScopeKey | None, found: _Findings) -> None:
     """Index rows that no memory accounts for, and aggregates that disagree with rows."""
+    found.readable(key, lambda: _check_entries_and_terms(uow, key, found))
+    found.readable(key, lambda: _check_statistics(uow, key, found))
+
+
+def _check_entries_and_terms(uow: UnitOfWork, key: ScopeKey | None, found: _Findings) -> None:
     for doc in uow.search.iter_docs(key):
         found.checked += 1
         if doc.memory_id is None:
@@ -178,6 +206,9 @@ def _check_search_index(uow: UnitOfWork, key: ScopeKey | None, found: _Findings)
             found.add("search_index", "", term.scope, "term_count_mismatch")
         if term.duplicates:
             found.add("search_index", "", term.scope, "duplicate_term")
+
+
+def _check_statistics(uow: UnitOfWork, key: ScopeKey | None, found: _Findings) -> None:
     for stats in uow.search.iter_stats(key):
         if (stats.docs, stats.length) != (stats.actual_docs, stats.actual_length):
             found.add("search_index", "", stats.scope, "statistics_mismatch")

@@ -178,6 +178,57 @@ def test_a_tampered_index_is_reported_and_rebuilt(
     assert _search(service, "tea") == healthy
 
 
+# A pending row of mem-1 that cannot be read at all. ``verify_integrity`` reports the
+# scope's index as unreadable (and, in a whole-store check, the store's) and goes on with
+# the other checks; ``rebuild_search_index`` writes the index anew. ``search_waiting``
+# refuses a NULL in these columns.
+UNREADABLE = {
+    "postings-not-json": "postings = '[[1,'",
+    "postings-bytes": "postings = CAST(postings AS BLOB)",
+    "postings-null": "postings = NULL",
+    "change-null": "change = NULL",
+    "change-text": "change = 'x'",
+    "change-two": "change = 2",
+}
+
+
+@pytest.mark.parametrize(
+    ("case", "table"),
+    [
+        (case, table)
+        for case in sorted(UNREADABLE)
+        for table in WAITING_IN
+        if not (table == "search_waiting" and case.endswith("-null"))
+    ],
+)
+def test_an_unreadable_pending_row_is_reported_and_rebuilt(
+    service: TrueHeart, db_path: Path, case: str, table: str
+) -> None:
+    _populate_index(service)
+    healthy = _search(service, "tea")
+    if table == "search_waiting":
+        drain_buffer_of(db_path)
+    sound = service.verify_integrity()
+    assert sound.ok
+    assert tamper(db_path, f"UPDATE {table} SET {UNREADABLE[case]} WHERE doc = {DOC}") == 1
+    whole = service.verify_integrity()
+    unreadable = [p for p in whole.problems if p.code == "index_unreadable"]
+    assert unreadable == [
+        IntegrityProblem("search_index", "", SCOPE, "index_unreadable"),
+        IntegrityProblem("search_index", "", None, "index_unreadable"),
+    ]
+    # The other checks ran: every row was read and checked but the index entries of the
+    # two active memories, which the unreadable index could not give.
+    assert whole.rows_checked >= sound.rows_checked - 2
+    assert {p.entity_type for p in whole.problems} <= {"search_index", "storage"}
+    scoped = service.verify_integrity(SCOPE)
+    assert [p for p in scoped.problems if p.code == "index_unreadable"] == unreadable[:1]
+    assert service.verify_integrity(OTHER_SCOPE).ok
+    assert service.rebuild_search_index() == 2
+    assert service.verify_integrity().ok
+    assert _search(service, "tea") == healthy
+
+
 def test_an_index_built_by_other_rules_is_reported_and_rebuilt_by_search(
     service: TrueHeart, db_path: Path
 ) -> None:

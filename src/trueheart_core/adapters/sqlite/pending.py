@@ -75,6 +75,15 @@ def pairs_of(text: object) -> tuple[tuple[int, int], ...]:
     return tuple(found)
 
 
+def pending_of(r: Sequence[Any]) -> Pending:
+    """The pending row read as ``(doc, change, entry columns..., postings)``: its change
+    is 1 or -1 and its postings integer pairs; any other value fails closed."""
+    change = r[1]
+    if type(change) is not int or change not in (1, -1):
+        raise RepositoryCorruption("invalid search index")
+    return Pending(r[0], change, tuple(r[2:8]), pairs_of(r[8]))
+
+
 def pairs_text(pairs: Sequence[tuple[int, int]]) -> str:
     """The JSON text of integer pairs, as ``json.dumps`` writes it without spaces
     (built directly: this runs on every write)."""
@@ -100,7 +109,7 @@ class PendingIndex:
     def rows(self, sid: int) -> list[Pending]:
         """Every pending row of the scope."""
         return [
-            Pending(r[0], r[1], tuple(r[2:8]), pairs_of(r[8]))
+            pending_of(r)
             for r in self._conn.execute(
                 f"SELECT doc, change, {ENTRY_COLUMNS}, postings FROM search_pending "
                 "WHERE scope_id = ?",
@@ -108,13 +117,28 @@ class PendingIndex:
             )
         ]
 
+    def check_readable(self, sid: int | None) -> None:
+        """Fail closed with ``RepositoryCorruption`` when a pending row of the scope (of
+        the store: ``None``) is one that the statements summing pending rows cannot read:
+        postings that are not JSON text (SQLite's JSON functions would stop the statement
+        with a driver error) or a change that is not 1 or -1. The checks of
+        ``verify_integrity`` report such a scope's index as unreadable."""
+        where, params = ("", ()) if sid is None else (" AND scope_id = ?", (sid,))
+        if self._conn.execute(
+            "SELECT 1 FROM search_pending WHERE (typeof(postings) IS NOT 'text' "
+            "OR NOT json_valid(postings) OR change IS NOT 1 AND change IS NOT -1)"
+            f"{where} LIMIT 1",
+            params,
+        ).fetchone():
+            raise RepositoryCorruption("invalid search index")
+
     def row(self, sid: int, doc: int) -> Pending | None:
         r = self._conn.execute(
             f"SELECT doc, change, {ENTRY_COLUMNS}, postings FROM search_pending "
             "WHERE scope_id = ? AND doc = ?",
             (sid, doc),
         ).fetchone()
-        return None if r is None else Pending(r[0], r[1], tuple(r[2:8]), pairs_of(r[8]))
+        return None if r is None else pending_of(r)
 
     def add(
         self,

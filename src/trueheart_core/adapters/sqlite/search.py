@@ -492,6 +492,7 @@ class SQLiteSearch(Role):
         """:meth:`iter_terms` of one scope. Its pending changes (fewer than
         ``PENDING_BOUND`` rows) are summed by term once and looked up per term here:
         joined in the statement, they would be read again for every term."""
+        self.pending.check_readable(sid)
         changes = {
             term_id: (n, least)
             for term_id, n, least in self._rows(
@@ -576,6 +577,7 @@ class SQLiteSearch(Role):
         # each holding one).
         pending = self._scope_clause(scope, "x.scope_id")
         assert pending is not None
+        self.pending.check_readable(None if scope is None else self._scope_id(scope))
         (waiting,) = self._conn.execute(
             f"SELECT COUNT(*) FROM search_pending x WHERE 1 = 1{pending[0]} AND ("
             "(x.change = 1 AND (NOT EXISTS (SELECT 1 FROM memories m WHERE m.rid = x.doc "
