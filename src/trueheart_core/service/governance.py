@@ -107,12 +107,14 @@ def govern_memory(uow: UnitOfWork, command: GovernanceCommand) -> tuple[list[str
     action = command.action
     if action in (GovernanceAction.SEAL, GovernanceAction.RESTORE):
         # A status change rewrites the digest, so the whole row must verify first (its
-        # edges, these very rows, were verified by the lineage check above). Its content,
-        # dates and metadata are not checked here, as the contract has it: every read
-        # checks them.
+        # edges, these very rows, were verified by the lineage check above). Its values
+        # are not checked here, as the contract has it (every read checks them), but for
+        # the types of those a restore copies into the search index.
         source_ids = loading.verified_memory(
             row, edges, "invalid memory governance state", edges_verified=True
         )
+        if action is GovernanceAction.RESTORE:
+            loading.entry_columns(row, "invalid memory governance state")
         wanted_from = (
             MemoryStatus.ACTIVE if action is GovernanceAction.SEAL else MemoryStatus.SEALED
         )

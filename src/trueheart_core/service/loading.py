@@ -89,6 +89,14 @@ def verified_memory(
         corrupt(diagnostic)
 
 
+def entry_columns(row: MemoryRow, diagnostic: str) -> None:
+    """Check the columns a search entry copies from the row (``records.check_entry_columns``)."""
+    try:
+        records.check_entry_columns(row)
+    except RowInvalid:
+        corrupt(diagnostic)
+
+
 def edges_by_memory(edges: Sequence[EdgeRow]) -> defaultdict[str, list[EdgeRow]]:
     grouped: defaultdict[str, list[EdgeRow]] = defaultdict(list)
     for edge in edges:

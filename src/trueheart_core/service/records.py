@@ -306,6 +306,17 @@ def _with_memory_digest(row: MemoryRow, source_ids: Sequence[str]) -> MemoryRow:
     return _signed(row, _memory_digest(row, sorted(source_ids)))
 
 
+def check_entry_columns(row: MemoryRow) -> None:
+    """The columns a search entry copies from a memory row hold their stored types:
+    text for the content and kind, integers for the trust and the three times. A
+    restore indexes a row whose digest it verified without rebuilding the record."""
+    if type(row.content) is not str or type(row.kind) is not str:
+        raise RowInvalid("invalid_row")
+    for value in (row.trust, row.created_at, row.clear_until, row.recall_until):
+        if type(value) is not int:
+            raise RowInvalid("invalid_row")
+
+
 def verify_memory_row(
     row: MemoryRow, edges: Sequence[EdgeRow], *, edges_verified: bool = False
 ) -> list[str]:

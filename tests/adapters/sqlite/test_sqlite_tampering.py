@@ -5,6 +5,7 @@ clean rows keep working. The statements edit the SQLite file directly."""
 from __future__ import annotations
 
 import io
+import json
 import sqlite3
 from datetime import timedelta
 from pathlib import Path
@@ -36,6 +37,7 @@ from trueheart_core import (
     TrueHeart,
     TrustLevel,
 )
+from trueheart_core.service import records
 
 SECRET_EVENT = "integrity-secret-event-body-5c2a"
 SECRET_MEMORY = "integrity-secret-memory-body-9e41"
@@ -474,6 +476,58 @@ def test_governing_a_memory_whose_checked_state_is_damaged_changes_nothing(
     assert_not_chained(info.value)
     assert _dump(db_path) == before
     assert not service.verify_integrity(SCOPE).ok
+
+
+def _forge_memory(path: Path, memory_id: str, column: str, value: object) -> None:
+    """Set one column of a memory row and sign the row again, as only a forger (who
+    recomputes the digest) could: the digest then vouches for the forged value."""
+    conn = sqlite3.connect(path)
+    try:
+        with conn:
+            (rid,) = conn.execute(
+                "SELECT rid FROM memories WHERE memory_id = ?", (memory_id,)
+            ).fetchone()
+            conn.execute(f"UPDATE memories SET {column} = ? WHERE rid = ?", (value, rid))
+            stored = conn.execute(
+                "SELECT s.tenant_id, s.owner_id, s.subject_id, m.memory_id, m.content, "
+                "m.dependency_fingerprint, m.kind, m.trust, m.created_at, m.clear_until, "
+                "m.recall_until, m.status, m.metadata, m.sources FROM memories m "
+                "JOIN scopes s ON s.scope_id = m.scope_id WHERE m.rid = ?",
+                (rid,),
+            ).fetchone()
+            row = records.MemoryRow((stored[0], stored[1], stored[2]), *stored[3:13], "")
+            digest = records._memory_digest(row, sorted(json.loads(stored[13])))
+            conn.execute("UPDATE memories SET digest = ? WHERE rid = ?", (digest, rid))
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize(
+    ("column", "value"),
+    # The kind is part of the lineage fingerprint: a forged one fails the lineage check.
+    [
+        ("content", 7),
+        ("content", b"body"),
+        ("trust", "2"),
+        ("created_at", 1.5),
+        ("recall_until", "x"),
+    ],
+)
+def test_a_restore_refuses_a_forged_row_whose_entry_columns_have_other_types(
+    service: TrueHeart, db_path: Path, column: str, value: object
+) -> None:
+    # Seal and restore check the row's digest, not its values (the contract leaves
+    # content, dates and metadata to the reads); a restore still refuses to copy values
+    # of another type into the search index.
+    _populate(service)
+    service.govern(command(GovernanceAction.SEAL, "mem-1"))
+    _forge_memory(db_path, "mem-1", column, value)
+    before = _dump(db_path)
+    expected = msg("repository corruption: invalid memory governance state")
+    with pytest.raises(RepositoryCorruption, match=expected) as info:
+        service.govern(command(GovernanceAction.RESTORE, "mem-1"))
+    assert_not_chained(info.value)
+    assert _dump(db_path) == before
 
 
 def test_deleting_an_event_whose_dependent_memory_row_is_gone_changes_nothing(
