@@ -129,8 +129,8 @@ def materialize(uow: UnitOfWork, draft: MemoryDraft) -> MemoryRecord:
     scope = draft.scope
     fingerprint = policy.dependency_fingerprint(scope, draft.kind, draft.source_event_ids)
     key = scope_key(scope)
-    tombstones = uow.tombstones.get(key, draft.memory_id)
-    if loading.blocking_tombstones(tombstones, EntityType.MEMORY):
+    by_id, by_fingerprint = uow.tombstones.for_memory(key, draft.memory_id, fingerprint)
+    if loading.blocking_tombstones(by_id, EntityType.MEMORY):
         raise EntityDeleted(draft.memory_id)
     existing = uow.memories.get(key, draft.memory_id)
     if existing is not None:
@@ -138,9 +138,7 @@ def materialize(uow: UnitOfWork, draft: MemoryDraft) -> MemoryRecord:
         if not policy.memory_matches(stored, draft, fingerprint):
             raise IdempotencyConflict(draft.memory_id)
         return stored
-    if loading.blocking_tombstones(
-        uow.tombstones.for_fingerprint(key, fingerprint), EntityType.MEMORY
-    ):
+    if loading.blocking_tombstones(by_fingerprint, EntityType.MEMORY):
         raise EntityDeleted(draft.memory_id)
     found = uow.events.get(key, draft.source_event_ids)
     sources: list[RawEventReceipt] = []

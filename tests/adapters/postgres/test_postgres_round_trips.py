@@ -365,9 +365,10 @@ def test_the_round_trips_of_the_common_writes(counted: tuple[TrueHeart, RoundTri
     # A batch: one insert per event, each read before the next; then COMMIT.
     batch = [event(f"evt-batch-{index}") for index in range(10)]
     assert _round_trips(counter, lambda: service.ingest_events(batch)) == 11
-    # Four reads, then the memory, its lineage, its search entry and its audit row with
+    # Three reads (the tombstones of its ID and fingerprint in one statement, the memory,
+    # its sources), then the memory, its lineage, its search entry and its audit row with
     # COMMIT.
-    assert _round_trips(counter, lambda: service.materialize_once(memory("mem-1"))) == 5
+    assert _round_trips(counter, lambda: service.materialize_once(memory("mem-1"))) == 4
     # Three look-ups; the status update, the vector flag and the search entry's removal,
     # which returns what it removed; the audit row with COMMIT.
     seal = command(GovernanceAction.SEAL, "mem-1", occurred_at=later)

@@ -50,15 +50,20 @@ class PostgresTombstones(Role):
         )
         return None if r is None else _tombstone(key_of(r), r[3:])
 
-    def for_fingerprint(self, scope: ScopeKey, fingerprint: str) -> list[TombstoneRow]:
-        return [
-            _tombstone(scope, r)
-            for r in self._s.all(
-                f"SELECT {_COLUMNS} FROM tombstones x WHERE {scoped('x')} "
-                "AND x.fingerprint = %s ORDER BY x.seq",
-                (*self._s.key(scope), fingerprint),
-            )
-        ]
+    def for_memory(
+        self, scope: ScopeKey, memory_id: str, fingerprint: str
+    ) -> tuple[list[TombstoneRow], list[TombstoneRow]]:
+        by_id: list[TombstoneRow] = []
+        by_fingerprint: list[TombstoneRow] = []
+        key = self._s.key(scope)
+        for r in self._s.all(
+            f"SELECT 0, x.seq, {_COLUMNS} FROM tombstones x WHERE {scoped('x')} "
+            f"AND x.entity_id = %s UNION ALL SELECT 1, x.seq, {_COLUMNS} FROM tombstones x "
+            f"WHERE {scoped('x')} AND x.fingerprint = %s ORDER BY 1, 2",
+            (*key, enc(memory_id), *key, fingerprint),
+        ):
+            (by_fingerprint if r[0] else by_id).append(_tombstone(scope, r[2:]))
+        return by_id, by_fingerprint
 
     def insert(self, row: TombstoneRow) -> None:
         self._s.ensure_scope(row.scope)

@@ -13,6 +13,8 @@ from trueheart_core.adapters.sqlite.session import (
 )
 from trueheart_core.ports import ScopeKey, TombstoneRow
 
+_COLUMNS = "entity_type, entity_id, fingerprint, deleted_at, reason, digest"
+
 
 class SQLiteTombstones(Role):
     """The tombstones role over one transaction."""
@@ -30,8 +32,21 @@ class SQLiteTombstones(Role):
         ).fetchone()
         return None if r is None else TombstoneRow(key_of(r), *r[3:])
 
-    def for_fingerprint(self, scope: ScopeKey, fingerprint: str) -> list[TombstoneRow]:
-        return self._scoped_tombstones(scope, "fingerprint", fingerprint)
+    def for_memory(
+        self, scope: ScopeKey, memory_id: str, fingerprint: str
+    ) -> tuple[list[TombstoneRow], list[TombstoneRow]]:
+        by_id: list[TombstoneRow] = []
+        by_fingerprint: list[TombstoneRow] = []
+        sid = self._scope_id(scope)
+        if sid is not None:
+            for r in self._conn.execute(
+                f"SELECT 0, {_COLUMNS} FROM tombstones WHERE entity_id = ?1 AND scope_id = ?3 "
+                f"UNION ALL SELECT 1, {_COLUMNS} FROM tombstones "
+                "WHERE fingerprint = ?2 AND scope_id = ?3",
+                (memory_id, fingerprint, sid),
+            ):
+                (by_fingerprint if r[0] else by_id).append(TombstoneRow(scope, *r[1:]))
+        return by_id, by_fingerprint
 
     def insert(self, row: TombstoneRow) -> None:
         self._conn.execute(
@@ -63,8 +78,7 @@ class SQLiteTombstones(Role):
         return [
             TombstoneRow(scope, *r)
             for r in self._conn.execute(
-                "SELECT entity_type, entity_id, fingerprint, deleted_at, reason, digest "
-                f"FROM tombstones WHERE {column} = ? AND scope_id = ?",
+                f"SELECT {_COLUMNS} FROM tombstones WHERE {column} = ? AND scope_id = ?",
                 (value, sid),
             )
         ]
