@@ -1,7 +1,8 @@
 """Immutable domain contracts: enums and frozen, slotted DTOs.
 
 Every DTO validates its fields in ``__post_init__`` in declaration order (the first invalid
-field wins) and writes normalised values back. Metadata is deep-frozen. DTOs survive
+field wins) and writes normalised values back; only :func:`assembled` builds one from
+values that passed those checks already. Metadata is deep-frozen. DTOs survive
 ``pickle``, ``copy.deepcopy`` and ``dataclasses.replace``: they reduce to their constructor
 arguments, with frozen metadata thawed into plain JSON containers. Their ``repr`` is
 body-free: bodies print as their length and metadata as its number of keys.
@@ -13,7 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from datetime import datetime, timedelta
 from enum import IntEnum, StrEnum
-from typing import Any
+from typing import Any, TypeVar
 
 from trueheart_core.domain import validation as v
 from trueheart_core.domain.reprs import body_free_repr
@@ -40,6 +41,23 @@ __all__ = [
     "SourceRef",
     "TrustLevel",
 ]
+
+
+_D = TypeVar("_D")
+
+
+def assembled(cls: type[_D], *values: object) -> _D:
+    """An instance of the frozen DTO ``cls`` holding ``values`` in field order, built
+    without running its checks. Only for values that passed those very checks already,
+    as a stored memory's fields taken from its validated draft: checking them again
+    would freeze and encode the metadata a second time."""
+    names = [f.name for f in fields(cls)]  # type: ignore[arg-type]
+    if len(values) != len(names):
+        raise TypeError(f"{cls.__name__} takes {len(names)} values")
+    built = object.__new__(cls)
+    for name, value in zip(names, values, strict=True):
+        object.__setattr__(built, name, value)
+    return built
 
 
 class TrustLevel(IntEnum):

@@ -18,6 +18,7 @@ from trueheart_core.domain.model import (
     RawEventDraft,
     RawEventReceipt,
     Scope,
+    assembled,
 )
 from trueheart_core.errors import EntityDeleted, IdempotencyConflict
 from trueheart_core.ports import MemoryRow, UnitOfWork
@@ -153,7 +154,10 @@ def materialize(uow: UnitOfWork, draft: MemoryDraft) -> MemoryRecord:
         (s.clear_for for s in sources),
         (s.recall_for for s in sources),
     )
-    record = MemoryRecord(
+    # Every value comes from the validated draft, or from the checked sources by the
+    # rules above: the record is not checked again.
+    record = assembled(
+        MemoryRecord,
         draft.memory_id,
         scope,
         draft.content,
