@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Protocol
 
-from trueheart_core.ports.rows import EdgeRow, MemoryRow, RecallCandidate, ScopeKey
+from trueheart_core.ports.rows import EdgeRow, EventRow, MemoryRow, RecallCandidate, ScopeKey
 
 
 class MemoryStore(Protocol):
@@ -27,6 +27,12 @@ class MemoryStore(Protocol):
 
     def edges(self, scope: ScopeKey, memory_ids: Sequence[str]) -> list[EdgeRow]:
         """Every lineage edge of these memories in the exact scope."""
+
+    def lineage(self, scope: ScopeKey, memory_id: str) -> tuple[list[EdgeRow], dict[str, EventRow]]:
+        """The lineage edges of this memory in the exact scope (as :meth:`edges` gives
+        them), and the receipts of the source events they name, by event ID (a source
+        whose receipt is gone is absent), read together: governing a memory checks
+        both (as ``EventStore.get`` gives them)."""
 
     def dependents(self, scope: ScopeKey, event_id: str) -> list[str]:
         """IDs of the memories with an edge to this event in the exact scope (indexed)."""

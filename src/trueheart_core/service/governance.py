@@ -22,7 +22,7 @@ from trueheart_core.domain.model import (
     TrustLevel,
 )
 from trueheart_core.errors import InvalidTransition
-from trueheart_core.ports import EdgeRow, ScopeKey, UnitOfWork
+from trueheart_core.ports import EdgeRow, EventRow, ScopeKey, UnitOfWork
 from trueheart_core.service import loading, records
 from trueheart_core.service import search as searching
 from trueheart_core.service.records import RowInvalid, scope_key
@@ -59,11 +59,12 @@ def _check_lineage(
     kind: object,
     fingerprint: object,
     edges: Sequence[EdgeRow],
+    found: dict[str, EventRow],
 ) -> None:
-    """Lineage check: valid edges whose sources exist with unchanged snapshots, and a
-    stored fingerprint equal to the one recomputed from them."""
+    """Lineage check: valid edges whose sources (``found``, the receipts read with the
+    edges) exist with unchanged snapshots, and a stored fingerprint equal to the one
+    recomputed from them."""
     snapshots = _lineage_snapshots(scope, memory_id, kind, fingerprint, edges)
-    found = uow.events.get(scope_key(scope), list(snapshots))
     for event_id, snapshot in snapshots.items():
         row = found.get(event_id)
         if row is None:
@@ -98,12 +99,12 @@ def govern_memory(uow: UnitOfWork, command: GovernanceCommand) -> tuple[list[str
     row = uow.memories.get(key, memory_id)
     if row is None:
         loading.diagnose(uow, key, EntityType.MEMORY, memory_id)
-    edges = uow.memories.edges(key, (memory_id,))
+    edges, sources = uow.memories.lineage(key, memory_id)
     try:
         status = MemoryStatus(row.status)
     except ValueError:
         loading.corrupt("invalid memory governance state")
-    _check_lineage(uow, scope, memory_id, row.kind, row.dependency_fingerprint, edges)
+    _check_lineage(uow, scope, memory_id, row.kind, row.dependency_fingerprint, edges, sources)
     action = command.action
     if action in (GovernanceAction.SEAL, GovernanceAction.RESTORE):
         # A status change rewrites the digest, so the whole row must verify first (its

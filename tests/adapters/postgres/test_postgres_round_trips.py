@@ -369,12 +369,13 @@ def test_the_round_trips_of_the_common_writes(counted: tuple[TrueHeart, RoundTri
     # its sources), then the memory, its lineage, its search entry and its audit row with
     # COMMIT.
     assert _round_trips(counter, lambda: service.materialize_once(memory("mem-1"))) == 4
-    # Three look-ups; the status update, the vector flag and the search entry's removal,
-    # which returns what it removed; the audit row with COMMIT.
+    # Two look-ups (the memory; its edges with their sources' receipts); the status
+    # update, the vector flag and the search entry's removal, which returns what it
+    # removed; the audit row with COMMIT.
     seal = command(GovernanceAction.SEAL, "mem-1", occurred_at=later)
-    assert _round_trips(counter, lambda: service.govern(seal)) == 5
+    assert _round_trips(counter, lambda: service.govern(seal)) == 4
     restore = command(GovernanceAction.RESTORE, "mem-1", occurred_at=later)
-    assert _round_trips(counter, lambda: service.govern(restore)) == 4
+    assert _round_trips(counter, lambda: service.govern(restore)) == 3
     # A read-only call: its start travels with its first read; ROLLBACK ends it.
     assert len(service.recall(RecallQuery(SCOPE, later))) == 2
     assert _round_trips(counter, lambda: service.recall(RecallQuery(SCOPE, later))) == 4

@@ -13,6 +13,7 @@ from typing import Any, Protocol
 from trueheart_core.adapters.postgres.claims import PostgresClaims
 from trueheart_core.adapters.postgres.scans import scan
 from trueheart_core.adapters.postgres.session import (
+    EVENT_E,
     KEY,
     MEMORY_COLUMNS,
     MEMORY_M,
@@ -20,7 +21,9 @@ from trueheart_core.adapters.postgres.session import (
     Session,
     dec,
     enc,
+    event_row,
     memory_row,
+    same_scope,
     scoped,
 )
 from trueheart_core.adapters.sql.expressions import (
@@ -30,7 +33,7 @@ from trueheart_core.adapters.sql.expressions import (
     fading,
     fully_clear,
 )
-from trueheart_core.ports import EdgeRow, MemoryRow, RecallCandidate, ScopeKey
+from trueheart_core.ports import EdgeRow, EventRow, MemoryRow, RecallCandidate, ScopeKey
 
 _MEMORY_X = MEMORY_COLUMNS.format(a="x")
 _EDGE_COLUMNS = "x.memory_id, x.event_id, x.trust, x.clear_for, x.recall_for, x.digest"
@@ -120,6 +123,22 @@ class PostgresMemories(Role):
                 )
             )
         return found
+
+    def lineage(self, scope: ScopeKey, memory_id: str) -> tuple[list[EdgeRow], dict[str, EventRow]]:
+        edges: list[EdgeRow] = []
+        sources: dict[str, EventRow] = {}
+        width = _EDGE_COLUMNS.count(",") + 1
+        for r in self._s.all(
+            f"SELECT {_EDGE_COLUMNS}, {EVENT_E} FROM lineage x LEFT JOIN raw_events e "
+            f"ON {same_scope('e', 'x')} AND e.event_id = x.event_id "
+            f"WHERE {scoped('x')} AND x.memory_id = %s",
+            (*self._s.key(scope), enc(memory_id)),
+        ):
+            edges.append(_edge(scope, r[:width]))
+            if r[width] is not None:
+                source = event_row(scope, r[width:])
+                sources[source.event_id] = source
+        return edges, sources
 
     def dependents(self, scope: ScopeKey, event_id: str) -> list[str]:
         return [

@@ -24,6 +24,7 @@ from trueheart_core.adapters.sqlite.filters import hex_set
 from trueheart_core.adapters.sqlite.search import SQLiteSearch
 from trueheart_core.adapters.sqlite.session import (
     CHUNK,
+    EVENT_E,
     MEMORY_M,
     MEMORY_X,
     SCOPE_COLUMNS,
@@ -31,12 +32,13 @@ from trueheart_core.adapters.sqlite.session import (
     Role,
     Session,
     blanked,
+    event_row,
     key_of,
     memory_row,
 )
 from trueheart_core.adapters.sqlite.vectors import SQLiteVectors
 from trueheart_core.errors import RepositoryCorruption
-from trueheart_core.ports import EdgeRow, MemoryRow, RecallCandidate, ScopeKey
+from trueheart_core.ports import EdgeRow, EventRow, MemoryRow, RecallCandidate, ScopeKey
 
 MEMORY_TEXT = (
     "content",
@@ -162,6 +164,36 @@ class SQLiteMemories(Role):
                 )
             )
         return edges
+
+    def lineage(self, scope: ScopeKey, memory_id: str) -> tuple[list[EdgeRow], dict[str, EventRow]]:
+        edges: list[EdgeRow] = []
+        sources: dict[str, EventRow] = {}
+        sid = self._scope_id(scope)
+        if sid is None:
+            return edges, sources
+        recent = self._session.recent
+        if recent is not None and recent[:2] == (sid, memory_id):
+            named = source_ids(recent[3])
+        else:
+            r = self._conn.execute(
+                "SELECT sources FROM memories "
+                "WHERE memory_id = ? AND scope_id = ? AND erased IS NOT 1",
+                (memory_id, sid),
+            ).fetchone()
+            named = [] if r is None else source_ids(r[0])
+        for start in range(0, len(named), CHUNK):
+            part = named[start : start + CHUNK]
+            # Each edge with its source's receipt, probed by the receipt's unique key.
+            for r in self._conn.execute(
+                edge_probe(f"{_EDGE_SELECTED}, {EVENT_E}", len(part))
+                + " LEFT JOIN raw_events e ON e.event_id = x.event_id "
+                "AND e.scope_id = x.scope_id AND e.erased IS NOT 1",
+                [*(value for event_id in part for value in (event_id, memory_id)), sid],
+            ):
+                edges.append(EdgeRow(scope, *r[:6]))
+                if r[6] is not None:
+                    sources[r[6]] = event_row(scope, r[6:])
+        return edges, sources
 
     def dependents(self, scope: ScopeKey, event_id: str) -> list[str]:
         sid = self._scope_id(scope)
