@@ -42,6 +42,7 @@ PENDING_PAIRS = (
 """The pending postings as rows ``(scope_id, doc, change, term_id, tf)`` (for the reads
 that go through all of them: searches, counts and checks)."""
 ENTRY_COLUMNS = "length, created_at, clear_until, recall_until, trust, kind"
+_ENTRY_D = ", ".join(f"d.{column.strip()}" for column in ENTRY_COLUMNS.split(","))
 ERASE_TERM = f"{blanked('term')}, erased = 1"
 
 
@@ -289,23 +290,29 @@ class PendingIndex:
         ).fetchone()
         return None if r is None else (r[0], tuple(r[1:]))
 
-    def merged_pairs_and_frequencies(
+    def merged_with_postings(
         self, doc: int
-    ) -> tuple[tuple[tuple[int, int], ...], dict[int, int]]:
-        """:meth:`merged_pairs` of ``doc``, and the merged frequency of each of its terms
-        (absent: none), in one statement (a seal needs both)."""
+    ) -> tuple[tuple[int, tuple[Any, ...]] | None, tuple[tuple[int, int], ...], dict[int, int]]:
+        """:meth:`merged_entry` of ``doc``, its :meth:`merged_pairs`, and the merged
+        frequency of each of its terms (absent: none), in one statement (a seal needs
+        all three)."""
+        entry: tuple[int, tuple[Any, ...]] | None = None
         pairs: list[tuple[int, int]] = []
         frequencies: dict[int, int] = {}
-        for term_id, tf, df in self._conn.execute(
-            "SELECT p.term_id, p.tf, f.df FROM search_postings p "
-            "INDEXED BY search_postings_by_doc LEFT JOIN search_df f ON f.term_id = p.term_id "
-            "WHERE p.doc = ? ORDER BY p.term_id",
+        for r in self._conn.execute(
+            f"SELECT d.scope_id, {_ENTRY_D}, p.term_id, p.tf, f.df FROM search_docs d "
+            "LEFT JOIN search_postings p INDEXED BY search_postings_by_doc ON p.doc = d.doc "
+            "LEFT JOIN search_df f ON f.term_id = p.term_id WHERE d.doc = ? ORDER BY p.term_id",
             (doc,),
         ):
-            pairs.append((term_id, tf))
-            if df is not None:
-                frequencies[term_id] = df
-        return tuple(pairs), frequencies
+            if entry is None:
+                entry = (r[0], tuple(r[1:7]))
+            term_id, tf, df = r[7:]
+            if term_id is not None:
+                pairs.append((term_id, tf))
+                if df is not None:
+                    frequencies[term_id] = df
+        return entry, tuple(pairs), frequencies
 
     def merged_pairs(self, doc: int) -> tuple[tuple[int, int], ...]:
         return tuple(
@@ -360,10 +367,18 @@ class PendingIndex:
         removals = {term_id for row in rows if row.change <= 0 for term_id, _ in row.pairs}
         self.erase_unheld(sid, removals | gone)
 
-    def remove_merged(self, sid: int, doc: int, entry: Sequence[Any]) -> set[int]:
+    def remove_merged(
+        self,
+        sid: int,
+        doc: int,
+        entry: Sequence[Any],
+        pairs: Sequence[tuple[int, int]] | None = None,
+    ) -> set[int]:
         """Remove a merged entry at once (an erasure): its postings, its share of the
-        frequencies and statistics; the terms it held."""
-        pairs = self.merged_pairs(doc)
+        frequencies and statistics; the terms it held. ``pairs``: its
+        :meth:`merged_pairs`, when the caller has read them in this transaction."""
+        if pairs is None:
+            pairs = self.merged_pairs(doc)
         self._conn.execute("DELETE FROM search_postings WHERE doc = ?", (doc,))
         self._conn.executemany(
             "UPDATE search_df SET df = df - 1 WHERE term_id = ?",

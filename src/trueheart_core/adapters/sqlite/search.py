@@ -164,7 +164,7 @@ class SQLiteSearch(Role):
         if sid is None or rid is None:
             return 0, 0
         waiting = self.pending.row(sid, rid)
-        merged = self.pending.merged_entry(rid)
+        merged, pairs, frequencies = self.pending.merged_with_postings(rid)
         if merged is not None and merged[0] != sid:
             raise RepositoryCorruption("invalid search index")
         touched: set[int] = set()
@@ -176,9 +176,8 @@ class SQLiteSearch(Role):
         if merged is not None and (erasing or waiting is None):
             entries = 1
             if erasing:
-                touched |= self.pending.remove_merged(sid, rid, merged[1])
+                touched |= self.pending.remove_merged(sid, rid, merged[1], pairs)
             else:
-                pairs, frequencies = self.pending.merged_pairs_and_frequencies(rid)
                 # Read before the removal is pending, as ``removal_counts`` reads it; the
                 # removal then adds one row (the memory has none waiting).
                 rows, removals = self.pending.counts(sid)
