@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import pickle
 from collections.abc import Callable
 from datetime import UTC, date, datetime, timedelta, timezone, tzinfo
 from decimal import Decimal
@@ -34,6 +35,7 @@ from trueheart_core import (
     TrustLevel,
     ValidationError,
 )
+from trueheart_core.domain.model import assembled
 
 HASH = "5f241eec5564d5a9b1aa6adf128bdbbdb5529ad99af91e7cd2ded2107e5ea3e2"
 FINGERPRINT = "32aacaea73115a16e76aefc3f38acc4fce896e0456d0dd29adb08120f5c17858"
@@ -1033,3 +1035,27 @@ def test_any_non_blank_text_up_to_128_is_kept_verbatim(tenant: str, kind: str) -
     assert scope.tenant_id == tenant
     draft = build("MemoryDraft", scope=scope, kind=kind)
     assert draft.kind == kind
+
+
+def test_a_record_assembled_from_checked_values_is_the_one_its_constructor_builds() -> None:
+    # ``assembled`` skips the checks for values that passed them already (a new memory's
+    # record, from its validated draft); the record is the same in every respect.
+    checked = build("MemoryRecord", metadata={"tags": ["a", "b"], "n": 1})
+    built = assembled(
+        MemoryRecord, *(getattr(checked, f.name) for f in dataclasses.fields(checked))
+    )
+    assert type(built) is MemoryRecord
+    assert built == checked
+    assert pickle.loads(pickle.dumps(built)) == checked
+    sealed = dataclasses.replace(built, status=MemoryStatus.SEALED)
+    assert sealed == dataclasses.replace(checked, status=MemoryStatus.SEALED)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        built.content = "other"  # type: ignore[misc]
+
+
+def test_an_assembled_record_takes_every_value() -> None:
+    values = [getattr(build("MemoryRecord"), f.name) for f in dataclasses.fields(MemoryRecord)]
+    with pytest.raises(TypeError):
+        assembled(MemoryRecord, *values[:-1])
+    with pytest.raises(TypeError):
+        assembled(MemoryRecord, *values, "one too many")
