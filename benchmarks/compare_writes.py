@@ -104,9 +104,14 @@ def _base_source(base: str, scratch: Path) -> str:
         return os.path.join(base, "src")
     archive = scratch / "base.tar"
     with archive.open("wb") as out:
-        subprocess.run(
-            ["git", "-C", str(HERE.parent), "archive", base, "src"], stdout=out, check=True
+        done = subprocess.run(
+            ["git", "-C", str(HERE.parent), "archive", base, "src"],
+            stdout=out,
+            stderr=subprocess.DEVNULL,
+            check=False,
         )
+    if done.returncode != 0:
+        raise SystemExit(f"{base}: neither a directory with src/ nor a git revision of it")
     with tarfile.open(archive) as tar:
         if hasattr(tarfile, "data_filter"):  # Python 3.11.4 and later
             tar.extractall(scratch / "base", filter="data")
