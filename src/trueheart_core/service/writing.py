@@ -37,8 +37,12 @@ def new_audit_id() -> str:
 
 
 def prepare_event(draft: RawEventDraft, now: datetime) -> RawEventReceipt:
+    """The receipt of a new event ingested at ``now`` (a time the clock's check passed).
+    Every value is the validated draft's, ``now`` or computed from them by the rules,
+    so the receipt is assembled without checking them again."""
     expires_at = policy.raw_expires_at(draft)
-    return RawEventReceipt(
+    return assembled(
+        RawEventReceipt,
         draft.event_id,
         draft.scope,
         draft.source,
