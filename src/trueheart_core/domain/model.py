@@ -44,6 +44,7 @@ __all__ = [
 
 
 _D = TypeVar("_D")
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
 
 
 def assembled(cls: type[_D], *values: object) -> _D:
@@ -51,7 +52,9 @@ def assembled(cls: type[_D], *values: object) -> _D:
     without running its checks. Only for values that passed those very checks already,
     as a stored memory's fields taken from its validated draft: checking them again
     would freeze and encode the metadata a second time."""
-    names = [f.name for f in fields(cls)]  # type: ignore[arg-type]
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = tuple(f.name for f in fields(cls))  # type: ignore[arg-type]
     if len(values) != len(names):
         raise TypeError(f"{cls.__name__} takes {len(names)} values")
     built = object.__new__(cls)
