@@ -52,6 +52,11 @@ MEMORY_TEXT = (
 erasing the memory overwrites in place. Its ID stays, as in its tombstone."""
 ERASE_MEMORY = f"{', '.join(blanked(c) for c in MEMORY_TEXT)}, erased = 1"
 _EDGE_SELECTED = "x.memory_id, x.event_id, x.trust, x.clear_for, x.recall_for, x.digest"
+_WITH_RECEIPT = (
+    " LEFT JOIN raw_events e ON e.event_id = x.event_id AND e.scope_id = x.scope_id "
+    "AND e.erased IS NOT 1"
+)
+"""What :meth:`SQLiteMemories.lineage` adds to an edge probe: the source's live receipt."""
 
 
 def edge_probe(columns: str, pairs: int) -> str:
@@ -139,6 +144,26 @@ class SQLiteMemories(Role):
         sid = self._scope_id(scope)
         if sid is None or not memory_ids:
             return []
+        pairs = self._source_pairs(sid, memory_ids)
+        return [EdgeRow(scope, *r) for r in self._probed(sid, pairs, _EDGE_SELECTED)]
+
+    def lineage(self, scope: ScopeKey, memory_id: str) -> tuple[list[EdgeRow], dict[str, EventRow]]:
+        edges: list[EdgeRow] = []
+        sources: dict[str, EventRow] = {}
+        sid = self._scope_id(scope)
+        if sid is None:
+            return edges, sources
+        pairs = self._source_pairs(sid, (memory_id,))
+        # Each edge with its source's receipt, probed by the receipt's unique key.
+        for r in self._probed(sid, pairs, f"{_EDGE_SELECTED}, {EVENT_E}", _WITH_RECEIPT):
+            edges.append(EdgeRow(scope, *r[:6]))
+            if r[6] is not None:
+                sources[r[6]] = event_row(scope, r[6:])
+        return edges, sources
+
+    def _source_pairs(self, sid: int, memory_ids: Sequence[str]) -> list[tuple[str, str]]:
+        """The ``(source event, memory)`` pairs these memories' rows name (the row
+        ``get`` read last, when it is the one asked for, is not read again)."""
         pairs: list[tuple[str, str]] = []
         recent = self._session.recent
         if len(memory_ids) == 1 and recent is not None and recent[:2] == (sid, memory_ids[0]):
@@ -153,47 +178,22 @@ class SQLiteMemories(Role):
                 [*chunk, sid],
             ):
                 pairs.extend((event_id, memory_id) for event_id in source_ids(sources))
-        edges: list[EdgeRow] = []
+        return pairs
+
+    def _probed(
+        self, sid: int, pairs: Sequence[tuple[str, str]], columns: str, join: str = ""
+    ) -> list[Any]:
+        """The rows of :func:`edge_probe` (``columns``, then ``join``) for these pairs."""
+        rows: list[Any] = []
         for start in range(0, len(pairs), CHUNK):
             part = pairs[start : start + CHUNK]
-            edges.extend(
-                EdgeRow(scope, *r)
-                for r in self._conn.execute(
-                    edge_probe(_EDGE_SELECTED, len(part)),
+            rows.extend(
+                self._conn.execute(
+                    edge_probe(columns, len(part)) + join,
                     [*(value for pair in part for value in pair), sid],
                 )
             )
-        return edges
-
-    def lineage(self, scope: ScopeKey, memory_id: str) -> tuple[list[EdgeRow], dict[str, EventRow]]:
-        edges: list[EdgeRow] = []
-        sources: dict[str, EventRow] = {}
-        sid = self._scope_id(scope)
-        if sid is None:
-            return edges, sources
-        recent = self._session.recent
-        if recent is not None and recent[:2] == (sid, memory_id):
-            named = source_ids(recent[3])
-        else:
-            r = self._conn.execute(
-                "SELECT sources FROM memories "
-                "WHERE memory_id = ? AND scope_id = ? AND erased IS NOT 1",
-                (memory_id, sid),
-            ).fetchone()
-            named = [] if r is None else source_ids(r[0])
-        for start in range(0, len(named), CHUNK):
-            part = named[start : start + CHUNK]
-            # Each edge with its source's receipt, probed by the receipt's unique key.
-            for r in self._conn.execute(
-                edge_probe(f"{_EDGE_SELECTED}, {EVENT_E}", len(part))
-                + " LEFT JOIN raw_events e ON e.event_id = x.event_id "
-                "AND e.scope_id = x.scope_id AND e.erased IS NOT 1",
-                [*(value for event_id in part for value in (event_id, memory_id)), sid],
-            ):
-                edges.append(EdgeRow(scope, *r[:6]))
-                if r[6] is not None:
-                    sources[r[6]] = event_row(scope, r[6:])
-        return edges, sources
+        return rows
 
     def dependents(self, scope: ScopeKey, event_id: str) -> list[str]:
         sid = self._scope_id(scope)

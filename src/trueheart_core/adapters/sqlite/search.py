@@ -584,7 +584,6 @@ class SQLiteSearch(Role):
             "OR EXISTS (SELECT 1 FROM search_docs d WHERE d.doc = x.doc))) "
             "OR (x.change = -1 AND NOT EXISTS (SELECT 1 FROM search_docs d "
             "WHERE d.doc = x.doc AND d.scope_id = x.scope_id)) "
-            "OR (x.change IS NOT 1 AND x.change IS NOT -1) "
             f"OR (x.change = 1 AND EXISTS (SELECT 1 FROM ({PENDING_PAIRS}) v "
             "WHERE v.scope_id = x.scope_id AND v.doc = x.doc AND NOT EXISTS "
             "(SELECT 1 FROM search_terms t "
