@@ -17,9 +17,11 @@ from trueheart_core.domain.model import (
     EntityType,
     GovernanceAction,
     GovernanceCommand,
+    GovernanceResult,
     MemoryStatus,
     Scope,
     TrustLevel,
+    assembled,
 )
 from trueheart_core.errors import InvalidTransition
 from trueheart_core.ports import EdgeRow, EventRow, ScopeKey, UnitOfWork
@@ -92,6 +94,18 @@ def _removed(
         return set()
     counts = uow.operations.removal_counts(key, memory_ids)
     return {artifact for artifact in classes if counts.get(artifact.value, 0)}
+
+
+def result(
+    command: GovernanceCommand, affected: Sequence[str], removed: Removed
+) -> GovernanceResult:
+    """The result of ``command``. The usual one, which names the command's own entity
+    alone, is assembled without its checks: the ID is the validated command's, and the
+    classes are put in their order here, as the checks would put them."""
+    ordered = tuple(artifact for artifact in ArtifactClass if artifact in removed)
+    if len(affected) == 1 and affected[0] == command.entity_id:
+        return assembled(GovernanceResult, command, (command.entity_id,), ordered)
+    return GovernanceResult(command, tuple(sorted(affected)), ordered)
 
 
 def govern_memory(uow: UnitOfWork, command: GovernanceCommand) -> tuple[list[str], Removed]:

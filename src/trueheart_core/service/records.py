@@ -299,7 +299,21 @@ def with_memory_status(
     row: MemoryRow, status: MemoryStatus, source_ids: Sequence[str]
 ) -> MemoryRow:
     """The same memory row with another status and a fresh digest."""
-    return _with_memory_digest(replace(row, status=status.value), source_ids)
+    changed = MemoryRow(
+        row.scope,
+        row.memory_id,
+        row.content,
+        row.dependency_fingerprint,
+        row.kind,
+        row.trust,
+        row.created_at,
+        row.clear_until,
+        row.recall_until,
+        status.value,
+        row.metadata,
+        "",
+    )
+    return _with_memory_digest(changed, source_ids)
 
 
 def _with_memory_digest(row: MemoryRow, source_ids: Sequence[str]) -> MemoryRow:

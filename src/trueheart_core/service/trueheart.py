@@ -684,7 +684,7 @@ class TrueHeart:
             uow.commit()
         if command.action is GovernanceAction.RESTORE:
             self._project_after_write(((command.scope, command.entity_id),))
-        return GovernanceResult(command, tuple(sorted(affected)), tuple(removed))
+        return governance.result(command, affected, removed)
 
     # --- expire ----------------------------------------------------------------------------
 

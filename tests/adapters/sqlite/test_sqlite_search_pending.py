@@ -4,6 +4,7 @@ that follows keeps every count exact."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from datetime import timedelta
 from pathlib import Path
@@ -195,3 +196,89 @@ def test_a_pending_row_already_at_a_new_memory_s_row_is_damage(
     assert service.get_memory(SCOPE, "mem-1").memory_id == "mem-1"
     with pytest.raises(EntityNotFound):
         service.get_memory(SCOPE, "mem-2")
+
+
+def _rows_of(db_path: Path, table: str) -> list[tuple[object, ...]]:
+    with sqlite3.connect(db_path) as conn:
+        rows = conn.execute(
+            f"SELECT doc, change, {pending_module.ENTRY_COLUMNS}, postings FROM {table}"
+        ).fetchall()
+    conn.close()
+    return rows
+
+
+def _merged_copies(db_path: Path) -> dict[object, tuple[object, ...]]:
+    """Each merged entry as a removal of it copies it: ``-1``, its columns, and its
+    postings as :func:`pending_module.pairs_text` writes them, in term order."""
+    with sqlite3.connect(db_path) as conn:
+        entries = conn.execute(
+            f"SELECT doc, {pending_module.ENTRY_COLUMNS} FROM search_docs"
+        ).fetchall()
+        copies = {}
+        for doc, *columns in entries:
+            pairs = conn.execute(
+                "SELECT term_id, tf FROM search_postings WHERE doc = ? ORDER BY term_id", (doc,)
+            ).fetchall()
+            copies[doc] = (doc, -1, *columns, pending_module.pairs_text(pairs))
+    conn.close()
+    return copies
+
+
+def test_a_seal_queues_an_exact_copy_of_the_merged_entry(
+    service: TrueHeart, db_path: Path
+) -> None:
+    service.ingest_event(event("evt-1"))
+    service.materialize_once(memory("mem-a", content="zqxonly shared words shared twice"))
+    service.materialize_once(memory("mem-b", content="shared words elsewhere"))
+    service.materialize_once(memory("mem-c", content="... !!"))
+    merge_pending_of(db_path)
+    copies = _merged_copies(db_path)
+    assert len(copies) == 3  # the entry of mem-c holds no postings
+    # mem-a alone holds a term: the seal reports it, the term waits for the merge.
+    assert service.govern(command(GovernanceAction.SEAL, "mem-a")).removed == (
+        ArtifactClass.SEARCH_ENTRY,
+        ArtifactClass.SEARCH_TERM,
+    )
+    assert service.govern(command(GovernanceAction.SEAL, "mem-b")).removed == (
+        ArtifactClass.SEARCH_ENTRY,
+        ArtifactClass.SEARCH_TERM,  # "shared" and "words" went with mem-a's removal
+    )
+    assert service.govern(command(GovernanceAction.SEAL, "mem-c")).removed == (
+        ArtifactClass.SEARCH_ENTRY,
+    )
+    assert sorted(_rows_of(db_path, "search_pending"), key=str) == sorted(
+        copies.values(), key=str
+    )
+    assert _found(service, "zqxonly shared words") == []
+    merge_pending_of(db_path)
+    assert _pending_rows(db_path) == 0
+    assert _live_terms(db_path, "zqxonly") == 0
+    assert service.verify_integrity().ok
+    service.govern(command(GovernanceAction.RESTORE, "mem-a"))
+    assert _found(service, "zqxonly") == ["mem-a"]
+
+
+def test_a_seal_beside_a_waiting_row_or_a_damaged_posting_takes_the_general_path(
+    service: TrueHeart, db_path: Path
+) -> None:
+    service.ingest_event(event("evt-1"))
+    service.materialize_once(memory("mem-a", content="zqxmerged tea"))
+    merge_pending_of(db_path)
+    service.materialize_once(memory("mem-b", content="zqxwaiting tea"))
+    # mem-b's addition still waits: the seal drops it instead of queueing a removal.
+    assert service.govern(command(GovernanceAction.SEAL, "mem-b")).removed == (
+        ArtifactClass.SEARCH_ENTRY,
+        ArtifactClass.SEARCH_TERM,
+    )
+    assert _pending_rows(db_path) == 0
+    with sqlite3.connect(db_path) as conn:
+        conn.execute("UPDATE search_postings SET tf = 0")
+    conn.close()
+    before = _rows_of(db_path, "search_pending")
+    # A posting that is not a positive pair is not copied by the one statement; the
+    # general path reads the entry and queues it as it reads.
+    service.govern(command(GovernanceAction.SEAL, "mem-a"))
+    after = _rows_of(db_path, "search_pending")
+    assert before == [] and len(after) == 1 and after[0][1] == -1
+    assert [tf for _, tf in json.loads(str(after[0][-1]))] == [0, 0]
+    assert not service.verify_integrity().ok

@@ -62,7 +62,9 @@ def test_the_statements_of_a_new_memory_a_seal_and_a_restore(db_path: Path) -> N
     # memory; its sources; the memory, its edge, its pending search row, its audit row.
     assert len(written) == 10
     # The data version; the memory; its edges with their receipts; the status, the vector
-    # flag; the pending row, the merged entry with its postings; the removal, the audit row.
-    assert len(sealed) == 11
-    # As the seal's, but the entry is written, not read: no read of the merged entry.
+    # flag; the removal copied from the merged entry; its terms no other entry may hold;
+    # the audit row.
+    assert len(sealed) == 10
+    # The data version; the memory; its edges with their receipts; the status, the vector
+    # flag; the pending row; the addition; the audit row.
     assert len(restored) == 10

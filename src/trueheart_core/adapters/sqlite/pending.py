@@ -290,6 +290,45 @@ class PendingIndex:
         ).fetchone()
         return None if r is None else (r[0], tuple(r[1:]))
 
+    def withdrawn(self, sid: int, doc: int) -> int | None:
+        """Queue the removal of the merged entry ``doc`` of scope ``sid`` (a seal): its
+        copy appended to the write buffer as a removal, built by SQLite from the merged
+        rows in one statement. Returns how many of its terms no other entry holds, or
+        None, having changed nothing, when the general path must decide: a pending row
+        of ``doc`` waits, no merged entry of the scope is ``doc``, or one of its
+        postings is not a pair of positive integers."""
+        cursor = self._conn.execute(
+            f"INSERT INTO write_buffer (scope_id, doc, change, {ENTRY_COLUMNS}, postings) "
+            f"SELECT d.scope_id, d.doc, -1, {_ENTRY_D}, (SELECT json_group_array("
+            "json_array(p.term_id, p.tf)) FROM search_postings p "
+            "INDEXED BY search_postings_by_doc WHERE p.doc = d.doc) "
+            "FROM search_docs d WHERE d.doc = ?2 AND d.scope_id = ?1 "
+            "AND NOT EXISTS (SELECT 1 FROM search_pending WHERE scope_id = ?1 AND doc = ?2) "
+            "AND NOT EXISTS (SELECT 1 FROM search_postings p INDEXED BY search_postings_by_doc "
+            "WHERE p.doc = d.doc AND (typeof(p.term_id) IS NOT 'integer' "
+            "OR typeof(p.tf) IS NOT 'integer' OR p.term_id <= 0 OR p.tf <= 0))",
+            (sid, doc),
+        )
+        if cursor.rowcount != 1:
+            return None
+        buffer.appended(self._session)
+        self._counted(sid, 1, 1)
+        # With the removal pending, a term of the entry that no other entry holds has a
+        # merged frequency the scope's removals (this one included) could bring to 0.
+        _, removals = self.counts(sid)
+        doubtful: dict[int, int] = dict(
+            self._conn.execute(
+                "SELECT p.term_id, IFNULL(f.df, 0) FROM search_postings p "
+                "INDEXED BY search_postings_by_doc LEFT JOIN search_df f "
+                "ON f.term_id = p.term_id WHERE p.doc = ? AND IFNULL(f.df, 0) <= ?",
+                (doc, removals),
+            )
+        )
+        if not doubtful:
+            return 0
+        pending = self.changes(sid, list(doubtful))
+        return sum(1 for term_id, df in doubtful.items() if df + pending[term_id] <= 0)
+
     def merged_with_postings(
         self, doc: int
     ) -> tuple[tuple[int, tuple[Any, ...]] | None, tuple[tuple[int, int], ...], dict[int, int]]:

@@ -163,6 +163,12 @@ class SQLiteSearch(Role):
         rid = None if sid is None else self._memory_rid(sid, memory_id)
         if sid is None or rid is None:
             return 0, 0
+        if not erasing:
+            terms = self.pending.withdrawn(sid, rid)
+            if terms is not None:
+                if self.pending.count(sid) >= PENDING_BOUND:
+                    self.pending.merge(sid)
+                return 1, terms
         waiting = self.pending.row(sid, rid)
         merged, pairs, frequencies = self.pending.merged_with_postings(rid)
         if merged is not None and merged[0] != sid:
