@@ -30,6 +30,8 @@ from trueheart_core.service import search as searching
 from trueheart_core.service.records import RowInvalid, scope_key
 
 Removed = set[ArtifactClass]
+_ARTIFACT_ORDER = tuple(ArtifactClass)
+"""The classes in their declared order (iterating the enum class runs Python code)."""
 
 
 def _lineage_snapshots(
@@ -102,7 +104,7 @@ def result(
     """The result of ``command``. The usual one, which names the command's own entity
     alone, is assembled without its checks: the ID is the validated command's, and the
     classes are put in their order here, as the checks would put them."""
-    ordered = tuple(artifact for artifact in ArtifactClass if artifact in removed)
+    ordered = tuple(artifact for artifact in _ARTIFACT_ORDER if artifact in removed)
     if len(affected) == 1 and affected[0] == command.entity_id:
         return assembled(GovernanceResult, command, (command.entity_id,), ordered)
     return GovernanceResult(command, tuple(sorted(affected)), ordered)
