@@ -28,11 +28,14 @@ class MemoryStore(Protocol):
     def edges(self, scope: ScopeKey, memory_ids: Sequence[str]) -> list[EdgeRow]:
         """Every lineage edge of these memories in the exact scope."""
 
-    def lineage(self, scope: ScopeKey, memory_id: str) -> tuple[list[EdgeRow], dict[str, EventRow]]:
-        """The lineage edges of this memory in the exact scope (as :meth:`edges` gives
+    def with_lineage(
+        self, scope: ScopeKey, memory_id: str
+    ) -> tuple[MemoryRow | None, list[EdgeRow], dict[str, EventRow]]:
+        """The memory with this ID in the exact scope (as :meth:`get` gives it; None,
+        with nothing else, when there is none), its lineage edges (as :meth:`edges` gives
         them), and the receipts of the source events they name, by event ID (a source
-        whose receipt is gone is absent), read together: governing a memory checks
-        both (as ``EventStore.get`` gives them)."""
+        whose receipt is gone is absent; as ``EventStore.get`` gives them), read
+        together: governing a memory checks all three."""
 
     def dependents(self, scope: ScopeKey, event_id: str) -> list[str]:
         """IDs of the memories with an edge to this event in the exact scope (indexed)."""

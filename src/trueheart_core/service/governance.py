@@ -112,10 +112,9 @@ def result(
 
 def govern_memory(uow: UnitOfWork, command: GovernanceCommand) -> tuple[list[str], Removed]:
     scope, key, memory_id = command.scope, scope_key(command.scope), command.entity_id
-    row = uow.memories.get(key, memory_id)
+    row, edges, sources = uow.memories.with_lineage(key, memory_id)
     if row is None:
         loading.diagnose(uow, key, EntityType.MEMORY, memory_id)
-    edges, sources = uow.memories.lineage(key, memory_id)
     try:
         status = MemoryStatus(row.status)
     except ValueError:

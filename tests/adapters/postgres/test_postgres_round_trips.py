@@ -369,13 +369,13 @@ def test_the_round_trips_of_the_common_writes(counted: tuple[TrueHeart, RoundTri
     # its sources), then the memory, its lineage, its search entry and its audit row with
     # COMMIT.
     assert _round_trips(counter, lambda: service.materialize_once(memory("mem-1"))) == 4
-    # Two look-ups (the memory; its edges with their sources' receipts); the status
+    # One look-up (the memory with its edges and their sources' receipts); the status
     # update, the vector flag and the search entry's removal, which returns what it
     # removed; the audit row with COMMIT.
     seal = command(GovernanceAction.SEAL, "mem-1", occurred_at=later)
-    assert _round_trips(counter, lambda: service.govern(seal)) == 4
+    assert _round_trips(counter, lambda: service.govern(seal)) == 3
     restore = command(GovernanceAction.RESTORE, "mem-1", occurred_at=later)
-    assert _round_trips(counter, lambda: service.govern(restore)) == 3
+    assert _round_trips(counter, lambda: service.govern(restore)) == 2
     # A read-only call: its start travels with its first read; ROLLBACK ends it.
     assert len(service.recall(RecallQuery(SCOPE, later))) == 2
     assert _round_trips(counter, lambda: service.recall(RecallQuery(SCOPE, later))) == 4

@@ -224,9 +224,7 @@ def _merged_copies(db_path: Path) -> dict[object, tuple[object, ...]]:
     return copies
 
 
-def test_a_seal_queues_an_exact_copy_of_the_merged_entry(
-    service: TrueHeart, db_path: Path
-) -> None:
+def test_a_seal_queues_an_exact_copy_of_the_merged_entry(service: TrueHeart, db_path: Path) -> None:
     service.ingest_event(event("evt-1"))
     service.materialize_once(memory("mem-a", content="zqxonly shared words shared twice"))
     service.materialize_once(memory("mem-b", content="shared words elsewhere"))
@@ -246,9 +244,7 @@ def test_a_seal_queues_an_exact_copy_of_the_merged_entry(
     assert service.govern(command(GovernanceAction.SEAL, "mem-c")).removed == (
         ArtifactClass.SEARCH_ENTRY,
     )
-    assert sorted(_rows_of(db_path, "search_pending"), key=str) == sorted(
-        copies.values(), key=str
-    )
+    assert sorted(_rows_of(db_path, "search_pending"), key=str) == sorted(copies.values(), key=str)
     assert _found(service, "zqxonly shared words") == []
     merge_pending_of(db_path)
     assert _pending_rows(db_path) == 0

@@ -456,6 +456,24 @@ GOVERNANCE_DAMAGE: dict[str, tuple[str, str]] = {
         "UPDATE memories SET status = 'unknown' WHERE memory_id = 'mem-1'",
         "invalid memory governance state",
     ),
+    # The row's list of its sources, which leads the read to its edges: whatever it
+    # holds, the edges found must be the memory's whole lineage.
+    **{
+        f"sources {name}": (
+            f"UPDATE memories SET sources = {value} WHERE memory_id = 'mem-1'",
+            "invalid memory lineage",
+        )
+        for name, value in (
+            ("not JSON", "'[\"evt-1\"'"),
+            ("a number", "7"),
+            ("bytes", "X'5B226576742D31225D'"),
+            ("an object", """'{"a": "evt-1"}'"""),
+            ("with a number", """'["evt-1", 1]'"""),
+            ("twice", """'["evt-1", "evt-1"]'"""),
+            ("another event", """'["evt-2"]'"""),
+            ("none", "'[]'"),
+        )
+    },
 }
 
 

@@ -61,10 +61,10 @@ def test_the_statements_of_a_new_memory_a_seal_and_a_restore(db_path: Path) -> N
     # The data version; one look-up of the tombstones of the ID and the fingerprint; the
     # memory; its sources; the memory, its edge, its pending search row, its audit row.
     assert len(written) == 10
-    # The data version; the memory; its edges with their receipts; the status, the vector
-    # flag; the removal copied from the merged entry; its terms no other entry may hold;
-    # the audit row.
-    assert len(sealed) == 10
-    # The data version; the memory; its edges with their receipts; the status, the vector
-    # flag; the pending row; the addition; the audit row.
-    assert len(restored) == 10
+    # The data version; the memory with its edges and their receipts; the status, the
+    # vector flag; the removal copied from the merged entry; its terms no other entry may
+    # hold; the audit row.
+    assert len(sealed) == 9
+    # The data version; the memory with its edges and their receipts; the status, the
+    # vector flag; the pending row; the addition; the audit row.
+    assert len(restored) == 9

@@ -37,6 +37,9 @@ from trueheart_core.ports import EdgeRow, EventRow, MemoryRow, RecallCandidate, 
 
 _MEMORY_X = MEMORY_COLUMNS.format(a="x")
 _EDGE_COLUMNS = "x.memory_id, x.event_id, x.trust, x.clear_for, x.recall_for, x.digest"
+_MEMORY_WIDTH = MEMORY_M.count(",") + 1
+_EVENT_AT = _MEMORY_WIDTH + _EDGE_COLUMNS.count(",") + 1
+"""Where a row of ``with_lineage`` holds the edge's columns, and the receipt's."""
 
 
 class _SearchEntries(Protocol):
@@ -124,21 +127,28 @@ class PostgresMemories(Role):
             )
         return found
 
-    def lineage(self, scope: ScopeKey, memory_id: str) -> tuple[list[EdgeRow], dict[str, EventRow]]:
+    def with_lineage(
+        self, scope: ScopeKey, memory_id: str
+    ) -> tuple[MemoryRow | None, list[EdgeRow], dict[str, EventRow]]:
         edges: list[EdgeRow] = []
         sources: dict[str, EventRow] = {}
-        width = _EDGE_COLUMNS.count(",") + 1
-        for r in self._s.all(
-            f"SELECT {_EDGE_COLUMNS}, {EVENT_E} FROM lineage x LEFT JOIN raw_events e "
-            f"ON {same_scope('e', 'x')} AND e.event_id = x.event_id "
-            f"WHERE {scoped('x')} AND x.memory_id = %s",
+        rows = self._s.all(
+            f"SELECT {MEMORY_M}, {_EDGE_COLUMNS}, {EVENT_E} FROM memories m "
+            f"LEFT JOIN lineage x ON {same_scope('x', 'm')} AND x.memory_id = m.memory_id "
+            f"LEFT JOIN raw_events e ON {same_scope('e', 'x')} AND e.event_id = x.event_id "
+            f"WHERE {scoped('m')} AND m.memory_id = %s",
             (*self._s.key(scope), enc(memory_id)),
-        ):
-            edges.append(_edge(scope, r[:width]))
-            if r[width] is not None:
-                source = event_row(scope, r[width:])
+        )
+        if not rows:
+            return None, edges, sources
+        for r in rows:
+            if r[_MEMORY_WIDTH] is None:
+                continue
+            edges.append(_edge(scope, r[_MEMORY_WIDTH:_EVENT_AT]))
+            if r[_EVENT_AT] is not None:
+                source = event_row(scope, r[_EVENT_AT:])
                 sources[source.event_id] = source
-        return edges, sources
+        return memory_row(scope, rows[0][:_MEMORY_WIDTH]), edges, sources
 
     def dependents(self, scope: ScopeKey, event_id: str) -> list[str]:
         return [

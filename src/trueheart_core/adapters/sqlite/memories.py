@@ -52,11 +52,30 @@ MEMORY_TEXT = (
 erasing the memory overwrites in place. Its ID stays, as in its tombstone."""
 ERASE_MEMORY = f"{', '.join(blanked(c) for c in MEMORY_TEXT)}, erased = 1"
 _EDGE_SELECTED = "x.memory_id, x.event_id, x.trust, x.clear_for, x.recall_for, x.digest"
-_WITH_RECEIPT = (
-    " LEFT JOIN raw_events e ON e.event_id = x.event_id AND e.scope_id = x.scope_id "
-    "AND e.erased IS NOT 1"
+_SOURCES = (
+    "CASE WHEN typeof(m.sources) IS NOT 'text' OR NOT json_valid(m.sources) THEN '[]' "
+    "WHEN json_type(m.sources) IS NOT 'array' THEN '[]' "
+    "WHEN EXISTS (SELECT 1 FROM json_each(m.sources) WHERE type IS NOT 'text') THEN '[]' "
+    "ELSE m.sources END"
 )
-"""What :meth:`SQLiteMemories.lineage` adds to an edge probe: the source's live receipt."""
+"""The source IDs a memory row names, as :func:`source_ids` reads them: its ``sources``
+when they are a JSON list of strings, else none (each CASE branch is evaluated only
+when the ones before it did not apply, so no JSON function meets text that is not
+JSON)."""
+_WITH_LINEAGE = (
+    f"SELECT {MEMORY_M}, m.rid, m.sources, {_EDGE_SELECTED}, {EVENT_E} FROM memories m "
+    f"LEFT JOIN json_each({_SOURCES}) j "
+    "LEFT JOIN lineage x ON x.scope_id = m.scope_id AND x.event_id = j.value "
+    "AND x.memory_id = m.memory_id "
+    "LEFT JOIN raw_events e ON e.event_id = x.event_id AND e.scope_id = x.scope_id "
+    "AND e.erased IS NOT 1 "
+    "WHERE m.memory_id = ? AND m.scope_id = ? AND m.erased IS NOT 1"
+)
+"""A memory row, and for each source its row names, the lineage edge (one probe of the
+edge's whole key) and the source's live receipt: one row per source, the memory's
+columns repeated (one row with no edge when it names none)."""
+_MEMORY_WIDTH = MEMORY_M.count(",") + 1
+_EDGE_WIDTH = _EDGE_SELECTED.count(",") + 1
 
 
 def edge_probe(columns: str, pairs: int) -> str:
@@ -147,19 +166,28 @@ class SQLiteMemories(Role):
         pairs = self._source_pairs(sid, memory_ids)
         return [EdgeRow(scope, *r) for r in self._probed(sid, pairs, _EDGE_SELECTED)]
 
-    def lineage(self, scope: ScopeKey, memory_id: str) -> tuple[list[EdgeRow], dict[str, EventRow]]:
+    def with_lineage(
+        self, scope: ScopeKey, memory_id: str
+    ) -> tuple[MemoryRow | None, list[EdgeRow], dict[str, EventRow]]:
         edges: list[EdgeRow] = []
         sources: dict[str, EventRow] = {}
         sid = self._scope_id(scope)
         if sid is None:
-            return edges, sources
-        pairs = self._source_pairs(sid, (memory_id,))
-        # Each edge with its source's receipt, probed by the receipt's unique key.
-        for r in self._probed(sid, pairs, f"{_EDGE_SELECTED}, {EVENT_E}", _WITH_RECEIPT):
-            edges.append(EdgeRow(scope, *r[:6]))
-            if r[6] is not None:
-                sources[r[6]] = event_row(scope, r[6:])
-        return edges, sources
+            return None, edges, sources
+        rows = self._conn.execute(_WITH_LINEAGE, (memory_id, sid)).fetchall()
+        if not rows:
+            return None, edges, sources
+        first = rows[0]
+        rid, named = first[_MEMORY_WIDTH : _MEMORY_WIDTH + 2]
+        self._session.recent = (sid, memory_id, int(rid), named)
+        edge_at = _MEMORY_WIDTH + 2
+        event_at = edge_at + _EDGE_WIDTH
+        for r in rows:
+            if r[edge_at] is not None:
+                edges.append(EdgeRow(scope, *r[edge_at:event_at]))
+                if r[event_at] is not None:
+                    sources[r[event_at]] = event_row(scope, r[event_at:])
+        return memory_row(scope, first[:_MEMORY_WIDTH]), edges, sources
 
     def _source_pairs(self, sid: int, memory_ids: Sequence[str]) -> list[tuple[str, str]]:
         """The ``(source event, memory)`` pairs these memories' rows name (the row
@@ -180,16 +208,14 @@ class SQLiteMemories(Role):
                 pairs.extend((event_id, memory_id) for event_id in source_ids(sources))
         return pairs
 
-    def _probed(
-        self, sid: int, pairs: Sequence[tuple[str, str]], columns: str, join: str = ""
-    ) -> list[Any]:
-        """The rows of :func:`edge_probe` (``columns``, then ``join``) for these pairs."""
+    def _probed(self, sid: int, pairs: Sequence[tuple[str, str]], columns: str) -> list[Any]:
+        """The rows of :func:`edge_probe` (``columns``) for these pairs."""
         rows: list[Any] = []
         for start in range(0, len(pairs), CHUNK):
             part = pairs[start : start + CHUNK]
             rows.extend(
                 self._conn.execute(
-                    edge_probe(columns, len(part)) + join,
+                    edge_probe(columns, len(part)),
                     [*(value for pair in part for value in pair), sid],
                 )
             )
