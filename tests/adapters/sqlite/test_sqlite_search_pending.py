@@ -34,13 +34,18 @@ def _found(service: TrueHeart, text: str) -> list[str]:
     return sorted(item.memory.memory_id for item in capsule.items)
 
 
+def _merged(service: TrueHeart, db_path: Path, **contents: str) -> None:
+    """Memories (by ID, their content) of one source, their entries merged."""
+    service.ingest_event(event("evt-1"))
+    for memory_id, content in contents.items():
+        service.materialize_once(memory(memory_id, content=content))
+    merge_pending_of(db_path)
+
+
 def test_forgetting_the_last_holder_of_a_term_whose_other_holder_is_sealed(
     service: TrueHeart, db_path: Path
 ) -> None:
-    service.ingest_event(event("evt-1"))
-    service.materialize_once(memory("mem-a", content="zqxrare"))
-    service.materialize_once(memory("mem-b", content="zqxrare second"))
-    merge_pending_of(db_path)  # both entries merged
+    _merged(service, db_path, **{"mem-a": "zqxrare", "mem-b": "zqxrare second"})
     sealed = service.govern(command(GovernanceAction.SEAL, "mem-a"))
     # mem-b still holds the term: the seal takes out the entry only.
     assert sealed.removed == (ArtifactClass.SEARCH_ENTRY,)
@@ -163,9 +168,7 @@ def test_the_merge_of_a_sealed_sole_holder_erases_its_terms(
     # The seal's removal waits in a pending row; the write that reaches the bound merges
     # it, and the terms no entry holds any longer go (their rows overwritten), while a
     # term an addition of the same merge brings stays.
-    service.ingest_event(event("evt-1"))
-    service.materialize_once(memory("mem-solo", content="zqxsolo shared"))
-    merge_pending_of(db_path)
+    _merged(service, db_path, **{"mem-solo": "zqxsolo shared"})
     service.govern(command(GovernanceAction.SEAL, "mem-solo"))
     for number in range(PENDING_BOUND - 1):
         service.materialize_once(memory(f"mem-{number:03d}", content=f"shared {number}"))
@@ -225,11 +228,15 @@ def _merged_copies(db_path: Path) -> dict[object, tuple[object, ...]]:
 
 
 def test_a_seal_queues_an_exact_copy_of_the_merged_entry(service: TrueHeart, db_path: Path) -> None:
-    service.ingest_event(event("evt-1"))
-    service.materialize_once(memory("mem-a", content="zqxonly shared words shared twice"))
-    service.materialize_once(memory("mem-b", content="shared words elsewhere"))
-    service.materialize_once(memory("mem-c", content="... !!"))
-    merge_pending_of(db_path)
+    _merged(
+        service,
+        db_path,
+        **{
+            "mem-a": "zqxonly shared words shared twice",
+            "mem-b": "shared words elsewhere",
+            "mem-c": "... !!",
+        },
+    )
     copies = _merged_copies(db_path)
     assert len(copies) == 3  # the entry of mem-c holds no postings
     # mem-a alone holds a term: the seal reports it, the term waits for the merge.
@@ -257,9 +264,7 @@ def test_a_seal_queues_an_exact_copy_of_the_merged_entry(service: TrueHeart, db_
 def test_a_seal_beside_a_waiting_row_or_a_damaged_posting_takes_the_general_path(
     service: TrueHeart, db_path: Path
 ) -> None:
-    service.ingest_event(event("evt-1"))
-    service.materialize_once(memory("mem-a", content="zqxmerged tea"))
-    merge_pending_of(db_path)
+    _merged(service, db_path, **{"mem-a": "zqxmerged tea"})
     service.materialize_once(memory("mem-b", content="zqxwaiting tea"))
     # mem-b's addition still waits: the seal drops it instead of queueing a removal.
     assert service.govern(command(GovernanceAction.SEAL, "mem-b")).removed == (
