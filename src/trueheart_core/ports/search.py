@@ -49,7 +49,10 @@ class SearchIndex(Protocol):
         both, and reading them here saves a second look-up of the same rows."""
 
     def statistics(self, scope: ScopeKey) -> tuple[int, int]:
-        """``(searchable memories, sum of their lengths)`` of the exact scope."""
+        """``(searchable memories, sum of their lengths)`` of the exact scope. Every
+        search asks for it first: ``RepositoryCorruption`` when the scope's index holds
+        a row it cannot be read through (the ``index_unreadable`` finding of
+        verification), so that no search answers without that row."""
 
     def term_frequencies(self, scope: ScopeKey, terms: Sequence[int]) -> dict[int, int]:
         """Document frequency of each of these term keys in the scope (absent: none).

@@ -13,6 +13,7 @@ from conformance_builders import (
     OTHER_SCOPE,
     SCOPE,
     assert_bm25_reference,
+    assert_not_chained,
     check_capsule,
     command,
     materialize_all,
@@ -24,6 +25,7 @@ from trueheart_core import (
     GovernanceAction,
     IntegrityProblem,
     MemoryCapsule,
+    RepositoryCorruption,
     Scope,
     SearchQuery,
     TrueHeart,
@@ -224,6 +226,10 @@ def test_an_unreadable_pending_row_is_reported_and_rebuilt(
     scoped = service.verify_integrity(SCOPE)
     assert [p for p in scoped.problems if p.code == "index_unreadable"] == unreadable[:1]
     assert service.verify_integrity(OTHER_SCOPE).ok
+    # A search of the scope fails closed: it would leave the unreadable row out.
+    with pytest.raises(RepositoryCorruption, match="invalid search index") as info:
+        _search(service, "tea")
+    assert_not_chained(info.value)
     assert service.rebuild_search_index() == 2
     assert service.verify_integrity().ok
     assert _search(service, "tea") == healthy

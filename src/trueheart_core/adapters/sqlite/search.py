@@ -202,6 +202,9 @@ class SQLiteSearch(Role):
         sid = self._scope_id(scope)
         if sid is None:
             return (0, 0)
+        # A search reads the pending rows through their text (and sums their changes):
+        # one it cannot read would be left out, not refused.
+        self.pending.check_readable(sid)
         row = self._conn.execute(
             "SELECT IFNULL((SELECT docs FROM search_stats WHERE scope_id = ?1), 0) "
             "+ IFNULL((SELECT SUM(change) FROM search_pending WHERE scope_id = ?1), 0), "
