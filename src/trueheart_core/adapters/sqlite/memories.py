@@ -163,8 +163,31 @@ class SQLiteMemories(Role):
         sid = self._scope_id(scope)
         if sid is None or not memory_ids:
             return []
-        pairs = self._source_pairs(sid, memory_ids)
-        return [EdgeRow(scope, *r) for r in self._probed(sid, pairs, _EDGE_SELECTED)]
+        pairs: list[tuple[str, str]] = []
+        recent = self._session.recent
+        if len(memory_ids) == 1 and recent is not None and recent[:2] == (sid, memory_ids[0]):
+            pairs.extend((event_id, recent[1]) for event_id in source_ids(recent[3]))
+            memory_ids = ()
+        for start in range(0, len(memory_ids), CHUNK):
+            chunk = list(memory_ids[start : start + CHUNK])
+            marks = ",".join("?" * len(chunk))
+            for memory_id, sources in self._conn.execute(
+                "SELECT memory_id, sources FROM memories "
+                f"WHERE memory_id IN ({marks}) AND scope_id = ? AND erased IS NOT 1",
+                [*chunk, sid],
+            ):
+                pairs.extend((event_id, memory_id) for event_id in source_ids(sources))
+        edges: list[EdgeRow] = []
+        for start in range(0, len(pairs), CHUNK):
+            part = pairs[start : start + CHUNK]
+            edges.extend(
+                EdgeRow(scope, *r)
+                for r in self._conn.execute(
+                    edge_probe(_EDGE_SELECTED, len(part)),
+                    [*(value for pair in part for value in pair), sid],
+                )
+            )
+        return edges
 
     def with_lineage(
         self, scope: ScopeKey, memory_id: str
@@ -188,38 +211,6 @@ class SQLiteMemories(Role):
                 if r[event_at] is not None:
                     sources[r[event_at]] = event_row(scope, r[event_at:])
         return memory_row(scope, first[:_MEMORY_WIDTH]), edges, sources
-
-    def _source_pairs(self, sid: int, memory_ids: Sequence[str]) -> list[tuple[str, str]]:
-        """The ``(source event, memory)`` pairs these memories' rows name (the row
-        ``get`` read last, when it is the one asked for, is not read again)."""
-        pairs: list[tuple[str, str]] = []
-        recent = self._session.recent
-        if len(memory_ids) == 1 and recent is not None and recent[:2] == (sid, memory_ids[0]):
-            pairs.extend((event_id, recent[1]) for event_id in source_ids(recent[3]))
-            memory_ids = ()
-        for start in range(0, len(memory_ids), CHUNK):
-            chunk = list(memory_ids[start : start + CHUNK])
-            marks = ",".join("?" * len(chunk))
-            for memory_id, sources in self._conn.execute(
-                "SELECT memory_id, sources FROM memories "
-                f"WHERE memory_id IN ({marks}) AND scope_id = ? AND erased IS NOT 1",
-                [*chunk, sid],
-            ):
-                pairs.extend((event_id, memory_id) for event_id in source_ids(sources))
-        return pairs
-
-    def _probed(self, sid: int, pairs: Sequence[tuple[str, str]], columns: str) -> list[Any]:
-        """The rows of :func:`edge_probe` (``columns``) for these pairs."""
-        rows: list[Any] = []
-        for start in range(0, len(pairs), CHUNK):
-            part = pairs[start : start + CHUNK]
-            rows.extend(
-                self._conn.execute(
-                    edge_probe(columns, len(part)),
-                    [*(value for pair in part for value in pair), sid],
-                )
-            )
-        return rows
 
     def dependents(self, scope: ScopeKey, event_id: str) -> list[str]:
         sid = self._scope_id(scope)

@@ -248,15 +248,11 @@ class SQLiteSearch(Role):
     def _known_ids(self, sid: int, terms: Sequence[int]) -> dict[int, int]:
         """The ``term_id`` of each of these term keys in the scope (absent: none yet):
         those this connection has met (see ``Session.recall``) without a look-up."""
-        # ``Session.recall`` inlined: a write looks up every term of its memory.
-        staged, memo = self._session.staged, self._session.memo
+        recall = self._session.recall
         ids: dict[int, int] = {}
         missing: list[int] = []
         for term in terms:
-            key = (sid, term)
-            known = staged.get(key)
-            if known is None:
-                known = memo.get(key)
+            known = recall((sid, term))
             if type(known) is int:
                 ids[term] = known
             else:
