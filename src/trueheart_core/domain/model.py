@@ -17,6 +17,7 @@ from enum import IntEnum, StrEnum
 from typing import Any, TypeVar
 
 from trueheart_core.domain import validation as v
+from trueheart_core.domain.frozen import assembler
 from trueheart_core.domain.reprs import body_free_repr
 from trueheart_core.errors import ValidationError
 
@@ -44,7 +45,7 @@ __all__ = [
 
 
 _D = TypeVar("_D")
-_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+_ASSEMBLERS: dict[type, Callable[..., Any]] = {}
 
 
 def assembled(cls: type[_D], *values: object) -> _D:
@@ -52,14 +53,10 @@ def assembled(cls: type[_D], *values: object) -> _D:
     without running its checks. Only for values that passed those very checks already,
     as a stored memory's fields taken from its validated draft: checking them again
     would freeze and encode the metadata a second time."""
-    names = _FIELD_NAMES.get(cls)
-    if names is None:
-        names = _FIELD_NAMES[cls] = tuple(f.name for f in fields(cls))  # type: ignore[arg-type]
-    if len(values) != len(names):
-        raise TypeError(f"{cls.__name__} takes {len(names)} values")
-    built = object.__new__(cls)
-    for name, value in zip(names, values, strict=True):
-        object.__setattr__(built, name, value)
+    assemble = _ASSEMBLERS.get(cls)
+    if assemble is None:
+        assemble = _ASSEMBLERS[cls] = assembler(cls)
+    built: _D = assemble(*values)
     return built
 
 

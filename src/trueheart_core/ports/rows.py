@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from trueheart_core.domain.frozen import direct_init
+
 __all__ = [
     "AuditRow",
     "BodyRow",
@@ -62,6 +64,7 @@ Operation = Literal[
 ]
 
 
+@direct_init
 @dataclass(frozen=True, slots=True)
 class EventRow:
     """A body-free raw event receipt as stored. ``status`` is ``active`` or ``expired``."""
@@ -84,6 +87,7 @@ class EventRow:
     has_body: bool = False
 
 
+@direct_init
 @dataclass(frozen=True, slots=True)
 class BodyRow:
     """A raw event body, stored apart from its receipt so that expiry can remove it."""
@@ -94,6 +98,7 @@ class BodyRow:
     digest: str
 
 
+@direct_init
 @dataclass(frozen=True, slots=True)
 class MemoryRow:
     """A memory as stored, without its lineage edges."""
@@ -112,6 +117,7 @@ class MemoryRow:
     digest: str
 
 
+@direct_init
 @dataclass(frozen=True, slots=True)
 class EdgeRow:
     """One lineage edge with snapshots of its source's trust and retention."""
@@ -125,6 +131,7 @@ class EdgeRow:
     digest: str
 
 
+@direct_init
 @dataclass(frozen=True, slots=True)
 class TombstoneRow:
     """A body-free non-resurrection marker for a scoped ID (and fingerprint for memories)."""
@@ -138,6 +145,7 @@ class TombstoneRow:
     digest: str
 
 
+@direct_init
 @dataclass(frozen=True, slots=True)
 class AuditRow:
     """A body-free lifecycle record. ``seq`` is the write order, assigned on insert."""
@@ -154,6 +162,7 @@ class AuditRow:
     seq: int = 0
 
 
+@direct_init
 @dataclass(frozen=True, slots=True)
 class RecallCandidate:
     """The index-only projection of a memory that recall ranks before loading rows."""
@@ -164,6 +173,7 @@ class RecallCandidate:
     recall_until: int
 
 
+@direct_init
 @dataclass(frozen=True, slots=True)
 class SearchDocRow:
     """A searchable memory as the search index holds it.
@@ -192,6 +202,7 @@ start and exclusive end, ``None`` where it is open. A memory is in it when its
 validity ``[valid_from, valid_to)`` (a ``None`` bound is open) overlaps it."""
 
 
+@direct_init
 @dataclass(frozen=True, slots=True)
 class SearchCandidate:
     """A matching memory with its relevance score, read from the search index."""
@@ -203,6 +214,7 @@ class SearchCandidate:
     recall_until: int
 
 
+@direct_init
 @dataclass(frozen=True, slots=True)
 class SearchTermRow:
     """A term's stored document frequency next to the postings actually held for it,
@@ -216,6 +228,7 @@ class SearchTermRow:
     duplicates: int = 0
 
 
+@direct_init
 @dataclass(frozen=True, slots=True)
 class SearchStatsRow:
     """A scope's stored search statistics next to the ones recomputed from its entries."""
@@ -232,6 +245,7 @@ ClaimPosition = tuple[str, str, int, str]
 ``created_at`` (its memory's) in integer microseconds."""
 
 
+@direct_init
 @dataclass(frozen=True, slots=True)
 class ClaimRow:
     """A claim's structured fields as stored, next to its memory row (same ID and scope).
@@ -250,6 +264,7 @@ class ClaimRow:
     digest: str
 
 
+@direct_init
 @dataclass(frozen=True, slots=True)
 class ExtractionRow:
     """The body-free record of one extraction: the extractor's identity and canonical
@@ -264,6 +279,7 @@ class ExtractionRow:
     digest: str
 
 
+@direct_init
 @dataclass(frozen=True, slots=True)
 class SpaceRow:
     """A registered vector space: the identity, dimensions and normalisation of the
@@ -275,6 +291,7 @@ class SpaceRow:
     normalized: bool
 
 
+@direct_init
 @dataclass(frozen=True, slots=True)
 class VectorRow:
     """One memory's vector as stored: its space, the SHA-256 of the content it was
@@ -295,6 +312,7 @@ class VectorRow:
     sketch_error: float | None = None
 
 
+@direct_init
 @dataclass(frozen=True, slots=True)
 class VectorState:
     """An active memory and the vector it has, if any (for status and repair)."""
