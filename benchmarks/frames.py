@@ -69,6 +69,9 @@ class WriteCost:
     frames: int
     cpu_us: float
     calls: int
+    over_target: float = 0.0
+    """Share of calls that appended more than :data:`FRAME_TARGET` frames (the median
+    hides how often a b-tree's leaf is rebalanced, which writes three or four pages)."""
     btrees: int | None = None
     """Median number of distinct b-trees whose pages a call wrote (page 1 not counted)."""
     one_page_each: float | None = None
@@ -130,6 +133,7 @@ def attribute(cost: WriteCost, calls: Sequence[list[str]]) -> WriteCost:
         cost.frames,
         cost.cpu_us,
         cost.calls,
+        cost.over_target,
         int(statistics.median_low(btrees)),
         clean / len(calls),
         tuple((name, n / len(calls)) for name, n in extra.most_common() if n > 0),
@@ -219,6 +223,7 @@ def measure_writes(
                 int(statistics.median_low(frames[name])),
                 statistics.median(cpu[name]) / 1000,
                 calls,
+                sum(n > FRAME_TARGET for n in frames[name]) / len(frames[name]),
             ),
             named[name],
         )
