@@ -12,8 +12,8 @@ import sqlite3
 import stat
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
+from types import TracebackType
 from urllib.parse import quote
 
 from trueheart_core.adapters.sql.failures import MALFORMED, forget
@@ -54,26 +54,40 @@ _TEMPORARY_SUFFIX_BYTES = 23
 leading dot."""
 
 
-@contextlib.contextmanager
-def translate(diagnostic: str) -> Iterator[None]:
+class translate:  # noqa: N801 - used as a function: ``with translate(diagnostic):``
     """Turn any driver error raised in the block into a library error, without chaining.
 
     The one place where driver errors become library errors (see :func:`translated`).
     Only the fixed diagnostic is kept: SQLite's own message never reaches the caller,
     and the driver's exception, left as the ``__context__`` Python always records, is
     stripped of its arguments, traceback and chain first, so no body survives in it.
+    (A class rather than a generator-based context manager: every unit of work enters
+    one, and this costs a third as much.)
     """
-    try:
-        yield
-    except TrueHeartError:
-        raise
-    except sqlite3.Error as error:
-        failure = translated(error, diagnostic)
-        forget(error)
-        raise failure from None
-    except _MALFORMED as error:
-        forget(error)
-        raise RepositoryCorruption(diagnostic) from None
+
+    __slots__ = ("_diagnostic",)
+
+    def __init__(self, diagnostic: str) -> None:
+        self._diagnostic = diagnostic
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        if error is None or isinstance(error, TrueHeartError):
+            return
+        if isinstance(error, sqlite3.Error):
+            failure = translated(error, self._diagnostic)
+            forget(error)
+            raise failure from None
+        if isinstance(error, _MALFORMED):
+            forget(error)
+            raise RepositoryCorruption(self._diagnostic) from None
 
 
 def translated(error: BaseException, diagnostic: str) -> TrueHeartError:
