@@ -8,6 +8,13 @@ frames it appended to the write-ahead log (``mxFrame`` of the WAL index header i
 (``time.process_time_ns``). A frame is one page image written at commit: the number of
 pages the call dirtied.
 
+Called in rotation, one call of each operation after the other, a write finds the
+processor's caches filled by three other operations; called many times in a row, as a
+loop that only materialises memories does, it finds its own code and pages there and
+spends less. A third phase measures that: blocks of :data:`RUN` calls of one operation,
+the operations taking turns block by block (so that a drift of the machine's speed
+touches them alike), reporting the median CPU per call.
+
 As many rounds again follow the timed ones, untimed: after each call they read the page
 number of each frame it appended (from the frame headers in the ``-wal`` file) and name
 the b-tree that owns the page (SQLite's ``dbstat`` table, where the ``sqlite3`` module
@@ -52,6 +59,8 @@ FRAME_TARGET = 8
 CPU_TARGET_US = 150.0
 """CPU a single-memory write should take at most on tmpfs, in µs (information only)."""
 SCOPE_MEMORIES = 1_000
+RUN = 32
+"""Calls of one operation in a row in the third phase (see the module's docstring)."""
 HEADER_PAGE = "sqlite_schema"
 """``dbstat``'s name for page 1, the database header (and the schema's root)."""
 HEADER_LABEL = "header (page 1)"
@@ -72,6 +81,8 @@ class WriteCost:
     over_target: float = 0.0
     """Share of calls that appended more than :data:`FRAME_TARGET` frames (the median
     hides how often a b-tree's leaf is rebalanced, which writes three or four pages)."""
+    cpu_in_a_row_us: float | None = None
+    """Median CPU per call in blocks of :data:`RUN` calls of this operation in a row."""
     btrees: int | None = None
     """Median number of distinct b-trees whose pages a call wrote (page 1 not counted)."""
     one_page_each: float | None = None
@@ -134,6 +145,7 @@ def attribute(cost: WriteCost, calls: Sequence[list[str]]) -> WriteCost:
         cost.cpu_us,
         cost.calls,
         cost.over_target,
+        cost.cpu_in_a_row_us,
         int(statistics.median_low(btrees)),
         clean / len(calls),
         tuple((name, n / len(calls)) for name, n in extra.most_common() if n > 0),
@@ -161,8 +173,9 @@ def measure_writes(
                 th.materialize_once(memory(s, f"m{k}", "src", k + 1))
             g = Scope("bench", "owner", "frames-govern")
             th.ingest_event(event(g, "src", 0))
-            # Rounds 0 to calls - 1 are timed; as many more name each page they write.
-            rounds = 2 * calls
+            # Rounds 0 to calls - 1 are timed; as many more name each page they write, and
+            # as many again are timed in blocks of calls in a row.
+            rounds = 3 * calls
             for k in range(2 * rounds):
                 th.materialize_once(memory(g, f"g{k}", "src", k + 1))
             for k in range(rounds, 2 * rounds):
@@ -188,7 +201,7 @@ def measure_writes(
             frames: dict[str, list[int]] = {name: [] for name in operations}
             cpu: dict[str, list[int]] = {name: [] for name in operations}
             named: dict[str, list[list[str]]] = {name: [] for name in operations}
-            for i in range(rounds):
+            for i in range(2 * calls):
                 timed = i < calls
                 for name, prepare in operations.items():
                     call = prepare(i)
@@ -209,6 +222,7 @@ def measure_writes(
                             named[name].append(
                                 [owners.get(page, "?") for page in frame_pages(wal, first, after)]
                             )
+            in_a_row = _in_a_row(operations, range(2 * calls, rounds))
     finally:
         if spy is not None:
             spy.close()
@@ -224,11 +238,31 @@ def measure_writes(
                 statistics.median(cpu[name]) / 1000,
                 calls,
                 sum(n > FRAME_TARGET for n in frames[name]) / len(frames[name]),
+                in_a_row[name],
             ),
             named[name],
         )
         for name in operations
     ]
+
+
+def _in_a_row(
+    operations: dict[str, Callable[[int], Callable[[], object]]], indexes: range
+) -> dict[str, float]:
+    """The median CPU per call, in µs, of each operation called :data:`RUN` times in a
+    row (with the call indexes ``indexes``), the operations taking turns by block and
+    the first of each turn alternating."""
+    cpu: dict[str, list[int]] = {name: [] for name in operations}
+    names = list(operations)
+    for number, start in enumerate(range(indexes.start, indexes.stop, RUN)):
+        block = range(start, min(start + RUN, indexes.stop))
+        for name in names if number % 2 == 0 else reversed(names):
+            for i in block:
+                call = operations[name](i)
+                begun = time.process_time_ns()
+                call()
+                cpu[name].append(time.process_time_ns() - begun)
+    return {name: statistics.median(spent) / 1000 for name, spent in cpu.items()}
 
 
 def pages_floor(conn: sqlite3.Connection, pages: int) -> Callable[[int], Callable[[], object]]:
