@@ -380,6 +380,23 @@ def test_sources_are_diagnosed_in_draft_order(service: TrueHeart) -> None:
     assert [r.action for r in service.audit(SCOPE)] == ["delete", "ingest", "ingest"]
 
 
+def test_a_memory_of_more_sources_than_one_look_up_reads(service: TrueHeart) -> None:
+    """1,201 sources: more than a backend's look-up of receipts takes at once (500 IDs on
+    both), so they are read in several parts; every source is checked, in draft order,
+    and a replay is recognised."""
+    sources = tuple(f"evt-{index:04d}" for index in range(1201))
+    service.ingest_events([event(event_id) for event_id in sources])
+    record = service.materialize_once(memory("mem-wide", sources))
+    assert record.source_event_ids == tuple(sorted(sources))
+    assert service.materialize_once(memory("mem-wide", sources)) == record
+    _delete_event(service, "evt-1100")
+    late = (*sources[:1101], "evt-missing")  # the deleted source comes first
+    with pytest.raises(EntityDeleted, match=msg("entity deleted: evt-1100")):
+        service.materialize_once(memory("mem-late", late, kind="other"))
+    with pytest.raises(EntityNotFound, match=msg("entity not found: evt-missing")):
+        service.materialize_once(memory("mem-late", (*sources[:1100], "evt-missing")))
+
+
 def test_sources_are_checked_before_trust_ceiling(service: TrueHeart) -> None:
     service.ingest_event(event(trust=TrustLevel.UNTRUSTED))
     with pytest.raises(EntityNotFound, match=msg("entity not found: evt-missing")):

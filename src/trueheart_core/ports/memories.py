@@ -5,7 +5,14 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Protocol
 
-from trueheart_core.ports.rows import EdgeRow, EventRow, MemoryRow, RecallCandidate, ScopeKey
+from trueheart_core.ports.rows import (
+    EdgeRow,
+    EventRow,
+    MemoryRow,
+    RecallCandidate,
+    ScopeKey,
+    TombstoneRow,
+)
 
 
 class MemoryStore(Protocol):
@@ -36,6 +43,16 @@ class MemoryStore(Protocol):
         them), and the receipts of the source events they name, by event ID (a source
         whose receipt is gone is absent; as ``EventStore.get`` gives them), read
         together: governing a memory checks all three."""
+
+    def before_insert(
+        self, scope: ScopeKey, memory_id: str, fingerprint: str, source_ids: Sequence[str]
+    ) -> tuple[list[TombstoneRow], list[TombstoneRow], MemoryRow | None, dict[str, EventRow]]:
+        """What a new memory is checked against, in the exact scope, read together (on a
+        server, in one round trip): the tombstones of its ID (as ``TombstoneStore.get``
+        gives them) and the memory tombstones carrying its dependency fingerprint, each
+        set found through its index; the memory already stored under
+        its ID (as :meth:`get`; None when there is none); and the receipts of its
+        sources by event ID (as ``EventStore.get``; a missing one is absent)."""
 
     def dependents(self, scope: ScopeKey, event_id: str) -> list[str]:
         """IDs of the memories with an edge to this event in the exact scope (indexed)."""

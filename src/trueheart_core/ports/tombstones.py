@@ -23,14 +23,6 @@ class TombstoneStore(Protocol):
     def elsewhere(self, entity_id: str, entity_type: str, scope: ScopeKey) -> TombstoneRow | None:
         """One tombstone of this type and ID in any *other* scope, if any (indexed)."""
 
-    def for_memory(
-        self, scope: ScopeKey, memory_id: str, fingerprint: str
-    ) -> tuple[list[TombstoneRow], list[TombstoneRow]]:
-        """The two sets of tombstones a new memory is checked against, in the exact scope:
-        those :meth:`get` gives for its ID, and the memory tombstones carrying its
-        dependency fingerprint (each found through its index). Read together, in one
-        statement, because every new memory needs both."""
-
     def insert(self, row: TombstoneRow) -> None:
         """Store a tombstone."""
 

@@ -134,10 +134,12 @@ def materialize(uow: UnitOfWork, draft: MemoryDraft) -> MemoryRecord:
     scope = draft.scope
     fingerprint = policy.dependency_fingerprint(scope, draft.kind, draft.source_event_ids)
     key = scope_key(scope)
-    by_id, by_fingerprint = uow.tombstones.for_memory(key, draft.memory_id, fingerprint)
+    # Everything the checks below read, read at once (on a server, in one round trip).
+    by_id, by_fingerprint, existing, found = uow.memories.before_insert(
+        key, draft.memory_id, fingerprint, draft.source_event_ids
+    )
     if loading.blocking_tombstones(by_id, EntityType.MEMORY):
         raise EntityDeleted(draft.memory_id)
-    existing = uow.memories.get(key, draft.memory_id)
     if existing is not None:
         stored = replayed_memory(uow, existing, scope)
         if not policy.memory_matches(stored, draft, fingerprint):
@@ -145,7 +147,6 @@ def materialize(uow: UnitOfWork, draft: MemoryDraft) -> MemoryRecord:
         return stored
     if loading.blocking_tombstones(by_fingerprint, EntityType.MEMORY):
         raise EntityDeleted(draft.memory_id)
-    found = uow.events.get(key, draft.source_event_ids)
     sources: list[RawEventReceipt] = []
     for event_id in draft.source_event_ids:
         row = found.get(event_id)

@@ -365,10 +365,10 @@ def test_the_round_trips_of_the_common_writes(counted: tuple[TrueHeart, RoundTri
     # A batch: one insert per event, each read before the next; then COMMIT.
     batch = [event(f"evt-batch-{index}") for index in range(10)]
     assert _round_trips(counter, lambda: service.ingest_events(batch)) == 11
-    # Three reads (the tombstones of its ID and fingerprint in one statement, the memory,
+    # One round trip of three reads (the tombstones of its ID and fingerprint, the memory,
     # its sources), then the memory, its lineage, its search entry and its audit row with
     # COMMIT.
-    assert _round_trips(counter, lambda: service.materialize_once(memory("mem-1"))) == 4
+    assert _round_trips(counter, lambda: service.materialize_once(memory("mem-1"))) == 2
     # One look-up (the memory with its edges and their sources' receipts); the status
     # update, the vector flag and the search entry's removal, which returns what it
     # removed; the audit row with COMMIT.

@@ -3,7 +3,8 @@ connection, and nothing else."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
 
 from trueheart_core.adapters.postgres.claims import PostgresClaims
 from trueheart_core.adapters.postgres.scans import scan
@@ -26,6 +27,26 @@ from trueheart_core.ports import AuditRow, BodyRow, EventRow, ScopeKey
 _EVENT_X = EVENT_COLUMNS.format(a="x")
 
 
+def receipts_read(
+    session: Session, scope: ScopeKey, encoded_ids: list[bytes]
+) -> tuple[str, tuple[Any, ...]]:
+    """The statement that reads the receipts of these events (their IDs encoded, at
+    most ``CHUNK``); its rows are read by :func:`receipts`."""
+    return (
+        f"SELECT {EVENT_E} FROM raw_events e WHERE {scoped('e')} AND e.event_id = ANY(%s)",
+        (*session.key(scope), encoded_ids),
+    )
+
+
+def receipts(scope: ScopeKey, rows: Iterable[Sequence[Any]]) -> dict[str, EventRow]:
+    """The rows of :func:`receipts_read`, by event ID."""
+    found: dict[str, EventRow] = {}
+    for r in rows:
+        row = event_row(scope, r)
+        found[row.event_id] = row
+    return found
+
+
 class PostgresEvents(Role):
     """The events role over one transaction."""
 
@@ -36,12 +57,7 @@ class PostgresEvents(Role):
     def get(self, scope: ScopeKey, event_ids: Sequence[str]) -> dict[str, EventRow]:
         found: dict[str, EventRow] = {}
         for chunk in self._s.chunks([enc(event_id) for event_id in event_ids]):
-            for r in self._s.all(
-                f"SELECT {EVENT_E} FROM raw_events e WHERE {scoped('e')} AND e.event_id = ANY(%s)",
-                (*self._s.key(scope), chunk),
-            ):
-                row = event_row(scope, r)
-                found[row.event_id] = row
+            found.update(receipts(scope, self._s.all(*receipts_read(self._s, scope, chunk))))
         return found
 
     def id_elsewhere(self, event_id: str, scope: ScopeKey) -> bool:

@@ -11,8 +11,10 @@ from collections.abc import Iterator, Sequence
 from typing import Any, Protocol
 
 from trueheart_core.adapters.postgres.claims import PostgresClaims
+from trueheart_core.adapters.postgres.events import PostgresEvents, receipts, receipts_read
 from trueheart_core.adapters.postgres.scans import scan
 from trueheart_core.adapters.postgres.session import (
+    CHUNK,
     EVENT_E,
     KEY,
     MEMORY_COLUMNS,
@@ -26,6 +28,7 @@ from trueheart_core.adapters.postgres.session import (
     same_scope,
     scoped,
 )
+from trueheart_core.adapters.postgres.tombstones import memory_read, memory_sets
 from trueheart_core.adapters.sql.expressions import (
     POSTGRESQL,
     Param,
@@ -33,7 +36,14 @@ from trueheart_core.adapters.sql.expressions import (
     fading,
     fully_clear,
 )
-from trueheart_core.ports import EdgeRow, EventRow, MemoryRow, RecallCandidate, ScopeKey
+from trueheart_core.ports import (
+    EdgeRow,
+    EventRow,
+    MemoryRow,
+    RecallCandidate,
+    ScopeKey,
+    TombstoneRow,
+)
 
 _MEMORY_X = MEMORY_COLUMNS.format(a="x")
 _EDGE_COLUMNS = "x.memory_id, x.event_id, x.trust, x.clear_for, x.recall_for, x.digest"
@@ -78,18 +88,40 @@ class PostgresMemories(Role):
         search: _SearchEntries,
         claims: PostgresClaims,
         vectors: _VectorRows,
+        events: PostgresEvents,
     ) -> None:
         super().__init__(session)
         self._search = search
         self._claims = claims
         self._vectors = vectors
+        self._events = events
 
     def get(self, scope: ScopeKey, memory_id: str) -> MemoryRow | None:
-        r = self._s.one(
+        r = self._s.one(*self._get_read(scope, memory_id))
+        return None if r is None else memory_row(scope, r)
+
+    def _get_read(self, scope: ScopeKey, memory_id: str) -> tuple[str, tuple[Any, ...]]:
+        return (
             f"SELECT {MEMORY_M} FROM memories m WHERE {scoped('m')} AND m.memory_id = %s",
             (*self._s.key(scope), enc(memory_id)),
         )
-        return None if r is None else memory_row(scope, r)
+
+    def before_insert(
+        self, scope: ScopeKey, memory_id: str, fingerprint: str, source_ids: Sequence[str]
+    ) -> tuple[list[TombstoneRow], list[TombstoneRow], MemoryRow | None, dict[str, EventRow]]:
+        reads = [
+            memory_read(self._s, scope, memory_id, fingerprint),
+            self._get_read(scope, memory_id),
+        ]
+        ids = [enc(event_id) for event_id in source_ids]
+        together = 0 < len(ids) <= CHUNK
+        if together:
+            reads.append(receipts_read(self._s, scope, ids))
+        answers = self._s.many(reads)
+        by_id, by_fingerprint = memory_sets(scope, answers[0])
+        existing = memory_row(scope, answers[1][0]) if answers[1] else None
+        found = receipts(scope, answers[2]) if together else self._events.get(scope, source_ids)
+        return by_id, by_fingerprint, existing, found
 
     def id_elsewhere(self, memory_id: str, scope: ScopeKey) -> bool:
         # Through ``memories_by_id``: the ID in every scope, the exact one left out.

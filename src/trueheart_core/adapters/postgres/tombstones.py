@@ -3,13 +3,14 @@ of work's connection, and nothing else."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from trueheart_core.adapters.postgres.scans import scan
 from trueheart_core.adapters.postgres.session import (
     KEY,
     Role,
+    Session,
     dec,
     enc,
     enc_opt,
@@ -24,6 +25,33 @@ _COLUMNS = "x.entity_type, x.entity_id, x.fingerprint, x.deleted_at, x.reason, x
 def _tombstone(scope: ScopeKey, r: Sequence[Any]) -> TombstoneRow:
     """A :class:`TombstoneRow` from the columns of ``_COLUMNS``."""
     return TombstoneRow(scope, r[0], dec(r[1]), r[2], r[3], dec(r[4]), r[5])
+
+
+def memory_read(
+    session: Session, scope: ScopeKey, memory_id: str, fingerprint: str
+) -> tuple[str, tuple[Any, ...]]:
+    """The statement that reads the two sets of tombstones a new memory is checked
+    against (see ``MemoryStore.before_insert``; the memories role sends it with its own
+    reads, in one round trip): its rows are read by :func:`memory_sets`."""
+    key = session.key(scope)
+    return (
+        f"SELECT 0, x.seq, {_COLUMNS} FROM tombstones x WHERE {scoped('x')} "
+        f"AND x.entity_id = %s UNION ALL SELECT 1, x.seq, {_COLUMNS} FROM tombstones x "
+        f"WHERE {scoped('x')} AND x.fingerprint = %s ORDER BY 1, 2",
+        (*key, enc(memory_id), *key, fingerprint),
+    )
+
+
+def memory_sets(
+    scope: ScopeKey, rows: Iterable[Sequence[Any]]
+) -> tuple[list[TombstoneRow], list[TombstoneRow]]:
+    """The rows of :func:`memory_read` as the tombstones of the memory's ID and those
+    carrying its fingerprint."""
+    by_id: list[TombstoneRow] = []
+    by_fingerprint: list[TombstoneRow] = []
+    for r in rows:
+        (by_fingerprint if r[0] else by_id).append(_tombstone(scope, r[2:]))
+    return by_id, by_fingerprint
 
 
 class PostgresTombstones(Role):
@@ -49,21 +77,6 @@ class PostgresTombstones(Role):
             (enc(entity_id), entity_type, *self._s.key(scope)),
         )
         return None if r is None else _tombstone(key_of(r), r[3:])
-
-    def for_memory(
-        self, scope: ScopeKey, memory_id: str, fingerprint: str
-    ) -> tuple[list[TombstoneRow], list[TombstoneRow]]:
-        by_id: list[TombstoneRow] = []
-        by_fingerprint: list[TombstoneRow] = []
-        key = self._s.key(scope)
-        for r in self._s.all(
-            f"SELECT 0, x.seq, {_COLUMNS} FROM tombstones x WHERE {scoped('x')} "
-            f"AND x.entity_id = %s UNION ALL SELECT 1, x.seq, {_COLUMNS} FROM tombstones x "
-            f"WHERE {scoped('x')} AND x.fingerprint = %s ORDER BY 1, 2",
-            (*key, enc(memory_id), *key, fingerprint),
-        ):
-            (by_fingerprint if r[0] else by_id).append(_tombstone(scope, r[2:]))
-        return by_id, by_fingerprint
 
     def insert(self, row: TombstoneRow) -> None:
         self._s.ensure_scope(row.scope)

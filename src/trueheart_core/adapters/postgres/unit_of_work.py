@@ -48,7 +48,11 @@ class PostgresUnitOfWork:
         self.vectors = PostgresVectors(self.session, search=self.search)
         self.events = PostgresEvents(self.session, claims=self.claims)
         self.memories = PostgresMemories(
-            self.session, search=self.search, claims=self.claims, vectors=self.vectors
+            self.session,
+            search=self.search,
+            claims=self.claims,
+            vectors=self.vectors,
+            events=self.events,
         )
         self.tombstones = PostgresTombstones(self.session)
         self.audit = PostgresAudit(self.session)

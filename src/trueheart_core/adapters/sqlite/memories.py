@@ -20,6 +20,7 @@ from trueheart_core.adapters.sql.expressions import (
 )
 from trueheart_core.adapters.sqlite.claims import SQLiteClaims
 from trueheart_core.adapters.sqlite.connection import changed
+from trueheart_core.adapters.sqlite.events import SQLiteEvents
 from trueheart_core.adapters.sqlite.filters import hex_set
 from trueheart_core.adapters.sqlite.search import SQLiteSearch
 from trueheart_core.adapters.sqlite.session import (
@@ -36,9 +37,17 @@ from trueheart_core.adapters.sqlite.session import (
     key_of,
     memory_row,
 )
+from trueheart_core.adapters.sqlite.tombstones import SQLiteTombstones
 from trueheart_core.adapters.sqlite.vectors import SQLiteVectors
 from trueheart_core.errors import RepositoryCorruption
-from trueheart_core.ports import EdgeRow, EventRow, MemoryRow, RecallCandidate, ScopeKey
+from trueheart_core.ports import (
+    EdgeRow,
+    EventRow,
+    MemoryRow,
+    RecallCandidate,
+    ScopeKey,
+    TombstoneRow,
+)
 
 MEMORY_TEXT = (
     "content",
@@ -112,11 +121,15 @@ class SQLiteMemories(Role):
         search: SQLiteSearch,
         claims: SQLiteClaims,
         vectors: SQLiteVectors,
+        events: SQLiteEvents,
+        tombstones: SQLiteTombstones,
     ) -> None:
         super().__init__(session)
         self._search = search
         self._claims = claims
         self._vectors = vectors
+        self._events = events
+        self._tombstones = tombstones
 
     def get(self, scope: ScopeKey, memory_id: str) -> MemoryRow | None:
         sid = self._scope_id(scope)
@@ -211,6 +224,14 @@ class SQLiteMemories(Role):
                 if r[event_at] is not None:
                     sources[r[event_at]] = event_row(scope, r[event_at:])
         return memory_row(scope, first[:_MEMORY_WIDTH]), edges, sources
+
+    def before_insert(
+        self, scope: ScopeKey, memory_id: str, fingerprint: str, source_ids: Sequence[str]
+    ) -> tuple[list[TombstoneRow], list[TombstoneRow], MemoryRow | None, dict[str, EventRow]]:
+        # In process, three statements cost what one would: no round trip to save.
+        by_id, by_fingerprint = self._tombstones.for_memory(scope, memory_id, fingerprint)
+        existing = self.get(scope, memory_id)
+        return by_id, by_fingerprint, existing, self._events.get(scope, source_ids)
 
     def dependents(self, scope: ScopeKey, event_id: str) -> list[str]:
         sid = self._scope_id(scope)

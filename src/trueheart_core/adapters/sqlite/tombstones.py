@@ -35,6 +35,9 @@ class SQLiteTombstones(Role):
     def for_memory(
         self, scope: ScopeKey, memory_id: str, fingerprint: str
     ) -> tuple[list[TombstoneRow], list[TombstoneRow]]:
+        """The two sets of tombstones a new memory is checked against (see
+        ``MemoryStore.before_insert``): those of its ID, and the memory tombstones
+        carrying its fingerprint, each found through its index, in one statement."""
         by_id: list[TombstoneRow] = []
         by_fingerprint: list[TombstoneRow] = []
         sid = self._scope_id(scope)

@@ -56,10 +56,15 @@ class SQLiteUnitOfWork:
         self.vectors = SQLiteVectors(session, search=self.search)
         self.audit = SQLiteAudit(session)
         self.events = SQLiteEvents(session, claims=self.claims, audit=self.audit)
-        self.memories = SQLiteMemories(
-            session, search=self.search, claims=self.claims, vectors=self.vectors
-        )
         self.tombstones = SQLiteTombstones(session)
+        self.memories = SQLiteMemories(
+            session,
+            search=self.search,
+            claims=self.claims,
+            vectors=self.vectors,
+            events=self.events,
+            tombstones=self.tombstones,
+        )
         self.operations = SQLiteOperations(session, search=self.search)
         self.committed = False
 
