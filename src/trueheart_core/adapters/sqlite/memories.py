@@ -228,7 +228,7 @@ class SQLiteMemories(Role):
     def before_insert(
         self, scope: ScopeKey, memory_id: str, fingerprint: str, source_ids: Sequence[str]
     ) -> tuple[list[TombstoneRow], list[TombstoneRow], MemoryRow | None, dict[str, EventRow]]:
-        # In process, three statements cost what one would: no round trip to save.
+        # In process there is no round trip to save: the three look-ups stay three statements.
         by_id, by_fingerprint = self._tombstones.for_memory(scope, memory_id, fingerprint)
         existing = self.get(scope, memory_id)
         return by_id, by_fingerprint, existing, self._events.get(scope, source_ids)
