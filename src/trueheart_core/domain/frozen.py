@@ -1,11 +1,12 @@
-"""Building frozen, slotted dataclasses at the cost of a plain one.
+"""Building frozen, slotted dataclasses with less work than their own ``__init__``.
 
 A frozen dataclass's generated ``__init__`` sets every field through
 ``object.__setattr__``, looked up afresh for each field on every call. Every write
 builds about ten such objects (the rows it stores, the records it returns), so that
 lookup is a measurable part of its CPU. The functions here set the fields through the
-class's slot descriptors instead, which costs about half as much; what the object is
-(its fields, equality, hash, ``repr``, immutability) does not change.
+class's slot descriptors instead, which needs no look-up per field
+(``benchmarks/compare_writes.py`` measures what it does to the writes); what the object
+is (its fields, equality, hash, ``repr``, immutability) does not change.
 """
 
 from __future__ import annotations

@@ -62,7 +62,7 @@ class translate:  # noqa: N801 - used as a function: ``with translate(diagnostic
     and the driver's exception, left as the ``__context__`` Python always records, is
     stripped of its arguments, traceback and chain first, so no body survives in it.
     (A class rather than a generator-based context manager: every unit of work enters
-    one, and this costs a third as much.)
+    one, and a class makes no generator to enter and leave.)
     """
 
     __slots__ = ("_diagnostic",)
