@@ -54,6 +54,7 @@ from trueheart_core.domain.validation import MAX_CONTENT_BYTES, MAX_METADATA_BYT
 from trueheart_core.ports import ClaimRow, Repository
 from trueheart_core.service import records
 from trueheart_core.service.portable import MAX_LINE_BYTES
+from trueheart_core.service.records.claims import _claim_digest
 
 ERASED_SCOPE = Scope("tenant", "owner", "erased-subject")
 THIRD_SCOPE = Scope("tenant-2", "owner-2", "subject")
@@ -1052,7 +1053,7 @@ def test_a_claim_that_supersedes_itself_is_refused(
         obj["supersedes"],
         "",
     )
-    obj["row_digest"] = records._claim_digest(row)
+    obj["row_digest"] = _claim_digest(row)
     forged = [*lines[:number], fmt.canonical(obj) + "\n", *lines[number + 1 :]]
     target = TrueHeart(fresh_repository(), clock=clock)
     with pytest.raises(ImportRefused) as caught:

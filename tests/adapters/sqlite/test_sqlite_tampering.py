@@ -37,7 +37,8 @@ from trueheart_core import (
     TrueHeart,
     TrustLevel,
 )
-from trueheart_core.service import records
+from trueheart_core.ports import MemoryRow
+from trueheart_core.service.records.memories import _memory_digest
 
 SECRET_EVENT = "integrity-secret-event-body-5c2a"
 SECRET_MEMORY = "integrity-secret-memory-body-9e41"
@@ -513,8 +514,8 @@ def _forge_memory(path: Path, memory_id: str, column: str, value: object) -> Non
                 "JOIN scopes s ON s.scope_id = m.scope_id WHERE m.rid = ?",
                 (rid,),
             ).fetchone()
-            row = records.MemoryRow((stored[0], stored[1], stored[2]), *stored[3:13], "")
-            digest = records._memory_digest(row, sorted(json.loads(stored[13])))
+            row = MemoryRow((stored[0], stored[1], stored[2]), *stored[3:13], "")
+            digest = _memory_digest(row, sorted(json.loads(stored[13])))
             conn.execute("UPDATE memories SET digest = ? WHERE rid = ?", (digest, rid))
     finally:
         conn.close()
