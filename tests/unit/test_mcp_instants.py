@@ -1,6 +1,6 @@
 """The times the MCP tools take as text (``as_of``, ``valid_from``, ``valid_to``): an
-ISO 8601 date, taken as midnight UTC, or a time with a UTC offset. The module declares
-the tools without the SDK, so these run without it."""
+ISO 8601 date, taken as midnight UTC, or a time with a UTC offset. The module that checks
+the tools' arguments does not import the SDK, so these run without it."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 import pytest
 
 from trueheart_core import ValidationError
-from trueheart_core.integrations.mcp_server.tools import parse_instant
+from trueheart_core.integrations.mcp_server.arguments import parse_instant
 
 OFFSET = "as_of: must have a UTC offset, such as Z or +02:00"
 
