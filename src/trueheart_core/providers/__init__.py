@@ -5,9 +5,7 @@ framework: :class:`TransformersEmbedder` imports ``torch`` and ``transformers`` 
 ``local-transformers`` extra) only when it is constructed.
 """
 
-from trueheart_core.providers.transformers import (
-    TransformersEmbedder,
-    local_transformers_artifact_sha256,
-)
+from trueheart_core.providers.artifact import local_transformers_artifact_sha256
+from trueheart_core.providers.transformers import TransformersEmbedder
 
 __all__ = ["TransformersEmbedder", "local_transformers_artifact_sha256"]
