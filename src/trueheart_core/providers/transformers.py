@@ -17,7 +17,8 @@ win over the files; a configuration the embedder cannot reproduce exactly is ref
 with :class:`~trueheart_core.errors.ProviderError`.
 
 It needs the ``local-transformers`` extra (``torch`` and ``transformers``). They are
-imported when an embedder is constructed, never by ``import trueheart_core`` nor by
+imported when an embedder is constructed (by :mod:`trueheart_core.providers.encoder`,
+which also loads and pools), never by ``import trueheart_core`` nor by
 ``import trueheart_core.providers``; without them the constructor raises
 :class:`~trueheart_core.errors.ProviderError`.
 
@@ -42,12 +43,11 @@ sets ``max_seq_length`` (sentence-transformers truncates there); the identity sa
 from __future__ import annotations
 
 import hashlib
-import importlib
 import math
 import os
 import re
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Literal
 
 from trueheart_core.domain.semantic.embedders import MAX_DIMENSIONS
 from trueheart_core.domain.validation import utf8_size
@@ -61,6 +61,7 @@ from trueheart_core.providers.declared import (
     read_declared,
     refused,
 )
+from trueheart_core.providers.encoder import frameworks, input_limit, load, pool
 
 __all__ = ["TransformersEmbedder", "local_transformers_artifact_sha256"]
 
@@ -72,23 +73,11 @@ _SHA256 = re.compile(r"[0-9a-f]{64}")
 # A hub name: "name" or "owner/name", ASCII letters, digits, ".", "_" and "-".
 _HUB_NAME = re.compile(r"(?:[A-Za-z0-9][A-Za-z0-9._-]*/)?[A-Za-z0-9][A-Za-z0-9._-]*")
 _MAX_HUB_NAME_CHARS = 96
-# Tokenizers that do not know their limit report this huge placeholder instead.
-_UNKNOWN_LIMIT = 1_000_000_000
 
 _Pooling = Literal["cls", "mean", "max", "mean_sqrt_len"]
 _POOLINGS = ("cls", "mean", "max", "mean_sqrt_len")
 _DEFAULT_POOLING = "mean"
 _DEFAULT_MAX_LENGTH = 512
-
-
-def _frameworks() -> tuple[Any, Any]:
-    """``torch`` and ``transformers``, imported on first use."""
-    try:
-        torch = importlib.import_module("torch")
-        transformers = importlib.import_module("transformers")
-    except ImportError:
-        raise ProviderError("the local-transformers extra is not installed") from None
-    return torch, transformers
 
 
 def _bounded_int(field: str, value: object, low: int, high: int) -> int:
@@ -107,6 +96,12 @@ def _string(field: str, value: object) -> str:
 
 def _framed(*parts: bytes) -> bytes:
     return b"".join(len(part).to_bytes(8, "big") + part for part in parts)
+
+
+def _is_directory(model: object) -> bool:
+    if not isinstance(model, str) or not model:
+        raise ValidationError("model", "must be a non-empty string")
+    return os.path.isdir(model)
 
 
 class TransformersEmbedder:
@@ -233,7 +228,7 @@ class TransformersEmbedder:
             if local_artifact_sha256 is not None:
                 raise ValidationError("local_artifact_sha256", "applies only to a directory")
 
-        torch, transformers = _frameworks()
+        torch, transformers = frameworks()
         if local:
             source = os.path.realpath(model)
             digest = local_transformers_artifact_sha256(source)
@@ -257,7 +252,7 @@ class TransformersEmbedder:
         if max_length is None:
             max_length = declared.max_seq_length or _DEFAULT_MAX_LENGTH
 
-        tokenizer, encoder = _load(transformers, source, revision, local_files_only, device)
+        tokenizer, encoder = load(transformers, source, revision, local_files_only, device)
         dimensions = getattr(encoder.config, "hidden_size", None)
         if isinstance(dimensions, bool) or not isinstance(dimensions, int):
             raise ProviderError("the model does not declare its hidden size")
@@ -267,7 +262,7 @@ class TransformersEmbedder:
             raise refused(
                 "pooling config.json", "word_embedding_dimension is not the model's hidden size"
             )
-        if max_length > _input_limit(tokenizer, encoder):
+        if max_length > input_limit(tokenizer, encoder):
             if max_length_declared:
                 raise refused(
                     SBERT_CONFIG, "max_seq_length exceeds the model's maximum input length"
@@ -353,7 +348,7 @@ class TransformersEmbedder:
         encoded = {key: value.to(self._device) for key, value in encoded.items()}
         with torch.no_grad():
             hidden = self._model(**encoded)[0]
-            pooled = _pool(self._pooling, hidden, encoded["attention_mask"])
+            pooled = pool(self._pooling, hidden, encoded["attention_mask"])
             pooled = pooled.to(device="cpu", dtype=torch.float64)
             if self._normalize:
                 pooled = torch.nn.functional.normalize(pooled, p=2.0, dim=1)
@@ -364,53 +359,3 @@ class TransformersEmbedder:
 
     def __repr__(self) -> str:
         return f"TransformersEmbedder(identity={self._identity!r})"
-
-
-def _pool(pooling: str, hidden: Any, attention_mask: Any) -> Any:
-    """One vector per text from the last hidden state (batch, tokens, hidden), over the
-    tokens of ``attention_mask`` (padding never counts)."""
-    if pooling == "cls":
-        return hidden[:, 0]
-    mask = attention_mask.unsqueeze(-1)
-    if pooling == "max":
-        return hidden.masked_fill(mask == 0, -1e9).amax(dim=1)
-    weights = mask.to(hidden.dtype)
-    summed = (hidden * weights).sum(dim=1)
-    counts = weights.sum(dim=1).clamp(min=1.0)
-    return summed / (counts.sqrt() if pooling == "mean_sqrt_len" else counts)
-
-
-def _is_directory(model: object) -> bool:
-    if not isinstance(model, str) or not model:
-        raise ValidationError("model", "must be a non-empty string")
-    return os.path.isdir(model)
-
-
-def _load(
-    transformers: Any, source: str, revision: str | None, local_files_only: bool, device: str
-) -> tuple[Any, Any]:
-    options = {
-        "revision": revision,
-        "local_files_only": local_files_only,
-        "trust_remote_code": False,
-    }
-    try:
-        tokenizer = transformers.AutoTokenizer.from_pretrained(source, **options)
-        encoder = transformers.AutoModel.from_pretrained(source, **options)
-        encoder = encoder.to(device).float()
-        encoder.eval()
-    except Exception as exc:
-        raise ProviderError("the model could not be loaded") from exc
-    return tokenizer, encoder
-
-
-def _input_limit(tokenizer: Any, encoder: Any) -> int:
-    """The most tokens the model takes: the smallest limit its tokenizer or config states."""
-    limits = [MAX_LENGTH_LIMIT]
-    for value in (
-        getattr(tokenizer, "model_max_length", None),
-        getattr(encoder.config, "max_position_embeddings", None),
-    ):
-        if isinstance(value, int) and not isinstance(value, bool) and 0 < value < _UNKNOWN_LIMIT:
-            limits.append(value)
-    return min(limits)
