@@ -9,8 +9,8 @@ and marked ``erased``. A write changes the index through one pending row of its 
 This module holds the role's writes (``index``, ``unindex``, ``clear``, the tokenizer).
 Its reads are in ``search_queries`` (what a search reads) and ``search_entries`` (entries
 as they are, and what verification reads), base classes of :class:`SQLiteSearch` rather
-than objects it delegates to: the role stays one object, and a write, the hot path the
-write benchmark measures, goes through no other object or attribute."""
+than objects it delegates to: the role stays one object, and a write (the hot path the
+write benchmark measures) makes no call that one object would not make."""
 
 from __future__ import annotations
 

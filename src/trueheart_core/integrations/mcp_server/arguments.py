@@ -30,9 +30,6 @@ class Arguments:
             raise ValidationError("arguments", f"only these are accepted: {accepted}")
         self._values = {name: value for name, value in values.items() if value is not None}
 
-    def present(self, name: str) -> bool:
-        return name in self._values
-
     def text(self, name: str, *, default: str | None = None) -> str:
         value = self._values.get(name, default)
         if value is None:
