@@ -250,6 +250,13 @@ def test_english_is_case_insensitive_and_folded(query: str, expected: Expected) 
         "March 2101",
         "in 2025.5 seconds",
         "in 2025-03-05",
+        "in 2025é",
+        "in 2025%",
+        # a month's year ends the number as a year after "in" does
+        "March 2025x",
+        "March 2025é",
+        "March 2025.5",
+        "March 2025-03",
         # dates that do not exist
         "on April 31",
         "February 30",

@@ -98,6 +98,9 @@ _LATIN = "0-9a-z\u00c0-\u024f"
 _START = f"(?<![{_LATIN}])"
 _LETTER = re.compile(f"[{_LATIN}]", re.IGNORECASE)
 _END = f"(?![{_LATIN}])"
+# A year ends the number: no digit, letter or % after it, and no decimal, time, date or
+# range that goes on with a digit ("2025.5", "2025-03-05").
+_YEAR_END = f"(?![{_LATIN}%]|[.,:/-][0-9])"
 
 _DATE = re.compile(
     rf"""{_START}
@@ -110,14 +113,14 @@ _DATE = re.compile(
       | (?P<month2>{_MONTH})(?:\s+(?P<day2>[0-9]{{1,2}})(?P<suffix2>st|nd|rd|th)?)?
     ){_END}
     (?:
-        ,?\s+(?:of\s+)?(?P<year>[0-9]{{4}})(?![0-9])
+        ,?\s+(?:of\s+)?(?P<year>[0-9]{{4}}){_YEAR_END}
       | \s+(?:of\s+)?(?P<year_det>last|this)\s+year{_END}
     )?""",
     _FLAGS,
 )
 _YEAR = re.compile(
     rf"""{_START}(?P<prep>in|during|{_BOUND_WORDS})\s+(?:the\s+year\s+)?(?P<year>[0-9]{{4}})
-    (?![0-9a-z%]|[.,:/-][0-9])""",
+    {_YEAR_END}""",
     _FLAGS,
 )
 _RELATIVE = re.compile(
