@@ -237,6 +237,9 @@ def test_a_store_in_a_schema_named_by_a_keyword_opens_again(keyword: str) -> Non
 
 @pytest.mark.parametrize("name", ["pg_store", "pg_temp"])
 def test_a_schema_name_the_server_keeps_for_itself_is_refused(name: str) -> None:
-    rule = "must be 1 to 63 lower-case letters, digits or underscores, not beginning with pg_"
+    rule = (
+        "must be 1 to 63 lower-case letters, digits or underscores, "
+        "not beginning with a digit or pg_"
+    )
     with pytest.raises(ValidationError, match=msg(f"schema: {rule}")):
         PostgresRepository(postgres_configuration.database_url(), schema=name)

@@ -227,3 +227,23 @@ def test_a_timeout_too_large_for_a_float_is_refused_before_connecting(
     with pytest.raises(ValidationError, match=f"^{field}: must be ") as caught:
         PostgresRepository("postgresql://app@127.0.0.1:1/agents", **{field: value})
     assert caught.value.__cause__ is None and caught.value.__context__ is None
+
+
+@pytest.mark.parametrize("schema", ["1store", "9", "Store", "my-store", "", "s" * 64, "pg_x"])
+def test_a_schema_name_outside_the_rule_is_refused_before_connecting(schema: str) -> None:
+    from trueheart_core import PostgresRepository
+    from trueheart_core.adapters.postgres.repository import SCHEMA_NAME_RULE
+
+    # Port 1 answers nobody: a name that passed the check would fail to connect instead.
+    with pytest.raises(ValidationError) as caught:
+        PostgresRepository("postgresql://app@127.0.0.1:1/agents", schema=schema)
+    assert str(caught.value) == f"schema: {SCHEMA_NAME_RULE}"
+    assert "digit" in SCHEMA_NAME_RULE
+
+
+@pytest.mark.parametrize("schema", ["store_1", "_store", "s" * 63])
+def test_a_schema_name_within_the_rule_gets_as_far_as_connecting(schema: str) -> None:
+    from trueheart_core import PostgresRepository, RepositoryUnavailable
+
+    with pytest.raises(RepositoryUnavailable):
+        PostgresRepository("postgresql://app@127.0.0.1:1/agents", schema=schema, connect_timeout=1)

@@ -94,7 +94,7 @@ def _conninfo(conninfo: object) -> str:
 
 
 SCHEMA_NAME_RULE = (
-    "must be 1 to 63 lower-case letters, digits or underscores, not beginning with pg_"
+    "must be 1 to 63 lower-case letters, digits or underscores, not beginning with a digit or pg_"
 )
 
 
