@@ -66,7 +66,11 @@ ERROR_NAMES = (
     "EmbedderMismatch",
     "ProviderError",
     "RepositoryBusy",
+    "RepositoryConflict",
     "RepositoryCorruption",
+    "RepositoryFull",
+    "RepositoryReadOnly",
+    "RepositoryUnavailable",
 )
 
 
@@ -94,6 +98,15 @@ def test_the_error_tree() -> None:
     assert issubclass(IdempotencyConflictError, trueheart_core.IdempotencyConflict)
     assert evicortex.SemanticProjectionError is evicortex.errors.SemanticProjectionError
     assert evicortex.EmbedderMismatch is evicortex.errors.EmbedderMismatch
+    for name in (
+        "RepositoryBusy",
+        "RepositoryConflict",
+        "RepositoryCorruption",
+        "RepositoryFull",
+        "RepositoryReadOnly",
+        "RepositoryUnavailable",
+    ):
+        assert getattr(evicortex.errors, name) is getattr(trueheart_core, name)
 
 
 # --- open and close ----------------------------------------------------------------------
