@@ -181,6 +181,8 @@ def store(tmp_path: Path) -> Path:
             "erasing acme/agent/user-2 in {db}",
         ),
         (("backup", "copy.db"), "backing up {db} to copy.db"),
+        (("compact",), "rewriting {db} into fresh pages"),
+        (("export", "--output", "store.jsonl"), "exporting {db} to store.jsonl"),
     ],
 )
 def test_long_commands_draw_a_spinner_on_a_terminal(
@@ -190,6 +192,18 @@ def test_long_commands_draw_a_spinner_on_a_terminal(
     assert status == 0, shown
     json.loads(out)  # stdout holds the document alone
     line = re.escape("trueheart: " + message.format(db=store))
+    assert re.match(r"\r" + line + r" [|/\-\\] \d+\.\ds" + FRAME, shown), shown
+    assert re.search(r"\r" + line + r" \(done in \d+\.\ds\)" + FRAME + "\r\n$", shown), shown
+
+
+def test_import_draws_a_spinner_on_a_terminal(store: Path) -> None:
+    exported = store.parent / "store.jsonl"
+    status, _, _ = _run(store.parent, "export", str(store), "--output", str(exported))
+    assert status == 0
+    status, out, shown = _run(store.parent, "import", "copy.db", str(exported), "--json")
+    assert status == 0, shown
+    assert json.loads(out)["rows"] > 0
+    line = re.escape(f"trueheart: importing {exported} into copy.db")
     assert re.match(r"\r" + line + r" [|/\-\\] \d+\.\ds" + FRAME, shown), shown
     assert re.search(r"\r" + line + r" \(done in \d+\.\ds\)" + FRAME + "\r\n$", shown), shown
 

@@ -14,7 +14,6 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, TextIO
 
 from trueheart_core import stores
-from trueheart_core.adapters.sqlite import SQLiteRepository
 from trueheart_core.cli import render
 from trueheart_core.cli.common import refuse_new_store, remove_store
 from trueheart_core.cli.failures import TargetExists, TargetRefused
@@ -88,7 +87,7 @@ def _walk(args: argparse.Namespace, out: TextIO, path: str) -> int:
         if not args.json:
             out.write(f"{len(steps)}. {name}: {text}\n")
 
-    with TrueHeart(SQLiteRepository(path), clock=lambda: now) as service:
+    with TrueHeart(stores.open_repository(path), clock=lambda: now) as service:
         step("create", f"new store at {path}", path=path)
         service.ingest_events([_event(scope, eid, text, now) for scope, eid, text in EVENTS])
         step("ingest", "3 events for demo/agent/alice, 1 for demo/agent/bob", events=len(EVENTS))

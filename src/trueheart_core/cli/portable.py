@@ -27,6 +27,7 @@ from trueheart_core.cli import render
 from trueheart_core.cli.commands import opened, progress
 from trueheart_core.cli.common import Input, names_no_file, refuse_new_store, remove_store
 from trueheart_core.cli.failures import CommandFailure, TargetExists, TargetRefused
+from trueheart_core.cli.progress import task as progress_task
 from trueheart_core.domain.portable import ExportReceipt, ImportReceipt
 from trueheart_core.service.trueheart import TrueHeart
 
@@ -146,8 +147,8 @@ def export(args: argparse.Namespace, out: TextIO) -> int:
                 receipt = service.export_store(text, scope=args.scope)
             progress(f"exported {receipt.rows} rows, digest {receipt.digest}")
             return OK
-        progress(f"exporting {args.db} to {args.output}")
-        receipt = _export_to_file(service, args.output, args)
+        with progress_task(f"exporting {args.db} to {args.output}"):
+            receipt = _export_to_file(service, args.output, args)
     _report(args, out, _receipt(receipt))
     return OK
 
@@ -242,8 +243,10 @@ def _import_into_new_file(args: argparse.Namespace, source: Input) -> ImportRece
 
 
 def import_(args: argparse.Namespace, out: TextIO) -> int:
-    with _lines(args.file) as source:
-        progress(f"importing {'stdin' if args.file == STDIO else args.file} into {args.db}")
+    with (
+        _lines(args.file) as source,
+        progress_task(f"importing {'stdin' if args.file == STDIO else args.file} into {args.db}"),
+    ):
         if stores.is_server_url(args.db) or os.path.lexists(args.db):
             # A server's new schema stays when the import is refused (empty, as a
             # refused import leaves it).
