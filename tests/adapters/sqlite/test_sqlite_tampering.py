@@ -779,3 +779,29 @@ def test_tombstones_bind_when_their_scope_index_lost_its_entries(db_path: Path) 
         with pytest.raises(EntityDeleted):  # the forgotten memory's fingerprint
             service.materialize_once(memory("mem-1b", ("evt-1",), content="secret orchard"))
     service.close()
+
+
+@pytest.mark.parametrize("held", [True, False], ids=["error-kept", "error-dropped"])
+def test_a_read_that_failed_on_a_damaged_row_does_not_hold_up_a_later_erasure(
+    service: TrueHeart, db_path: Path, held: bool
+) -> None:
+    # The row that cannot be decoded sorts after the others, so the read fails part-way
+    # through its rows; the erasure that follows must not find that read's statement
+    # still active on the connection (its checkpoint would fail as if another
+    # connection held the store, call after call).
+    _populate(service)
+    service.materialize_once(memory("mem-3", ("evt-2",), content="third memory"))
+    tamper(
+        db_path, "UPDATE memories SET digest = CAST(X'61FF62' AS TEXT) WHERE memory_id = 'mem-3'"
+    )
+    failures: list[RepositoryCorruption] = []
+    with pytest.raises(RepositoryCorruption) as caught:
+        service.list_memories(SCOPE)
+    if held:
+        failures.append(caught.value)
+    del caught
+    receipt = service.erase_subject(SCOPE, occurred_at=NOW + timedelta(days=1))
+    assert sorted(receipt.memory_ids) == ["mem-1", "mem-2", "mem-3"]
+    service.close()
+    assert SECRET_MEMORY.encode() not in store_bytes(db_path)
+    assert b"third memory" not in store_bytes(db_path)

@@ -12,12 +12,13 @@ import sqlite3
 import stat
 import time
 import uuid
-from pathlib import Path
+from traceback import clear_frames
 from types import TracebackType
 from urllib.parse import quote
 
 from trueheart_core.adapters.sql.failures import MALFORMED, forget
 from trueheart_core.adapters.sqlite import handles, schema
+from trueheart_core.domain.validation import fspath_of
 from trueheart_core.errors import (
     RepositoryBusy,
     RepositoryCorruption,
@@ -63,6 +64,14 @@ class translate:  # noqa: N801 - used as a function: ``with translate(diagnostic
     stripped of its arguments, traceback and chain first, so no body survives in it.
     (A class rather than a generator-based context manager: every unit of work enters
     one, and a class makes no generator to enter and leave.)
+
+    Whatever the error, the finished frames it passed through lose their local
+    variables (``traceback.clear_frames``): a cursor one of them holds, part-way through
+    its rows, keeps its statement active on the connection, and an active statement
+    makes the checkpoint of the next erasing call fail as if another connection held
+    the store, for as long as the caller keeps the error (or until the garbage
+    collector breaks the cycle of a frame and the error raised in it). Those locals can
+    hold a body too.
     """
 
     __slots__ = ("_diagnostic",)
@@ -79,7 +88,10 @@ class translate:  # noqa: N801 - used as a function: ``with translate(diagnostic
         error: BaseException | None,
         traceback: TracebackType | None,
     ) -> None:
-        if error is None or isinstance(error, TrueHeartError):
+        if error is None:
+            return
+        clear_frames(traceback)
+        if isinstance(error, TrueHeartError):
             return
         if isinstance(error, sqlite3.Error):
             failure = translated(error, self._diagnostic)
@@ -122,11 +134,7 @@ def changed(cursor: sqlite3.Cursor, rows: int) -> None:
 
 def normalise_path(path: object) -> str:
     """The database path as text, or ``":memory:"``."""
-    if isinstance(path, Path | os.PathLike):
-        try:
-            path = os.fspath(path)
-        except TypeError:  # a __fspath__ that returns neither str nor bytes
-            path = None
+    path = fspath_of(path)
     if not isinstance(path, str) or not path:
         raise ValidationError("path", "must be a str or os.PathLike")
     if "\x00" in path:
