@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from enum import Enum
@@ -289,7 +290,12 @@ def _freeze_mapping(value: Mapping[Any, Any], depth: int) -> Mapping[str, Any]:
     for key, item in value.items():
         if not isinstance(key, str):
             raise ValidationError("metadata", "must have string keys")
-        frozen[plain(key)] = _freeze(item, depth)
+        text = plain(key)
+        # Two keys of a host mapping can be one text (a str subclass that compares by
+        # identity): storing both under it would drop one value without a word.
+        if text in frozen:
+            raise ValidationError("metadata", "must not repeat a key")
+        frozen[text] = _freeze(item, depth)
     return MappingProxyType(frozen)
 
 
@@ -301,7 +307,7 @@ def metadata(value: object) -> Mapping[str, Any]:
     """
     if not isinstance(value, Mapping):
         raise ValidationError("metadata", "must be a JSON object")
-    if not value and isinstance(value, MappingProxyType | dict):
+    if type(value) in (dict, MappingProxyType) and not value:
         return EMPTY_METADATA
     frozen, size = _frozen_metadata(value)
     if size is None:
@@ -321,6 +327,10 @@ def _frozen_metadata(value: Mapping[Any, Any]) -> tuple[Mapping[str, Any], int |
         encoded = canonical_json(frozen)
     except (OverflowError, RecursionError, ValueError):
         rule = "must contain bounded JSON values"
+    except TrueHeartError:
+        raise
+    except Exception:  # a host mapping whose own methods raise: refused, never passed on
+        rule = "must be a readable JSON object"
     if rule is not None:
         raise ValidationError("metadata", rule)
     return frozen, utf8_size(encoded)
@@ -333,3 +343,17 @@ def thaw(value: object) -> object:
     if isinstance(value, tuple):
         return [thaw(item) for item in value]
     return value
+
+
+def fspath_of(value: object) -> object:
+    """``os.fspath(value)`` for a path-like object, else ``value`` itself; ``None`` when
+    the object's ``__fspath__`` raises, whatever it raises, or returns neither ``str``
+    nor ``bytes``. The caller refuses ``None`` with its own ``ValidationError``, raised
+    outside any handler, so that no host exception (nor what it quotes) is chained to
+    it."""
+    if not isinstance(value, os.PathLike):
+        return value
+    try:
+        return os.fspath(value)
+    except Exception:  # the host's own code: refused as a bad path, never passed on
+        return None

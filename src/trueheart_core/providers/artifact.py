@@ -14,6 +14,7 @@ import os
 import stat
 from typing import Any
 
+from trueheart_core.domain.validation import fspath_of
 from trueheart_core.errors import ProviderError, ValidationError
 
 __all__ = ["local_transformers_artifact_sha256"]
@@ -55,7 +56,7 @@ def local_transformers_artifact_sha256(path: str | os.PathLike[str]) -> str:
 
 
 def _directory(path: object) -> str:
-    root = os.fspath(path) if isinstance(path, str | os.PathLike) else None
+    root = fspath_of(path) if isinstance(path, str | os.PathLike) else None
     if not isinstance(root, str) or not root:
         raise ValidationError("path", "must be a directory path")
     if not os.path.isdir(root):

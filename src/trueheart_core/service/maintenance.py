@@ -133,11 +133,7 @@ def rebuild(uow: UnitOfWork) -> IndexRebuildReport:
 def backup_target(path: object) -> str:
     """The absolute path of a file to create: a str or PathLike naming nothing yet, in an
     existing directory."""
-    if isinstance(path, os.PathLike):
-        try:
-            path = os.fspath(path)
-        except TypeError:
-            raise ValidationError("path", "must be a str or os.PathLike") from None
+    path = v.fspath_of(path)
     if not isinstance(path, str) or not path or "\x00" in path or path == ":memory:":
         raise ValidationError("path", "must be a str or os.PathLike")
     if v.utf8_size(path) is None:
