@@ -130,6 +130,15 @@ def test_demo_walks_through_the_lifecycle(tmp_path: Path) -> None:
     failed(again, 1, "demo.db: must not exist (demo creates a new store)")
 
 
+def test_demo_writes_its_path_with_its_unprintable_characters_escaped(tmp_path: Path) -> None:
+    done = run(tmp_path, "demo", "esc\x1b[31mred\nx.db")
+    assert done.returncode == 0, done.stderr
+    first = done.stdout.splitlines()[0]
+    assert first == f"1. create: new store at {tmp_path}/esc\\x1b[31mred\\nx.db"
+    assert "\x1b" not in done.stdout
+    assert (tmp_path / "esc\x1b[31mred\nx.db").is_file()
+
+
 def test_demo_json(tmp_path: Path) -> None:
     doc = ok_json(tmp_path, "demo", "demo.db")
     assert doc["path"] == str(tmp_path / "demo.db")

@@ -88,7 +88,7 @@ def _walk(args: argparse.Namespace, out: TextIO, path: str) -> int:
             out.write(f"{len(steps)}. {name}: {text}\n")
 
     with TrueHeart(stores.open_repository(path), clock=lambda: now) as service:
-        step("create", f"new store at {path}", path=path)
+        step("create", f"new store at {render.printable(path)}", path=path)
         service.ingest_events([_event(scope, eid, text, now) for scope, eid, text in EVENTS])
         step("ingest", "3 events for demo/agent/alice, 1 for demo/agent/bob", events=len(EVENTS))
         for scope, memory_id, source, content, kind in MEMORIES:
