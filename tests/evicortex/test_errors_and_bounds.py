@@ -98,14 +98,10 @@ def test_the_error_tree() -> None:
     assert issubclass(IdempotencyConflictError, trueheart_core.IdempotencyConflict)
     assert evicortex.SemanticProjectionError is evicortex.errors.SemanticProjectionError
     assert evicortex.EmbedderMismatch is evicortex.errors.EmbedderMismatch
-    for name in (
-        "RepositoryBusy",
-        "RepositoryConflict",
-        "RepositoryCorruption",
-        "RepositoryFull",
-        "RepositoryReadOnly",
-        "RepositoryUnavailable",
-    ):
+    # The repository errors are the engine's own classes.
+    repository_errors = [name for name in ERROR_NAMES if name.startswith("Repository")]
+    assert len(repository_errors) == 6
+    for name in repository_errors:
         assert getattr(evicortex.errors, name) is getattr(trueheart_core, name)
 
 
