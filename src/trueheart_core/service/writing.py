@@ -7,6 +7,7 @@ Service-layer functions over one unit of work; the caller opens it and commits.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from datetime import datetime
 
 from trueheart_core.domain import policy
@@ -21,7 +22,7 @@ from trueheart_core.domain.model import (
     assembled,
 )
 from trueheart_core.errors import EntityDeleted, IdempotencyConflict
-from trueheart_core.ports import MemoryRow, UnitOfWork
+from trueheart_core.ports import EventRow, MemoryRow, UnitOfWork
 from trueheart_core.service import loading, records
 from trueheart_core.service import search as searching
 from trueheart_core.service.records import RowInvalid, scope_key
@@ -111,9 +112,13 @@ def audit(
     )
 
 
-def replayed_memory(uow: UnitOfWork, row: MemoryRow, scope: Scope) -> MemoryRecord:
+def replayed_memory(
+    uow: UnitOfWork, row: MemoryRow, scope: Scope, read: Mapping[str, EventRow]
+) -> MemoryRecord:
     """A stored memory for replay comparison: its edges (snapshots included) must verify
-    and each edge's source must still exist."""
+    and each edge's source must still exist. ``read`` holds receipts of this scope the
+    caller has already read in this unit (a replay names the same sources): only the
+    others are read."""
     edges = uow.memories.edges(row.scope, (row.memory_id,))
     record = loading.memory(row, edges, scope, "invalid memory record")  # edge digests included
     for edge in edges:
@@ -121,8 +126,11 @@ def replayed_memory(uow: UnitOfWork, row: MemoryRow, scope: Scope) -> MemoryReco
             records.edge_snapshots(edge)
         except RowInvalid:
             loading.corrupt("invalid memory record")
-    present = uow.events.get(row.scope, record.source_event_ids)
-    if len(present) != len(record.source_event_ids):
+    unread = [event_id for event_id in record.source_event_ids if event_id not in read]
+    present = len(record.source_event_ids) - len(unread)
+    if unread:
+        present += len(uow.events.get(row.scope, unread))
+    if present != len(record.source_event_ids):
         loading.corrupt("invalid memory record")
     return record
 
@@ -141,7 +149,7 @@ def materialize(uow: UnitOfWork, draft: MemoryDraft) -> MemoryRecord:
     if loading.blocking_tombstones(by_id, EntityType.MEMORY):
         raise EntityDeleted(draft.memory_id)
     if existing is not None:
-        stored = replayed_memory(uow, existing, scope)
+        stored = replayed_memory(uow, existing, scope, found)
         if not policy.memory_matches(stored, draft, fingerprint):
             raise IdempotencyConflict(draft.memory_id)
         return stored
