@@ -277,8 +277,8 @@ _IDENTIFIER = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 def valid_schema_name(name: object) -> bool:
     """A schema name of lower-case letters, digits and underscores (a plain SQL
     identifier that cannot be mistaken for another), not beginning with a digit, nor with
-    ``pg_``, which the server keeps for itself. A keyword (``select``) is allowed: the server writes
-    it quoted, and the catalog check reads it so."""
+    ``pg_``, which the server keeps for itself. A keyword (``select``) is allowed: the
+    server writes it quoted, and the catalog check reads it so."""
     return (
         isinstance(name, str)
         and _IDENTIFIER.fullmatch(name) is not None

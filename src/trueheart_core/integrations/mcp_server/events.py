@@ -25,6 +25,7 @@ from trueheart_core import (
     MemoryRecord,
     Scope,
     ScopeMismatch,
+    SourceRef,
     TrueHeart,
 )
 
@@ -79,11 +80,8 @@ def own_event(
     event_id = f"evt-{token}"
     if record is not None and record.source_event_ids != (event_id,):
         return None
-    try:
-        source = service.get_receipt(scope, event_id).source
-    except (EntityNotFound, EntityDeleted, ScopeMismatch):
-        return None
-    if (source.source_type, source.source_id) != (SOURCE_TYPE, source_id):
+    source = _stored_source(service, scope, event_id)
+    if source is None or (source.source_type, source.source_id) != (SOURCE_TYPE, source_id):
         return None
     try:
         other = service.get_memory(scope, f"{_OTHER_NAMESPACE[namespace]}-{token}")
@@ -101,15 +99,20 @@ def _item_event(
     only source, and be of the kind of that session."""
     if record is not None and record.source_event_ids != (item_id,):
         return None
-    try:
-        source = service.get_receipt(scope, item_id).source
-    except (EntityNotFound, EntityDeleted, ScopeMismatch):
-        return None
-    if source.source_type != _SESSION_SOURCE_TYPE:
+    source = _stored_source(service, scope, item_id)
+    if source is None or source.source_type != _SESSION_SOURCE_TYPE:
         return None
     if record is not None and record.kind != _SESSION_KIND_PREFIX + source.source_id:
         return None
     return item_id
+
+
+def _stored_source(service: TrueHeart, scope: Scope, event_id: str) -> SourceRef | None:
+    """The source of the event's receipt, or None when no receipt of it is held."""
+    try:
+        return service.get_receipt(scope, event_id).source
+    except (EntityNotFound, EntityDeleted, ScopeMismatch):
+        return None
 
 
 def delete_event(
