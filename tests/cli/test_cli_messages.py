@@ -46,6 +46,7 @@ SUBCOMMANDS = (
     "audit",
     "recall",
     "search",
+    "list",
     "show",
     "forget",
     "erase-subject",

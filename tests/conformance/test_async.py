@@ -323,6 +323,10 @@ def test_every_method_gives_what_the_sync_face_gives(
         assert a == s and a.next_cursor is not None
         a, s = await both("list_memories", SCOPE, limit=100, cursor=a.next_cursor)
         assert a == s
+        a, s = await both("list_memories", SCOPE, limit=2, descending=True)
+        assert a == s and a.next_cursor is not None
+        ascending = await both("list_memories", SCOPE, limit=100)
+        assert a.items == ascending[0].items[::-1][:2]
         a, s = await both("audit", SCOPE, limit=100)
         assert a == s and a
         a, s = await both("verify_integrity")

@@ -55,7 +55,7 @@ def test_the_documented_examples_run_as_shown(tmp_path: Path) -> None:
     for name, text in _FILE.findall(DOC.read_text(encoding="utf-8")):
         (tmp_path / name).write_text(text, encoding="utf-8")
     examples = _examples()
-    assert len(examples) == 40
+    assert len(examples) == 43
     for args, expected, status in examples:
         if args == ["verify", "copy.db"]:
             # the documented change behind the library's back

@@ -34,7 +34,16 @@ from trueheart_core.cli.governance import (
 )
 from trueheart_core.cli.ingest import ingest
 from trueheart_core.cli.maintenance import backup, compact, rebuild
-from trueheart_core.cli.reads import audit, recall, scopes, search, show, stats, verify
+from trueheart_core.cli.reads import (
+    audit,
+    list_memories,
+    recall,
+    scopes,
+    search,
+    show,
+    stats,
+    verify,
+)
 from trueheart_core.cli.semantic import semantic_status, semantic_sync
 
 # The helpers' earlier names here, for the subcommand modules that import them.
@@ -55,6 +64,7 @@ __all__ = [
     "expire",
     "forget",
     "ingest",
+    "list_memories",
     "opened",
     "progress",
     "rebuild",

@@ -272,6 +272,16 @@ def build_parser() -> Parser:
     p.add_argument(
         "--kind", type=_name, action="append", default=[], help="only this kind (repeatable)"
     )
+    p = sub("list", commands.list_memories, "one page of the memories of a scope", scope="required")
+    p.add_argument(
+        "--status", choices=("active", "sealed"), help="only this status (default: both)"
+    )
+    p.add_argument(
+        "--kind", type=_name, action="append", default=[], help="only this kind (repeatable)"
+    )
+    p.add_argument("--limit", type=_limit, default=100, help="1 to 100 (default 100)")
+    p.add_argument("--descending", action="store_true", help="from the greatest memory ID")
+    p.add_argument("--cursor", help="the cursor a previous page printed")
     p = sub("show", commands.show, "one memory, or one event receipt", scope="required")
     p.add_argument("id", metavar="ID", type=_name, help="memory ID (event ID with --event)")
     p.add_argument("--event", action="store_true", help="show an event receipt")

@@ -1,6 +1,6 @@
 """The reading subcommands: ``stats``, ``verify``, ``scopes``, ``audit``, ``recall``,
-``search`` and ``show``. Each opens the store read-only, makes one library call and
-prints."""
+``search``, ``list`` and ``show``. Each opens the store read-only, makes one library
+call and prints."""
 
 from __future__ import annotations
 
@@ -13,10 +13,10 @@ from trueheart_core.cli import progress, render
 from trueheart_core.cli.common import CORRUPT, OK, hint, now, opened
 from trueheart_core.cli.common import progress as progress_line
 from trueheart_core.cli.scopes import format_scope
-from trueheart_core.domain.model import RecallQuery
+from trueheart_core.domain.model import MemoryStatus, RecallQuery
 from trueheart_core.domain.search.model import MemoryCapsule, SearchQuery
 
-__all__ = ["audit", "recall", "scopes", "search", "show", "stats", "verify"]
+__all__ = ["audit", "list_memories", "recall", "scopes", "search", "show", "stats", "verify"]
 
 
 def stats(args: argparse.Namespace, out: TextIO) -> int:
@@ -193,6 +193,45 @@ def _budget_hint(
         f"{format_scope(args.scope)} as of {render.when(as_of)}, but none fits in "
         f"{budget} {'token' if budget == 1 else 'tokens'}{advice}"
     )
+
+
+def list_memories(args: argparse.Namespace, out: TextIO) -> int:
+    """Print one page of the memories of ``args.scope`` in ID order (reversed with
+    ``--descending``); when more follow, the cursor of the next page goes to stderr
+    (``next_cursor`` with ``--json``)."""
+    status = None if args.status is None else MemoryStatus(args.status)
+    with opened(args, write=False) as service:
+        page = service.list_memories(
+            args.scope,
+            status=status,
+            kinds=tuple(args.kind),
+            limit=args.limit,
+            cursor=args.cursor,
+            descending=args.descending,
+        )
+    if args.json:
+        doc = {
+            "scope": format_scope(args.scope),
+            "memories": [render.memory(m) for m in page.items],
+            "next_cursor": page.next_cursor,
+        }
+        render.document(out, doc)
+        return OK
+    render.table(
+        out,
+        ("memory id", "status", "kind", "created at", "content"),
+        [
+            (m.memory_id, m.status.value, m.kind, render.when(m.created_at), m.content)
+            for m in page.items
+        ],
+        clip="content",
+    )
+    out.flush()
+    if page.next_cursor is not None:
+        progress_line(f"more memories: run the same command with --cursor {page.next_cursor}")
+    elif not page.items and args.cursor is None:
+        progress_line(f"hint: no memories listed in {format_scope(args.scope)}")
+    return OK
 
 
 def show(args: argparse.Namespace, out: TextIO) -> int:

@@ -121,8 +121,11 @@ class MemoryStore(Protocol):
         kinds: Sequence[str],
         after: str | None,
         limit: int,
+        *,
+        descending: bool = False,
     ) -> list[MemoryRow]:
         """Up to ``limit`` memories of the exact scope whose status is in ``statuses``
         and (when ``kinds`` is non-empty) whose kind is in ``kinds``, with ``memory_id``
-        greater than ``after`` (if given), in ``memory_id`` code-point order. Walks an
-        index of the scope in that order and stops at ``limit``."""
+        greater than ``after`` (if given), in ``memory_id`` code-point order; with
+        ``descending``, those with ``memory_id`` less than ``after``, in the reverse
+        order. Walks an index of the scope in that order and stops at ``limit``."""

@@ -271,10 +271,16 @@ class AsyncTrueHeart:
         kinds: tuple[str, ...] = (),
         limit: int = 100,
         cursor: str | None = None,
+        descending: bool = False,
     ) -> MemoryPage:
         return await self._run(
             lambda: self._service.list_memories(
-                scope, status=status, kinds=kinds, limit=limit, cursor=cursor
+                scope,
+                status=status,
+                kinds=kinds,
+                limit=limit,
+                cursor=cursor,
+                descending=descending,
             )
         )
 

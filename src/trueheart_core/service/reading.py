@@ -61,11 +61,23 @@ def derived_memories(uow: UnitOfWork, scope: Scope, event_id: str) -> tuple[str,
     return tuple(sorted(set(found)))
 
 
-def _listing_id(scope: Scope, statuses: tuple[MemoryStatus, ...], kinds: tuple[str, ...]) -> str:
-    """A short fingerprint of what a listing selects, bound into its cursors."""
-    text = validation.canonical_json(
-        [list(scope_key(scope)), [s.value for s in statuses], sorted(set(kinds))]
-    )
+def _listing_id(
+    scope: Scope,
+    statuses: tuple[MemoryStatus, ...],
+    kinds: tuple[str, ...],
+    descending: bool = False,
+) -> str:
+    """A short fingerprint of what a listing selects and in which order, bound into its
+    cursors (a listing in ID order has the fingerprint it had before the order could be
+    reversed, so that its cursors stay valid)."""
+    selected: list[object] = [
+        list(scope_key(scope)),
+        [s.value for s in statuses],
+        sorted(set(kinds)),
+    ]
+    if descending:
+        selected.append("descending")
+    text = validation.canonical_json(selected)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
@@ -105,6 +117,11 @@ def decode_cursor(
         raise invalid from None
 
 
+def _in_order(before: str, after: str, descending: bool) -> bool:
+    """Whether ID ``after`` strictly follows ID ``before`` in the listing's order."""
+    return before > after if descending else before < after
+
+
 def list_memories(
     uow: UnitOfWork,
     scope: Scope,
@@ -112,21 +129,27 @@ def list_memories(
     kinds: tuple[str, ...],
     limit: int,
     cursor: str | None,
+    descending: bool = False,
 ) -> MemoryPage:
-    """One page of the scope's memories in ``memory_id`` order after ``cursor``."""
-    listing = _listing_id(scope, statuses, kinds)
+    """One page of the scope's memories in ``memory_id`` order after ``cursor`` (in the
+    reverse order, before it: ``descending``)."""
+    listing = _listing_id(scope, statuses, kinds, descending)
     after = None if cursor is None else decode_cursor(cursor, listing)
     key = scope_key(scope)
-    rows = uow.memories.page(key, [s.value for s in statuses], kinds, after, limit + 1)
+    rows = uow.memories.page(
+        key, [s.value for s in statuses], kinds, after, limit + 1, descending=descending
+    )
     more = len(rows) > limit
     rows = rows[:limit]
     edges = loading.edges_by_memory(uow.memories.edges(key, [r.memory_id for r in rows]))
-    items = []
+    items: list[MemoryRecord] = []
     for row in rows:
         memory = loading.memory(row, edges[row.memory_id], scope, "invalid memory record")
         if memory.status not in statuses or (kinds and memory.kind not in kinds):
             loading.corrupt("invalid memory record")
-        if after is not None and not memory.memory_id > after:
+        if items and not _in_order(items[-1].memory_id, memory.memory_id, descending):
+            loading.corrupt("invalid memory record")
+        if after is not None and not _in_order(after, memory.memory_id, descending):
             loading.corrupt("invalid memory record")
         items.append(memory)
     next_cursor = encode_cursor(listing, items[-1].memory_id) if more and items else None

@@ -509,14 +509,18 @@ class TrueHeart:
         kinds: tuple[str, ...] = (),
         limit: int = 100,
         cursor: str | None = None,
+        descending: bool = False,
     ) -> MemoryPage:
-        """Every memory held in the exact scope, page by page, in ``memory_id`` order.
+        """Every memory held in the exact scope, page by page, in ``memory_id`` order
+        (``descending``: in the reverse order, from the greatest ID).
 
         ``status`` selects one status (``None``: active and sealed), ``kinds`` some kinds
         (empty: all). Pass a page's ``next_cursor`` to get the next page; it is ``None``
         on the last one. A cursor only works for the listing that made it (the same
-        scope, status and kinds; ``limit`` may change between pages). Memories added
-        while paging appear on a later page if their ID sorts after the cursor.
+        scope, status, kinds and order; ``limit`` may change between pages). Memories
+        added while paging appear on a later page if their ID sorts after the cursor in
+        the listing's order. Each page walks an index of the scope in that order and
+        stops at ``limit``, so a page from either end costs the same.
         """
         if not isinstance(scope, Scope):
             raise ValidationError("scope", "must be a Scope")
@@ -527,8 +531,10 @@ class TrueHeart:
             if not isinstance(cursor, str):
                 raise ValidationError("cursor", "must be a cursor returned by the same listing")
             cursor = v.plain(cursor)
+        if type(descending) is not bool:
+            raise ValidationError("descending", "must be a bool")
         with self._repository.unit_of_work("read", write=False) as uow:
-            return reading.list_memories(uow, scope, statuses, kinds, limit, cursor)
+            return reading.list_memories(uow, scope, statuses, kinds, limit, cursor, descending)
 
     # --- semantic projection ----------------------------------------------------------
 

@@ -318,9 +318,11 @@ class PostgresMemories(Role):
         kinds: Sequence[str],
         after: str | None,
         limit: int,
+        *,
+        descending: bool = False,
     ) -> list[MemoryRow]:
         # Walks the primary key (or ``memories_by_status`` for one status) in
-        # ``memory_id`` byte order, which is code-point order.
+        # ``memory_id`` byte order, which is code-point order (backwards: ``descending``).
         if not statuses:
             return []
         sql = f"SELECT {MEMORY_M} FROM memories m WHERE {scoped('m')}"
@@ -332,8 +334,8 @@ class PostgresMemories(Role):
             sql += " AND m.status = ANY(%s)"
             params.append(list(statuses))
         if after is not None:
-            sql += " AND m.memory_id > %s"
+            sql += f" AND m.memory_id {'<' if descending else '>'} %s"
             params.append(enc(after))
         kind_sql, kind_params = _kind_filter(kinds)
-        sql += f"{kind_sql} ORDER BY m.memory_id LIMIT %s"
+        sql += f"{kind_sql} ORDER BY m.memory_id {'DESC' if descending else 'ASC'} LIMIT %s"
         return [memory_row(scope, r) for r in self._s.all(sql, [*params, *kind_params, limit])]

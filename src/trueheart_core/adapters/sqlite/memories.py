@@ -433,6 +433,8 @@ class SQLiteMemories(Role):
         kinds: Sequence[str],
         after: str | None,
         limit: int,
+        *,
+        descending: bool = False,
     ) -> list[MemoryRow]:
         sid = self._scope_id(scope)
         if sid is None or not statuses:
@@ -440,6 +442,7 @@ class SQLiteMemories(Role):
         # One walk of the status index per status, each stopping at ``limit``; the walks
         # are merged in ID order (code-point order, which is SQLite's order of UTF-8
         # text and Python's of ``str``).
+        beyond, order = ("<", "DESC") if descending else (">", "ASC")
         found: list[MemoryRow] = []
         for status in sorted(set(statuses)):
             sql = (
@@ -448,16 +451,16 @@ class SQLiteMemories(Role):
             )
             params: list[Any] = [sid, status]
             if after is not None:
-                sql += " AND m.memory_id > ?"
+                sql += f" AND m.memory_id {beyond} ?"
                 params.append(after)
             if kinds:
                 sql += " AND hex(m.kind) IN (SELECT value FROM json_each(?))"
                 params.append(hex_set(kinds))
-            sql += " ORDER BY m.memory_id LIMIT ?"
+            sql += f" ORDER BY m.memory_id {order} LIMIT ?"
             params.append(limit)
             found.extend(MemoryRow(scope, *r) for r in self._conn.execute(sql, params))
         if len(statuses) > 1:
-            found.sort(key=lambda row: row.memory_id)
+            found.sort(key=lambda row: row.memory_id, reverse=descending)
         return found[:limit]
 
     @staticmethod
