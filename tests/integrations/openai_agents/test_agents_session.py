@@ -18,9 +18,14 @@ from trueheart_core import (
     EntityType,
     GovernanceAction,
     GovernanceCommand,
+    MemoryDraft,
+    MemoryPage,
+    RawEventDraft,
     RetentionPolicy,
+    SourceRef,
     SQLiteRepository,
     TrueHeart,
+    TrustLevel,
     ValidationError,
 )
 from trueheart_core.integrations.mcp_server import MemoryTools
@@ -370,3 +375,74 @@ def test_the_session_checks_its_settings(memory: TrueHeart) -> None:
     with pytest.raises(ValidationError, match="session_settings: limit must be None or"):
         TrueHeartSession("conv-1", memory, SCOPE, session_settings=changed)
     assert repr(session) == f"TrueHeartSession(session_id={'x' * 114!r})"
+
+
+class _CountingReads(TrueHeart):
+    """A service that counts the memories its listings return."""
+
+    read = 0
+
+    def list_memories(self, *args: Any, **kwargs: Any) -> MemoryPage:
+        page = super().list_memories(*args, **kwargs)
+        self.read += len(page.items)
+        return page
+
+
+def test_the_latest_items_are_read_without_reading_the_whole_history(
+    repository: SQLiteRepository, clock: Clock
+) -> None:
+    service = _CountingReads(repository, clock=clock)
+    session = TrueHeartSession("conv-1", service, SCOPE, clock=clock)
+    history = [{"role": "user", "content": f"turn {n}"} for n in range(240)]
+    wait(session.add_items(history[:200]))
+    wait(session.add_items(history[200:]))
+    # The host's own memories of the scope are not history.
+    service.ingest_event(
+        RawEventDraft(
+            "host-1",
+            SCOPE,
+            SourceRef("host", "note", clock(), TrustLevel.OBSERVED),
+            "x",
+            RetentionPolicy(timedelta(days=1), timedelta(days=1), timedelta(days=1)),
+        )
+    )
+    for n in range(30):
+        service.materialize_once(
+            MemoryDraft(
+                f"zz-{n}", SCOPE, "host note", ("host-1",), "note", TrustLevel.OBSERVED, clock()
+            )
+        )
+    latest = service.list_memories(SCOPE, kinds=(session.kind,), limit=3, descending=True)
+    for record in latest.items:  # the three latest items, sealed by the host
+        service.govern(
+            GovernanceCommand(
+                SCOPE, GovernanceAction.SEAL, EntityType.MEMORY, record.memory_id, clock(), "hold"
+            )
+        )
+    visible = history[:-3]
+
+    def reads(call: Awaitable[_T]) -> tuple[_T, int]:
+        service.read = 0
+        result = wait(call)
+        return result, service.read
+
+    assert reads(session.get_items()) == (visible, 240)  # the whole history, read whole
+    items, read = reads(session.get_items(limit=5))
+    assert items == visible[-5:] and read <= 16  # 3 sealed + 5: pages of 5 and 10 items
+    popped, read = reads(session.pop_item())
+    assert popped == visible[-1] and read <= 7  # pages of 1, 2 and 4 items
+    _, read = reads(session.add_items([{"role": "user", "content": "next"}]))
+    assert read == 1  # the latest item, sealed or not, gives the next position
+    assert wait(session.get_items(limit=2)) == [visible[-2], {"role": "user", "content": "next"}]
+    assert len(contents(session)) == len(visible)
+    positions = [
+        m.memory_id[len("agent-session-") :][:12]
+        for m in service.list_memories(SCOPE, kinds=(session.kind,), descending=True).items[:5]
+    ]
+    assert positions == [
+        "000000000241",  # after the sealed 240
+        "000000000240",
+        "000000000239",
+        "000000000238",
+        "000000000236",  # 237 was popped
+    ]

@@ -4,7 +4,8 @@
 is stored, in one transaction, as a source event whose content is the item's JSON and
 a memory of the session's own kind derived from it, under one ID that gives its
 position (``agent-session-<position, 12 digits>-<16 random hexadecimal digits>``).
-Reading lists the session's memories in ID order, which is the order of the items.
+Reading lists the session's memories in ID order, which is the order of the items
+(from the latest back, for the calls that need only the latest items).
 
 *Why memories, and not the events alone:* the public API reads no event body back
 (receipts are body-free), so the memory is the copy that is read; the event is the
@@ -24,8 +25,9 @@ import json
 import re
 import secrets
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import timedelta
+from itertools import islice
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from agents import (  # type: ignore[import-not-found, unused-ignore]
@@ -158,9 +160,12 @@ class TrueHeartSession:
       how many.
 
     The methods are coroutines that run the store's blocking calls in a worker thread
-    (``asyncio.to_thread``), one call of this object at a time. Each read lists every
-    item of the session, so its cost grows with the history (100 items per read
-    transaction).
+    (``asyncio.to_thread``), one call of this object at a time. ``get_items()`` without
+    a limit, ``clear_session`` and ``delete_expired`` read every item of the session
+    (100 items per read transaction), so their cost grows with the history;
+    ``add_items``, ``pop_item`` and ``get_items(limit)`` read from the latest item back
+    and stop as soon as they have what they need, so theirs grows with what they
+    return and with the hidden (sealed or expired) items they pass.
     """
 
     def __init__(
@@ -263,27 +268,53 @@ class TrueHeartSession:
             if cursor is None:
                 return found
 
-    def _visible(self) -> list[MemoryRecord]:
+    def _latest_first(self, wanted: int) -> Iterator[tuple[int, MemoryRecord]]:
+        """The session's items with their positions, from the latest back (the sealed
+        ones too), read as they are consumed: the first page holds ``wanted`` items (the
+        caller's guess of what it needs), and each later page twice as many, up to 100."""
+        cursor: str | None = None
+        size = max(1, min(wanted, _PAGE))
+        while True:
+            page = self._service.list_memories(
+                self._scope,
+                status=None,
+                kinds=(self.kind,),
+                limit=size,
+                cursor=cursor,
+                descending=True,
+            )
+            for record in page.items:
+                match = _ITEM_ID.fullmatch(record.memory_id)
+                if match is not None:
+                    yield int(match.group(1)), record
+            cursor = page.next_cursor
+            if cursor is None:
+                return
+            size = min(2 * size, _PAGE)
+
+    def _visible(self, records: Iterable[MemoryRecord]) -> Iterator[MemoryRecord]:
         """The items read and popped: active (a sealed item is hidden until the host
         restores it) and before their recall deadline."""
         when = now(self._clock)
-        return [
-            record
-            for _, record in self._stored()
-            if record.status is MemoryStatus.ACTIVE and record.recall_until > when
-        ]
+        for record in records:
+            if record.status is MemoryStatus.ACTIVE and record.recall_until > when:
+                yield record
 
     def _get_items(self, limit: int | None) -> list[Any]:
         if limit is None and self.session_settings is not None:
             limit = self.session_settings.limit
-        records = self._visible()
-        if limit is not None:
-            records = records[-limit:] if limit > 0 else []
+        if limit is None:
+            records = list(self._visible(record for _, record in self._stored()))
+        elif limit <= 0:
+            records = []
+        else:
+            latest = self._visible(record for _, record in self._latest_first(limit))
+            records = list(islice(latest, limit))[::-1]
         return [_decoded(record) for record in records]
 
     def _add_items(self, texts: Sequence[str]) -> None:
-        stored = self._stored()
-        position = stored[-1][0] + 1 if stored else 1
+        latest = next(self._latest_first(1), None)
+        position = latest[0] + 1 if latest is not None else 1
         for text in texts:
             item_id = f"{ITEM_ID_PREFIX}{position:0{_POSITION_DIGITS}d}-{secrets.token_hex(8)}"
             when = now(self._clock)
@@ -309,10 +340,9 @@ class TrueHeartSession:
         )
 
     def _pop_item(self) -> Any:
-        records = self._visible()
-        if not records:
+        last = next(self._visible(record for _, record in self._latest_first(1)), None)
+        if last is None:
             return None
-        last = records[-1]
         item = _decoded(last)
         self._delete(last)
         return item
