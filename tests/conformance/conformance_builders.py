@@ -21,6 +21,7 @@ from trueheart_core import (
     GovernanceCommand,
     MemoryCapsule,
     MemoryDraft,
+    MemoryPage,
     MemoryRecord,
     RawEventDraft,
     RetentionPolicy,
@@ -528,3 +529,19 @@ def populate_for_stats(service: TrueHeart) -> None:
     service.govern(command(GovernanceAction.SEAL, "mem-3"))
     service.govern(command(GovernanceAction.FORGET, "mem-4"))
     service.expire_raw_content(as_of=NOW + timedelta(days=1))
+
+
+def all_pages(service: TrueHeart, limit: int, **filters: Any) -> list[MemoryPage]:
+    """Every page of one ``list_memories`` listing of SCOPE, following its cursors."""
+    pages = [service.list_memories(SCOPE, limit=limit, **filters)]
+    while pages[-1].next_cursor is not None:
+        assert len(pages) <= 50
+        pages.append(
+            service.list_memories(SCOPE, limit=limit, cursor=pages[-1].next_cursor, **filters)
+        )
+    return pages
+
+
+def page_ids(pages: list[MemoryPage]) -> list[str]:
+    """The memory IDs of these pages, in order."""
+    return [m.memory_id for page in pages for m in page.items]

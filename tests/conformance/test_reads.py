@@ -12,11 +12,13 @@ from conformance_builders import (
     NOW,
     OTHER_SCOPE,
     SCOPE,
+    all_pages,
     command,
     event,
     materialize_all,
     memory,
     msg,
+    page_ids,
 )
 
 from trueheart_core import (
@@ -225,32 +227,13 @@ IDS_IN_ORDER = [
 ]
 
 
-def _all_pages(service: TrueHeart, limit: int, **filters: object) -> list[MemoryPage]:
-    pages = [service.list_memories(SCOPE, limit=limit, **filters)]  # type: ignore[arg-type]
-    while pages[-1].next_cursor is not None:
-        assert len(pages) <= 50
-        pages.append(
-            service.list_memories(
-                SCOPE,
-                limit=limit,
-                cursor=pages[-1].next_cursor,
-                **filters,  # type: ignore[arg-type]
-            )
-        )
-    return pages
-
-
-def _page_ids(pages: list[MemoryPage]) -> list[str]:
-    return [m.memory_id for page in pages for m in page.items]
-
-
 def test_pages_follow_code_point_order(service: TrueHeart) -> None:
     assert sorted(IDS_IN_ORDER) == IDS_IN_ORDER
     scrambled = IDS_IN_ORDER[5:] + IDS_IN_ORDER[:5][::-1]
     records = materialize_all(service, dict.fromkeys(scrambled, "content"))
-    pages = _all_pages(service, 3)
+    pages = all_pages(service, 3)
     assert [len(page.items) for page in pages] == [3, 3, 3, 1]
-    assert _page_ids(pages) == IDS_IN_ORDER
+    assert page_ids(pages) == IDS_IN_ORDER
     assert [m for page in pages for m in page.items] == [records[i] for i in IDS_IN_ORDER]
     assert all(isinstance(page.next_cursor, str) for page in pages[:-1])
     assert pages[-1].next_cursor is None
@@ -264,10 +247,10 @@ def test_an_exactly_full_last_page_has_no_cursor(
     service: TrueHeart, limit: int, sizes: list[int]
 ) -> None:
     materialize_all(service, {f"m-{n}": "content" for n in range(6)})
-    pages = _all_pages(service, limit)
+    pages = all_pages(service, limit)
     assert [len(page.items) for page in pages] == sizes
     assert pages[-1].next_cursor is None
-    assert _page_ids(pages) == [f"m-{n}" for n in range(6)]
+    assert page_ids(pages) == [f"m-{n}" for n in range(6)]
 
 
 def test_status_and_kinds_filters(service: TrueHeart) -> None:
@@ -288,8 +271,8 @@ def test_status_and_kinds_filters(service: TrueHeart) -> None:
     ]
     for status, kind_filter, expected in cases:
         for limit in (1, 2, 100):
-            pages = _all_pages(service, limit, status=status, kinds=kind_filter)
-            assert _page_ids(pages) == expected, (status, kind_filter, limit)
+            pages = all_pages(service, limit, status=status, kinds=kind_filter)
+            assert page_ids(pages) == expected, (status, kind_filter, limit)
             for item in (m for page in pages for m in page.items):
                 assert status is None or item.status is status
                 assert not kind_filter or item.kind in kind_filter
@@ -446,6 +429,6 @@ def test_memories_added_while_paging_appear_once_after_the_cursor(service: TrueH
         page = service.list_memories(SCOPE, limit=2, cursor=cursor)
         rest.append(page)
         cursor = page.next_cursor
-    seen = _page_ids(rest)
+    seen = page_ids(rest)
     assert seen == ["b", "d", "e", "f", "i"]
     assert len(seen) == len(set(seen))

@@ -7,16 +7,17 @@ import pytest
 from conformance_builders import (
     OTHER_SCOPE,
     SCOPE,
+    all_pages,
     command,
     event,
     materialize_all,
     memory,
     msg,
+    page_ids,
 )
 
 from trueheart_core import (
     GovernanceAction,
-    MemoryPage,
     MemoryStatus,
     TrueHeart,
     ValidationError,
@@ -28,33 +29,14 @@ CURSOR_ERROR = msg("cursor: must be a cursor returned by the same listing")
 IDS = ["A", "Z", "a", "m-1", "m-10", "m-9", "\u00e9", "\u4e2d", "\ufb01", "\U0001f600"]
 
 
-def _pages(service: TrueHeart, limit: int, **filters: object) -> list[MemoryPage]:
-    pages = [service.list_memories(SCOPE, limit=limit, **filters)]  # type: ignore[arg-type]
-    while pages[-1].next_cursor is not None:
-        assert len(pages) <= 50
-        pages.append(
-            service.list_memories(
-                SCOPE,
-                limit=limit,
-                cursor=pages[-1].next_cursor,
-                **filters,  # type: ignore[arg-type]
-            )
-        )
-    return pages
-
-
-def _ids(pages: list[MemoryPage]) -> list[str]:
-    return [m.memory_id for page in pages for m in page.items]
-
-
 def test_descending_pages_follow_reverse_code_point_order(service: TrueHeart) -> None:
     assert sorted(IDS) == IDS
     records = materialize_all(service, dict.fromkeys(IDS[3:] + IDS[:3], "content"))
     materialize_all(service, {"b": "elsewhere", "\U0001f601": "elsewhere"}, scope=OTHER_SCOPE)
     for limit, sizes in ((3, [3, 3, 3, 1]), (5, [5, 5]), (10, [10]), (100, [10])):
-        pages = _pages(service, limit, descending=True)
+        pages = all_pages(service, limit, descending=True)
         assert [len(page.items) for page in pages] == sizes
-        assert _ids(pages) == IDS[::-1]
+        assert page_ids(pages) == IDS[::-1]
         assert [m for page in pages for m in page.items] == [records[i] for i in IDS[::-1]]
         assert pages[-1].next_cursor is None
     first = service.list_memories(SCOPE, limit=1, descending=True)
@@ -80,11 +62,11 @@ def test_descending_listing_applies_the_same_filters(service: TrueHeart) -> None
         (ACTIVE, ("other",)),
     ]
     for status, kind_filter in filters:
-        ascending = _ids(_pages(service, 100, status=status, kinds=kind_filter))
+        ascending = page_ids(all_pages(service, 100, status=status, kinds=kind_filter))
         for limit in (1, 2, 100):
-            pages = _pages(service, limit, status=status, kinds=kind_filter, descending=True)
-            assert _ids(pages) == ascending[::-1], (status, kind_filter, limit)
-    assert _ids(_pages(service, 2, descending=True)) == ["m-5", "m-3", "m-2", "m-1"]
+            pages = all_pages(service, limit, status=status, kinds=kind_filter, descending=True)
+            assert page_ids(pages) == ascending[::-1], (status, kind_filter, limit)
+    assert page_ids(all_pages(service, 2, descending=True)) == ["m-5", "m-3", "m-2", "m-1"]
 
 
 def test_a_cursor_works_only_in_the_order_that_made_it(service: TrueHeart) -> None:
@@ -133,4 +115,4 @@ def test_memories_added_while_paging_down_appear_once_before_the_cursor(
         page = service.list_memories(SCOPE, limit=2, cursor=cursor, descending=True)
         pages.append(page)
         cursor = page.next_cursor
-    assert _ids(pages) == ["h", "f", "e", "d", "c", "a"]
+    assert page_ids(pages) == ["h", "f", "e", "d", "c", "a"]

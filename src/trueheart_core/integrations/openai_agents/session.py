@@ -247,31 +247,14 @@ class TrueHeartSession:
         with self._lock:
             return function(*args)
 
-    def _stored(self) -> list[tuple[int, MemoryRecord]]:
-        """Every item of the session with its position, in position order: the sealed
-        ones too, which hold their positions and which clearing deletes."""
-        found: list[tuple[int, MemoryRecord]] = []
-        cursor: str | None = None
-        while True:
-            page = self._service.list_memories(
-                self._scope,
-                status=None,
-                kinds=(self.kind,),
-                limit=_PAGE,
-                cursor=cursor,
-            )
-            for record in page.items:
-                match = _ITEM_ID.fullmatch(record.memory_id)
-                if match is not None:
-                    found.append((int(match.group(1)), record))
-            cursor = page.next_cursor
-            if cursor is None:
-                return found
-
-    def _latest_first(self, wanted: int) -> Iterator[tuple[int, MemoryRecord]]:
-        """The session's items with their positions, from the latest back (the sealed
-        ones too), read as they are consumed: the first page holds ``wanted`` items (the
-        caller's guess of what it needs), and each later page twice as many, up to 100."""
+    def _items(
+        self, *, latest_first: bool = False, wanted: int = _PAGE
+    ) -> Iterator[tuple[int, MemoryRecord]]:
+        """The session's items with their positions (the sealed ones too, which hold
+        their positions and which clearing deletes), read a page at a time as they are
+        consumed: in position order, or from the latest back (``latest_first``). The
+        first page holds ``wanted`` items (what the caller expects to need), each later
+        one twice as many, up to 100."""
         cursor: str | None = None
         size = max(1, min(wanted, _PAGE))
         while True:
@@ -281,7 +264,7 @@ class TrueHeartSession:
                 kinds=(self.kind,),
                 limit=size,
                 cursor=cursor,
-                descending=True,
+                descending=latest_first,
             )
             for record in page.items:
                 match = _ITEM_ID.fullmatch(record.memory_id)
@@ -291,6 +274,10 @@ class TrueHeartSession:
             if cursor is None:
                 return
             size = min(2 * size, _PAGE)
+
+    def _stored(self) -> list[tuple[int, MemoryRecord]]:
+        """Every item of the session with its position, in position order."""
+        return list(self._items())
 
     def _visible(self, records: Iterable[MemoryRecord]) -> Iterator[MemoryRecord]:
         """The items read and popped: active (a sealed item is hidden until the host
@@ -308,12 +295,14 @@ class TrueHeartSession:
         elif limit <= 0:
             records = []
         else:
-            latest = self._visible(record for _, record in self._latest_first(limit))
+            latest = self._visible(
+                record for _, record in self._items(latest_first=True, wanted=limit)
+            )
             records = list(islice(latest, limit))[::-1]
         return [_decoded(record) for record in records]
 
     def _add_items(self, texts: Sequence[str]) -> None:
-        latest = next(self._latest_first(1), None)
+        latest = next(self._items(latest_first=True, wanted=1), None)
         position = latest[0] + 1 if latest is not None else 1
         for text in texts:
             item_id = f"{ITEM_ID_PREFIX}{position:0{_POSITION_DIGITS}d}-{secrets.token_hex(8)}"
@@ -340,7 +329,9 @@ class TrueHeartSession:
         )
 
     def _pop_item(self) -> Any:
-        last = next(self._visible(record for _, record in self._latest_first(1)), None)
+        last = next(
+            self._visible(record for _, record in self._items(latest_first=True, wanted=1)), None
+        )
         if last is None:
             return None
         item = _decoded(last)
