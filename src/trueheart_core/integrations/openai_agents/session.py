@@ -165,7 +165,8 @@ class TrueHeartSession:
     (100 items per read transaction), so their cost grows with the history;
     ``add_items``, ``pop_item`` and ``get_items(limit)`` read from the latest item back
     and stop as soon as they have what they need, so theirs grows with what they
-    return and with the hidden (sealed or expired) items they pass.
+    return and with what they pass on the way: hidden (sealed or expired) items, and
+    the scope's memories of other kinds whose IDs sort after the latest item.
     """
 
     def __init__(
