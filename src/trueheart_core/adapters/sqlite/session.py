@@ -182,6 +182,12 @@ class Session:
         return self.memo.get(key) if found is None else found
 
     def remember(self, key: object, value: object) -> None:
+        """Keep ``value`` under ``key`` for this transaction (see :meth:`recall`). A
+        transaction that has learnt :data:`MEMO_LIMIT` entries (a rebuild, an import)
+        starts the memo afresh: every entry can be read again from the store, and the
+        memo stays bounded however much one transaction writes."""
+        if len(self.staged) >= MEMO_LIMIT:
+            self.forget()
         self.staged[key] = value
 
     def forget(self) -> None:
