@@ -3,6 +3,10 @@ walked from the other end, with cursors bound to their order."""
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import json
+
 import pytest
 from conformance_builders import (
     OTHER_SCOPE,
@@ -116,3 +120,20 @@ def test_memories_added_while_paging_down_appear_once_before_the_cursor(
         pages.append(page)
         cursor = page.next_cursor
     assert page_ids(pages) == ["h", "f", "e", "d", "c", "a"]
+
+
+def test_the_ascending_listing_takes_the_cursors_it_always_made(service: TrueHeart) -> None:
+    """A cursor of the listing in ID order is what 0.5.0 made: base64 of the JSON
+    ``["m1", <the first 16 hex digits of the SHA-256 of the canonical JSON of [scope,
+    statuses, kinds]>, <last ID>]``, without padding."""
+    materialize_all(service, {"m-1": "a", "m-2": "b", "m-3": "c"})
+    selection = [[SCOPE.tenant_id, SCOPE.owner_id, SCOPE.subject_id], ["active", "sealed"], []]
+    text = json.dumps(selection, separators=(",", ":"), ensure_ascii=False)
+    listing = hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+    made = base64.urlsafe_b64encode(json.dumps(["m1", listing, "m-1"]).encode("ascii"))
+    cursor = made.decode("ascii").rstrip("=")
+    assert service.list_memories(SCOPE, limit=1).next_cursor == cursor
+    page = service.list_memories(SCOPE, cursor=cursor)
+    assert [m.memory_id for m in page.items] == ["m-2", "m-3"]
+    with pytest.raises(ValidationError, match=CURSOR_ERROR):
+        service.list_memories(SCOPE, cursor=cursor, descending=True)
