@@ -148,7 +148,10 @@ def test_refusals_and_an_empty_scope(
         assert err == "trueheart: cursor: must be a cursor returned by the same listing\n"
     status, out, err = call(capsys, "list", str(store), "--scope", "nobody/at/all")
     assert status == 0 and _ids(out) == []
-    assert err == "trueheart: hint: no memories listed in nobody/at/all\n"
+    assert err == (
+        "trueheart: hint: no memories listed in nobody/at/all; "
+        f"list the scopes with 'trueheart scopes {store}'\n"
+    )
     for bad in (("--limit", "0"), ("--limit", "101"), ("--status", "forgotten"), ("--kind", " ")):
         status, out, err = call(capsys, "list", str(store), "--scope", SCOPE_TEXT, *bad)
         assert (status, out) == (2, "") and "usage: trueheart list" in err, bad

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 from datetime import datetime
 from typing import TextIO
 
@@ -230,7 +231,10 @@ def list_memories(args: argparse.Namespace, out: TextIO) -> int:
     if page.next_cursor is not None:
         progress_line(f"more memories: run the same command with --cursor {page.next_cursor}")
     elif not page.items and args.cursor is None:
-        progress_line(f"hint: no memories listed in {format_scope(args.scope)}")
+        progress_line(
+            f"hint: no memories listed in {format_scope(args.scope)}; "
+            f"list the scopes with 'trueheart scopes {shlex.quote(args.db)}'"
+        )
     return OK
 
 
