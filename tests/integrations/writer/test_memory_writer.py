@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import socket
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,10 +21,12 @@ from trueheart_core import (
     GovernanceAction,
     GovernanceCommand,
     IdempotencyConflict,
+    MemoryDraft,
     ProviderError,
     RawEventDraft,
     Scope,
     SourceRef,
+    SQLiteRepository,
     TrueHeart,
     TrustLevel,
     ValidationError,
@@ -488,6 +491,46 @@ def test_duplicates_are_found_in_normalised_form_and_within_one_answer(
         ("claim", 0, ALREADY_STORED),
         ("claim", 1, "repeated_in_answer"),
     ]
+
+
+class _CountingReads(TrueHeart):
+    """A service that counts the memories its listings return."""
+
+    read = 0
+
+    def list_memories(self, *args: Any, **kwargs: Any) -> Any:
+        page = super().list_memories(*args, **kwargs)
+        self.read += len(page.items)
+        return page
+
+
+def test_the_scope_is_read_only_until_every_fact_is_found(
+    stub: Stub, settings: ChatSettings, tmp_path: Path
+) -> None:
+    with _CountingReads(SQLiteRepository(tmp_path / "held.db"), clock=lambda: NOW) as service:
+        source = SourceRef("notes", "note", NOW, TrustLevel.OBSERVED)
+        held = [
+            MemoryDraft(
+                f"a-{n:03d}", SCOPE, f"note {n}", ("notes",), "note", TrustLevel.OBSERVED, NOW
+            )
+            for n in range(1, 250)
+        ]
+        lisbon = MemoryDraft(
+            "a-000", SCOPE, "I moved to Lisbon in May", ("notes",), "note", TrustLevel.OBSERVED, NOW
+        )
+        service.ingest_derived(
+            RawEventDraft("notes", SCOPE, source, "notes", RETENTION), memories=[lisbon, *held]
+        )
+        writer = _writer(service, settings)
+        stub.script(answer(GOOD_MEMORIES[:1], []), answer(GOOD_MEMORIES, []))
+        report = writer.write(SCOPE, MESSAGE, event_id="turn-1")
+        assert report.memories == ()
+        assert [(i.item, i.code) for i in report.dropped] == [("memory", ALREADY_STORED)]
+        assert service.read == 100  # the first page held it: the other 150 were not read
+        service.read = 0
+        report = writer.write(SCOPE, MESSAGE, event_id="turn-2")
+        assert [m.content for m in report.memories] == ["I prefer green tea to coffee"]
+        assert service.read == 250  # a new fact is looked for in every memory
 
 
 def test_a_fact_held_only_in_another_scope_is_written_again(

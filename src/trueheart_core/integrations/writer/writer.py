@@ -378,23 +378,25 @@ class MemoryWriter:
 
     # --- what the scope already holds ---------------------------------------------------
 
-    def _held_contents(self, scope: Scope) -> set[str]:
-        """The normalised contents of every memory held in the scope (active or sealed)."""
-        held: set[str] = set()
+    def _held(self, scope: Scope, wanted: set[str]) -> set[str]:
+        """Those of the ``wanted`` normalised contents that a memory held in the scope
+        (active or sealed) has. The scope is read page by page and only until every
+        wanted content is found, so no more than a page of it is held at a time."""
+        found: set[str] = set()
         cursor = None
         while True:
             page = self._service.list_memories(scope, limit=_PAGE, cursor=cursor)
-            held.update(normalised(memory.content) for memory in page.items)
+            found.update(wanted.intersection(normalised(m.content) for m in page.items))
             cursor = page.next_cursor
-            if cursor is None:
-                return held
+            if cursor is None or found == wanted:
+                return found
 
     def _new_memories(
         self, scope: Scope, memories: Sequence[ReadMemory], dropped: list[WriteIssue]
     ) -> list[ReadMemory]:
         if not memories:
             return []
-        held = self._held_contents(scope)
+        held = self._held(scope, {normalised(memory.content) for memory in memories})
         kept = []
         for memory in memories:
             if normalised(memory.content) in held:
