@@ -38,9 +38,16 @@ import tracemalloc
 from collections.abc import Callable, Sequence
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
 
-from harness import BASE, LONG, Clock, machine, report_targets
+from harness import (
+    BASE,
+    LONG,
+    Clock,
+    machine,
+    ratio_target,
+    report_targets,
+    write_results,
+)
 
 from trueheart_core import (
     ClaimDraft,
@@ -173,33 +180,32 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
         )
     low, high = sizes[0], sizes[-1]
-    targets: list[dict[str, Any]] = [
-        {
-            "target": f"subject page time at {high:,} / at {low:,} claims <= {RATIO_LIMIT:g}x",
-            "value": medians[high]["subject page"] / medians[low]["subject page"],
-            "limit": RATIO_LIMIT,
-        }
+    targets = [
+        ratio_target(
+            f"subject page time at {high:,} / at {low:,} claims <= {RATIO_LIMIT:g}x",
+            medians[high]["subject page"] / medians[low]["subject page"],
+            RATIO_LIMIT,
+        )
     ]
     targets += [
-        {
-            "target": f"{operation} memory at {high:,} / at {low:,} claims <= {RATIO_LIMIT:g}x",
-            "value": peaks[high][operation] / peaks[low][operation],
-            "limit": RATIO_LIMIT,
-        }
+        ratio_target(
+            f"{operation} memory at {high:,} / at {low:,} claims <= {RATIO_LIMIT:g}x",
+            peaks[high][operation] / peaks[low][operation],
+            RATIO_LIMIT,
+        )
         for operation in PAGED
     ]
     elapsed, load = report_targets(targets, started)
-    if args.json is not None:
-        payload = {
-            "machine": info,
-            "repeat": repeat,
-            "medians_ms": {str(s): m for s, m in medians.items()},
-            "peaks_kib": {str(s): p for s, p in peaks.items()},
-            "targets": targets,
-            "elapsed_s": elapsed,
-            "load_average_at_end": load,
-        }
-        args.json.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
+    write_results(
+        args.json,
+        info,
+        repeat,
+        targets,
+        elapsed,
+        load,
+        medians_ms={str(s): m for s, m in medians.items()},
+        peaks_kib={str(s): p for s, p in peaks.items()},
+    )
     return 0
 
 

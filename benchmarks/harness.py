@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gc
 import hashlib
+import json
 import math
 import os
 import platform
@@ -119,3 +120,33 @@ def report_targets(targets: list[dict[str, Any]], started: float) -> tuple[float
     load_at_end = os.getloadavg()[0]
     print(f"\ntotal run time {elapsed:.0f} s; 1-minute load average at the end {load_at_end:.2f}")
     return elapsed, load_at_end
+
+
+def ratio_target(target: str, value: float, limit: float) -> dict[str, Any]:
+    """A target for :func:`report_targets`: ``value`` (a ratio) at most ``limit``."""
+    return {"target": target, "value": value, "limit": limit}
+
+
+def write_results(
+    path: Path | None,
+    info: dict[str, Any],
+    repeat: int,
+    targets: list[dict[str, Any]],
+    elapsed: float,
+    load: float,
+    **figures: Any,
+) -> None:
+    """Write a run as JSON to ``path`` (the ``--json`` option; ``None``: nothing): the
+    machine, the samples per call, the ``figures`` under their names, the targets, the
+    run time and the load at the end."""
+    if path is None:
+        return
+    payload = {
+        "machine": info,
+        "repeat": repeat,
+        **figures,
+        "targets": targets,
+        "elapsed_s": elapsed,
+        "load_average_at_end": load,
+    }
+    path.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")

@@ -43,7 +43,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from harness import BASE, LONG, Clock, machine, report_targets
+from harness import BASE, LONG, Clock, machine, report_targets, write_results
 
 from trueheart_core import (
     ClaimDraft,
@@ -294,16 +294,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     print("file sizes: " + ", ".join(f"{k:,}: {v} bytes" for k, v in sizes_on_disk.items()))
     elapsed, load = report_targets(targets, started)
-    if args.json is not None:
-        payload = {
-            "machine": info,
-            "repeat": repeat,
-            "medians_ms": results,
-            "targets": targets,
-            "elapsed_s": elapsed,
-            "load_average_at_end": load,
-        }
-        args.json.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
+    write_results(args.json, info, repeat, targets, elapsed, load, medians_ms=results)
     return 0
 
 

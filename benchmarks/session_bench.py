@@ -34,7 +34,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness import Clock, machine, report_targets
+from harness import Clock, machine, ratio_target, report_targets, write_results
 
 from trueheart_core import Scope, SQLiteRepository, TrueHeart
 from trueheart_core.integrations.openai_agents import TrueHeartSession
@@ -127,25 +127,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"{operation:<15}" + "".join(f"{medians[size][operation]:>9.2f} ms" for size in sizes)
         )
     low, high = sizes[0], sizes[-1]
-    targets: list[dict[str, Any]] = [
-        {
-            "target": f"{operation} time at {high:,} / at {low:,} items <= {RATIO_LIMIT:g}x",
-            "value": medians[high][operation] / medians[low][operation],
-            "limit": RATIO_LIMIT,
-        }
+    targets = [
+        ratio_target(
+            f"{operation} time at {high:,} / at {low:,} items <= {RATIO_LIMIT:g}x",
+            medians[high][operation] / medians[low][operation],
+            RATIO_LIMIT,
+        )
         for operation in LATEST
     ]
     elapsed, load = report_targets(targets, started)
-    if args.json is not None:
-        payload = {
-            "machine": info,
-            "repeat": repeat,
-            "medians_ms": {str(s): m for s, m in medians.items()},
-            "targets": targets,
-            "elapsed_s": elapsed,
-            "load_average_at_end": load,
-        }
-        args.json.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
+    figures = {str(size): medians[size] for size in sizes}
+    write_results(args.json, info, repeat, targets, elapsed, load, medians_ms=figures)
     return 0
 
 
