@@ -56,7 +56,7 @@ def local_transformers_artifact_sha256(path: str | os.PathLike[str]) -> str:
 
 
 def _directory(path: object) -> str:
-    root = fspath_of(path) if isinstance(path, str | os.PathLike) else None
+    root = fspath_of(path)
     if not isinstance(root, str) or not root:
         raise ValidationError("path", "must be a directory path")
     if not os.path.isdir(root):

@@ -69,9 +69,10 @@ def stats(
     )
 
 
-def _fingerprint(doc: SearchDocRow) -> bytes:
-    """A compact identity of a whole entry, terms included."""
-    return hashlib.blake2b(repr(doc).encode("utf-8"), digest_size=16).digest()
+def _fingerprint(row: object) -> bytes:
+    """A compact identity (16 bytes) of a whole row: a search entry, terms included, or a
+    term row's values."""
+    return hashlib.blake2b(repr(row).encode("utf-8"), digest_size=16).digest()
 
 
 def _chunks(rows: Iterator[SearchDocRow]) -> Iterator[list[SearchDocRow]]:
@@ -99,12 +100,9 @@ def _entries(uow: UnitOfWork) -> Counter[bytes]:
 
 
 def _terms(uow: UnitOfWork) -> Counter[bytes]:
-    """Every search term of the store with its frequency, each as a compact identity
-    (16 bytes: a term row read back as a tuple of its values takes several times that)."""
-    return Counter(
-        hashlib.blake2b(repr((t.scope, t.term, t.df)).encode("utf-8"), digest_size=16).digest()
-        for t in uow.search.iter_terms(None)
-    )
+    """Every search term of the store with its frequency, each by its fingerprint (a
+    term row read back as a tuple of its values takes several times its 16 bytes)."""
+    return Counter(_fingerprint((t.scope, t.term, t.df)) for t in uow.search.iter_terms(None))
 
 
 def rebuild(uow: UnitOfWork) -> IndexRebuildReport:
