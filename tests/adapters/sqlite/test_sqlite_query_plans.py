@@ -193,24 +193,30 @@ def _restore(service: TrueHeart) -> None:
     _govern_memory(service, GovernanceAction.RESTORE, "m3")
 
 
-def _listing_name(status: MemoryStatus | None, kinds: tuple[str, ...], paged: bool) -> str:
+def _listing_name(
+    status: MemoryStatus | None, kinds: tuple[str, ...], paged: bool, descending: bool
+) -> str:
     name = f"list {'all' if status is None else status.value}"
-    return name + (" with kinds" if kinds else "") + (" after a cursor" if paged else "")
+    name += (" with kinds" if kinds else "") + (" after a cursor" if paged else "")
+    return name + (", descending" if descending else "")
 
 
 def _list(
-    status: MemoryStatus | None, kinds: tuple[str, ...], paged: bool
+    status: MemoryStatus | None, kinds: tuple[str, ...], paged: bool, descending: bool
 ) -> Callable[[TrueHeart], object]:
     def run(service: TrueHeart) -> object:
         for memory_id in ("m10", "m11", "m12", "m13", "m14"):
             _govern_memory(service, GovernanceAction.SEAL, memory_id)
-        page = service.list_memories(SCOPE, status=status, kinds=kinds, limit=2)
+        order = {"status": status, "kinds": kinds, "limit": 2, "descending": descending}
+        page = service.list_memories(SCOPE, **order)  # type: ignore[arg-type]
         assert len(page.items) == 2
         if not paged:
             return page
         assert page.next_cursor is not None
         after = service.list_memories(
-            SCOPE, status=status, kinds=kinds, limit=2, cursor=page.next_cursor
+            SCOPE,
+            cursor=page.next_cursor,
+            **order,  # type: ignore[arg-type]
         )
         assert len(after.items) == 2
         return after
@@ -262,9 +268,12 @@ OPERATIONS: dict[str, Callable[[TrueHeart], object]] = {
     "get memory": lambda s: s.get_memory(SCOPE, "m2"),
     "get receipt": lambda s: s.get_receipt(SCOPE, "e2"),
     **{
-        _listing_name(status, kinds, paged): _list(status, kinds, paged)
-        for status, kinds, paged in itertools.product(
-            (None, MemoryStatus.ACTIVE, MemoryStatus.SEALED), ((), ("fact", "x")), (False, True)
+        _listing_name(*listing): _list(*listing)
+        for listing in itertools.product(
+            (None, MemoryStatus.ACTIVE, MemoryStatus.SEALED),
+            ((), ("fact", "x")),
+            (False, True),
+            (False, True),
         )
     },
 }
