@@ -10,8 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from trueheart_core.adapters.sqlite.buffer import drain
+from trueheart_core.adapters.sqlite.migrations import MIGRATIONS
 from trueheart_core.adapters.sqlite.pending import PendingIndex
-from trueheart_core.adapters.sqlite.schema import APPLICATION_ID, MIGRATIONS
+from trueheart_core.adapters.sqlite.schema import APPLICATION_ID
 from trueheart_core.adapters.sqlite.session import Session
 
 

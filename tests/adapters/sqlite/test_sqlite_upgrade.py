@@ -49,8 +49,8 @@ from trueheart_core import (
 )
 from trueheart_core.adapters.sqlite import connection
 from trueheart_core.adapters.sqlite.buffer import drain
+from trueheart_core.adapters.sqlite.migrations import MIGRATIONS
 from trueheart_core.adapters.sqlite.schema import (
-    MIGRATIONS,
     SCHEMA_VERSION,
     definitions,
     object_names,

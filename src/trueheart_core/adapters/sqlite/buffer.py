@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from trueheart_core.adapters.sqlite.schema import AUDIT_COLUMNS, PENDING_COLUMNS
+from trueheart_core.adapters.sqlite.migrations import AUDIT_COLUMNS, PENDING_COLUMNS
 from trueheart_core.adapters.sqlite.session import Session
 
 BUFFER_BOUND = 32

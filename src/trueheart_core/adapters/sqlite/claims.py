@@ -10,7 +10,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from trueheart_core.adapters.sql.keys import text_key
-from trueheart_core.adapters.sqlite.schema import key_blob
+from trueheart_core.adapters.sqlite.migrations import key_blob
 from trueheart_core.adapters.sqlite.session import (
     CHUNK,
     Role,

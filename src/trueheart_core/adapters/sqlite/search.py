@@ -17,13 +17,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from trueheart_core.adapters.sqlite import buffer
+from trueheart_core.adapters.sqlite.migrations import key_blob
 from trueheart_core.adapters.sqlite.pending import (
     ERASE_TERM,
     LARGE_ROW,
     PENDING_BOUND,
     pairs_text,
 )
-from trueheart_core.adapters.sqlite.schema import key_blob
 from trueheart_core.adapters.sqlite.search_entries import SearchEntries
 from trueheart_core.errors import RepositoryCorruption
 from trueheart_core.ports import ScopeKey, SearchDocRow

@@ -20,8 +20,8 @@ from trueheart_core.adapters.sql.expressions import (
     time_order,
 )
 from trueheart_core.adapters.sqlite.filters import eligibility_filters
+from trueheart_core.adapters.sqlite.migrations import key_blob
 from trueheart_core.adapters.sqlite.pending import PendingIndex
-from trueheart_core.adapters.sqlite.schema import key_blob
 from trueheart_core.adapters.sqlite.session import CHUNK, Role, Session
 from trueheart_core.ports import (
     Period,
