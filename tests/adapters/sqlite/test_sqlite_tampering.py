@@ -711,7 +711,7 @@ def test_a_live_row_that_damage_marked_erased_is_reported_and_compaction_removes
 
 
 def test_the_scoped_tables_are_every_table_with_a_scope(db_path: Path) -> None:
-    from trueheart_core.adapters.sqlite.operations import SCOPED_TABLES
+    from trueheart_core.adapters.sqlite.scope_statements import SCOPED_TABLES
 
     SQLiteRepository(db_path).close()
     conn = sqlite3.connect(db_path)
