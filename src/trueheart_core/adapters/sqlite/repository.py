@@ -16,10 +16,10 @@ import time
 from collections.abc import Collection, Iterator
 
 from trueheart_core import logs
-from trueheart_core.adapters.sql.failures import DIAGNOSTICS, REENTRANT, forget
+from trueheart_core.adapters.sql.failures import DIAGNOSTICS, REENTRANT
 from trueheart_core.adapters.sqlite import backup as backup_mod
 from trueheart_core.adapters.sqlite import connection as conn_mod
-from trueheart_core.adapters.sqlite import handles, schema
+from trueheart_core.adapters.sqlite import handles, opening, schema
 from trueheart_core.adapters.sqlite.unit_of_work import SQLiteUnitOfWork
 from trueheart_core.errors import (
     RepositoryBusy,
@@ -33,7 +33,6 @@ from trueheart_core.errors import (
 )
 from trueheart_core.ports import Capability, Operation, ScopeKey
 
-_UPGRADE_NEEDS_WRITE = "schema upgrade needs a writable store"
 _FILE_GONE = (
     "the database file was removed or replaced since it was opened: close the repository "
     "and open the path again"
@@ -96,16 +95,12 @@ class SQLiteRepository:
         self._rewrite_pending = False
         # For a file read as an immutable snapshot: what the file was when it was opened
         # (see ``_fresh_snapshot``); None otherwise.
-        self._snapshot: tuple[int, int, int, bool] | None = None
+        self._snapshot: opening.Stamp | None = None
         self._busy_timeout = float(busy_timeout)
         try:
-            self._conn = self._open(target, float(busy_timeout), read_only)
-        except BaseException as error:
-            if self._handle is not None:
-                self._handle.release()
-                self._handle = None
-            if isinstance(error, TrueHeartError):
-                logs.STORE.warning("store refused: %s: %s", type(error).__name__, error)
+            self._opened(self._path or target, read_only)
+        except TrueHeartError as error:
+            logs.STORE.warning("store refused: %s: %s", type(error).__name__, error)
             raise
         logs.STORE.debug(
             "store opened: %s, %s, schema version %d",
@@ -114,51 +109,12 @@ class SQLiteRepository:
             schema.SCHEMA_VERSION,
         )
 
-    def _open(self, target: str, busy_timeout: float, read_only: bool) -> sqlite3.Connection:
-        immutable = False
-        if self._file_backed:
-            target = os.path.abspath(target)
-            exists = conn_mod.check_target(target)
-            if not exists and read_only:
-                raise ValidationError("path", "must name an existing database file")
-            if not exists:
-                conn_mod.make_directories(target)
-                conn_mod.create_file(target, busy_timeout=busy_timeout)
-            self._handle = conn_mod.inspect_file(target)
-            version = conn_mod.inspect_catalog(target, busy_timeout=busy_timeout)
-            read_only = read_only or not conn_mod.writable(target)
-            if read_only and version < schema.SCHEMA_VERSION:
-                # Refused before SQLite opens it, so nothing is created next to the file.
-                raise RepositoryReadOnly(_UPGRADE_NEEDS_WRITE)
-            # Where no writer can exist (nobody may create the WAL: a read-only directory
-            # or medium; or the file has no write permission for anyone), a file without
-            # side files is read as it stands. A file another user may write is read like
-            # any store in use, with side files beside it.
-            immutable = (
-                read_only
-                and not conn_mod.has_side_files(target)
-                and (not conn_mod.directory_writable(target) or conn_mod.unwritable_file(target))
-            )
-            self._snapshot = _file_stamp(target) if immutable else None
-        elif read_only:
-            raise ValidationError("read_only", "requires a database file")
-        self._read_only = read_only
-        with conn_mod.translate(DIAGNOSTICS["open"]):
-            conn = conn_mod.connect(
-                target, busy_timeout=busy_timeout, read_only=read_only, immutable=immutable
-            )
-            try:
-                conn_mod.configure(conn, file_backed=self._file_backed, read_only=read_only)
-                if self._file_backed:
-                    self._upgrade(conn, schema.check_catalog(conn), read_only)
-                else:
-                    conn.execute("BEGIN IMMEDIATE")
-                    schema.migrate(conn, 0)
-                    conn.execute("COMMIT")
-            except BaseException:
-                conn.close()
-                raise
-        return conn
+    def _opened(self, target: str, read_only: bool) -> None:
+        """Open the store at ``target`` (see ``opening.open_store``) and take it as this
+        repository's connection, file hold and snapshot stamp."""
+        opened = opening.open_store(target, busy_timeout=self._busy_timeout, read_only=read_only)
+        self._conn, self._handle = opened.conn, opened.handle
+        self._snapshot, self._read_only = opened.snapshot, opened.read_only
 
     def _check_in_place(self) -> None:
         """Refuse a unit when the path no longer names the file this repository opened:
@@ -183,15 +139,12 @@ class SQLiteRepository:
         user committed is read instead of stale pages."""
         if self._snapshot is None or self._path is None:
             return
-        if _file_stamp(self._path) == self._snapshot:
+        if opening.file_stamp(self._path) == self._snapshot:
             return
-        old_conn, old_handle, old_snapshot = self._conn, self._handle, self._snapshot
-        try:
-            self._conn = self._open(self._path, self._busy_timeout, True)
-        except BaseException:
-            # This unit fails; the next one tries again.
-            self._conn, self._handle, self._snapshot = old_conn, old_handle, old_snapshot
-            raise
+        old_conn, old_handle = self._conn, self._handle
+        # On failure this unit fails, the old connection stays, and the next unit tries
+        # again.
+        self._opened(self._path, True)
         if old_conn is not None:
             with contextlib.suppress(sqlite3.Error):
                 old_conn.close()
@@ -199,38 +152,6 @@ class SQLiteRepository:
             old_handle.release()
         self._scope_ids.clear()
         self._scratch.clear()
-
-    @staticmethod
-    def _upgrade(conn: sqlite3.Connection, version: int, read_only: bool) -> None:
-        """Bring a store written by an older version up to this schema, atomically."""
-        if version == schema.SCHEMA_VERSION:
-            return
-        if read_only:
-            raise RepositoryReadOnly(_UPGRADE_NEEDS_WRITE)
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            # Another process may have upgraded it since the catalog was read.
-            version = schema.check_catalog(conn)
-            if version < schema.SCHEMA_VERSION:
-                schema.migrate(conn, version)
-            conn.execute("COMMIT")
-        except BaseException:
-            with contextlib.suppress(sqlite3.Error):
-                conn.execute("ROLLBACK")
-            raise
-        if version < schema.SCHEMA_VERSION:
-            logs.STORE.info("schema upgraded from version %d to %d", version, schema.SCHEMA_VERSION)
-            # The old tables' pages are zeroed in the WAL's new frames; their earlier
-            # frames go with the log. They hold nothing erased (erasure before version 7
-            # rewrote the file), so when the disk has no room to copy the log into the
-            # file, the upgrade, committed, stands, and a later checkpoint copies it.
-            try:
-                conn_mod.checkpoint_truncate(conn)
-            except sqlite3.Error as error:
-                if not isinstance(conn_mod.translated(error, ""), RepositoryFull):
-                    raise
-                forget(error)
-                logs.STORE.warning("schema upgraded, its log not copied yet: no room")
 
     @property
     def capabilities(self) -> frozenset[Capability]:
@@ -487,10 +408,3 @@ class SQLiteRepository:
     def __del__(self) -> None:
         with contextlib.suppress(Exception):
             self.close()
-
-
-def _file_stamp(path: str) -> tuple[int, int, int, bool]:
-    """What changes when a file is written: its inode, size and modification time, and
-    whether side files lie beside it."""
-    found = os.stat(path)
-    return (found.st_ino, found.st_size, found.st_mtime_ns, conn_mod.has_side_files(path))
