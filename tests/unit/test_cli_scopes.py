@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import unicodedata
+from collections.abc import Callable
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -59,6 +62,16 @@ def test_format_then_parse_is_the_identity(tenant: str, owner: str, subject: str
         ("t/o/z%00", Scope("t", "o", "z\x00")),
         ("t/o/z\\x00", Scope("t", "o", "z\\x00")),
         ("t/o/a%E2%80%8Bb", Scope("t", "o", "a\u200bb")),
+        # Scopes that would look alike: spaces at the ends, an accent composed or not.
+        ("t/o/bob", Scope("t", "o", "bob")),
+        ("t/o/bob%20", Scope("t", "o", "bob ")),
+        ("t/%20o/bob  %20", Scope("t", " o", "bob   ")),
+        ("t/o/a b", Scope("t", "o", "a b")),
+        ("t/o/caf\u00e9", Scope("t", "o", "caf\u00e9")),
+        ("t/o/cafe%CC%81", Scope("t", "o", "cafe\u0301")),
+        ("t/o/%E2%84%AB", Scope("t", "o", "\u212b")),
+        ("t/o/\u00c5", Scope("t", "o", "\u00c5")),
+        ("t/o/\u0915\u093f", Scope("t", "o", "\u0915\u093f")),
     ],
 )
 def test_output_names_exactly_one_scope(shown: str, scope: Scope) -> None:
@@ -72,3 +85,30 @@ def test_output_names_exactly_one_scope(shown: str, scope: Scope) -> None:
 @given(parts, parts, parts)
 def test_formatted_scopes_are_printable(tenant: str, owner: str, subject: str) -> None:
     assert format_scope(Scope(tenant, owner, subject)).isprintable()
+
+
+variants = st.sampled_from(
+    [
+        lambda part: part,
+        lambda part: unicodedata.normalize("NFD", part),
+        lambda part: unicodedata.normalize("NFC", part),
+        lambda part: part + " ",
+        lambda part: " " + part,
+    ]
+)
+
+
+@given(parts, parts, parts, variants, st.integers(0, 2))
+def test_look_alike_scopes_are_shown_distinctly(
+    tenant: str, owner: str, subject: str, variant: Callable[[str], str], changed: int
+) -> None:
+    first = Scope(tenant, owner, subject)
+    texts = [tenant, owner, subject]
+    texts[changed] = variant(texts[changed])
+    second = Scope(*texts)
+    assert (format_scope(first) == format_scope(second)) == (first == second)
+    for scope in (first, second):
+        shown = format_scope(scope)
+        assert shown == shown.strip()
+        assert unicodedata.is_normalized("NFC", shown)
+        assert parse_scope(shown) == scope

@@ -6,12 +6,16 @@ part's UTF-8 text: a literal ``/`` is written ``%2F``, a literal ``%`` ``%25``, 
 or a part the library refuses (blank, too long) is malformed.
 
 Output writes a scope the same way, with every character that is not printable
-escaped too, so the text shown for a scope names that scope and no other.
+escaped too, and so are a space that begins or ends a part and every non-ASCII character
+of a part that is not in Unicode normal form C: the text shown for a scope names that
+scope and no other, and two scopes never look alike (``bob`` and ``bob ``, a composed
+``é`` and an ``e`` followed by a combining accent).
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 
 from trueheart_core.domain.model import Scope
 from trueheart_core.errors import ValidationError
@@ -52,19 +56,37 @@ def parse_scope(text: str) -> Scope:
 
 
 def format_scope(scope: Scope) -> str:
-    """``tenant/owner/subject`` with ``%``, ``/`` and every unprintable character
-    escaped, the inverse of :func:`parse_scope`."""
+    """``tenant/owner/subject`` with ``%``, ``/``, every unprintable character, a space
+    at either end of a part and the non-ASCII characters of a part not in normal form C
+    escaped: the inverse of :func:`parse_scope`."""
     return "/".join(
-        "".join(_escaped(c) for c in part) if _needs_escapes(part) else part
+        _escaped(part) if _needs_escapes(part) else part
         for part in (scope.tenant_id, scope.owner_id, scope.subject_id)
     )
 
 
 def _needs_escapes(part: str) -> bool:
-    return "%" in part or "/" in part or not part.isprintable()
+    return (
+        "%" in part
+        or "/" in part
+        or not part.isprintable()
+        or part.startswith(" ")
+        or part.endswith(" ")
+        or not unicodedata.is_normalized("NFC", part)
+    )
 
 
-def _escaped(c: str) -> str:
-    if c in "%/" or not c.isprintable():
-        return "".join(f"%{byte:02X}" for byte in c.encode("utf-8"))
-    return c
+def _escaped(part: str) -> str:
+    # A part that is not in normal form C may look exactly like one that is (an accent
+    # composed or not): its non-ASCII characters are shown as their bytes.
+    decomposed = not unicodedata.is_normalized("NFC", part)
+    last = len(part) - 1
+    return "".join(
+        "".join(f"%{byte:02X}" for byte in c.encode("utf-8"))
+        if c in "%/"
+        or not c.isprintable()
+        or (decomposed and not c.isascii())
+        or (c == " " and i in (0, last))
+        else c
+        for i, c in enumerate(part)
+    )
