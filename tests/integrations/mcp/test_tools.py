@@ -611,6 +611,30 @@ def test_refused_arguments_never_quote_what_was_sent(connect: Connect) -> None:
     run(body)
 
 
+def test_remember_refuses_the_kinds_of_claims_and_session_items(
+    service: TrueHeart, connect: Connect
+) -> None:
+    # A plain memory of kind "claim" would pass for a claim with no claim behind it (to
+    # the evicortex face, for one); one of a session's kind would sit among its items.
+    async def body() -> None:
+        async with connect() as client:
+            for kind, message in (
+                ("claim", "kind: is reserved for claims"),
+                ("agent_session:chat-1", "kind: is reserved for agent session items"),
+                ("agent_session:", "kind: is reserved for agent session items"),
+            ):
+                result = await client.call_tool("remember", {"content": SECRET, "kind": kind})
+                assert error_text(result) == message
+            # kinds that only look alike are plain kinds
+            for kind in ("claims", "Claim", "agent_sessions", "note:agent_session:x"):
+                stored = await _remember(client, f"Fact of kind {kind}.", kind=kind)
+                assert stored["memory"]["kind"] == kind
+        kinds = sorted(memory.kind for memory in service.list_memories(SCOPE).items)
+        assert kinds == sorted(["claims", "Claim", "agent_sessions", "note:agent_session:x"])
+
+    run(body)
+
+
 # --- isolation -----------------------------------------------------------------------------
 
 

@@ -391,6 +391,9 @@ def test_the_factory_checks_the_host_settings(memory: TrueHeart) -> None:
         ({"search_kinds": []}, "search_kinds: must name at least one kind"),
         ({"search_kinds": "agent_note"}, "search_kinds: must be a sequence of kinds or None"),
         ({"clock": "now"}, "clock: must be callable"),
+        # claims and session items are written by their own tools, never as plain memories
+        ({"kind": "claim"}, "kind: is reserved for claims"),
+        ({"kind": "agent_session:chat-1"}, "kind: is reserved for agent session items"),
     ):
         settings: dict[str, Any] = {"scope": SCOPE, **arguments}
         scope = settings.pop("scope")

@@ -28,6 +28,7 @@ from trueheart_core import (
     SourceRef,
     TrueHeart,
 )
+from trueheart_core.integrations._kinds import SESSION_KIND_PREFIX
 
 __all__ = ["SOURCE_TYPE", "delete_event", "ids", "own_event"]
 
@@ -41,7 +42,6 @@ _OTHER_NAMESPACE = {"mem": "clm", "clm": "mem"}
 # ``trueheart_core.integrations.openai_agents.session``, which imports the Agents SDK).
 _SESSION_ITEM = re.compile(r"agent-session-[0-9]{12}-[0-9a-f]{16}")
 _SESSION_SOURCE_TYPE = "openai-agents-session"
-_SESSION_KIND_PREFIX = "agent_session:"
 
 
 def ids(namespace: str, key: str | None) -> tuple[str, str]:
@@ -102,7 +102,7 @@ def _item_event(
     source = _stored_source(service, scope, item_id)
     if source is None or source.source_type != _SESSION_SOURCE_TYPE:
         return None
-    if record is not None and record.kind != _SESSION_KIND_PREFIX + source.source_id:
+    if record is not None and record.kind != SESSION_KIND_PREFIX + source.source_id:
         return None
     return item_id
 

@@ -187,7 +187,8 @@ def declare(ceiling: TrustLevel, default_trust: TrustLevel) -> tuple[ToolSpec, .
                         "default": DEFAULT_KIND,
                         "maxLength": 128,
                         "description": "a label such as preference, fact, plan "
-                        f"(default {DEFAULT_KIND})",
+                        f"(default {DEFAULT_KIND}; not claim, which remember_claim "
+                        "writes, nor one beginning agent_session:)",
                     },
                     "metadata": {
                         "type": "object",

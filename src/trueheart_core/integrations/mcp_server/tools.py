@@ -48,6 +48,7 @@ from trueheart_core import (
 from trueheart_core.domain import validation as v
 from trueheart_core.domain.search.model import query_text
 from trueheart_core.integrations._clock import clock_time
+from trueheart_core.integrations._kinds import check_plain_kind
 from trueheart_core.integrations.mcp_server import documents, events, schemas
 from trueheart_core.integrations.mcp_server.arguments import Arguments, checked_key
 from trueheart_core.integrations.mcp_server.documents import Document
@@ -255,7 +256,7 @@ class MemoryTools:
 
     def _remember(self, args: Arguments) -> Document:
         content = args.text("content")
-        kind = args.text("kind", default=DEFAULT_KIND)
+        kind = check_plain_kind(args.text("kind", default=DEFAULT_KIND))
         metadata = args.metadata()
         trust = args.trust(self._ceiling, self._default_trust)
         key = checked_key(args.optional_text("idempotency_key"))

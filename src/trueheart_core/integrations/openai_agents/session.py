@@ -53,6 +53,7 @@ from trueheart_core import (
     ValidationError,
 )
 from trueheart_core.domain import validation as v
+from trueheart_core.integrations._kinds import SESSION_KIND_PREFIX
 from trueheart_core.integrations.openai_agents._common import (
     Clock,
     checked_host,
@@ -70,9 +71,6 @@ __all__ = [
 ]
 
 _T = TypeVar("_T")
-
-SESSION_KIND_PREFIX = "agent_session:"
-"""A session's items are memories of kind ``agent_session:<session_id>``."""
 
 ITEM_ID_PREFIX = "agent-session-"
 SESSION_SOURCE_TYPE = "openai-agents-session"

@@ -52,6 +52,7 @@ from trueheart_core import (
     ValidationError,
 )
 from trueheart_core.domain import validation as v
+from trueheart_core.integrations._kinds import check_plain_kind
 from trueheart_core.integrations.openai_agents._common import (
     Clock,
     checked_host,
@@ -248,7 +249,7 @@ def memory_tools(
     v.member("max_trust", max_trust, TrustLevel, "must be a TrustLevel")
     if not isinstance(retention, RetentionPolicy):
         raise ValidationError("retention", "must be a RetentionPolicy")
-    v.text("kind", kind)
+    check_plain_kind(v.text("kind", kind))
     if not isinstance(claim_tools, bool):
         raise ValidationError("claim_tools", "must be a bool")
     budget_tokens = v.whole("budget_tokens", budget_tokens, 1, MAX_BUDGET_TOKENS)
