@@ -17,7 +17,12 @@ pytest.importorskip("psycopg_pool", reason="needs the postgres extra")
 from conformance_builders import SCOPE, event  # noqa: E402
 from psycopg.conninfo import make_conninfo  # noqa: E402
 
-from trueheart_core import PostgresRepository, RepositoryUnavailable, TrueHeart  # noqa: E402
+from trueheart_core import (  # noqa: E402
+    EntityNotFound,
+    PostgresRepository,
+    RepositoryUnavailable,
+    TrueHeart,
+)
 
 
 @pytest.fixture
@@ -108,3 +113,31 @@ def test_the_keepalive_parameters_of_the_url_reach_libpq(conninfo: str) -> None:
             parameters = conn.info.get_parameters()
     assert parameters.get("keepalives_idle") == "7"
     assert parameters.get("tcp_user_timeout") == "9000"
+
+
+def test_a_read_a_failed_unit_left_unfinished_never_reaches_a_later_unit(
+    conninfo: str,
+) -> None:
+    # A unit that fails while it walks a server-side cursor leaves the reader suspended;
+    # whenever that reader is finalised (by the garbage collector, at any allocation of a
+    # later call on the same connection), closing it must not send a CLOSE into the
+    # transaction of whichever unit holds the connection then.
+    repository = PostgresRepository(conninfo, schema="s1", max_connections=1)
+    key = (SCOPE.tenant_id, SCOPE.owner_id, SCOPE.subject_id)
+    with TrueHeart(repository) as service:
+        service.ingest_events([event(f"e{i}") for i in range(3)])
+        left: list[Iterator[tuple[Any, ...]]] = []
+        with (
+            pytest.raises(EntityNotFound),
+            repository.unit_of_work("stats", write=False) as uow,
+        ):
+            rows = uow.session.stream("SELECT event_id FROM raw_events")
+            next(rows)
+            left.append(rows)
+            raise EntityNotFound("e9")
+        with repository.unit_of_work("stats", write=False) as uow:
+            assert set(uow.events.get(key, ["e0"])) == {"e0"}
+            left.pop().close()  # the reader's cleanup, inside this unit's transaction
+            assert set(uow.events.get(key, ["e1"])) == {"e1"}
+        service.ingest_event(event("e3"))
+        assert service.verify_integrity(SCOPE).ok

@@ -325,6 +325,7 @@ class PostgresRepository:
             finally:
                 if not uow.committed:
                     session.rollback()
+                session.end()
                 conn_mod.returned(conn)
             if uow.committed and erasing:
                 # Nothing erased may stay in what the service derived from the store.

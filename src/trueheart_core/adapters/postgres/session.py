@@ -272,6 +272,8 @@ class Session:
         # committing early (see :meth:`one_and_commit`); whether it has committed.
         self._start: list[_Deferred] = []
         self.committed = False
+        # The server-side cursors of the unit's reads still open (see :meth:`stream`).
+        self._cursors: set[psycopg.ServerCursor[tuple[Any, ...]]] = set()
 
     @property
     def tokenizer(self) -> object:
@@ -490,11 +492,25 @@ class Session:
         self.flush()
         cursor = self.conn.cursor(name=f"trueheart_scan_{next(_cursor_names)}")
         cursor.itersize = CHUNK
+        self._cursors.add(cursor)
         try:
             cursor.execute(sql, params)
             yield from cursor
         finally:
+            self._cursors.discard(cursor)
             cursor.close()
+
+    def end(self) -> None:
+        """The unit is over (committed or rolled back), and its connection about to go
+        back to the pool: close the cursors of reads left unfinished (a call that failed
+        while it walked one). The transaction that held them has ended, so nothing is
+        sent to the server; left open, a cursor would be closed whenever its reader is
+        collected, by a ``CLOSE`` sent inside whatever unit then holds the connection,
+        which the server refuses, aborting that unit's transaction."""
+        cursors, self._cursors = self._cursors, set()
+        for cursor in cursors:
+            with contextlib.suppress(psycopg.Error):
+                cursor.close()
 
     def ensure_scope(self, scope: ScopeKey) -> None:
         """Record the scope in ``scopes`` (once per unit; a no-op when it is there)."""
