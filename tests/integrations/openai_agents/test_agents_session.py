@@ -4,6 +4,7 @@ erasure down to the file's bytes, isolation, audit and serialised calls."""
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Awaitable
 from datetime import timedelta
 from pathlib import Path
@@ -354,6 +355,39 @@ def test_concurrent_calls_are_serialised(memory: TrueHeart, clock: Clock) -> Non
     # Each call appended its batch whole: the batches are not interleaved.
     runs = [items[start : start + 5] for start in range(0, 20, 5)]
     assert sorted(runs, key=lambda run: run[0]["batch"]) == batches
+
+
+def test_a_cancelled_change_returns_only_once_it_is_done(memory: TrueHeart, clock: Clock) -> None:
+    # The thread of a change cannot be stopped: a cancelled pop still deletes its item,
+    # and the cancelled caller hears of the cancellation only once the delete is done.
+    wait(TrueHeartSession("conv-1", memory, SCOPE, clock=clock).add_items(ITEMS[:2]))
+    reached, release = threading.Event(), threading.Event()
+    reads = 0
+
+    def gated() -> Any:
+        nonlocal reads
+        reads += 1
+        if reads == 2:  # a pop reads the clock to pick its item, then to delete it
+            reached.set()
+            release.wait(10)
+        return clock()
+
+    session = TrueHeartSession("conv-1", memory, SCOPE, clock=gated)
+
+    async def main() -> None:
+        task = asyncio.create_task(session.pop_item())
+        assert await asyncio.to_thread(reached.wait, 10)
+        task.cancel()
+        await asyncio.sleep(0.1)
+        assert not task.done()  # the delete has not run yet: the caller waits for it
+        release.set()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        # when the cancellation reached the caller, the item was gone
+        assert len(memory.list_memories(SCOPE).items) == 1
+
+    asyncio.run(main())
+    assert contents(session) == ITEMS[:1]
 
 
 def test_the_session_checks_its_settings(memory: TrueHeart) -> None:

@@ -219,28 +219,46 @@ class TrueHeartSession:
             raise ValidationError("items", _BAD_ITEMS)
         texts = [_encoded(item) for item in items]
         if texts:
-            await self._run(self._add_items, texts)
+            await self._change(self._add_items, texts)
 
     async def pop_item(self) -> TResponseInputItem | None:
         """Delete the latest unexpired item and return it; ``None`` when there is none."""
-        popped: TResponseInputItem | None = await self._run(self._pop_item)
+        popped: TResponseInputItem | None = await self._change(self._pop_item)
         return popped
 
     async def clear_session(self) -> None:
         """Delete every item of the session."""
-        await self._run(self._clear)
+        await self._change(self._clear)
 
     # --- retention -----------------------------------------------------------------------
 
     async def delete_expired(self) -> int:
         """Delete the items whose recall deadline has passed; returns how many."""
-        deleted: int = await self._run(self._delete_expired)
+        deleted: int = await self._change(self._delete_expired)
         return deleted
 
     # --- in the worker thread ------------------------------------------------------------
 
     async def _run(self, function: Callable[..., _T], *args: object) -> _T:
         return await asyncio.to_thread(self._serialised, function, *args)
+
+    async def _change(self, function: Callable[..., _T], *args: object) -> _T:
+        """:meth:`_run` for a call that changes the history. A thread cannot be stopped,
+        so a cancelled change still runs to its end; the cancelled caller waits for that
+        end before its ``CancelledError`` (as the SDK's own sessions do), so that the next
+        call finds the change done instead of racing it."""
+        task = asyncio.ensure_future(self._run(function, *args))
+        cancelled: asyncio.CancelledError | None = None
+        while not task.done():
+            try:
+                await asyncio.wait({task})
+            except asyncio.CancelledError as error:
+                cancelled = cancelled or error
+        if cancelled is not None:
+            if not task.cancelled():
+                task.exception()  # retrieved: the cancellation is what the caller gets
+            raise cancelled
+        return task.result()
 
     def _serialised(self, function: Callable[..., _T], *args: object) -> _T:
         with self._lock:
