@@ -353,6 +353,8 @@ def test_tool_errors_carry_library_messages_and_never_the_content(
             call("remember", {"content": "secret plans", "trust": "supreme"}, "c2"),
             call("forget_memory", {"memory_id": "agent-memory-unknown"}, "c3"),
             call("search_memory", {"query": "   ", "limit": 5}, "c4"),
+            call("forget_memory", {"memory_id": " "}, "c5"),
+            call("search_memory", {"query": "secret " * 1000, "limit": 5}, "c6"),
             reply("ok"),
         ],
         memory_tools(memory, SCOPE, clock=clock),
@@ -362,7 +364,10 @@ def test_tool_errors_carry_library_messages_and_never_the_content(
         "c1": "error: content: must be at most 256 KiB UTF-8",
         "c2": "error: the arguments do not match the tool's parameters",
         "c3": "error: entity not found: agent-memory-unknown",
-        "c4": "error: text: must be a non-blank string",
+        # each refusal names the argument the model sent
+        "c4": "error: query: must be a non-blank string",
+        "c5": "error: memory_id: must be a non-blank string",
+        "c6": "error: query: must be at most 4096 characters",
     }
     assert memory.stats(SCOPE).events == 0
 

@@ -52,6 +52,7 @@ from trueheart_core import (
     ValidationError,
 )
 from trueheart_core.domain import validation as v
+from trueheart_core.domain.search.model import query_text
 from trueheart_core.integrations._kinds import check_plain_kind
 from trueheart_core.integrations.openai_agents._common import (
     Clock,
@@ -284,10 +285,12 @@ def _search_tool(binding: _Binding) -> FunctionTool:
             query: Words to look for, as a short question or keywords.
             limit: How many memories to return at most (1 through 20).
         """
+        # Checked first, so that a refusal names the argument the model sent.
+        text = query_text("query", query)
         capsule = binding.service.search(
             SearchQuery(
                 binding.scope,
-                query,
+                text,
                 now(binding.clock),
                 budget_tokens=binding.budget_tokens,
                 limit=max(1, min(limit, MAX_SEARCH_RESULTS)),
@@ -381,6 +384,7 @@ def _forget_tool(binding: _Binding) -> FunctionTool:
         Args:
             memory_id: The ID of the memory, as search_memory or remember returned it.
         """
+        memory_id = v.text("memory_id", memory_id)
         service, scope = binding.service, binding.scope
         when = now(binding.clock)
         delete = GovernanceCommand(
