@@ -50,9 +50,17 @@ MAX_NAMESPACE_CHARS = 128
 _T = TypeVar("_T")
 
 
+def plain_text(value: object) -> object:
+    """A ``str`` subclass as the plain ``str`` it holds (its own methods, which could
+    raise or answer otherwise, are never asked); anything else as it is."""
+    return str.__str__(value) if isinstance(value, str) and type(value) is not str else value
+
+
 def scope_of(namespace: object) -> Scope:
     """The engine scope of a namespace (checked: a non-blank string of at most 128
-    characters that encodes as UTF-8)."""
+    characters that encodes as UTF-8). Its ``subject_id`` is the namespace as a plain
+    ``str``, which the face uses from then on."""
+    namespace = plain_text(namespace)
     if not isinstance(namespace, str) or not namespace.strip():
         raise ValidationError("namespace", "must be a non-blank string")
     if len(namespace) > MAX_NAMESPACE_CHARS:
@@ -88,6 +96,7 @@ def claim_id(namespace: str, record: str, index: int) -> str:
 
 def moment(field: str, value: object) -> datetime:
     """A timezone-aware datetime, or an ISO 8601 string with an offset or ``Z``, in UTC."""
+    value = plain_text(value)
     if isinstance(value, str):
         text = value.strip()
         if text.endswith(("Z", "z")):

@@ -20,6 +20,7 @@ from evicortex._mapping import (
     claim_id,
     engine_errors,
     moment,
+    plain_text,
     record_id,
     scope_of,
 )
@@ -202,6 +203,7 @@ class EviCortex:
         """
         engine = self.engine
         scope = scope_of(namespace)
+        namespace = scope.subject_id
         inputs = _claim_inputs(claims)
         plan = functools.partial(
             self._plan,
@@ -252,6 +254,7 @@ class EviCortex:
         output stores nothing. ``extractor`` overrides the one given to :meth:`open`."""
         engine = self.engine
         scope = scope_of(namespace)
+        namespace = scope.subject_id
         chosen = extractor if extractor is not None else self._extractor
         if chosen is None:
             raise ValidationError("extractor", "must be given here or to open()")
@@ -318,6 +321,7 @@ class EviCortex:
         not seen either."""
         engine = self.engine
         scope = scope_of(namespace)
+        namespace = scope.subject_id
         when = _now() if as_of is None else moment("as_of", as_of)
         with engine_errors(renamed={"text": "query"}):
             capsule = engine.search(
@@ -366,9 +370,10 @@ class EviCortex:
         alike (nothing is revealed about other namespaces), and for a purged one."""
         engine = self.engine
         scope = scope_of(namespace)
-        if not isinstance(memory_id, str):
+        wanted = plain_text(memory_id)
+        if not isinstance(wanted, str):
             raise KeyError(memory_id)
-        return self._record(engine, scope, memory_id)
+        return self._record(engine, scope, wanted)
 
     # --- semantic projection -----------------------------------------------------------
 
@@ -389,6 +394,7 @@ class EviCortex:
         """Missing and stale vectors of the namespace's evidence and claims."""
         engine = self.engine
         scope = scope_of(namespace)
+        namespace = scope.subject_id
         status = call(lambda: engine.semantic_status(scope))
         return _status(namespace, status)
 
@@ -397,6 +403,7 @@ class EviCortex:
         embedder call; returns the status afterwards."""
         engine = self.engine
         scope = scope_of(namespace)
+        namespace = scope.subject_id
         status = call(lambda: engine.sync_semantic(scope, batch_size))
         return _status(namespace, status)
 
@@ -434,7 +441,8 @@ class EviCortex:
         Returns whether a record was removed."""
         engine = self.engine
         scope = scope_of(namespace)
-        if not isinstance(memory_id, str) or not memory_id.strip():
+        wanted = plain_text(memory_id)
+        if not isinstance(wanted, str) or not wanted.strip():
             return False
         try:
             # No record has an ID the engine refuses (too long, not UTF-8).
@@ -443,7 +451,7 @@ class EviCortex:
                     scope,
                     GovernanceAction.DELETE,
                     EntityType.RAW_EVENT,
-                    memory_id,
+                    wanted,
                     _now(),
                     PURGE_REASON,
                 )
@@ -472,6 +480,12 @@ class EviCortex:
         *,
         extracted: bool,
     ) -> _Plan:
+        content, kind, source, idempotency_key = (
+            plain_text(content),
+            plain_text(kind),
+            plain_text(source),
+            plain_text(idempotency_key),
+        )
         if not isinstance(content, str) or not content:
             raise ValidationError("content", "must be a non-empty string")
         if not isinstance(kind, str) or not kind.strip():

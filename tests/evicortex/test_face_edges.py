@@ -265,3 +265,47 @@ def test_a_record_of_later_evidence_lists_its_claims_and_projects_them(
     assert store.expand(namespace=NS, memory_id=record.id).claims == record.claims
     assert store.index_semantic(record).embedded == 2
     assert store.semantic_status(NS).claim_missing_ids == ()
+
+
+class _RaisingText(str):
+    """Text whose own methods raise: the face reads the text it holds instead."""
+
+    __slots__ = ()
+
+    def strip(self, chars: str | None = None) -> str:
+        raise RuntimeError("host text method")
+
+    def endswith(self, *args: object) -> bool:
+        raise RuntimeError("host text method")
+
+    def __hash__(self) -> int:
+        return str.__hash__(self)
+
+    def __eq__(self, other: object) -> bool:
+        raise RuntimeError("host text method")
+
+
+def test_text_whose_own_methods_raise_is_read_as_the_text_it_holds(memory: EviCortex) -> None:
+    namespace = _RaisingText(NS)
+    stored = memory.remember(
+        namespace=namespace,
+        content=_RaisingText("Reads the paper at breakfast"),
+        kind=_RaisingText("habit"),
+        source=_RaisingText("chat"),
+        occurred_at=_RaisingText("2026-03-01T08:00:00Z"),
+        idempotency_key=_RaisingText("paper"),
+    )
+    assert type(stored.namespace) is str and stored.namespace == NS
+    again = memory.remember(
+        namespace=NS,
+        content="Reads the paper at breakfast",
+        kind="habit",
+        source="chat",
+        occurred_at="2026-03-01T08:00:00Z",
+        idempotency_key="paper",
+    )
+    assert again.id == stored.id
+    assert memory.expand(namespace=namespace, memory_id=_RaisingText(stored.id)).id == stored.id
+    assert memory.stats(namespace).memories == 1
+    assert memory.purge_memory(namespace=namespace, memory_id=_RaisingText(stored.id))
+    assert memory.stats(NS).memories == 0

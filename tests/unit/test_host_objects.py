@@ -116,3 +116,136 @@ def test_a_path_whose_fspath_raises_is_refused(tmp_path: Path) -> None:
     _refused(
         lambda: local_transformers_artifact_sha256(PathRaises()), "path: must be a directory path"
     )
+
+
+class LyingDuration(timedelta):
+    """A duration whose comparisons say whatever suits it: never negative, never short."""
+
+    def __le__(self, other: object) -> bool:
+        return False
+
+    def __lt__(self, other: object) -> bool:
+        return False
+
+    def __gt__(self, other: object) -> bool:
+        return True
+
+
+class LyingNumber(float):
+    """A number whose comparisons always pass and whose conversion says NaN."""
+
+    def __le__(self, other: object) -> bool:
+        return True
+
+    def __ge__(self, other: object) -> bool:
+        return True
+
+    def __lt__(self, other: object) -> bool:
+        return False
+
+    def __gt__(self, other: object) -> bool:
+        return False
+
+    def __float__(self) -> float:
+        return float("nan")
+
+
+class RaisingText(str):
+    """Text whose own methods raise."""
+
+    __slots__ = ()
+
+    def strip(self, chars: str | None = None) -> str:
+        raise RuntimeError(SECRET)
+
+    def __eq__(self, other: object) -> bool:
+        raise RuntimeError(SECRET)
+
+    def __hash__(self) -> int:
+        return str.__hash__(self)
+
+    def __len__(self) -> int:
+        raise RuntimeError(SECRET)
+
+
+class RaisingIds(tuple[str, ...]):
+    def __len__(self) -> int:
+        raise RuntimeError(SECRET)
+
+
+def test_durations_are_checked_by_what_they_hold_not_by_their_comparisons() -> None:
+    day = timedelta(days=1)
+    _refused(lambda: RetentionPolicy(LyingDuration(days=-5), day, day), "raw_ttl: must be positive")
+    _refused(
+        lambda: RetentionPolicy(day, LyingDuration(days=3), LyingDuration(days=2)),
+        "recall_for: must be at least clear_for",
+    )
+    kept = RetentionPolicy(LyingDuration(days=1), LyingDuration(days=2), LyingDuration(days=3))
+    assert [type(d) for d in (kept.raw_ttl, kept.clear_for, kept.recall_for)] == [timedelta] * 3
+    assert (kept.raw_ttl, kept.clear_for, kept.recall_for) == (day, 2 * day, 3 * day)
+
+
+def test_numbers_are_checked_by_what_they_hold_not_by_their_comparisons(tmp_path: Path) -> None:
+    from trueheart_core import ClaimDraft, HashingEmbedder
+
+    def claim(confidence: object) -> ClaimDraft:
+        return ClaimDraft(
+            "c",
+            SCOPE,
+            "user",
+            "likes",
+            "tea",
+            ("e",),
+            TrustLevel.OBSERVED,
+            NOW,
+            confidence=confidence,  # type: ignore[arg-type]
+        )
+
+    _refused(lambda: claim(LyingNumber(5.0)), "confidence: must be a number from 0 through 1")
+    held = claim(LyingNumber(0.5)).confidence
+    assert type(held) is float and held == 0.5
+    _refused(
+        lambda: SQLiteRepository(tmp_path / "a.db", busy_timeout=LyingNumber(1e9)),
+        "busy_timeout: must be from 0 through 3600 seconds",
+    )
+    with SQLiteRepository(tmp_path / "b.db") as repository:
+        _refused(
+            lambda: TrueHeart(
+                repository,
+                embedder=HashingEmbedder(),
+                minimum_semantic_score=LyingNumber(5.0),
+            ),
+            "minimum_semantic_score: must be from -1.0 through 1.0",
+        )
+
+
+def test_text_and_tuples_whose_own_methods_raise_are_read_as_they_hold(tmp_path: Path) -> None:
+    ids = RaisingIds(("e",))
+    memory = MemoryDraft("m", SCOPE, "body", ids, "note", TrustLevel.OBSERVED, NOW)
+    assert memory.source_event_ids == ("e",) and type(memory.source_event_ids) is tuple
+    _refused(
+        lambda: MemoryDraft("m", SCOPE, "body", RaisingIds(()), "note", TrustLevel.OBSERVED, NOW),
+        "source_event_ids: must be a non-empty tuple",
+    )
+    with TrueHeart(SQLiteRepository(tmp_path / "store.db")) as service:
+        target = tmp_path / "copy.db"
+        service.backup(RaisingText(str(target)))
+        assert target.is_file()
+
+
+@pytest.mark.parametrize("mapping", [ItemsRaise(a="c"), LookupRaises(), IterationRaises()])
+def test_claim_ids_by_source_whose_own_methods_raise_are_refused(
+    tmp_path: Path, mapping: Mapping[str, Any]
+) -> None:
+    from trueheart_core import CanonicalClaimExtractor
+
+    source = SourceRef("s", "chat", NOW, TrustLevel.OBSERVED)
+    draft = RawEventDraft("e", SCOPE, source, "body", RETENTION)
+    with TrueHeart(SQLiteRepository(tmp_path / "store.db")) as service:
+        _refused(
+            lambda: service.ingest_extracted(
+                draft, CanonicalClaimExtractor(), claim_ids_by_source=mapping
+            ),
+            "claim_ids_by_source: must be a readable mapping",
+        )
+        assert service.stats().events == 0

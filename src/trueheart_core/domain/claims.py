@@ -130,7 +130,8 @@ class ClaimDraft(_Reducible):
         _set(self, "subject", v.text("subject", self.subject))
         _set(self, "predicate", v.text("predicate", self.predicate))
         _set(self, "value", v.claim_value(self.value))
-        if not isinstance(self.source_event_ids, tuple) or not self.source_event_ids:
+        ids = self.source_event_ids
+        if not isinstance(ids, tuple) or not tuple.__len__(ids):
             raise ValidationError("source_event_ids", "must be a non-empty tuple")
         _set(self, "source_event_ids", v.text_tuple("source_event_ids", self.source_event_ids))
         if len(set(self.source_event_ids)) != len(self.source_event_ids):

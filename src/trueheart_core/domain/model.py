@@ -155,9 +155,9 @@ class RetentionPolicy(_Reducible):
     recall_for: timedelta
 
     def __post_init__(self) -> None:
-        v.positive_duration("raw_ttl", self.raw_ttl)
-        v.positive_duration("clear_for", self.clear_for)
-        v.positive_duration("recall_for", self.recall_for)
+        _set(self, "raw_ttl", v.positive_duration("raw_ttl", self.raw_ttl))
+        _set(self, "clear_for", v.positive_duration("clear_for", self.clear_for))
+        _set(self, "recall_for", v.positive_duration("recall_for", self.recall_for))
         if self.recall_for < self.clear_for:
             raise ValidationError("recall_for", "must be at least clear_for")
 
@@ -241,7 +241,8 @@ class RawEventReceipt(_Reducible):
 
 
 def _source_ids(value: object) -> tuple[str, ...]:
-    if not isinstance(value, tuple) or not value:
+    # The base class's length: a subclass's own could say something else, or raise.
+    if not isinstance(value, tuple) or not tuple.__len__(value):
         raise ValidationError("source_event_ids", "must be a non-empty tuple")
     ids = v.text_tuple("source_event_ids", value)
     if len(set(ids)) != len(ids):

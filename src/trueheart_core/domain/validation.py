@@ -142,13 +142,27 @@ def claim_value(value: object) -> str:
     return value
 
 
+def real(value: object) -> int | float | None:
+    """An ``int`` or ``float`` (not ``bool``) as a plain ``int`` or ``float``, or ``None``
+    for anything else: a subclass's own comparisons and conversions could say something
+    other than the number it holds, so they are never asked."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return int.__int__(value)
+    if isinstance(value, float):
+        return float.__float__(value)
+    return None
+
+
 def confidence(value: object) -> float:
     """A confidence: an int or float from 0 through 1, as a float (``bool`` rejected)."""
+    number = real(value)
     # The range test alone also rejects NaN and the infinities, and unlike math.isfinite
     # it never converts a huge int to float (which would overflow).
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+    if number is None or not 0 <= number <= 1:
         raise ValidationError("confidence", "must be a number from 0 through 1")
-    return float(value) + 0.0  # + 0.0 turns -0.0 into 0.0
+    return float(number) + 0.0  # + 0.0 turns -0.0 into 0.0
 
 
 def member(field: str, value: object, enum: type[_E], rule: str) -> _E:
@@ -159,10 +173,18 @@ def member(field: str, value: object, enum: type[_E], rule: str) -> _E:
 
 
 def positive_duration(field: str, value: object) -> timedelta:
-    """A strictly positive ``timedelta``."""
-    if not isinstance(value, timedelta) or value <= timedelta(0):
+    """A strictly positive ``timedelta``, as a plain ``timedelta`` (a subclass's own
+    comparisons are never asked)."""
+    if not isinstance(value, timedelta):
+        raise ValidationError(field, "must be positive")
+    if type(value) is not timedelta:
+        value = timedelta.__add__(value, _NO_TIME)
+    if not timedelta.__gt__(value, _NO_TIME):
         raise ValidationError(field, "must be positive")
     return value
+
+
+_NO_TIME = timedelta(0)
 
 
 def whole(field: str, value: object, low: int, high: int) -> int:
@@ -352,8 +374,18 @@ def fspath_of(value: object) -> object:
     outside any handler, so that no host exception (nor what it quotes) is chained to
     it."""
     if not isinstance(value, os.PathLike):
-        return value
+        return _plain_path(value)
     try:
-        return os.fspath(value)
+        return _plain_path(os.fspath(value))
     except Exception:  # the host's own code: refused as a bad path, never passed on
         return None
+
+
+def _plain_path(value: object) -> object:
+    """A ``str`` or ``bytes`` subclass as the plain value it holds (its own methods are
+    never asked); anything else as it is."""
+    if isinstance(value, str) and type(value) is not str:
+        return str.__str__(value)
+    if isinstance(value, bytes) and type(value) is not bytes:
+        return bytes(memoryview(value))
+    return value

@@ -978,8 +978,17 @@ def _source_mapping(value: object) -> dict[str, str]:
         return {}
     if not isinstance(value, Mapping):
         raise ValidationError("claim_ids_by_source", "must map source names to claim IDs")
+    try:
+        pairs = list(value.items())
+    except Exception:  # a host mapping whose own methods raise: refused, never passed on
+        pairs = None
+    if pairs is None:
+        raise ValidationError("claim_ids_by_source", "must be a readable mapping")
     mapping = {}
-    for source, claim_id in value.items():
+    for pair in pairs:
+        if not isinstance(pair, tuple) or tuple.__len__(pair) != 2:
+            raise ValidationError("claim_ids_by_source", "must be a readable mapping")
+        source, claim_id = pair
         mapping[v.text("claim_ids_by_source", source)] = v.text("claim_ids_by_source", claim_id)
     return mapping
 
@@ -1002,11 +1011,8 @@ def _semantic_settings(
             raise ValidationError(
                 "semantic_scan_cap", f"must be None or from 1 through {MAX_SCAN_CAP}"
             )
-    if (
-        isinstance(minimum_score, bool)
-        or not isinstance(minimum_score, int | float)
-        or not -1.0 <= minimum_score <= 1.0
-    ):
+    minimum = v.real(minimum_score)
+    if minimum is None or not -1.0 <= minimum <= 1.0:
         raise ValidationError("minimum_semantic_score", "must be from -1.0 through 1.0")
     checked, limit, weight, identity = hybrid.reranker_settings(
         reranker, rerank_limit, reranker_weight
@@ -1021,7 +1027,7 @@ def _semantic_settings(
         cast(Embedder, embedder),
         space,
         scan_cap,
-        float(minimum_score),
+        float(minimum),
         checked,
         limit,
         weight,

@@ -188,6 +188,8 @@ UNREADABLE = {
     "postings-not-json": "postings = '[[1,'",
     "postings-bytes": "postings = CAST(postings AS BLOB)",
     "postings-null": "postings = NULL",
+    # deeper than Python's JSON decoder (and SQLite's) can read
+    "postings-nested-too-deep": "postings = '" + "[" * 5000 + "]" * 5000 + "'",
     "change-null": "change = NULL",
     "change-text": "change = 'x'",
     "change-two": "change = 2",

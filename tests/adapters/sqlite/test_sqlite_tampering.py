@@ -43,6 +43,7 @@ from trueheart_core.service.records.memories import _memory_digest
 SECRET_EVENT = "integrity-secret-event-body-5c2a"
 SECRET_MEMORY = "integrity-secret-memory-body-9e41"
 SCOPE_ID_SQL = "(SELECT scope_id FROM scopes WHERE subject_id = ?)"
+DEEP_JSON = "[" * 5000 + "]" * 5000
 
 
 def _populate(service: TrueHeart) -> None:
@@ -107,6 +108,8 @@ MEMORY_TAMPERS: dict[str, tuple[str, tuple[Any, ...]]] = {
         "UPDATE memories SET dependency_fingerprint = ? WHERE memory_id = 'mem-1'",
         ("0" * 64,),
     ),
+    # deeper than Python's JSON decoder can read: damage, not a RecursionError
+    "sources": ("UPDATE memories SET sources = ? WHERE memory_id = 'mem-1'", (DEEP_JSON,)),
 }
 
 
@@ -547,6 +550,22 @@ def test_a_restore_refuses_a_forged_row_whose_entry_columns_have_other_types(
         service.govern(command(GovernanceAction.RESTORE, "mem-1"))
     assert_not_chained(info.value)
     assert _dump(db_path) == before
+
+
+def test_a_forged_row_whose_metadata_is_nested_too_deep_is_damage(
+    service: TrueHeart, db_path: Path
+) -> None:
+    # The digest vouches for the value (a forger signed it), which no JSON decoder of
+    # Python's can read: the row is damage, never a RecursionError.
+    _populate(service)
+    _forge_memory(db_path, "mem-1", "metadata", DEEP_JSON)
+    with pytest.raises(
+        RepositoryCorruption, match=msg("repository corruption: invalid memory record")
+    ) as info:
+        service.recall(RecallQuery(SCOPE, NOW + timedelta(days=1), 100))
+    assert_not_chained(info.value)
+    _assert_problem(service.verify_integrity(), "memory", "mem-1")
+    _assert_problem(service.verify_integrity(SCOPE), "memory", "mem-1")
 
 
 def test_deleting_an_event_whose_dependent_memory_row_is_gone_changes_nothing(

@@ -38,6 +38,7 @@ from trueheart_core.adapters.postgres.unit_of_work import PostgresUnitOfWork
 from trueheart_core.adapters.postgres.watchdog import Watchdog
 from trueheart_core.adapters.postgres.wire import Result
 from trueheart_core.adapters.sql.failures import DIAGNOSTICS, REENTRANT
+from trueheart_core.domain import validation as v
 from trueheart_core.domain.validation import utf8_size
 from trueheart_core.errors import (
     RepositoryBusy,
@@ -68,14 +69,13 @@ exclusively, so no scope's writer runs meanwhile (every other writer holds it sh
 
 
 def _seconds(field: str, value: object, *, low: float, high: float) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ValidationError(field, "must be a number of seconds")
-    if isinstance(value, float) and not math.isfinite(value):
+    number = v.real(value)
+    if number is None or (isinstance(number, float) and not math.isfinite(number)):
         raise ValidationError(field, "must be a number of seconds")
     # An int is compared exactly (converting a huge one to float would overflow).
-    if not low <= value <= high:
+    if not low <= number <= high:
         raise ValidationError(field, f"must be from {low:g} through {high:g} seconds")
-    return float(value)
+    return float(number)
 
 
 def _conninfo(conninfo: object) -> str:

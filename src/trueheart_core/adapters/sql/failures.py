@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from trueheart_core.ports import Operation
 
-MALFORMED = (UnicodeError, TypeError, ValueError, ArithmeticError, LookupError)
+MALFORMED = (UnicodeError, TypeError, ValueError, ArithmeticError, LookupError, RecursionError)
 """What a driver raises, or code reading a malformed row raises, besides the driver's
-own errors: invalid UTF-8 in a server's messages, values of the wrong type."""
+own errors: invalid UTF-8 in a server's messages, values of the wrong type, JSON nested
+too deep to decode."""
 
 
 REENTRANT = "is already in a call on this thread (a callback may not call back into the store)"

@@ -105,7 +105,7 @@ def source_ids(text: object) -> list[str]:
     of strings: the memory's lineage then fails its check)."""
     try:
         found = json.loads(text) if isinstance(text, str) else None
-    except ValueError:
+    except (ValueError, RecursionError):
         return []
     if not isinstance(found, list) or not all(isinstance(x, str) for x in found):
         return []

@@ -61,7 +61,7 @@ def pairs_of(text: object) -> tuple[tuple[int, int], ...]:
     other value fails closed."""
     try:
         pairs = json.loads(text) if isinstance(text, str) else None
-    except ValueError:
+    except (ValueError, RecursionError):
         pairs = None
     if type(pairs) is not list:
         raise RepositoryCorruption("invalid search index")

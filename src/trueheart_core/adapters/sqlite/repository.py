@@ -21,6 +21,7 @@ from trueheart_core.adapters.sqlite import backup as backup_mod
 from trueheart_core.adapters.sqlite import connection as conn_mod
 from trueheart_core.adapters.sqlite import handles, opening, schema
 from trueheart_core.adapters.sqlite.unit_of_work import SQLiteUnitOfWork
+from trueheart_core.domain import validation as v
 from trueheart_core.errors import (
     RepositoryBusy,
     RepositoryCorruption,
@@ -71,9 +72,10 @@ class SQLiteRepository:
         read_only: bool = False,
     ) -> None:
         target = conn_mod.normalise_path(path)
-        if isinstance(busy_timeout, bool) or not isinstance(busy_timeout, int | float):
+        seconds = v.real(busy_timeout)
+        if seconds is None:
             raise ValidationError("busy_timeout", "must be a number of seconds")
-        if not 0 <= busy_timeout <= 3600:
+        if not 0 <= seconds <= 3600:
             raise ValidationError("busy_timeout", "must be from 0 through 3600 seconds")
         if not isinstance(read_only, bool):
             raise ValidationError("read_only", "must be a bool")
@@ -96,7 +98,7 @@ class SQLiteRepository:
         # For a file read as an immutable snapshot: what the file was when it was opened
         # (see ``_fresh_snapshot``); None otherwise.
         self._snapshot: opening.Stamp | None = None
-        self._busy_timeout = float(busy_timeout)
+        self._busy_timeout = float(seconds)
         try:
             self._opened(self._path or target, read_only)
         except TrueHeartError as error:

@@ -64,9 +64,12 @@ def query_text(field: str, value: object) -> str:
 
 
 def _finite(field: str, value: object) -> float:
-    if not isinstance(value, float) or not math.isfinite(value):
+    if not isinstance(value, float):
         raise ValidationError(field, "must be a finite float")
-    return value
+    number = float.__float__(value)  # a plain float, whatever a subclass says
+    if not math.isfinite(number):
+        raise ValidationError(field, "must be a finite float")
+    return number
 
 
 @dataclass(frozen=True, slots=True, repr=False)

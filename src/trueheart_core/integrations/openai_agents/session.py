@@ -128,7 +128,7 @@ def _settings(value: object) -> SessionSettings | None:
 def _decoded(record: MemoryRecord) -> Any:
     try:
         return json.loads(record.content)
-    except ValueError:
+    except (ValueError, RecursionError):
         raise RepositoryCorruption("invalid session item") from None
 
 

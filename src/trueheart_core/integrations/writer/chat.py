@@ -66,12 +66,10 @@ class ChatSettings:
             raise ValidationError("base_url", "must be a non-blank string or None")
         if self.api_key is not None and (not isinstance(self.api_key, str) or not self.api_key):
             raise ValidationError("api_key", "must be a non-empty string or None")
-        if (
-            isinstance(self.timeout, bool)
-            or not isinstance(self.timeout, int | float)
-            or not 0 < self.timeout <= _MAX_TIMEOUT
-        ):
+        timeout = v.real(self.timeout)
+        if timeout is None or not 0 < timeout <= _MAX_TIMEOUT:
             raise ValidationError("timeout", "must be a number of seconds from 0 through 3600")
+        object.__setattr__(self, "timeout", timeout)
         if (
             isinstance(self.max_retries, bool)
             or not isinstance(self.max_retries, int)

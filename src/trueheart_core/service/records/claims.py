@@ -137,5 +137,5 @@ def extraction_from_row(row: ExtractionRow, known: Scope | None = None) -> Extra
             tuple(ClaimProvenance(start, end) for start, end in spans),
             tuple(ExtractionDiagnostic(code, start, end) for code, start, end in diagnostics),
         )
-    except (ValidationError, TypeError, ValueError):
+    except (ValidationError, TypeError, ValueError, RecursionError):
         raise RowInvalid("invalid_row") from None

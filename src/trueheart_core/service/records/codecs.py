@@ -93,7 +93,7 @@ def _json(text: object) -> Any:
         raise RowInvalid("invalid_row")
     try:
         value = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         raise RowInvalid("invalid_row") from None
     if canonical_json(value) != text:
         raise RowInvalid("invalid_row")

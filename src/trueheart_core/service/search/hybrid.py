@@ -243,10 +243,7 @@ def reranker_settings(
             raise ValidationError("reranker", "must be a Reranker or None")
         identity = v.text("reranker", read)
     limit = v.whole("rerank_limit", rerank_limit, 1, 100)
-    if (
-        isinstance(reranker_weight, bool)
-        or not isinstance(reranker_weight, int | float)
-        or not 0 <= reranker_weight <= sys.float_info.max
-    ):
+    weight = v.real(reranker_weight)
+    if weight is None or not 0 <= weight <= sys.float_info.max:
         raise ValidationError("reranker_weight", "must be a finite number >= 0")
-    return checked, limit, float(reranker_weight), identity
+    return checked, limit, float(weight), identity
