@@ -287,6 +287,60 @@ def test_a_symbolic_link_to_a_store_opens_it(tmp_path: Path) -> None:
     SQLiteRepository(tmp_path / "link.db").close()
 
 
+def _linked_event(index: int, content: str = "hiking near the lake") -> RawEventDraft:
+    source = SourceRef("chat", "chat", NOW, TrustLevel.OBSERVED)
+    return RawEventDraft(f"link-{index}", SCOPE, source, content, RETENTION)
+
+
+def test_a_symbolic_link_reads_the_log_beside_the_file_it_names(tmp_path: Path) -> None:
+    # SQLite keeps the WAL beside the file the link names, not beside the link: sizes,
+    # byte searches and the choice of a read-only snapshot look there too.
+    (tmp_path / "real").mkdir()
+    real = tmp_path / "real" / "store.db"
+    link = tmp_path / "link.db"
+    link.symlink_to(real)
+    with TrueHeart(SQLiteRepository(real), clock=lambda: NOW) as writer:
+        for index in range(6):  # committed, and held in the WAL while the writer is open
+            writer.ingest_event(_linked_event(index, f"LINKSECRET-{index} hiking"))
+        wal = (tmp_path / "real" / "store.db-wal").stat().st_size
+        assert wal > 0
+        assert not (tmp_path / "link.db-wal").exists()
+        through_link = SQLiteRepository(link)
+        with TrueHeart(through_link, clock=lambda: NOW) as service:
+            assert service.stats().wal_bytes == wal
+            assert through_link.residue([b"LINKSECRET-5"]) == {b"LINKSECRET-5"}
+            assert service.stats().events == 6
+        # A file nobody may write is read as an immutable snapshot only when no WAL lies
+        # beside it: here one does, and what it holds is read.
+        os.chmod(real, 0o444)
+        try:
+            with TrueHeart(SQLiteRepository(link, read_only=True)) as reader:
+                assert reader.stats().events == 6
+        finally:
+            os.chmod(real, 0o600)
+    assert not (tmp_path / "link.db-wal").exists() and not (tmp_path / "link.db-shm").exists()
+
+
+def test_a_store_with_two_names_is_refused(tmp_path: Path) -> None:
+    # SQLite keeps a log beside each name of a file: writers through two names would
+    # each commit into a log of their own and overwrite each other's pages.
+    first = tmp_path / "first.db"
+    with TrueHeart(SQLiteRepository(first), clock=lambda: NOW) as service:
+        service.ingest_event(_linked_event(0))
+        os.link(first, tmp_path / "second.db")
+        for name in ("first.db", "second.db"):
+            with pytest.raises(ValidationError) as caught:
+                SQLiteRepository(tmp_path / name)
+            assert str(caught.value).startswith(
+                "path: names a file that has other names (hard links)"
+            )
+        # The repository opened before the second name was made goes on.
+        service.ingest_event(_linked_event(1))
+        (tmp_path / "second.db").unlink()
+    with TrueHeart(SQLiteRepository(first)) as service:
+        assert service.stats().events == 2
+
+
 def test_paths_over_the_length_sqlite_accepts(tmp_path: Path) -> None:
     deep = tmp_path
     while len(str(deep)) < 420:
@@ -303,7 +357,7 @@ def test_paths_over_the_length_sqlite_accepts(tmp_path: Path) -> None:
     SQLiteRepository(longest_new).close()
     # An existing store at the limit opens: SQLite accepts 504 bytes.
     at_limit = deep / ("s" * (504 - len(str(deep)) - 1))
-    os.link(longest_new, at_limit)
+    os.rename(longest_new, at_limit)
     SQLiteRepository(at_limit).close()
 
 

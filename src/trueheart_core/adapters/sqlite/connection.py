@@ -266,10 +266,35 @@ def inspect_file(path: str) -> handles.Handle:
         raise ValidationError("path", "cannot be read by this process") from None
     try:
         _check_header(handle, path)
+        if _other_names(handle):
+            raise ValidationError("path", LINKED)
     except BaseException:
         handle.release()
         raise
     return handle
+
+
+LINKED = (
+    "names a file that has other names (hard links): SQLite keeps a log beside each "
+    "name, so writers through two names would overwrite each other; remove the others"
+)
+_LINK_PAUSES = (0.001, 0.002, 0.005, 0.01, 0.02)
+"""Seconds between looks at the link count of a file that has more than one name: a
+store being created is linked into place beside its temporary name, which is removed
+at once (see :func:`create_file`)."""
+
+
+def _other_names(handle: handles.Handle) -> bool:
+    """Whether the file keeps more than one name (looked at again over a few
+    milliseconds, so that a store another process is creating is not refused)."""
+    try:
+        for pause in _LINK_PAUSES:
+            if handle.links() <= 1:
+                return False
+            time.sleep(pause)
+        return handle.links() > 1
+    except OSError:
+        raise ValidationError("path", "cannot be read by this process") from None
 
 
 def _check_header(handle: handles.Handle, path: str) -> None:

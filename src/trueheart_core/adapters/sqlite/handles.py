@@ -69,6 +69,10 @@ class Handle:
         """The file's size in bytes. Raises ``OSError``."""
         return os.fstat(self._fd).st_size
 
+    def links(self) -> int:
+        """How many names (hard links) the file has. Raises ``OSError``."""
+        return os.fstat(self._fd).st_nlink
+
     def release(self) -> None:
         """Give the hold back (idempotent); the descriptor is closed with the last hold
         of this process on the file. Call it after the repository's connection closed."""

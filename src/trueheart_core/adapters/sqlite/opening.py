@@ -23,11 +23,13 @@ Stamp = tuple[int, int, int, bool]
 
 @dataclass(frozen=True)
 class Opened:
-    """An open store: its connection; the hold on its file's descriptor (None in
-    memory); what the file was when opened, if it is read as an immutable snapshot (else
-    None); and whether it is open for reading only."""
+    """An open store: its connection; the path of its file with every symbolic link
+    resolved (None in memory); the hold on its file's descriptor (None in memory); what
+    the file was when opened, if it is read as an immutable snapshot (else None); and
+    whether it is open for reading only."""
 
     conn: sqlite3.Connection
+    path: str | None
     handle: handles.Handle | None
     snapshot: Stamp | None
     read_only: bool
@@ -41,10 +43,16 @@ def open_store(target: str, *, busy_timeout: float, read_only: bool) -> Opened:
     if target == ":memory:":
         if read_only:
             raise ValidationError("read_only", "requires a database file")
-        return Opened(_connect(target, busy_timeout, False, False), None, None, False)
+        return Opened(_connect(target, busy_timeout, False, False), None, None, None, False)
     exists = conn_mod.check_target(target)
     if not exists and read_only:
         raise ValidationError("path", "must name an existing database file")
+    # SQLite resolves symbolic links and keeps the WAL and shared-memory files beside
+    # the file itself: every check of side files, directory and file here looks there.
+    real = os.path.realpath(target)
+    if real != target:
+        exists = conn_mod.check_target(real)
+        target = real
     if not exists:
         conn_mod.make_directories(target)
         conn_mod.create_file(target, busy_timeout=busy_timeout)
@@ -69,7 +77,7 @@ def open_store(target: str, *, busy_timeout: float, read_only: bool) -> Opened:
     except BaseException:
         handle.release()
         raise
-    return Opened(conn, handle, snapshot, read_only)
+    return Opened(conn, target, handle, snapshot, read_only)
 
 
 def file_stamp(path: str) -> Stamp:

@@ -88,6 +88,9 @@ class SQLiteRepository:
         self._roles: SQLiteUnitOfWork | None = None
         self._file_backed = target != ":memory:"
         self._path = os.path.abspath(target) if self._file_backed else None
+        # The file itself, every symbolic link of the path resolved: SQLite keeps the
+        # WAL beside it, and the sizes and byte searches read it there.
+        self._file = self._path
         self._conn: sqlite3.Connection | None = None
         # This repository's hold on the file's descriptor (see ``handles``).
         self._handle: handles.Handle | None = None
@@ -115,7 +118,7 @@ class SQLiteRepository:
         """Open the store at ``target`` (see ``opening.open_store``) and take it as this
         repository's connection, file hold and snapshot stamp."""
         opened = opening.open_store(target, busy_timeout=self._busy_timeout, read_only=read_only)
-        self._conn, self._handle = opened.conn, opened.handle
+        self._conn, self._handle, self._file = opened.conn, opened.handle, opened.path
         self._snapshot, self._read_only = opened.snapshot, opened.read_only
 
     def _check_in_place(self) -> None:
@@ -141,7 +144,7 @@ class SQLiteRepository:
         user committed is read instead of stale pages."""
         if self._snapshot is None or self._path is None:
             return
-        if opening.file_stamp(self._path) == self._snapshot:
+        if self._file is not None and opening.file_stamp(self._file) == self._snapshot:
             return
         old_conn, old_handle = self._conn, self._handle
         # On failure this unit fails, the old connection stays, and the next unit tries
@@ -188,7 +191,7 @@ class SQLiteRepository:
                         data = self._handle.read(self._handle.size())
                     else:
                         # SQLite locks the database and shared-memory files only.
-                        with open(f"{self._path}{suffix}", "rb") as file:
+                        with open(f"{self._file}{suffix}", "rb") as file:
                             data = file.read()
                 except FileNotFoundError:
                     continue
@@ -372,11 +375,11 @@ class SQLiteRepository:
                 # refused here as the unit would refuse it.
                 self._check_in_place()
         try:
-            database = os.path.getsize(self._path)
+            database = os.path.getsize(self._file or self._path)
         except OSError:
             raise RepositoryCorruption(DIAGNOSTICS["stats"]) from None
         try:
-            wal = os.path.getsize(f"{self._path}-wal")
+            wal = os.path.getsize(f"{self._file or self._path}-wal")
         except OSError:
             wal = 0
         return (("database", database), ("wal", wal))
