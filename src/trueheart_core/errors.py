@@ -103,10 +103,11 @@ class RepositoryBusy(TrueHeartError):
     because another connection held a read transaction beyond the busy timeout: one that
     began during the call, or before it while the WAL was empty (the check before the
     work only sees readers of the WAL's frames). Every later call on the same repository
-    retries the scrub first, and so does ``close()``. On PostgreSQL, ``erasure rewrite
-    incomplete`` is the same: the erasure was committed, but the rewrite of its tables
-    waited for an older transaction (or the tables' locks) past the lock timeout; every
-    later erasing call, and ``close()``, runs it first.
+    retries the scrub first, and so does ``close()``, which, while the reader still
+    holds it up, closes nothing and raises this error again. On PostgreSQL, ``erasure
+    rewrite incomplete`` is the same: the erasure was committed, but the rewrite of its
+    tables waited for an older transaction (or the tables' locks) past the lock timeout;
+    every later erasing call, and ``close()``, runs it first.
     """
 
     def __init__(self, diagnostic: str) -> None:
@@ -163,7 +164,8 @@ class RepositoryFull(TrueHeartError):
     every query) but the rewrite that removes their bytes from the database file and its
     WAL could not run. Free disk space, then make any call on the same repository (or
     ``close()`` it): the scrub is retried first, and until it has run another erasing
-    call raises ``an earlier erasure's scrub needs free disk space``.
+    call raises ``an earlier erasure's scrub needs free disk space`` (and ``close()``
+    closes nothing and raises this error again).
     """
 
     def __init__(self, diagnostic: str) -> None:

@@ -29,6 +29,7 @@ from trueheart_core import (
     SQLiteRepository,
     TrueHeart,
     TrustLevel,
+    ValidationError,
 )
 
 NOW = datetime(2026, 8, 13, 12, tzinfo=UTC)
@@ -94,6 +95,45 @@ def test_a_reader_arriving_at_commit_delays_the_scrub_until_the_next_call(
     assert SECRET.encode() not in _bytes(path)
     assert Path(f"{path}-wal").stat().st_size == 0
     repository.close()
+
+
+def test_close_never_drops_a_scrub_a_reader_still_holds_up(tmp_path: Path) -> None:
+    path = tmp_path / "store.db"
+    repository = SQLiteRepository(path, busy_timeout=0.2)
+    service = TrueHeart(repository, clock=lambda: NOW)
+    retention = RetentionPolicy(timedelta(days=1), timedelta(days=2), timedelta(days=4))
+    source = SourceRef("s", "t", NOW, TrustLevel.OBSERVED)
+    service.ingest_event(RawEventDraft("e1", SCOPE, source, "event body", retention))
+    service.materialize_once(
+        MemoryDraft("m1", SCOPE, SECRET, ("e1",), "fact", TrustLevel.OBSERVED, NOW)
+    )
+    service.close()  # the file alone holds the memory; its log is gone
+    repository = SQLiteRepository(path, busy_timeout=0.2)
+    service = TrueHeart(repository, clock=lambda: NOW)
+    reader = sqlite3.connect(path, isolation_level=None)
+    try:
+        # A reader of the file alone is seen only once the change has committed.
+        reader.execute("BEGIN")
+        reader.execute("SELECT count(*) FROM memories").fetchone()
+        forget = GovernanceCommand(
+            SCOPE, GovernanceAction.FORGET, EntityType.MEMORY, "m1", NOW, "user request"
+        )
+        with pytest.raises(RepositoryBusy, match=r"erasure checkpoint incomplete$"):
+            service.govern(forget)
+        for _ in range(2):
+            with pytest.raises(RepositoryBusy) as caught:
+                service.close()
+            assert str(caught.value) == "repository busy: erasure checkpoint incomplete"
+            assert SECRET.encode() in _bytes(path)
+        # Nothing was closed: the repository still answers.
+        assert service.recall(RecallQuery(SCOPE, NOW)) == ()
+    finally:
+        reader.close()
+    service.close()  # the reader is gone: the scrub runs, then the connection closes
+    assert SECRET.encode() not in _bytes(path)
+    service.close()  # idempotent
+    with pytest.raises(ValidationError, match="repository: is closed"):
+        service.recall(RecallQuery(SCOPE, NOW))
 
 
 def test_a_reader_that_began_before_an_erasing_call(tmp_path: Path) -> None:

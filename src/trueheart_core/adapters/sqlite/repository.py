@@ -306,6 +306,23 @@ class SQLiteRepository:
         if erasing and not scrubbed:
             raise RepositoryBusy(diagnostic)
 
+    def _scrub_before_close(self, conn: sqlite3.Connection) -> None:
+        """The owed scrub, once more, before the connection closes: raises when a reader
+        or a full disk still holds it up (see :meth:`close`); any other failure (damage)
+        gives it up, as nothing later could run it either."""
+        try:
+            with conn_mod.translate(DIAGNOSTICS["erase"]):
+                scrubbed = self._scrub(conn)
+        except RepositoryFull:
+            raise RepositoryFull(_SCRUB_NEEDS_SPACE) from None
+        except RepositoryBusy:
+            scrubbed = False
+        except TrueHeartError:
+            scrubbed = True  # given up: the connection closes all the same
+        if not scrubbed:
+            raise RepositoryBusy("erasure checkpoint incomplete")
+        self._erasure_pending = False
+
     def _scrub(self, conn: sqlite3.Connection) -> bool:
         """Make removed bytes leave the files: rewrite the database first when a bulk
         erasure asked for it, then copy the WAL into the file and truncate it. False
@@ -387,17 +404,25 @@ class SQLiteRepository:
     def close(self) -> None:
         """Close the connection. Idempotent; later use raises ``ValidationError``. A
         callback inside a call on this thread (an estimator, an embedder) may not close
-        it under the call's transaction: ``ValidationError``, and nothing is closed."""
+        it under the call's transaction: ``ValidationError``, and nothing is closed.
+
+        When an earlier erasure's scrub is still owed (a call raised ``RepositoryBusy(
+        "erasure checkpoint incomplete")``, or ``RepositoryFull`` for its scrub), it is
+        run first. When it still cannot run, nothing is closed and the reason is raised:
+        ``RepositoryBusy("erasure checkpoint incomplete")`` while another connection
+        holds the log, ``RepositoryFull`` without disk space. The repository stays
+        usable; close it again (or make any call) once the reader has finished or
+        space is freed, so that the erased bytes leave the files."""
         with self._lock:
             if self._unit_thread == threading.get_ident():
                 raise ValidationError("repository", REENTRANT)
+            if self._conn is not None and self._erasure_pending:
+                self._scrub_before_close(self._conn)
             conn, self._conn = self._conn, None
             self._roles = None
             self._scratch.clear()
             if conn is not None:
-                with contextlib.suppress(sqlite3.Error, TrueHeartError):
-                    if self._erasure_pending:
-                        self._scrub(conn)
+                with contextlib.suppress(sqlite3.Error):
                     conn.close()
             # After the connection: the last hold closes the descriptor.
             handle, self._handle = self._handle, None
