@@ -31,6 +31,7 @@ from trueheart_core import (
     GovernanceCommand,
     RawEventDraft,
     RecallQuery,
+    RepositoryCorruption,
     RepositoryFull,
     RepositoryReadOnly,
     SearchQuery,
@@ -112,6 +113,52 @@ def test_an_explicit_read_only_open_of_a_missing_file_in_a_read_only_directory(
     assert kind == "error"
     assert value[0] == "RepositoryReadOnly"  # type: ignore[index]
     assert os.listdir(shared_dir) == []
+
+
+def test_a_log_whose_shared_memory_file_cannot_be_made_is_named_not_called_damage(
+    shared_dir: Path,
+) -> None:
+    # SQLite reads a WAL through the index it builds in the shared-memory file beside
+    # it: where this user may not create that file, the sound store cannot be read, and
+    # saying "corruption" would send its operator to restore a backup.
+    path = shared_dir / "store.db"
+    populate(path)
+    writer = sqlite3.connect(path, isolation_level=None)
+    writer.execute("PRAGMA wal_autocheckpoint = 0")
+    writer.execute("CREATE TABLE scratch (x)")  # a commit that stays in the WAL
+    writer.execute("DROP TABLE scratch")
+    # The writer stays open (its close would copy the log into the file and remove it):
+    # the WAL holds a commit and, once its shared-memory file is gone, looks as a log
+    # copied without that file, or left by a killed writer, does.
+    wal, shm = Path(f"{path}-wal"), Path(f"{path}-shm")
+    assert wal.stat().st_size > 0
+    shm.unlink()
+    path.chmod(0o644)
+    wal.chmod(0o644)
+    shared_dir.chmod(0o555)
+    kind, value = in_child(lambda: SQLiteRepository(path), uid=NOBODY)
+    assert kind == "error"
+    assert value == (  # type: ignore[comparison-overlap]
+        "ValidationError",
+        "path: has a WAL file but no shared-memory file beside it, and this process may "
+        "not create one there: open it once as a user who may write its directory",
+        True,
+    )
+    shared_dir.chmod(0o755)
+    writer.close()
+
+
+def test_a_damaged_file_format_version_is_damage_not_a_read_only_store(tmp_path: Path) -> None:
+    # A write version above 2 makes SQLite open the file for reading only: every write
+    # would be refused as if the file were read-only.
+    path = tmp_path / "store.db"
+    populate(path)
+    with path.open("r+b") as file:
+        file.seek(18)
+        file.write(bytes([6]))
+    with pytest.raises(RepositoryCorruption) as caught:
+        SQLiteRepository(path)
+    assert str(caught.value) == "repository corruption: invalid database header"
 
 
 @contextlib.contextmanager

@@ -310,6 +310,11 @@ def _check_header(handle: handles.Handle, path: str) -> None:
         raise RepositoryCorruption("unreadable database file") from None
     if len(header) < _HEADER_SIZE or not header.startswith(_HEADER_MAGIC):
         raise RepositoryCorruption("invalid schema catalog")
+    # The file format's write and read versions: 1 (rollback journal) or 2 (WAL). SQLite
+    # opens a file with a greater write version for reading only, which would pass for
+    # a read-only store instead of a damaged one.
+    if header[18] not in (1, 2) or header[19] not in (1, 2):
+        raise RepositoryCorruption("invalid database header")
     page_size = int.from_bytes(header[16:18], "big")
     page_size = 65536 if page_size == 1 else page_size
     page_count = int.from_bytes(header[28:32], "big")
@@ -384,6 +389,12 @@ def configure(conn: sqlite3.Connection, *, file_backed: bool, read_only: bool) -
         conn.execute("PRAGMA synchronous = FULL")
 
 
+NO_SHARED_MEMORY = (
+    "has a WAL file but no shared-memory file beside it, and this process may not "
+    "create one there: open it once as a user who may write its directory"
+)
+
+
 def inspect_catalog(path: str, *, busy_timeout: float) -> int:
     """Refuse a file of ours whose catalog is incomplete or foreign, without writing;
     return its schema version. A lock held on the file is waited for up to
@@ -391,6 +402,14 @@ def inspect_catalog(path: str, *, busy_timeout: float) -> int:
     # A store in use (or left by a crash) has a WAL that may hold pages the main file
     # lacks: read it like any reader. Otherwise read the main file as immutable, which
     # creates no -wal or -shm file next to a file that may be refused.
+    if (
+        os.path.lexists(f"{path}-wal")
+        and not os.path.lexists(f"{path}-shm")
+        and not directory_writable(path)
+    ):
+        # SQLite reads a WAL through the shared-memory index it builds beside it; where
+        # this process cannot create that file, the store cannot be read (it is sound).
+        raise ValidationError("path", NO_SHARED_MEMORY)
     mode = "ro" if has_side_files(path) else "ro&immutable=1"
     uri = f"file:{quote(os.path.abspath(path))}?mode={mode}"
     with translate("schema initialization failed"):
