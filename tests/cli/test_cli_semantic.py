@@ -77,13 +77,27 @@ def cwd_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]
         "    identity = ' '\n"
         "    normalized = False\n"
         "class Long(Blank):\n"
-        "    identity = 'x' * 129\n",
+        "    identity = 'x' * 129\n"
+        "class _Lazy:\n"
+        "    def __getattr__(self, name):\n"
+        "        raise RuntimeError('Drinks green tea.')\n"
+        "lazy = _Lazy()\n",
+        encoding="utf-8",
+    )
+    (home / "cli_noisy.py").write_text(
+        "from trueheart_core import HashingEmbedder\n"
+        "print('loading the model')\n"
+        "class Noisy(HashingEmbedder):\n"
+        "    def embed_documents(self, texts):\n"
+        "        print('embedding', len(texts), 'texts')\n"
+        "        return super().embed_documents(texts)\n",
         encoding="utf-8",
     )
     monkeypatch.chdir(home)
     monkeypatch.setattr("sys.path", [p for p in sys.path if p not in ("", str(home))])
     yield "cli_embedders"
     sys.modules.pop("cli_embedders", None)
+    sys.modules.pop("cli_noisy", None)
 
 
 def test_status_then_sync_then_status(store: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -162,6 +176,16 @@ def test_a_module_of_the_current_directory(
         assert json.loads(out)["embedder"] == HashingEmbedder(dimensions).identity
 
 
+def test_what_the_embedder_prints_never_reaches_the_answer(
+    store: Path, capsys: pytest.CaptureFixture[str], cwd_module: str
+) -> None:
+    args = ("semantic-sync", str(store), "--embedder", "cli_noisy:Noisy", "--json")
+    status, out, err = call(capsys, *args)
+    assert status == 0, err
+    assert json.loads(out)["embedder"] == HashingEmbedder().identity  # stdout: one document
+    assert "loading the model" in err and "embedding" in err
+
+
 @pytest.mark.parametrize(
     ("embedder", "why"),
     [
@@ -180,6 +204,7 @@ def test_a_module_of_the_current_directory(
         ("cli_embedders:Unsure", f"{UNUSABLE}: its normalized must be a bool"),
         ("cli_embedders:Blank", f"{UNUSABLE}: its identity must be a non-blank string"),
         ("cli_embedders:Long", f"{UNUSABLE}: its identity must be at most 128 characters"),
+        ("cli_embedders:lazy.model", "reading lazy.model of cli_embedders failed"),
     ],
 )
 def test_a_bad_embedder_path_exits_2_and_changes_nothing(

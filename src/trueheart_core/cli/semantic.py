@@ -13,6 +13,7 @@ embedder=...)`` does; a path that does not name one is a usage error (exit statu
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
 import sys
@@ -95,6 +96,8 @@ def load_embedder(path: str) -> Embedder:
             value = getattr(value, part)
         except AttributeError:
             raise EmbedderRefused(path, f"module {module_name} has no {attribute}") from None
+        except (Exception, SystemExit):  # the module's own failure: its text is not shown
+            raise EmbedderRefused(path, f"reading {attribute} of {module_name} failed") from None
     if _is_embedder(value):
         return _check_space(path, value)
     if not callable(value):
@@ -177,13 +180,16 @@ def _sync(service: TrueHeart, scope: Scope, batch: int, about: str) -> tuple[int
 
 
 def semantic_sync(args: argparse.Namespace, out: TextIO) -> int:
-    embedder = load_embedder(args.embedder)
     results: list[tuple[int, SemanticStatus]] = []
-    with opened(args, write=True, embedder=embedder) as service:
-        targets = _scopes(service, args.scope)
-        for number, scope in enumerate(targets, start=1):
-            about = f"embedding {format_scope(scope)} ({number} of {len(targets)}) in {args.db}"
-            results.append(_sync(service, scope, args.batch, about))
+    # What the embedder's own code prints goes to stderr: stdout holds the command's
+    # answer alone (one JSON document with ``--json``).
+    with contextlib.redirect_stdout(sys.stderr):
+        embedder = load_embedder(args.embedder)
+        with opened(args, write=True, embedder=embedder) as service:
+            targets = _scopes(service, args.scope)
+            for number, scope in enumerate(targets, start=1):
+                about = f"embedding {format_scope(scope)} ({number} of {len(targets)}) in {args.db}"
+                results.append(_sync(service, scope, args.batch, about))
     if args.json:
         doc = {
             "embedder": embedder.identity,

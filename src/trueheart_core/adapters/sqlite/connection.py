@@ -310,11 +310,6 @@ def _check_header(handle: handles.Handle, path: str) -> None:
         raise RepositoryCorruption("unreadable database file") from None
     if len(header) < _HEADER_SIZE or not header.startswith(_HEADER_MAGIC):
         raise RepositoryCorruption("invalid schema catalog")
-    # The file format's write and read versions: 1 (rollback journal) or 2 (WAL). SQLite
-    # opens a file with a greater write version for reading only, which would pass for
-    # a read-only store instead of a damaged one.
-    if header[18] not in (1, 2) or header[19] not in (1, 2):
-        raise RepositoryCorruption("invalid database header")
     page_size = int.from_bytes(header[16:18], "big")
     page_size = 65536 if page_size == 1 else page_size
     page_count = int.from_bytes(header[28:32], "big")
@@ -323,6 +318,11 @@ def _check_header(handle: handles.Handle, path: str) -> None:
         raise RepositoryCorruption("truncated database file")
     if int.from_bytes(header[68:72], "big") != schema.APPLICATION_ID:
         raise RepositoryCorruption("invalid schema catalog")
+    # The file format's write and read versions: 1 (rollback journal) or 2 (WAL). SQLite
+    # opens a file with a greater write version for reading only, which would pass for
+    # a read-only store instead of a damaged one.
+    if header[18] not in (1, 2) or header[19] not in (1, 2):
+        raise RepositoryCorruption("invalid database header")
     version = int.from_bytes(header[60:64], "big", signed=True)
     if version > schema.SCHEMA_VERSION:
         raise RepositoryCorruption("unsupported schema version")
