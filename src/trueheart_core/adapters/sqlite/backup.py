@@ -6,7 +6,12 @@ import contextlib
 import os
 import sqlite3
 
-from trueheart_core.adapters.sqlite.connection import SIDE_FILE, side_file_of_another, translate
+from trueheart_core.adapters.sqlite.connection import (
+    ORPHANS,
+    SIDE_FILE,
+    side_file_of_another,
+    translate,
+)
 from trueheart_core.errors import ValidationError
 
 _SIDE_FILES = ("", "-wal", "-journal", "-shm")
@@ -28,8 +33,10 @@ def copy_to(conn: sqlite3.Connection, target: str) -> tuple[int, int]:
     journal or WAL is refused too, and so is a target that is the journal, WAL or
     shared-memory path of an existing file. A copy that fails part-way is removed.
     """
-    if any(os.path.lexists(f"{target}{suffix}") for suffix in _SIDE_FILES):
+    if os.path.lexists(target):
         raise ValidationError("path", "must not exist")
+    if any(os.path.lexists(f"{target}{suffix}") for suffix in _SIDE_FILES):
+        raise ValidationError("path", ORPHANS)
     if side_file_of_another(target):
         raise ValidationError("path", SIDE_FILE)
     try:
