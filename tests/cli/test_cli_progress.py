@@ -84,6 +84,38 @@ def test_a_bar_counts_what_the_task_reports() -> None:
     assert re.search(r"\rtrueheart: embedding \(done in \d+\.\ds\)" + FRAME + "\r\n$", text)
 
 
+def test_a_task_reporting_every_item_is_drawn_about_ten_times_a_second() -> None:
+    master, stream = _terminal()
+    started = time.monotonic()
+    with progress.Task("ingesting", stream, total=100_000) as task:
+        for done in range(1, 100_001):
+            task.update(done)
+    elapsed = time.monotonic() - started
+    stream.close()
+    text = _drain(master).decode()
+    os.close(master)
+    frames = text.count("\x1b[K")
+    # a frame per whole per cent, and about ten a second
+    assert frames <= 3 + 100 + 20 * elapsed, (frames, elapsed)
+    assert re.search(r"\rtrueheart: ingesting \(done in \d+\.\ds\)" + FRAME + "\r\n$", text)
+
+
+def test_a_narrow_terminal_shortens_the_message_not_the_counts(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("COLUMNS", "70")
+    master, stream = _terminal()
+    with progress.Task("ingesting events.jsonl into a store with a long name", stream, 8):
+        pass
+    stream.close()
+    text = _drain(master).decode()
+    os.close(master)
+    first = text.split("\x1b[K")[0].lstrip("\r")
+    assert len(first) == 69
+    assert first.startswith("trueheart: ingesting events")
+    assert re.search(r"\u2026 \[\.{20}\] 0/8 0% \d+\.\ds$", first), first
+
+
 def test_after_a_failure_the_plain_line_has_no_time() -> None:
     master, stream = _terminal()
     with pytest.raises(KeyError), progress.Task("rebuilding", stream):

@@ -4,12 +4,14 @@ Off a terminal (a pipe, a file, a scheduler's log), a task writes one line,
 ``trueheart: <message>``, when it starts, and nothing more. When stderr is a terminal
 (and ``TERM`` is not ``dumb``), the same line is drawn in place and redrawn about ten
 times a second until the task ends: with a bar and ``done/total`` counts once the task
-reports them through :meth:`Task.update`, otherwise with a spinner; the elapsed time is
-shown either way. When the task ends, the drawn line is replaced by the plain line
-(followed, after a success, by the elapsed time), so that whatever is written next starts
-on a line of its own. If a failure escapes before the task could end it (a Ctrl-C at
-the wrong instant), :func:`settle`, which the command line calls before it reports any
-failure, ends the line the same way.
+reports them through :meth:`Task.update` (redrawn at once too whenever the whole per
+cent done changes), otherwise with a spinner; the elapsed time is shown either way, and
+a line wider than the terminal loses the end of its message, not its counts. When the
+task ends, the drawn line is replaced by the plain line (followed, after a success, by
+the elapsed time), so that whatever is written next starts on a line of its own. If a
+failure escapes before the task could end it (a Ctrl-C at the wrong instant),
+:func:`settle`, which the command line calls before it reports any failure, ends the
+line the same way.
 
 Nothing here reads or shows a body: the message is the command's own fixed text, with
 the paths and IDs it names, whose unprintable characters are escaped (``\\n``,
@@ -61,6 +63,7 @@ class Task:
         self._stopped = threading.Event()
         self._thread: threading.Thread | None = None
         self._started = time.monotonic()
+        self._drawn_at = 0.0  # when the line was last drawn (monotonic seconds)
         self._finished = False
 
     def __enter__(self) -> Task:
@@ -110,16 +113,27 @@ class Task:
             _DRAWN.clear()
 
     def update(self, done: int, total: int | None = None) -> None:
-        """Report ``done`` of ``total`` items (``total`` as before when omitted)."""
+        """Report ``done`` of ``total`` items (``total`` as before when omitted). The
+        line is redrawn at once when the whole per cent done changes, or when it was
+        last drawn a tenth of a second ago or more; otherwise the next frame shows it (a
+        task reporting every item would redraw it thousands of times a second)."""
+        shown = self._percent()
         if total is not None:
             self._total = total
         self._done = done
-        if self._drawing:
+        if self._drawing and (
+            self._percent() != shown or time.monotonic() - self._drawn_at >= _INTERVAL
+        ):
             self._draw()
+
+    def _percent(self) -> int | None:
+        total = self._total
+        return 100 * min(self._done, total) // total if total else None
 
     def _spin(self) -> None:
         while not self._stopped.wait(_INTERVAL):
-            self._draw()
+            if time.monotonic() - self._drawn_at >= _INTERVAL / 2:
+                self._draw()
 
     def _draw(self) -> None:
         with self._lock:
@@ -136,10 +150,17 @@ class Task:
             else:
                 state = _SPINNER[self._frame % len(_SPINNER)]
                 self._frame += 1
-            width = shutil.get_terminal_size((80, 24)).columns - 1
-            line = f"{self._message} {state} {elapsed:.1f}s"
+            width = max(shutil.get_terminal_size((80, 24)).columns - 1, 1)
+            # A line too wide for the terminal loses the end of its message, never the
+            # counts and the time.
+            tail = f" {state} {elapsed:.1f}s"
+            message = self._message
+            if len(message) + len(tail) > width:
+                message = message[: max(width - len(tail) - 1, 0)] + "\u2026"
+            line = (message + tail)[:width]
+            self._drawn_at = time.monotonic()
             try:
-                self._stream.write(f"\r{line[: max(width, 1)]}\x1b[K")
+                self._stream.write(f"\r{line}\x1b[K")
                 self._stream.flush()
             except (OSError, ValueError):  # the terminal went away: stop drawing
                 self._stopped.set()
