@@ -340,6 +340,10 @@ def test_usage_errors_are_status_2(store: Path, args: tuple[str, ...]) -> None:
         (("--budget", "99999999999999999999999"), "--budget: must be from 1 through 1048576"),
         (("--budget", "1048577"), "--budget: must be from 1 through 1048576"),
         (("--budget", "0"), "--budget: must be from 1 through 1048576"),
+        # whole numbers in ASCII digits only: not another script's digits, nor "1_0"
+        (("--budget", "\u0663"), "--budget: must be a whole number"),
+        (("--limit", "\u0663"), "--limit: must be a whole number"),
+        (("--limit", "1_0"), "--limit: must be a whole number"),
         (("--kind", "fact", "--kind", " "), "--kind: must be a non-blank string"),
         (("--kind", "k" * 129), "--kind: must be at most 128 characters"),
     ],

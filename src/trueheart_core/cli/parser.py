@@ -68,11 +68,18 @@ def _instant(text: str) -> datetime:
     return value
 
 
+def _whole(text: str) -> int:
+    """A whole number written in ASCII digits (``int`` would also take other scripts'
+    digits, and underscores)."""
+    digits = text.strip()
+    digits = digits[1:] if digits[:1] in ("+", "-") else digits
+    if not digits.isascii() or not digits.isdigit():
+        raise argparse.ArgumentTypeError("must be a whole number")
+    return int(text)
+
+
 def _limit(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError("must be a whole number") from None
+    value = _whole(text)
     if not 1 <= value <= 100:
         raise argparse.ArgumentTypeError("must be from 1 through 100")
     return value
@@ -80,10 +87,7 @@ def _limit(text: str) -> int:
 
 def _budget(text: str) -> int:
     """A token budget, in the range a search takes."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError("must be a whole number") from None
+    value = _whole(text)
     if not 1 <= value <= MAX_BUDGET_TOKENS:
         raise argparse.ArgumentTypeError(f"must be from 1 through {MAX_BUDGET_TOKENS}")
     return value
@@ -100,10 +104,7 @@ def _name(text: str) -> str:
 
 
 def _batch(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError("must be a whole number") from None
+    value = _whole(text)
     if not 1 <= value <= MAX_SYNC_BATCH:
         raise argparse.ArgumentTypeError(f"must be from 1 through {MAX_SYNC_BATCH}")
     return value
