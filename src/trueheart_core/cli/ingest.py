@@ -28,6 +28,7 @@ file can be ingested again after a stop.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import io
 import json
 import sys
@@ -287,17 +288,32 @@ def read_lines(source: Iterable[bytes]) -> Lines:
 def ingest(args: argparse.Namespace, out: TextIO) -> int:
     if not stores.store_exists(args.db):  # before reading any input
         raise DatabaseMissing(args.db)
-    if args.file == "-":
-        lines = read_lines(Input(sys.stdin.buffer, "stdin"))
+    with contextlib.ExitStack() as closing:
+        if args.file == "-":
+            source = Input(sys.stdin.buffer, "stdin")
+        else:
+            source = Input(closing.enter_context(open(args.file, "rb")), args.file)
+        # The progress line comes before the input is read: reading and checking a large
+        # file takes a while.
+        with progress.task(f"ingesting {args.file} into {args.db}") as shown:
+            lines = read_lines(source)
+            stored = _store(args, lines, shown)
+    doc = {"events": len(lines.events), "memories": stored}
+    if args.json:
+        render.document(out, doc)
     else:
-        with open(args.file, "rb") as source:
-            lines = read_lines(Input(source, args.file))
+        out.write(f"ingested {doc['events']} events and {doc['memories']} memories\n")
+    return OK
+
+
+def _store(args: argparse.Namespace, lines: Lines, shown: progress.Task) -> int:
+    """Store the checked lines: the events in one transaction, then each memory in its
+    own; returns how many memories were stored."""
     total = len(lines.events) + len(lines.memories)
+    if total:
+        shown.update(0, total)
     stored = 0
-    with (
-        opened(args, write=True) as service,
-        progress.task(f"ingesting {args.file} into {args.db}", total=total or None) as shown,
-    ):
+    with opened(args, write=True) as service:
         try:
             service.ingest_events(list(lines.events))
         except _REFUSALS as error:
@@ -316,9 +332,4 @@ def ingest(args: argparse.Namespace, out: TextIO) -> int:
                 ) from None
             stored += 1
             shown.update(len(lines.events) + stored)
-    doc = {"events": len(lines.events), "memories": stored}
-    if args.json:
-        render.document(out, doc)
-    else:
-        out.write(f"ingested {doc['events']} events and {doc['memories']} memories\n")
-    return OK
+    return stored
