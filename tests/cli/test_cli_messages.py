@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import shlex
 import signal
 import sqlite3
 import subprocess
@@ -520,6 +521,22 @@ def test_empty_reads_print_a_hint_in_text_only(
     visible = ("--scope", "acme/agent/user-1", "--as-of", "2026-08-13T12:00:00Z")
     assert call(capsys, "recall", str(store), *visible)[2] == ""
     assert call(capsys, "search", str(store), *visible, "tea")[2] == ""
+
+
+def test_a_hint_names_a_command_that_can_be_pasted_back(
+    store: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    odd = store.with_name("it's a store.db")
+    odd.write_bytes(store.read_bytes())
+    early = ("--scope", "acme/agent/user-1", "--as-of", "2026-08-12T00:00:00Z")
+    status, _, err = call(capsys, "recall", str(odd), *early)
+    assert status == 0
+    pasted = err.rstrip("\n").split("list the scopes with ", 1)[1]
+    assert shlex.split(pasted) == ["trueheart", "scopes", str(odd)]
+    status, _, err = call(capsys, "erase-subject", str(odd), "--scope", "acme/agent/user-2")
+    assert status == 3
+    named = err.split("the store has no record of it; ", 1)[1].removesuffix(" lists the scopes)\n")
+    assert shlex.split(named) == ["trueheart", "scopes", str(odd)]
 
 
 def test_a_search_that_matches_but_returns_nothing_hints_at_the_budget(

@@ -13,7 +13,6 @@ import contextlib
 import errno
 import io
 import os
-import shlex
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -61,9 +60,10 @@ def hint(args: argparse.Namespace, as_of: datetime, out: TextIO, what: str) -> N
     """One line on stderr when a read shows nothing (text output only), after what
     ``out`` holds so far."""
     out.flush()
+    scopes = render.command("trueheart", "scopes", args.db)
     progress(
         f"hint: {what} in {format_scope(args.scope)} as of {render.when(as_of)}; "
-        f"try another --as-of, or list the scopes with 'trueheart scopes {shlex.quote(args.db)}'"
+        f"try another --as-of, or list the scopes with {scopes}"
     )
 
 

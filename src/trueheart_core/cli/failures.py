@@ -7,8 +7,7 @@ arguments.
 
 from __future__ import annotations
 
-import shlex
-
+from trueheart_core.cli import render
 from trueheart_core.cli.scopes import format_scope
 from trueheart_core.domain.model import Scope
 from trueheart_core.errors import (
@@ -91,7 +90,7 @@ class UnknownScope(CommandFailure):
     def __init__(self, scope: Scope, db: str) -> None:
         super().__init__(
             f"unknown scope: {format_scope(scope)} (the store has no record of it; "
-            f"'trueheart scopes {shlex.quote(db)}' lists the scopes)"
+            f"{render.command('trueheart', 'scopes', db)} lists the scopes)"
         )
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shlex
 from datetime import datetime
 from typing import TextIO
 
@@ -233,7 +232,7 @@ def list_memories(args: argparse.Namespace, out: TextIO) -> int:
     elif not page.items and args.cursor is None:
         progress_line(
             f"hint: no memories listed in {format_scope(args.scope)}; "
-            f"list the scopes with 'trueheart scopes {shlex.quote(args.db)}'"
+            f"list the scopes with {render.command('trueheart', 'scopes', args.db)}"
         )
     return OK
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, TextIO
@@ -260,3 +261,11 @@ def document(out: TextIO, value: Mapping[str, Any]) -> None:
     if not text.isascii():
         text = _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
     out.write(text + "\n")
+
+
+def command(*words: str) -> str:
+    """A command to run, as a message quotes it: its words quoted for a POSIX shell, in
+    single quotes when none of them needed quoting, and bare otherwise (quotes around a
+    quoted word could not be pasted back)."""
+    text = " ".join(shlex.quote(word) for word in words)
+    return f"'{text}'" if "'" not in text else text
