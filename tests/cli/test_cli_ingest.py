@@ -131,6 +131,9 @@ def test_from_stdin(store: Path, tmp_path: Path) -> None:
         (json.dumps({**_event("evt-9", SECRET), "metadata": [SECRET]}), "metadata must be"),
         (json.dumps({k: v for k, v in _memory("m").items() if k != "kind"}), "missing field kind"),
         (json.dumps(_memory("m", source_event_ids=[1])), "field source_event_ids must be"),
+        # one field twice (which value was meant?), at the top or in metadata
+        (json.dumps(_event("evt-9", SECRET))[:-1] + ', "content": "x"}', "a field appears twice"),
+        ('{"metadata": {"k": 1, "k": 2}, ' + json.dumps(_event("evt-9", SECRET))[1:], "twice"),
     ],
 )
 def test_a_bad_line_names_its_number_only_and_stores_nothing(

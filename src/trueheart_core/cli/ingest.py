@@ -235,13 +235,26 @@ def _memory(line: Mapping[str, Any]) -> MemoryDraft:
 _BOM = b"\xef\xbb\xbf"
 
 
+class _Repeated(Exception):
+    """A JSON object of the input names one field twice (which value was meant?)."""
+
+
+def _fields(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    fields = dict(pairs)
+    if len(fields) != len(pairs):
+        raise _Repeated
+    return fields
+
+
 def _parse(raw: bytes) -> RawEventDraft | MemoryDraft:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise _Refused("not UTF-8") from None
     try:
-        line = json.loads(text)
+        line = json.loads(text, object_pairs_hook=_fields)
+    except _Repeated:
+        raise _Refused("a field appears twice") from None
     except (ValueError, RecursionError):
         raise _Refused("not valid JSON") from None
     if not isinstance(line, dict):
