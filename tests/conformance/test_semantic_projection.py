@@ -316,9 +316,12 @@ def test_an_embedder_that_changes_after_open_is_refused(repository: Repository) 
         service.search(SearchQuery(SCOPE, "brief", LATER))
     with pytest.raises(EmbedderMismatch):
         service.sync_semantic(SCOPE)
-    # A write that projects stays committed; its projection is refused.
+    # A write that projects stays committed; its projection is refused, saying why.
     with pytest.raises(SemanticProjectionError) as caught:
         service.materialize_once(memory("mem-2", content="brief replies"))
+    assert str(caught.value) == (
+        "semantic projection failed: the embedder changed since the service opened: mem-2"
+    )
     assert isinstance(caught.value.__cause__, EmbedderMismatch)
     assert caught.value.evidence_committed
     assert service.get_memory(SCOPE, "mem-2").memory_id == "mem-2"

@@ -234,6 +234,10 @@ def compute(embedder: Embedder, space: Space, todo: Sequence[MemoryRecord]) -> l
     breaks its contract."""
     try:
         return embed_documents(embedder, space, [m.content for m in todo])
+    except EmbedderMismatch as error:
+        # The space no longer matches (its own fixed text says how): not the answer.
+        why = str(error).removeprefix("embedder mismatch: ")
+        raise SemanticProjectionError(todo[0].memory_id, why) from error
     except TrueHeartError as error:
         raise SemanticProjectionError(
             todo[0].memory_id, "the embedder's answer was refused"
