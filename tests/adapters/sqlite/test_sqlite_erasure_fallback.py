@@ -42,10 +42,9 @@ def _bytes(path: Path) -> bytes:
     return path.read_bytes() + (wal.read_bytes() if wal.exists() else b"")
 
 
-def test_a_reader_arriving_at_commit_delays_the_scrub_until_the_next_call(
-    tmp_path: Path,
-) -> None:
-    path = tmp_path / "store.db"
+def _a_store_with_the_secret(path: Path) -> tuple[SQLiteRepository, TrueHeart]:
+    """A store at ``path`` holding one event and the memory ``m1`` whose content is the
+    secret, with a short busy timeout."""
     repository = SQLiteRepository(path, busy_timeout=0.2)
     service = TrueHeart(repository, clock=lambda: NOW)
     retention = RetentionPolicy(timedelta(days=1), timedelta(days=2), timedelta(days=4))
@@ -54,6 +53,14 @@ def test_a_reader_arriving_at_commit_delays_the_scrub_until_the_next_call(
     service.materialize_once(
         MemoryDraft("m1", SCOPE, SECRET, ("e1",), "fact", TrustLevel.OBSERVED, NOW)
     )
+    return repository, service
+
+
+def test_a_reader_arriving_at_commit_delays_the_scrub_until_the_next_call(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "store.db"
+    repository, service = _a_store_with_the_secret(path)
     assert SECRET.encode() in _bytes(path)
 
     readers: list[sqlite3.Connection] = []
@@ -99,14 +106,7 @@ def test_a_reader_arriving_at_commit_delays_the_scrub_until_the_next_call(
 
 def test_close_never_drops_a_scrub_a_reader_still_holds_up(tmp_path: Path) -> None:
     path = tmp_path / "store.db"
-    repository = SQLiteRepository(path, busy_timeout=0.2)
-    service = TrueHeart(repository, clock=lambda: NOW)
-    retention = RetentionPolicy(timedelta(days=1), timedelta(days=2), timedelta(days=4))
-    source = SourceRef("s", "t", NOW, TrustLevel.OBSERVED)
-    service.ingest_event(RawEventDraft("e1", SCOPE, source, "event body", retention))
-    service.materialize_once(
-        MemoryDraft("m1", SCOPE, SECRET, ("e1",), "fact", TrustLevel.OBSERVED, NOW)
-    )
+    repository, service = _a_store_with_the_secret(path)
     service.close()  # the file alone holds the memory; its log is gone
     repository = SQLiteRepository(path, busy_timeout=0.2)
     service = TrueHeart(repository, clock=lambda: NOW)
