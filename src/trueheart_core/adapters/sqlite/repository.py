@@ -179,7 +179,7 @@ class SQLiteRepository:
     def residue(self, needles: Collection[bytes]) -> frozenset[bytes]:
         """The needles found in the database file, its WAL or its rollback journal (see
         ``ports.SupportsForensics``); empty for ``:memory:``, which has no file."""
-        if self._path is None:
+        if self._file is None:
             return frozenset()
         with self._lock:
             found: set[bytes] = set()
@@ -318,7 +318,8 @@ class SQLiteRepository:
         except RepositoryBusy:
             scrubbed = False
         except TrueHeartError:
-            scrubbed = True  # given up: the connection closes all the same
+            self._erasure_pending = False  # given up: the connection closes all the same
+            return
         if not scrubbed:
             raise RepositoryBusy("erasure checkpoint incomplete")
         self._erasure_pending = False
@@ -380,7 +381,7 @@ class SQLiteRepository:
     def storage_sizes(self) -> tuple[tuple[str, int], ...] | None:
         """``(("database", bytes), ("wal", bytes))`` of a file store (a missing WAL
         counts 0); ``None`` for ``:memory:`` (see ``ports.SupportsStorageSizes``)."""
-        if self._path is None:
+        if self._file is None:
             return None
         # Under the lock that units and ``close`` take: another thread may be closing
         # the repository or opening its file again.
@@ -392,11 +393,11 @@ class SQLiteRepository:
                 # refused here as the unit would refuse it.
                 self._check_in_place()
         try:
-            database = os.path.getsize(self._file or self._path)
+            database = os.path.getsize(self._file)
         except OSError:
             raise RepositoryCorruption(DIAGNOSTICS["stats"]) from None
         try:
-            wal = os.path.getsize(f"{self._file or self._path}-wal")
+            wal = os.path.getsize(f"{self._file}-wal")
         except OSError:
             wal = 0
         return (("database", database), ("wal", wal))
