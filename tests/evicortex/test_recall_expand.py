@@ -197,6 +197,32 @@ def test_recall_leaves_out_claims_not_yet_valid_and_ended_at_as_of(memory: EviCo
     assert claims(T3) == [("Paris", "current")]
 
 
+def test_a_superseded_claim_is_left_out_at_every_as_of(memory: EviCortex) -> None:
+    # Supersession does not look at valid time: once the revision is recorded, the claim
+    # it replaces is out of recall, also before the revision's valid_from.
+    tea = memory.remember(
+        namespace=NS,
+        content="Ada likes tea.",
+        occurred_at=T0,
+        claims=[ClaimInput("user:ada", "likes", "tea", valid_from=T1)],
+    )
+    memory.remember(
+        namespace=NS,
+        content="Ada likes coffee.",
+        occurred_at=T0,
+        claims=[
+            ClaimInput("user:ada", "likes", "coffee", valid_from=T3, supersedes=tea.claims[0].id)
+        ],
+    )
+
+    def claims(as_of: datetime) -> list[str]:
+        capsule = memory.recall(namespace=NS, query="likes tea coffee", as_of=as_of)
+        return sorted(item.claim.value for item in capsule.items if item.claim)
+
+    assert claims(T2) == []  # tea is valid then, but superseded
+    assert claims(T3 + timedelta(days=1)) == ["coffee"]
+
+
 def test_evidence_that_occurred_after_as_of_is_not_recalled(memory: EviCortex) -> None:
     record = memory.remember(namespace=NS, content="Ada booked a flight.", occurred_at=T2)
     assert ids(memory.recall(namespace=NS, query="flight", as_of=T1)) == []
