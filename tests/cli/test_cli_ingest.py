@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -17,7 +19,7 @@ import pytest
 from cli_support import as_reader, build, call, unwritable
 from store_dump import dump
 
-from trueheart_core import Scope, SQLiteRepository, TrueHeart
+from trueheart_core import Scope, SQLiteRepository, TrueHeart, cli
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 SECRET = "Secret body 42: sister in Lisbon"
@@ -253,10 +255,83 @@ def test_a_refused_memory_stops_there_and_what_came_before_stays(
     doc = json.loads(out)
     assert doc["error"] == "IngestRefused"
     assert doc["message"] == (
-        "line 3: entity not found: evt-404; stored before it: 1 events, 1 memories"
+        "line 3: entity not found: evt-404; stored before it: 1 event, 1 memory"
     )
     assert err.splitlines()[-1] == "trueheart: " + doc["message"]
     assert _new(store) == (1, 1)
+
+
+@pytest.fixture
+def sigint_restored() -> Iterator[None]:
+    handler = signal.getsignal(signal.SIGINT)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, handler)
+
+
+def _stopped_at(monkeypatch: pytest.MonkeyPatch, name: str, call_number: int, stop: Any) -> None:
+    """``TrueHeart.<name>`` raises ``stop`` (an interruption) on call ``call_number``; the
+    calls before it run."""
+    real = getattr(TrueHeart, name)
+    calls = 0
+
+    def patched(self: TrueHeart, *args: Any) -> Any:
+        nonlocal calls
+        calls += 1
+        if calls == call_number:
+            raise stop
+        return real(self, *args)
+
+    monkeypatch.setattr(TrueHeart, name, patched)
+
+
+@pytest.mark.usefixtures("sigint_restored")
+@pytest.mark.parametrize(
+    ("stop", "name", "status"),
+    [(KeyboardInterrupt(), "interrupted", 130), (cli._Terminated(), "terminated", 143)],
+)
+def test_an_interruption_says_what_is_stored(
+    store: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    stop: BaseException,
+    name: str,
+    status: int,
+) -> None:
+    lines = [_event("evt-1"), _memory("mem-1"), _memory("mem-2"), _memory("mem-3")]
+    source = _write(tmp_path / "in.jsonl", lines)
+    with monkeypatch.context() as patching:
+        _stopped_at(patching, "materialize_once", 2, stop)
+        code, out, err = call(capsys, "ingest", str(store), str(source), "--json")
+    message = f"{name}; stored before it: 1 event, 1 memory; the same file can be ingested again"
+    assert code == status
+    assert json.loads(out) == {"error": name, "message": message, "exit_status": status}
+    assert err.splitlines()[-1] == f"trueheart: {message}"
+    assert _new(store) == (1, 1)
+    # As the message says: the same file again stores the rest.
+    assert call(capsys, "ingest", str(store), str(source))[:2] == (
+        0,
+        "ingested 1 event and 3 memories\n",
+    )
+    assert _new(store) == (1, 3)
+
+
+@pytest.mark.usefixtures("sigint_restored")
+def test_an_interruption_while_the_events_are_stored(
+    store: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    source = _write(tmp_path / "in.jsonl", [_event("evt-1"), _event("evt-2"), _memory("mem-1")])
+    with monkeypatch.context() as patching:
+        _stopped_at(patching, "ingest_events", 1, KeyboardInterrupt())
+        code, out, err = call(capsys, "ingest", str(store), str(source))
+    assert (code, out) == (130, "")
+    assert err.splitlines()[-1] == (
+        "trueheart: interrupted; the events are stored all or none; "
+        "the same file can be ingested again"
+    )
+    assert _new(store) == (0, 0)
 
 
 def test_usage_missing_store_and_missing_file(

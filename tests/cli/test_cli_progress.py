@@ -275,14 +275,14 @@ def test_ingest_draws_a_bar_and_an_error_starts_its_own_line(store: Path) -> Non
     ]
     text = "".join(json.dumps(line) + "\n" for line in lines).encode()
     status, out, shown = _run(store.parent, "ingest", str(store), "-", stdin=text)
-    assert (status, out) == (0, "ingested 1 events and 1 memories\n"), shown
+    assert (status, out) == (0, "ingested 1 event and 1 memory\n"), shown
     assert "] 1/2 50% " in shown and "] 2/2 100% " in shown
     bad = text + json.dumps({**lines[1], "memory_id": "mem-10", "source_event_ids": ["x"]}).encode()
     status, out, shown = _run(store.parent, "ingest", str(store), "-", stdin=bad + b"\n")
     assert (status, out) == (3, ""), shown
     assert shown.endswith(
         f"\rtrueheart: ingesting - into {store}\x1b[K\r\n"
-        "trueheart: line 3: entity not found: x; stored before it: 1 events, 1 memories\r\n"
+        "trueheart: line 3: entity not found: x; stored before it: 1 event, 1 memory\r\n"
     )
     assert "Hikes" not in shown and "hike" not in shown
 

@@ -307,9 +307,11 @@ def _main(arguments: list[str], as_json: bool) -> int:
         return _broken_pipe()
     except KeyboardInterrupt as interrupt:
         _ignore_interrupts()
-        if isinstance(interrupt, _Terminated):
-            return _fail("terminated", "terminated", EXIT_CODES["terminated"], as_json)
-        return _fail("interrupted", "interrupted", EXIT_CODES["interrupted"], as_json)
+        # A command may say what it had done when it was stopped (``ingest`` does).
+        detail = interrupt.args[0] if interrupt.args and type(interrupt.args[0]) is str else None
+        name = "terminated" if isinstance(interrupt, _Terminated) else "interrupted"
+        message = name if detail is None else f"{name}; {detail}"
+        return _fail(name, message, EXIT_CODES[name], as_json)
     except CommandFailure as failure:
         return _fail(type(failure).__name__, str(failure), failure.status, as_json)
     except TrueHeartError as error:

@@ -315,7 +315,7 @@ def ingest(args: argparse.Namespace, out: TextIO) -> int:
     if args.json:
         render.document(out, doc)
     else:
-        out.write(f"ingested {doc['events']} events and {doc['memories']} memories\n")
+        out.write(f"ingested {_stored_text(doc['events'], doc['memories'])}\n")
     return OK
 
 
@@ -326,23 +326,42 @@ def _store(args: argparse.Namespace, lines: Lines, shown: progress.Task) -> int:
     if total:
         shown.update(0, total)
     stored = 0
+    events_stored = False
     with opened(args, write=True) as service:
         try:
-            service.ingest_events(list(lines.events))
-        except _REFUSALS as error:
-            raise IngestRefused(
-                f"the events were refused, nothing was stored: {error}", status_of(error)
-            ) from None
-        shown.update(len(lines.events))
-        for number, draft in lines.memories:
             try:
-                service.materialize_once(draft)
+                service.ingest_events(list(lines.events))
             except _REFUSALS as error:
                 raise IngestRefused(
-                    f"line {number}: {error}; stored before it: {len(lines.events)} events, "
-                    f"{stored} memories",
-                    status_of(error),
+                    f"the events were refused, nothing was stored: {error}", status_of(error)
                 ) from None
-            stored += 1
-            shown.update(len(lines.events) + stored)
+            events_stored = True
+            shown.update(len(lines.events))
+            for number, draft in lines.memories:
+                try:
+                    service.materialize_once(draft)
+                except _REFUSALS as error:
+                    raise IngestRefused(
+                        f"line {number}: {error}; stored before it: "
+                        f"{_stored_text(len(lines.events), stored, ', ')}",
+                        status_of(error),
+                    ) from None
+                stored += 1
+                shown.update(len(lines.events) + stored)
+        except KeyboardInterrupt as stop:
+            # Ctrl-C or SIGTERM: say what is stored (the call it stopped may have
+            # committed or not), keeping the interruption's own kind.
+            if events_stored:
+                done = f"stored before it: {_stored_text(len(lines.events), stored, ', ')}"
+            else:
+                done = "the events are stored all or none"
+            raise type(stop)(f"{done}; the same file can be ingested again") from None
     return stored
+
+
+def _stored_text(events: int, memories: int, joint: str = " and ") -> str:
+    return (
+        render.number_of(events, "event", "events")
+        + joint
+        + render.number_of(memories, "memory", "memories")
+    )

@@ -46,6 +46,11 @@ def _seconds(value: timedelta) -> int | float:
     return int(seconds) if seconds.is_integer() else seconds
 
 
+def number_of(n: int, singular: str, plural: str) -> str:
+    """``n`` and the word for that many (``1 event``, ``2 events``)."""
+    return f"{n} {singular if n == 1 else plural}"
+
+
 def counts(value: ArtifactCounts | None) -> dict[str, int] | None:
     return None if value is None else {artifact.value: n for artifact, n in value.items()}
 

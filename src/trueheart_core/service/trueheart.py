@@ -520,7 +520,8 @@ class TrueHeart:
         scope, status, kinds and order; ``limit`` may change between pages). Memories
         added while paging appear on a later page if their ID sorts after the cursor in
         the listing's order. Each page walks an index of the scope in that order and
-        stops at ``limit``, so a page from either end costs the same.
+        stops at ``limit``, so a page from either end costs the same; with ``kinds``, the
+        walk also passes the scope's memories of other kinds on its way.
         """
         if not isinstance(scope, Scope):
             raise ValidationError("scope", "must be a Scope")
