@@ -106,3 +106,18 @@ def test_statistics_racing_a_close_are_refused_as_closed(db_path: Path) -> None:
     finally:
         sys.setswitchinterval(before)
     assert outcomes and set(outcomes) == {"repository: is closed"}
+
+
+def test_file_sizes_of_0_5_are_kept(tmp_path: Path) -> None:
+    """``SQLiteRepository.file_sizes()`` of 0.5.0: ``(database bytes, WAL bytes)`` of a file
+    store, the figures ``storage_sizes()`` names; ``None`` for ``:memory:``."""
+    with SQLiteRepository(tmp_path / "store.db") as repository:
+        populate_for_stats(TrueHeart(repository))
+        sizes = repository.file_sizes()
+        assert sizes == (
+            (tmp_path / "store.db").stat().st_size,
+            (tmp_path / "store.db-wal").stat().st_size,
+        )
+        assert sizes == tuple(size for _, size in repository.storage_sizes() or ())
+    with SQLiteRepository(":memory:") as repository:
+        assert repository.file_sizes() is None

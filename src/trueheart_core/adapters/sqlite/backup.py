@@ -15,7 +15,7 @@ from trueheart_core.adapters.sqlite.connection import (
 from trueheart_core.errors import ValidationError
 
 _SIDE_FILES = ("", "-wal", "-journal", "-shm")
-_DIAGNOSTIC = "backup failed"
+DIAGNOSTIC = "backup failed"
 
 
 def _remove(target: str) -> None:
@@ -47,7 +47,7 @@ def copy_to(conn: sqlite3.Connection, target: str) -> tuple[int, int]:
         raise ValidationError("path", "must be a new file in a writable directory") from None
     finished = False
     try:
-        with translate(_DIAGNOSTIC):
+        with translate(DIAGNOSTIC):
             copy = sqlite3.connect(target, isolation_level=None)
             try:
                 # One step: the source is read in a single read transaction, so the copy

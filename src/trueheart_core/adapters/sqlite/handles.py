@@ -17,7 +17,10 @@ from __future__ import annotations
 import os
 import stat
 import threading
+from collections.abc import Collection
 from dataclasses import dataclass, field
+
+from trueheart_core.errors import RepositoryCorruption
 
 _Key = tuple[int, int]
 """A file's identity: ``(st_dev, st_ino)``."""
@@ -123,3 +126,25 @@ def hold(path: str) -> Handle:
         entry.fds.append(fd)
         entry.holds += 1
         return Handle(key, entry.fds[0])
+
+
+def residue(path: str, handle: Handle | None, needles: Collection[bytes]) -> frozenset[bytes]:
+    """The needles found in the database file at ``path`` (read through ``handle``, the
+    repository's hold on it, when there is one), its WAL or its rollback journal."""
+    found: set[bytes] = set()
+    for suffix in ("", "-wal", "-journal"):
+        try:
+            if not suffix and handle is not None:
+                # Through the held descriptor: closing one of its own would release this
+                # process's locks on the file (see the module's docstring).
+                data = handle.read(handle.size())
+            else:
+                # SQLite locks the database and shared-memory files only.
+                with open(f"{path}{suffix}", "rb") as file:
+                    data = file.read()
+        except FileNotFoundError:
+            continue
+        except OSError:
+            raise RepositoryCorruption("unreadable database file") from None
+        found.update(needle for needle in needles if needle in data)
+    return frozenset(found)

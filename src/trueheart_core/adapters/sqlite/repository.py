@@ -61,7 +61,9 @@ class SQLiteRepository:
     version wrote, are refused before SQLite touches them. ``read_only=True`` (or a file
     the process may not write) opens the store for reading only: every write raises
     ``RepositoryReadOnly``. ``busy_timeout`` is how many seconds a write waits for
-    another writer before raising ``RepositoryBusy``.
+    another writer before raising ``RepositoryBusy``, and how long a call waits for a
+    call of another thread on this repository (its calls run one at a time) before
+    raising it.
     """
 
     def __init__(
@@ -181,24 +183,8 @@ class SQLiteRepository:
         ``ports.SupportsForensics``); empty for ``:memory:``, which has no file."""
         if self._file is None:
             return frozenset()
-        with self._lock:
-            found: set[bytes] = set()
-            for suffix in ("", "-wal", "-journal"):
-                try:
-                    if not suffix and self._handle is not None:
-                        # Through the held descriptor: closing one of its own would
-                        # release this process's locks on the file (see ``handles``).
-                        data = self._handle.read(self._handle.size())
-                    else:
-                        # SQLite locks the database and shared-memory files only.
-                        with open(f"{self._file}{suffix}", "rb") as file:
-                            data = file.read()
-                except FileNotFoundError:
-                    continue
-                except OSError:
-                    raise RepositoryCorruption("unreadable database file") from None
-                found.update(needle for needle in needles if needle in data)
-            return frozenset(found)
+        with self._held(DIAGNOSTICS["verify"]):
+            return handles.residue(self._file, self._handle, needles)
 
     @property
     def read_only(self) -> bool:
@@ -226,7 +212,7 @@ class SQLiteRepository:
         """The body of :meth:`unit_of_work`: a generator that yields the unit once (one
         context manager, not two nested, on every call)."""
         diagnostic = DIAGNOSTICS[operation]
-        with self._lock:
+        with self._held(diagnostic):
             if self._conn is None:
                 raise ValidationError("repository", "is closed")
             if self._unit_thread == threading.get_ident():
@@ -283,6 +269,21 @@ class SQLiteRepository:
                         # the busy timeout. The change is committed; only the scrub of
                         # the WAL waits for it. Every later call retries it first.
                         raise RepositoryBusy("erasure checkpoint incomplete")
+
+    @contextlib.contextmanager
+    def _held(self, diagnostic: str) -> Iterator[None]:
+        """The repository's lock, waited for up to ``busy_timeout`` as a write waits for
+        another connection's writer: a call of another thread on this repository that
+        runs longer (a slow reranker, a long export, a host callback that waits for a
+        call of its own on another thread) makes this one ``RepositoryBusy``, before
+        any work, instead of a wait without end. The thread that holds it takes it at
+        once (a callback's call is then refused as re-entrant)."""
+        if not self._lock.acquire(timeout=self._busy_timeout):
+            raise RepositoryBusy(diagnostic)
+        try:
+            yield
+        finally:
+            self._lock.release()
 
     def _scrub_first(self, conn: sqlite3.Connection, diagnostic: str, *, erasing: bool) -> None:
         """Finish an earlier erasure's scrub before this unit, and before an erasing unit
@@ -368,7 +369,7 @@ class SQLiteRepository:
     def backup(self, target: str) -> tuple[int, int]:
         """Copy the whole store, online and consistently, into a new file at ``target``
         (see ``ports.SupportsBackup``); works for file and ``:memory:`` stores."""
-        with self._lock:
+        with self._held(backup_mod.DIAGNOSTIC):
             if self._conn is None:
                 raise ValidationError("repository", "is closed")
             if self._snapshot is not None:
@@ -385,7 +386,7 @@ class SQLiteRepository:
             return None
         # Under the lock that units and ``close`` take: another thread may be closing
         # the repository or opening its file again.
-        with self._lock:
+        with self._held(DIAGNOSTICS["stats"]):
             if self._conn is None:
                 raise ValidationError("repository", "is closed")
             if self._handle is not None:
@@ -401,6 +402,13 @@ class SQLiteRepository:
         except OSError:
             wal = 0
         return (("database", database), ("wal", wal))
+
+    def file_sizes(self) -> tuple[int, int] | None:
+        """``(database bytes, WAL bytes)`` of a file store, ``None`` for ``:memory:``:
+        the sizes of :meth:`storage_sizes` as 0.5.0 returned them (kept for hosts that
+        call it; ``TrueHeart.stats()`` reports the same figures)."""
+        sizes = self.storage_sizes()
+        return None if sizes is None else (sizes[0][1], sizes[1][1])
 
     def close(self) -> None:
         """Close the connection. Idempotent; later use raises ``ValidationError``. A

@@ -1,0 +1,148 @@
+"""Threads sharing one SQLite repository: its calls run one at a time, and a call waits
+for another thread's call at most ``busy_timeout``, then raises ``RepositoryBusy`` before
+any work, as a write does for another connection's writer; so a host callback that
+blocks, or that waits for a call of its own on another thread, never makes the store
+wait without end."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import io
+import threading
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from trueheart_core import (
+    RawEventDraft,
+    RepositoryBusy,
+    RetentionPolicy,
+    Scope,
+    SourceRef,
+    SQLiteRepository,
+    TrueHeart,
+    TrueHeartError,
+    TrustLevel,
+)
+
+SCOPE = Scope("acme", "agent", "user-1")
+NOW = datetime(2026, 3, 1, tzinfo=UTC)
+RETENTION = RetentionPolicy(timedelta(days=1), timedelta(days=1), timedelta(days=2))
+BUSY = 0.2
+HANG = 30.0  # far beyond BUSY: a thread still running then is taken for a hang
+
+
+def _event(event_id: str) -> RawEventDraft:
+    return RawEventDraft(
+        event_id,
+        SCOPE,
+        SourceRef("chat", "chat", NOW, TrustLevel.OBSERVED),
+        "I drink green tea.",
+        RETENTION,
+    )
+
+
+@pytest.fixture(params=["file", "memory"])
+def repository(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SQLiteRepository]:
+    target = str(tmp_path / "store.db") if request.param == "file" else ":memory:"
+    repo = SQLiteRepository(target, busy_timeout=BUSY)
+    try:
+        yield repo
+    finally:
+        repo.close()
+
+
+def test_a_call_waits_for_another_threads_call_at_most_the_busy_timeout(
+    repository: SQLiteRepository, tmp_path: Path
+) -> None:
+    service = TrueHeart(repository, clock=lambda: NOW)
+    service.ingest_event(_event("evt-0"))
+    inside, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with repository.unit_of_work("read", write=False):
+            inside.set()
+            release.wait(HANG)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        assert inside.wait(HANG)
+        with pytest.raises(RepositoryBusy) as raised:
+            service.ingest_event(_event("evt-1"))
+        assert str(raised.value) == "repository busy: event ingest failed"
+        with pytest.raises(RepositoryBusy):
+            service.stats(SCOPE)
+        with pytest.raises(RepositoryBusy):
+            service.backup(str(tmp_path / "backup.db"))
+        assert not (tmp_path / "backup.db").exists()
+    finally:
+        release.set()
+        holder.join(HANG)
+    assert not holder.is_alive()
+    # Nothing was done: the retry stores the event, once.
+    assert service.ingest_event(_event("evt-1")).event_id == "evt-1"
+    assert service.stats(SCOPE).events == 2
+
+
+def test_a_callback_waiting_for_a_call_on_another_thread_does_not_hang(
+    repository: SQLiteRepository,
+) -> None:
+    """A writer of ``export_store`` (a host callback inside the export's reading
+    transaction) that hands a call of the same store to a worker thread and waits for
+    it: the worker's call gives up after ``busy_timeout`` instead of both waiting for
+    ever, and the callback's error leaves the export as it was raised."""
+    service = TrueHeart(repository, clock=lambda: NOW)
+    service.ingest_event(_event("evt-0"))
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
+
+    class Relay(io.StringIO):
+        def write(self, text: str) -> int:
+            pool.submit(service.stats, SCOPE).result(timeout=HANG)
+            return super().write(text)
+
+    outcome: list[BaseException | None] = []
+
+    def export() -> None:
+        try:
+            service.export_store(Relay())
+        except BaseException as error:  # noqa: BLE001 - what the export raised is checked below
+            outcome.append(error)
+        else:
+            outcome.append(None)
+
+    exporter = threading.Thread(target=export)
+    exporter.start()
+    exporter.join(HANG)
+    pool.shutdown(wait=True)
+    assert not exporter.is_alive()
+    assert len(outcome) == 1
+    assert isinstance(outcome[0], RepositoryBusy)
+    assert isinstance(outcome[0], TrueHeartError)
+    # The store goes on: the export's transaction ended and the lock was given back.
+    assert service.stats(SCOPE).events == 1
+
+
+def test_a_callbacks_call_on_its_own_thread_is_still_refused_at_once(
+    repository: SQLiteRepository,
+) -> None:
+    """The thread inside a call takes the lock at once (it holds it): its callback's call
+    is refused as re-entrant, not made to wait for itself."""
+    service = TrueHeart(repository, clock=lambda: NOW)
+    service.ingest_event(_event("evt-0"))
+    refused: list[Exception] = []
+
+    class Reentrant(io.StringIO):
+        def write(self, text: str) -> int:
+            try:
+                service.stats(SCOPE)
+            except TrueHeartError as error:
+                refused.append(error)
+            return super().write(text)
+
+    service.export_store(Reentrant())
+    assert refused
+    assert all(not isinstance(error, RepositoryBusy) for error in refused)
+    assert "already in a call on this thread" in str(refused[0])
