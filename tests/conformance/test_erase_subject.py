@@ -4,6 +4,7 @@ statistics. (The SQLite adapter tests count the rows of the file independently.)
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -242,3 +243,45 @@ def test_artifact_counts_have_one_field_per_class() -> None:
     assert [f.name for f in dataclasses.fields(ArtifactCounts)] == [a.value for a in ArtifactClass]
     counts = ArtifactCounts(*range(len(ArtifactClass)))
     assert [count for _, count in counts.items()] == list(range(len(ArtifactClass)))
+
+
+def test_rows_stored_after_the_commit_are_counted_as_remaining(
+    repository: Repository, reopen: Callable[..., Repository]
+) -> None:
+    """``remaining`` is counted in a new transaction after the commit: an event another
+    connection stores in the scope between the two is counted (the scope holds it), and
+    the receipt is then not verified; the erased rows stay erased."""
+    service = TrueHeart(repository, clock=lambda: NOW)
+    populate_subject(service)
+    writer = TrueHeart(reopen(), clock=lambda: NOW)
+
+    class AfterTheCommit(logging.Handler):
+        """Stores an event through the other connection when the erasing unit ends."""
+
+        def __init__(self) -> None:
+            super().__init__(logging.DEBUG)
+            self.stored = 0
+
+        def emit(self, record: logging.LogRecord) -> None:
+            if record.getMessage().startswith("write operation erase took") and not self.stored:
+                self.stored += 1
+                writer.ingest_event(event("evt-after-commit"))
+
+    handler = AfterTheCommit()
+    slow = logging.getLogger("trueheart_core.slow")
+    level = slow.level
+    slow.addHandler(handler)
+    slow.setLevel(logging.DEBUG)
+    try:
+        receipt = service.erase_subject(SCOPE, occurred_at=ERASED_AT)
+    finally:
+        slow.removeHandler(handler)
+        slow.setLevel(level)
+    assert handler.stored == 1
+    assert receipt.remaining is not None
+    assert receipt.remaining.raw_event == 1
+    assert receipt.remaining.memory == 0
+    assert receipt.verified is False
+    assert "evt-after-commit" not in receipt.event_ids
+    assert service.stats(SCOPE).events == 1
+    assert service.stats(SCOPE).memories == 0

@@ -755,7 +755,8 @@ class TrueHeart:
         of them again raises ``EntityDeleted``; one body-free ``erase_subject`` audit row
         is written. Tombstones and audit rows already in the scope are kept. When it
         returns, the removed bytes are gone from the database file and its WAL, and
-        ``remaining`` (read in a new transaction) counts what the scope still holds.
+        ``remaining`` (read in a new transaction) counts what the scope still holds:
+        rows another thread or process stored in the scope after the commit included.
 
         ``dry_run=True`` changes nothing (a read-only transaction) and returns what would
         be erased, with ``remaining=None``.
