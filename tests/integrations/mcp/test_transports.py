@@ -296,3 +296,64 @@ def test_a_sigterm_during_the_start_stops_the_server_cleanly(tmp_path: Path, mom
         timeout=DEADLINE,
     )
     assert (done.returncode, done.stdout) == (0, "ready\nstopped\n"), done.stderr
+
+
+_INITIALIZE = (
+    '{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": '
+    '"2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}}\n'
+)
+
+
+@pytest.mark.parametrize(
+    ("number", "status", "word"),
+    [(signal.SIGTERM, 143, "terminated"), (signal.SIGINT, 130, "interrupted")],
+)
+def test_a_stdio_server_stops_on_a_signal_while_the_client_keeps_stdin_open(
+    tmp_path: Path, number: signal.Signals, status: int, word: str
+) -> None:
+    """A client that keeps its end of stdin open (as a client does while it runs): SIGTERM
+    or Ctrl-C stops the server at once, with its status, and the store is left sound."""
+    store = tmp_path / "memory.db"
+    process = subprocess.Popen(
+        server_command("--store", str(store), "--scope", SCOPE_ARGUMENT, "--create"),
+        env=child_environment(),
+        cwd=tmp_path,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdin is not None and process.stdout is not None
+        process.stdin.write(_INITIALIZE)
+        process.stdin.flush()
+        answer = _line_within(process.stdout, DEADLINE)
+        assert '"id":1' in answer.replace(" ", "") and "serverInfo" in answer
+        process.send_signal(number)
+        try:
+            process.wait(DEADLINE)
+        except subprocess.TimeoutExpired:
+            pytest.fail("the server still ran with stdin open after the signal")
+        assert process.returncode == status
+        assert process.stderr is not None
+        assert process.stderr.read().splitlines()[-1] == f"trueheart: {word}"
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        for stream in (process.stdin, process.stdout, process.stderr):
+            if stream is not None:
+                stream.close()
+    with TrueHeart(SQLiteRepository(store, read_only=True)) as service:
+        assert service.verify_integrity().ok
+
+
+def _line_within(stream: IO[str], seconds: float) -> str:
+    """The next line of ``stream``, read in a thread so that a silent server fails the
+    test instead of hanging it."""
+    lines: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=lambda: lines.put(stream.readline()), daemon=True).start()
+    try:
+        return lines.get(timeout=seconds)
+    except queue.Empty:
+        pytest.fail("the server did not answer")

@@ -10,7 +10,10 @@ protocol error.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import queue
 import signal
 import socket
 import threading
@@ -100,14 +103,89 @@ def build_server(tools: MemoryTools) -> Server[Any]:
     )
 
 
+_CHUNK = 65536
+_READ_AHEAD = 16
+"""How many lines of stdin may wait for the server (the reader stops reading beyond)."""
+
+
+class StdinLines:
+    """The lines of standard input for the MCP transport, read by a daemon thread of
+    their own.
+
+    The SDK's transport reads stdin in a worker thread that a stop cannot leave behind:
+    on SIGTERM or Ctrl-C, the process would go on until the client closed its end. This
+    reader's thread is a daemon reading the descriptor with ``os.read`` (no lock of
+    Python's own file objects held), so a stopped server exits at once with the thread
+    still blocked. While it serves, descriptor 0 reads the null device (host code and
+    child processes then find end of file, not the client's messages), as the SDK's
+    own transport arranges; :meth:`stop` puts it back. Lines are decoded as UTF-8, an
+    invalid byte as U+FFFD, as the SDK's transport does."""
+
+    def __init__(self) -> None:
+        self._lines: queue.Queue[str | None] = queue.Queue(_READ_AHEAD)
+        self._wire = os.dup(0)  # never closed: the thread may still block reading it
+        diversion = os.open(os.devnull, os.O_RDONLY)
+        try:
+            os.dup2(diversion, 0)
+        finally:
+            os.close(diversion)
+        threading.Thread(target=self._read, name="trueheart-mcp-stdin", daemon=True).start()
+
+    def _read(self) -> None:
+        parts: list[bytes] = []
+        try:
+            while chunk := os.read(self._wire, _CHUNK):
+                start = 0
+                while (end := chunk.find(b"\n", start)) >= 0:
+                    parts.append(chunk[start : end + 1])
+                    self._lines.put(b"".join(parts).decode("utf-8", "replace"))
+                    parts.clear()
+                    start = end + 1
+                if start < len(chunk):
+                    parts.append(chunk[start:])
+            if parts:
+                self._lines.put(b"".join(parts).decode("utf-8", "replace"))
+        except OSError:
+            pass  # the client's end is gone as far as this server can tell
+        finally:
+            self._lines.put(None)
+
+    def __aiter__(self) -> StdinLines:
+        return self
+
+    async def __anext__(self) -> str:
+        line = await anyio.to_thread.run_sync(self._lines.get, abandon_on_cancel=True)
+        if line is None:
+            self._end()  # every later read ends too
+            raise StopAsyncIteration
+        return line
+
+    def _end(self) -> None:
+        with contextlib.suppress(queue.Full):
+            self._lines.put_nowait(None)
+
+    def stop(self) -> None:
+        """Release a read left waiting (a stopped server's), and give descriptor 0 its
+        stream back."""
+        self._end()
+        with contextlib.suppress(OSError):
+            os.dup2(self._wire, 0)
+
+
 def serve_stdio(server: Server[Any]) -> None:
-    """Serve one client over stdin and stdout until it closes stdin."""
+    """Serve one client over stdin and stdout until it closes stdin, or until SIGTERM or
+    Ctrl-C (as raised in the main thread), which stop it at once."""
+    lines = StdinLines()
+    wire: Any = lines  # read as the SDK reads its own stdin file: ``async for line in``
 
     async def run() -> None:
-        async with stdio_server() as (read_stream, write_stream):
+        async with stdio_server(stdin=wire) as (read_stream, write_stream):
             await server.run(read_stream, write_stream, server.create_initialization_options())
 
-    anyio.run(run)
+    try:
+        anyio.run(run)
+    finally:
+        lines.stop()
 
 
 def _listen(host: str, port: int, backlog: int) -> socket.socket:
