@@ -11,9 +11,11 @@ this time") and the transaction time ``known_at`` ("as far as we knew then"). A 
 *known* at ``known_at`` when it is active, was created at or before ``known_at`` and its
 recall deadline had not passed. A known claim's status is, in this order:
 
-1. ``SUPERSEDED`` when a known claim names it in ``supersedes``: supersession closes a
-   claim from the superseding claim's ``created_at`` on, whatever the valid time, and
-   never deletes it or its evidence;
+1. ``SUPERSEDED`` when a superseding claim names it in ``supersedes``: one whose memory
+   is active and was created at or before ``known_at`` (its own recall deadline does not
+   matter, so it keeps the claim closed after it has itself stopped being known).
+   Supersession closes a claim from the superseding claim's ``created_at`` on, whatever
+   the valid time, and never deletes it or its evidence;
 2. ``ENDED`` when ``valid_to <= as_of``;
 3. ``NOT_YET_VALID`` when ``as_of < valid_from``;
 4. ``CURRENT`` otherwise.
@@ -203,8 +205,9 @@ class ClaimRecord(_Reducible):
 
 @dataclass(frozen=True, slots=True)
 class ClaimView(_Reducible):
-    """A known claim with its status at the query's times, and the known claims that
-    supersede it (sorted IDs)."""
+    """A known claim with its status at the query's times, and the claims that supersede
+    it (sorted IDs; see :func:`supersedes_at`: a superseder whose recall deadline has
+    passed is listed, although it is no longer known)."""
 
     claim: ClaimRecord
     status: ClaimStatus
@@ -325,7 +328,7 @@ def is_known(claim: ClaimRecord, known_at: datetime) -> bool:
 
 def status_at(claim: ClaimRecord, superseded: bool, as_of: datetime) -> ClaimStatus:
     """The status of a known claim at valid time ``as_of``; ``superseded`` says whether
-    a known claim supersedes it."""
+    a superseding claim counts at the query's ``known_at`` (see :func:`supersedes_at`)."""
     return status_of(claim.valid_from, claim.valid_to, superseded, as_of)
 
 
