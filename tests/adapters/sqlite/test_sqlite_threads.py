@@ -8,18 +8,22 @@ from __future__ import annotations
 
 import concurrent.futures
 import io
+import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
 from trueheart_core import (
+    HashingEmbedder,
+    MemoryDraft,
     RawEventDraft,
     RepositoryBusy,
     RetentionPolicy,
     Scope,
+    SemanticProjectionError,
     SourceRef,
     SQLiteRepository,
     TrueHeart,
@@ -108,7 +112,7 @@ def test_a_callback_waiting_for_a_call_on_another_thread_does_not_hang(
     def export() -> None:
         try:
             service.export_store(Relay())
-        except BaseException as error:  # noqa: BLE001 - what the export raised is checked below
+        except BaseException as error:  # what the export raised is checked below
             outcome.append(error)
         else:
             outcome.append(None)
@@ -146,3 +150,47 @@ def test_a_callbacks_call_on_its_own_thread_is_still_refused_at_once(
     assert refused
     assert all(not isinstance(error, RepositoryBusy) for error in refused)
     assert "already in a call on this thread" in str(refused[0])
+
+
+def test_vectors_that_could_not_be_stored_name_the_stores_error_as_the_cause(
+    tmp_path: Path,
+) -> None:
+    """Between a write's commit and the storing of its vectors, another connection takes
+    the write lock and keeps it past ``busy_timeout``: the write stays stored, and the
+    ``SemanticProjectionError`` has the store's ``RepositoryBusy`` as its cause."""
+    path = tmp_path / "store.db"
+    holders: list[sqlite3.Connection] = []
+
+    class LockingEmbedder(HashingEmbedder):
+        def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+            holder = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+            holders.append(holder)
+            holder.execute("BEGIN IMMEDIATE")  # no transaction of the store's is open now
+            return list(super().embed_documents(texts))
+
+    with SQLiteRepository(path, busy_timeout=BUSY) as repository:
+        service = TrueHeart(
+            repository, clock=lambda: NOW, embedder=LockingEmbedder(32), auto_index=True
+        )
+        service.ingest_event(_event("evt-0"))
+        try:
+            with pytest.raises(SemanticProjectionError) as raised:
+                service.materialize_once(
+                    MemoryDraft(
+                        "mem-1",
+                        SCOPE,
+                        "Drinks green tea.",
+                        ("evt-0",),
+                        "habit",
+                        TrustLevel.OBSERVED,
+                        NOW,
+                    )
+                )
+        finally:
+            for holder in holders:
+                holder.close()  # its transaction rolls back
+        assert raised.value.evidence_committed is True
+        assert "the vectors could not be stored" in str(raised.value)
+        assert isinstance(raised.value.__cause__, RepositoryBusy)
+        assert service.get_memory(SCOPE, "mem-1").memory_id == "mem-1"
+        assert service.semantic_status(SCOPE).missing_memory_ids == ("mem-1",)
