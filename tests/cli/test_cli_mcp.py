@@ -101,6 +101,19 @@ def test_retention_is_checked(capsys: pytest.CaptureFixture[str], tmp_path: Path
 
 
 @pytest.mark.usefixtures("without_sdk")
+def test_the_server_module_without_the_extra_names_it() -> None:
+    """The documented module that puts the tools on the wire, imported by a host without
+    the SDK: an ``ImportError`` that names the extra (not the SDK's module)."""
+    with pytest.raises(ImportError) as raised:
+        import trueheart_core.integrations.mcp_server.server  # noqa: F401
+    assert str(raised.value) == (
+        "trueheart_core.integrations.mcp_server.server needs the MCP SDK: "
+        "pip install 'trueheart-core[mcp]'"
+    )
+    assert not isinstance(raised.value, ModuleNotFoundError)
+
+
+@pytest.mark.usefixtures("without_sdk")
 def test_without_the_extra(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     store = tmp_path / "memory.db"
     status, out, err = call(capsys, "mcp", "--store", str(store), "--scope", SCOPE, "--create")

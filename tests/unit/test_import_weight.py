@@ -147,3 +147,35 @@ def test_numpy_is_imported_only_when_a_semantic_search_runs() -> None:
     before, after, installed = completed.stdout.split()
     assert before == "False"
     assert after == installed  # loaded by the semantic search exactly when installed
+
+
+def test_the_faces_name_the_postgres_extra_for_a_server_url_without_it() -> None:
+    """``EviCortex.open`` and the ``trueheart`` command given a ``postgresql://`` URL
+    where psycopg is missing: their own errors, naming the extra."""
+    code = (
+        "import sys\n"
+        "sys.modules['psycopg'] = None  # as if the postgres extra were not installed\n"
+        "from evicortex import EviCortex\n"
+        "from trueheart_core import TrueHeartError\n"
+        "from trueheart_core.cli import main\n"
+        "try:\n"
+        "    EviCortex.open('postgresql://localhost/memory')\n"
+        "except TrueHeartError as error:\n"
+        "    print(type(error).__name__, error)\n"
+        "print(main(['stats', 'postgresql://localhost/memory']))\n"
+    )
+    completed = subprocess.run(
+        [sys.executable, "-c", code],
+        env={**os.environ, "PYTHONPATH": str(SRC)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout == (
+        "ValidationError url: needs the postgres extra: pip install 'trueheart-core[postgres]'\n1\n"
+    )
+    assert completed.stderr == (
+        "trueheart: url: needs the postgres extra: pip install 'trueheart-core[postgres]'\n"
+    )

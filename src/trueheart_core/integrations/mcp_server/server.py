@@ -20,13 +20,24 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
-import anyio  # type: ignore[import-not-found, unused-ignore]
-import anyio.to_thread  # type: ignore[import-not-found, unused-ignore]
-import uvicorn  # type: ignore[import-not-found, unused-ignore]
-from mcp import types  # type: ignore[import-not-found, unused-ignore]
-from mcp.server import Server, ServerRequestContext  # type: ignore[import-not-found, unused-ignore]
-from mcp.server.stdio import stdio_server  # type: ignore[import-not-found, unused-ignore]
-from mcp.shared.exceptions import MCPError  # type: ignore[import-not-found, unused-ignore]
+try:
+    import anyio  # type: ignore[import-not-found, unused-ignore]
+    import anyio.to_thread  # type: ignore[import-not-found, unused-ignore]
+    import uvicorn  # type: ignore[import-not-found, unused-ignore]
+    from mcp import types  # type: ignore[import-not-found, unused-ignore]
+    from mcp.server import (  # type: ignore[import-not-found, unused-ignore]
+        Server,
+        ServerRequestContext,
+    )
+    from mcp.server.stdio import stdio_server  # type: ignore[import-not-found, unused-ignore]
+    from mcp.shared.exceptions import MCPError  # type: ignore[import-not-found, unused-ignore]
+except ModuleNotFoundError as missing:
+    if missing.name is None or missing.name.split(".")[0] not in ("anyio", "uvicorn", "mcp"):
+        raise
+    raise ImportError(
+        "trueheart_core.integrations.mcp_server.server needs the MCP SDK: "
+        "pip install 'trueheart-core[mcp]'"
+    ) from None
 
 import trueheart_core
 from trueheart_core.integrations.mcp_server.tools import MemoryTools, ToolFailure, UnknownTool
