@@ -212,7 +212,11 @@ class SQLiteRepository:
         """The body of :meth:`unit_of_work`: a generator that yields the unit once (one
         context manager, not two nested, on every call)."""
         diagnostic = DIAGNOSTICS[operation]
-        with self._held(diagnostic):
+        # The lock as :meth:`_held` takes it, without a generator of its own: every
+        # call passes here.
+        if not self._lock.acquire(timeout=self._busy_timeout):
+            raise RepositoryBusy(diagnostic)
+        try:
             if self._conn is None:
                 raise ValidationError("repository", "is closed")
             if self._unit_thread == threading.get_ident():
@@ -269,6 +273,8 @@ class SQLiteRepository:
                         # the busy timeout. The change is committed; only the scrub of
                         # the WAL waits for it. Every later call retries it first.
                         raise RepositoryBusy("erasure checkpoint incomplete")
+        finally:
+            self._lock.release()
 
     @contextlib.contextmanager
     def _held(self, diagnostic: str) -> Iterator[None]:
