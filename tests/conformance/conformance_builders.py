@@ -319,8 +319,9 @@ def reference_weights(query: str, corpus: Sequence[str]) -> dict[str, float]:
     corpus (not a stop word, not a query word) that is an inflection of a query word, at
     ``INFLECTION_WEIGHT`` times the lesser of its idf and that word's (a word the corpus
     lacks at the idf of no memory), the best over the query's words; and, for each query
-    word of three letters or more, letters only, that none holds, every other word of the
-    corpus (letters only) one edit away from it, at half its idf."""
+    word of three letters or more, letters only, that none holds, itself or in another
+    form, every other word of the corpus (letters only) one edit away from it, at half
+    its idf."""
     docs = [set(ascii_terms(text)) for text in corpus]
     vocabulary = set().union(*docs)
     count = len(docs)
@@ -342,6 +343,8 @@ def reference_weights(query: str, corpus: Sequence[str]) -> dict[str, float]:
     for word in sorted(words - vocabulary):
         if len(word) < 3 or not word.isalpha():
             continue
+        if any(is_inflection(word, held) for held in vocabulary - STOP_WORDS - {word}):
+            continue  # held in another form: taken as meant
         for other in others:
             # Its own forms count as forms; another word's form also as a correction,
             # at the better weight.

@@ -1,8 +1,9 @@
 """search: spelling tolerance. A query word that no memory of the scope holds is
 corrected to the scope's words one edit away (a letter dropped, doubled, swapped,
-mistyped or without its accent), each worth half the word; a word the scope holds is
-never corrected. Every query word, held or not, also finds the other English forms of
-itself (``hiked`` for ``hiking``), each worth at most 0.8 of the word."""
+mistyped or without its accent), each worth half the word; a word the scope holds, as
+written or in another form, is never corrected. Every query word, held or not, also
+finds the other English forms of itself (``hiked`` for ``hiking``), each worth at most
+0.8 of the word."""
 
 from __future__ import annotations
 
@@ -138,6 +139,22 @@ def test_a_word_the_scope_holds_is_not_corrected(service: TrueHeart) -> None:
     assert _ids(_search(service, "receive")) == ["mem-right"]
     # A third spelling is corrected to both.
     assert sorted(_ids(_search(service, "receve"))) == ["mem-right", "mem-typo"]
+
+
+def test_a_word_the_scope_holds_in_another_form_is_not_corrected(service: TrueHeart) -> None:
+    """``cook`` where the memories say "cooked": the word is taken as meant, found by its
+    forms, and not corrected to ``book`` (a rarer word one edit away, whose half weight
+    would outweigh the common form's)."""
+    contents = {f"mem-cook-{n}": f"cooked dinner number {n}" for n in range(5)}
+    contents |= {"mem-book": "lent sam my book", "mem-bike": "fixed the bike chain"}
+    contents |= {f"mem-other-{n}": f"went swimming at the lake, lap {n}" for n in range(20)}
+    materialize_all(service, contents)
+    for text in ("cook", "What did I cook?"):
+        capsule = _search(service, text, limit=100)
+        assert sorted(_ids(capsule)) == [f"mem-cook-{n}" for n in range(5)]
+        assert_bm25_reference(capsule, text, contents)
+    # A word held in no form at all is still corrected.
+    assert _ids(_search(service, "bok")) == ["mem-book"]
 
 
 def test_corrections_are_the_scope_s_own(service: TrueHeart) -> None:

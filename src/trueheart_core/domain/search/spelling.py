@@ -1,6 +1,7 @@
 """Spelling tolerance for lexical search (pure): the words one typing error away.
 
-A query word that no memory of the scope holds is most often misspelt: a letter
+A query word that no memory of the scope holds, as written or in another form
+(:func:`inflections`), is most often misspelt: a letter
 dropped, doubled, swapped with its neighbour, mistyped, or typed without its accent.
 Such a word is one edit away from the word that was meant, in the sense of the
 Damerau-Levenshtein distance: one character deleted, inserted or replaced, or two

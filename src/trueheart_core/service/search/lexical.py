@@ -3,8 +3,8 @@ computes (``domain.search.ranking``), evaluated by the search role of the port.
 
 The query's content words (its stop words left out, ``domain.search.stopwords``) are
 looked up first, with their English inflections (``domain.search.spelling``); the words
-among them that the scope does not hold are then corrected: their corrections are looked
-up the same way. The inflections and corrections the scope holds are weighted down. One
+among them that the scope holds in no form are then corrected: their corrections are
+looked up the same way. The inflections and corrections the scope holds are weighted down. One
 statement scores them all together. The lexical
 *ceiling* of the query, which hybrid fusion measures evidence against, is computed from
 the same look-ups."""
@@ -116,8 +116,16 @@ def _weights(
     weights = [(term, ranking.idf(docs, held[term])) for term in sorted(words) if held.get(term)]
     idf_of = dict(weights)
     missing = {term_id: term for term_id, term in words.items() if docs and term_id not in idf_of}
+    # A word the scope holds only in other forms is taken as meant, as one it holds:
+    # its forms found it, and a word one edit away is then more likely another word
+    # (``cook`` where the memories say "cooked": not ``book``).
+    unheld = {
+        term_id: term
+        for term_id, term in missing.items()
+        if not any(held.get(form) for form in forms_of.get(term_id, ()))
+    }
     edits_of: dict[int, set[int]] = {}
-    for term_id, term in missing.items():
+    for term_id, term in unheld.items():
         bound = correction_bound(term)
         if bound > budget:
             continue
