@@ -57,6 +57,9 @@ def test_forms_that_normalise_alike_give_the_same_terms() -> None:
         ("I \u2764 tea \U0001f375!", ["i", "tea"]),  # symbols and emoji separate
         ("no\u00a0break\u2003em", ["no", "break", "em"]),  # Unicode spaces separate
         ("zero\u200bwidth", ["zero", "width"]),  # a format character separates
+        ("C# C++ C .NET", ["c", "c", "c", "net"]),  # symbols are never part of a word
+        ("v2.1", ["v2", "1"]),
+        ("(415) 555-0199", ["415", "555", "0199"]),
     ],
 )
 def test_punctuation_symbols_underscore_and_spaces_separate_words(
