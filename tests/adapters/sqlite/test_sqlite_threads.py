@@ -29,6 +29,7 @@ from trueheart_core import (
     TrueHeart,
     TrueHeartError,
     TrustLevel,
+    ValidationError,
 )
 
 SCOPE = Scope("acme", "agent", "user-1")
@@ -194,3 +195,36 @@ def test_vectors_that_could_not_be_stored_name_the_stores_error_as_the_cause(
         assert isinstance(raised.value.__cause__, RepositoryBusy)
         assert service.get_memory(SCOPE, "mem-1").memory_id == "mem-1"
         assert service.semantic_status(SCOPE).missing_memory_ids == ("mem-1",)
+
+
+def test_close_waits_for_another_threads_call_at_most_the_busy_timeout(
+    repository: SQLiteRepository,
+) -> None:
+    """``close()`` while another thread's call is held up: ``RepositoryBusy`` after
+    ``busy_timeout``, nothing closed; once the call has finished, it closes."""
+    service = TrueHeart(repository, clock=lambda: NOW)
+    service.ingest_event(_event("evt-0"))
+    inside, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with repository.unit_of_work("read", write=False):
+            inside.set()
+            release.wait(HANG)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        assert inside.wait(HANG)
+        with pytest.raises(RepositoryBusy) as raised:
+            repository.close()
+        assert str(raised.value) == (
+            "repository busy: a call of another thread is still running; nothing was closed"
+        )
+    finally:
+        release.set()
+        holder.join(HANG)
+    assert not holder.is_alive()
+    assert service.stats(SCOPE).events == 1  # still open
+    repository.close()
+    with pytest.raises(ValidationError):
+        service.stats(SCOPE)

@@ -42,6 +42,7 @@ _SCRUB_NEEDS_SPACE = (
     "erasure committed, but scrubbing its bytes from the files needs free disk space: "
     "free space, then make any call or close the repository"
 )
+_CLOSE_WAITED = "a call of another thread is still running; nothing was closed"
 _EARLIER_SCRUB_NEEDS_SPACE = "an earlier erasure's scrub needs free disk space; nothing was done"
 
 
@@ -427,8 +428,12 @@ class SQLiteRepository:
         ``RepositoryBusy("erasure checkpoint incomplete")`` while another connection
         holds the log, ``RepositoryFull`` without disk space. The repository stays
         usable; close it again (or make any call) once the reader has finished or
-        space is freed, so that the erased bytes leave the files."""
-        with self._lock:
+        space is freed, so that the erased bytes leave the files.
+
+        A call of another thread still running is waited for up to ``busy_timeout``,
+        as any call waits for it; then nothing is closed and ``RepositoryBusy("a call
+        of another thread is still running; nothing was closed")`` is raised."""
+        with self._held(_CLOSE_WAITED):
             if self._unit_thread == threading.get_ident():
                 raise ValidationError("repository", REENTRANT)
             if self._conn is not None and self._erasure_pending:
