@@ -183,20 +183,73 @@ class StdinLines:
             os.dup2(self._wire, 0)
 
 
+_STOPS = (signal.SIGINT, signal.SIGTERM)
+
+
+async def _stop_on_signal(scope: Any, stopped: list[int]) -> None:
+    """Cancel ``scope`` (the server's) at the first SIGINT or SIGTERM, noted in
+    ``stopped``; a later one is ignored while the server winds down."""
+    try:
+        with anyio.open_signal_receiver(*_STOPS) as signals:
+            async for number in signals:
+                stopped.append(int(number))
+                scope.cancel()
+    finally:
+        if stopped:
+            for number in _STOPS:
+                signal.signal(number, signal.SIG_IGN)
+
+
+def _interruption(group: BaseExceptionGroup[BaseException]) -> BaseException | None:
+    """The ``KeyboardInterrupt`` (a subclass too) that a task group wrapped, if any."""
+    for error in group.exceptions:
+        if isinstance(error, KeyboardInterrupt):
+            return error
+        if isinstance(error, BaseExceptionGroup):
+            found = _interruption(error)
+            if found is not None:
+                return found
+    return None
+
+
 def serve_stdio(server: Server[Any]) -> None:
-    """Serve one client over stdin and stdout until it closes stdin, or until SIGTERM or
-    Ctrl-C (as raised in the main thread), which stop it at once."""
+    """Serve one client over stdin and stdout until it closes stdin, or until SIGINT or
+    SIGTERM.
+
+    In the main thread, a SIGINT or SIGTERM stops the server from inside its event loop
+    (a tool call already running finishes first; a second signal meanwhile is
+    ignored); the signal's own handlers are then put back and the signal raised again
+    once the loop has ended, so that it reaches the caller as it would have (Ctrl-C as
+    ``KeyboardInterrupt``) with nothing of the server left running."""
     lines = StdinLines()
     wire: Any = lines  # read as the SDK reads its own stdin file: ``async for line in``
+    watch = threading.current_thread() is threading.main_thread()
+    previous = {number: signal.getsignal(number) for number in _STOPS} if watch else {}
+    stopped: list[int] = []
 
     async def run() -> None:
-        async with stdio_server(stdin=wire) as (read_stream, write_stream):
-            await server.run(read_stream, write_stream, server.create_initialization_options())
+        async with anyio.create_task_group() as group:
+            if watch:
+                group.start_soon(_stop_on_signal, group.cancel_scope, stopped)
+            async with stdio_server(stdin=wire) as (read_stream, write_stream):
+                await server.run(read_stream, write_stream, server.create_initialization_options())
+            group.cancel_scope.cancel()  # the client closed stdin: stop watching
 
     try:
         anyio.run(run)
+    except BaseExceptionGroup as group:
+        # A signal that landed before the watch began, raised inside a task.
+        interruption = _interruption(group)
+        if interruption is None:
+            raise
+        raise interruption from None
     finally:
         lines.stop()
+        for number, handler in previous.items():
+            if handler is not None:  # one not set from Python cannot be put back
+                signal.signal(number, handler)
+    if stopped:
+        signal.raise_signal(stopped[0])
 
 
 def _listen(host: str, port: int, backlog: int) -> socket.socket:
