@@ -4,6 +4,7 @@ as the library reads it."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
 import signal
@@ -346,6 +347,62 @@ def test_a_stdio_server_stops_on_a_signal_while_the_client_keeps_stdin_open(
                 stream.close()
     with TrueHeart(SQLiteRepository(store, read_only=True)) as service:
         assert service.verify_integrity().ok
+
+
+@pytest.mark.parametrize(
+    ("number", "status", "word"),
+    [(signal.SIGTERM, 143, "terminated"), (signal.SIGINT, 130, "interrupted")] * 3,
+)
+def test_a_stdio_server_stops_on_a_signal_while_it_answers_a_flood(
+    tmp_path: Path, number: signal.Signals, status: int, word: str
+) -> None:
+    """A signal that lands while the server reads and answers a stream of requests: the
+    same clean stop (no error group, no traceback, no thread left to wait for)."""
+    process = subprocess.Popen(
+        server_command(
+            "--store", str(tmp_path / "memory.db"), "--scope", SCOPE_ARGUMENT, "--create"
+        ),
+        env=child_environment(),
+        cwd=tmp_path,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdin is not None and process.stdout is not None
+        process.stdin.write(_INITIALIZE)
+        process.stdin.flush()
+        assert "serverInfo" in _line_within(process.stdout, DEADLINE)
+        pings = "".join(
+            f'{{"jsonrpc": "2.0", "id": {n}, "method": "ping"}}\n' for n in range(2, 20_000)
+        )
+        flood = threading.Thread(target=_write_quietly, args=(process.stdin, pings), daemon=True)
+        flood.start()
+        assert '"id":2' in _line_within(process.stdout, DEADLINE).replace(" ", "")
+        process.send_signal(number)
+        threading.Thread(target=process.stdout.read, daemon=True).start()  # keep it flowing
+        try:
+            process.wait(DEADLINE)
+        except subprocess.TimeoutExpired:
+            pytest.fail("the server still ran after the signal")
+        assert process.returncode == status
+        assert process.stderr is not None
+        errors = process.stderr.read()
+        assert errors.splitlines()[-1] == f"trueheart: {word}"
+        assert "Traceback" not in errors and "Fatal" not in errors
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
+def _write_quietly(stream: IO[str], text: str) -> None:
+    """Write ``text`` to a child's stdin until it is done or the child has gone."""
+    with contextlib.suppress(OSError, ValueError):
+        for start in range(0, len(text), 4096):
+            stream.write(text[start : start + 4096])
+            stream.flush()
 
 
 def _line_within(stream: IO[str], seconds: float) -> str:
