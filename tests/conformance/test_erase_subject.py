@@ -228,8 +228,9 @@ def test_receipt_validates_its_fields() -> None:
         ErasureReceipt(SCOPE, when, False, counts, (), ("b", "a"), (), ArtifactCounts())
     with pytest.raises(ValidationError, match=r"^remaining: must be None in a dry run$"):
         ErasureReceipt(SCOPE, when, True, counts, (), (), (), ArtifactCounts())
-    with pytest.raises(ValidationError, match=r"^remaining: must be an ArtifactCounts$"):
-        ErasureReceipt(SCOPE, when, False, counts, (), (), ())
+    with pytest.raises(ValidationError, match=r"^remaining: must be an ArtifactCounts or None$"):
+        ErasureReceipt(SCOPE, when, False, counts, (), (), (), counts.total)  # type: ignore[arg-type]
+    assert ErasureReceipt(SCOPE, when, False, counts, (), (), ()).verified is None
     left = ErasureReceipt(SCOPE, when, False, counts, (), ("a",), (), ArtifactCounts(claim=1))
     assert left.verified is False
     assert counts[ArtifactClass.MEMORY] == 1 and counts.total == 1

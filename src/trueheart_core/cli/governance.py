@@ -155,6 +155,8 @@ def erase_subject(args: argparse.Namespace, out: TextIO) -> int:
         )
         if receipt.verified is not None:
             out.write(f"\nverified: {'yes' if receipt.verified else 'no'}\n")
+        elif not receipt.dry_run:
+            out.write("\nverified: not counted (the store was busy after the erasure)\n")
     return CORRUPT if receipt.verified is False else OK
 
 

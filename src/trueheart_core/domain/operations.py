@@ -89,7 +89,9 @@ class ErasureReceipt(_Reducible):
     exist and would be removed). ``event_ids``, ``memory_ids`` and ``claim_ids`` are the
     IDs erased (and tombstoned, for events and memories), sorted. ``remaining`` counts
     what the scope still holds, read in a new transaction after the erasure committed;
-    it is ``None`` in a dry run. Body-free.
+    it is ``None`` in a dry run, and when that count could not be read because the
+    store stayed busy past its timeout (the erasure itself is committed, and was
+    checked complete in its own transaction). Body-free.
     """
 
     scope: Scope
@@ -114,13 +116,14 @@ class ErasureReceipt(_Reducible):
         _set(self, "claim_ids", _sorted_ids("claim_ids", self.claim_ids))
         if self.dry_run and self.remaining is not None:
             raise ValidationError("remaining", "must be None in a dry run")
-        if not self.dry_run and not isinstance(self.remaining, ArtifactCounts):
-            raise ValidationError("remaining", "must be an ArtifactCounts")
+        if self.remaining is not None and not isinstance(self.remaining, ArtifactCounts):
+            raise ValidationError("remaining", "must be an ArtifactCounts or None")
 
     @property
     def verified(self) -> bool | None:
         """True when nothing of the scope remains after the erasure, False when
-        something does, ``None`` for a dry run (nothing was erased)."""
+        something does, ``None`` for a dry run (nothing was erased) or when the count
+        after the erasure could not be read (``remaining`` is ``None``)."""
         if self.remaining is None:
             return None
         return self.remaining.total == 0

@@ -44,6 +44,7 @@ from trueheart_core.domain.model import (
     Scope,
 )
 from trueheart_core.domain.operations import (
+    ArtifactCounts,
     BackupReport,
     ErasureReceipt,
     IndexRebuildReport,
@@ -56,6 +57,7 @@ from trueheart_core.domain.semantic.embedders import Embedder
 from trueheart_core.domain.semantic.model import SemanticStatus
 from trueheart_core.domain.semantic.rerank import Reranker
 from trueheart_core.errors import (
+    RepositoryBusy,
     RepositoryCorruption,
     RepositoryReadOnly,
     SemanticProjectionError,
@@ -756,7 +758,9 @@ class TrueHeart:
         is written. Tombstones and audit rows already in the scope are kept. When it
         returns, the removed bytes are gone from the database file and its WAL, and
         ``remaining`` (read in a new transaction) counts what the scope still holds:
-        rows another thread or process stored in the scope after the commit included.
+        rows another thread or process stored in the scope after the commit included;
+        it is ``None`` (and ``verified`` too) when that transaction could not begin
+        within the busy timeout.
 
         ``dry_run=True`` changes nothing (a read-only transaction) and returns what would
         be erased, with ``remaining=None``.
@@ -795,8 +799,16 @@ class TrueHeart:
             planned = erasure.plan(uow, scope, count=False, thorough=rewrite)
             removed = erasure.erase(uow, scope, planned, when, rewrite=rewrite)
             uow.commit()
-        with self._repository.unit_of_work("erase", write=False) as uow:
-            left = erasure.remaining(uow, scope, thorough=rewrite)
+        left: ArtifactCounts | None
+        try:
+            with self._repository.unit_of_work("erase", write=False) as uow:
+                left = erasure.remaining(uow, scope, thorough=rewrite)
+        except RepositoryBusy:
+            # The erasure is committed, and was checked complete in its own transaction:
+            # only the independent count after it could not be read (another thread or
+            # connection held the store past the timeout). The receipt of what was
+            # erased is still the caller's.
+            left = None
         return ErasureReceipt(
             scope,
             when,

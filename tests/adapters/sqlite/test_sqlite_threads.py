@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import io
+import logging
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
@@ -228,3 +229,55 @@ def test_close_waits_for_another_threads_call_at_most_the_busy_timeout(
     repository.close()
     with pytest.raises(ValidationError):
         service.stats(SCOPE)
+
+
+def test_an_erasure_whose_count_cannot_begin_still_returns_its_receipt(
+    repository: SQLiteRepository,
+) -> None:
+    """Another thread takes the repository as soon as the erasure's transaction has
+    ended and keeps it past ``busy_timeout``: the erasure is committed, so the call
+    returns its receipt (the IDs erased), with ``remaining`` and ``verified`` ``None``
+    (not counted), instead of raising after the fact."""
+    service = TrueHeart(repository, clock=lambda: NOW)
+    service.ingest_event(_event("evt-0"))
+    service.materialize_once(
+        MemoryDraft(
+            "mem-1", SCOPE, "Drinks green tea.", ("evt-0",), "habit", TrustLevel.OBSERVED, NOW
+        )
+    )
+    inside, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with repository.unit_of_work("read", write=False):
+            inside.set()
+            release.wait(HANG)
+
+    holders: list[threading.Thread] = []
+
+    class AfterTheErasure(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if record.getMessage().startswith("write operation erase took") and not holders:
+                holders.append(threading.Thread(target=hold))
+                holders[0].start()
+                inside.wait(HANG)
+
+    handler = AfterTheErasure(logging.DEBUG)
+    slow = logging.getLogger("trueheart_core.slow")
+    level = slow.level
+    slow.addHandler(handler)
+    slow.setLevel(logging.DEBUG)
+    try:
+        receipt = service.erase_subject(SCOPE, occurred_at=NOW)
+    finally:
+        slow.removeHandler(handler)
+        slow.setLevel(level)
+        release.set()
+        for holder in holders:
+            holder.join(HANG)
+    assert len(holders) == 1
+    assert (receipt.event_ids, receipt.memory_ids) == (("evt-0",), ("mem-1",))
+    assert receipt.remaining is None
+    assert receipt.verified is None
+    assert receipt.dry_run is False
+    after = service.stats(SCOPE)
+    assert (after.events, after.memories) == (0, 0)
