@@ -119,5 +119,8 @@ def test_file_sizes_of_0_5_are_kept(tmp_path: Path) -> None:
             (tmp_path / "store.db-wal").stat().st_size,
         )
         assert sizes == tuple(size for _, size in repository.storage_sizes() or ())
+    # As in 0.5.0, it reads the files alone: after close too.
+    database, _ = repository.file_sizes() or (0, 0)
+    assert database == (tmp_path / "store.db").stat().st_size
     with SQLiteRepository(":memory:") as repository:
         assert repository.file_sizes() is None

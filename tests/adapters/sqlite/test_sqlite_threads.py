@@ -61,7 +61,7 @@ def repository(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SQLit
 
 
 def test_a_call_waits_for_another_threads_call_at_most_the_busy_timeout(
-    repository: SQLiteRepository, tmp_path: Path
+    repository: SQLiteRepository, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     service = TrueHeart(repository, clock=lambda: NOW)
     service.ingest_event(_event("evt-0"))
@@ -79,11 +79,24 @@ def test_a_call_waits_for_another_threads_call_at_most_the_busy_timeout(
         with pytest.raises(RepositoryBusy) as raised:
             service.ingest_event(_event("evt-1"))
         assert str(raised.value) == "repository busy: event ingest failed"
-        with pytest.raises(RepositoryBusy):
-            service.stats(SCOPE)
-        with pytest.raises(RepositoryBusy):
-            service.backup(str(tmp_path / "backup.db"))
+        with caplog.at_level(logging.WARNING, logger="trueheart_core.busy"):
+            with pytest.raises(RepositoryBusy):
+                service.stats(SCOPE)
+            with pytest.raises(RepositoryBusy):
+                service.backup(str(tmp_path / "backup.db"))
         assert not (tmp_path / "backup.db").exists()
+        # Each refusal is logged, as a unit of work's is.
+        assert [r.getMessage() for r in caplog.records if r.name == "trueheart_core.busy"] == [
+            "ingest refused, repository busy: event ingest failed",
+            "stats refused, repository busy: statistics read failed",
+            "backup refused, repository busy: backup failed",
+        ]
+        # The sizes of 0.5.0 do not wait: they read the files alone.
+        sizes = repository.file_sizes()
+        if (tmp_path / "store.db").exists():
+            assert sizes is not None and sizes[0] == (tmp_path / "store.db").stat().st_size
+        else:
+            assert sizes is None
     finally:
         release.set()
         holder.join(HANG)

@@ -148,3 +148,19 @@ def residue(path: str, handle: Handle | None, needles: Collection[bytes]) -> fro
             raise RepositoryCorruption("unreadable database file") from None
         found.update(needle for needle in needles if needle in data)
     return frozenset(found)
+
+
+def sizes(path: str, diagnostic: str) -> tuple[int, int]:
+    """The bytes of the database file at ``path`` and of its WAL (0 when there is none);
+    ``RepositoryCorruption(diagnostic)`` when the database file cannot be read. Sizes
+    come from the directory entries: no descriptor is opened (see the module's
+    docstring)."""
+    try:
+        database = os.path.getsize(path)
+    except OSError:
+        raise RepositoryCorruption(diagnostic) from None
+    try:
+        wal = os.path.getsize(f"{path}-wal")
+    except OSError:
+        wal = 0
+    return database, wal

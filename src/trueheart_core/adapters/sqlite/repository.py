@@ -24,7 +24,6 @@ from trueheart_core.adapters.sqlite.unit_of_work import SQLiteUnitOfWork
 from trueheart_core.domain import validation as v
 from trueheart_core.errors import (
     RepositoryBusy,
-    RepositoryCorruption,
     RepositoryFull,
     RepositoryReadOnly,
     RepositoryUnavailable,
@@ -184,7 +183,7 @@ class SQLiteRepository:
         ``ports.SupportsForensics``); empty for ``:memory:``, which has no file."""
         if self._file is None:
             return frozenset()
-        with self._held(DIAGNOSTICS["verify"]):
+        with self._held("residue", DIAGNOSTICS["verify"]):
             return handles.residue(self._file, self._handle, needles)
 
     @property
@@ -278,14 +277,16 @@ class SQLiteRepository:
             self._lock.release()
 
     @contextlib.contextmanager
-    def _held(self, diagnostic: str) -> Iterator[None]:
+    def _held(self, name: str, diagnostic: str) -> Iterator[None]:
         """The repository's lock, waited for up to ``busy_timeout`` as a write waits for
         another connection's writer: a call of another thread on this repository that
         runs longer (a slow reranker, a long export, a host callback that waits for a
         call of its own on another thread) makes this one ``RepositoryBusy``, before
         any work, instead of a wait without end. The thread that holds it takes it at
-        once (a callback's call is then refused as re-entrant)."""
+        once (a callback's call is then refused as re-entrant). A refusal is logged on
+        ``trueheart_core.busy`` under ``name``."""
         if not self._lock.acquire(timeout=self._busy_timeout):
+            logs.busy(name, diagnostic)  # as a unit of work's refusal is
             raise RepositoryBusy(diagnostic)
         try:
             yield
@@ -376,7 +377,7 @@ class SQLiteRepository:
     def backup(self, target: str) -> tuple[int, int]:
         """Copy the whole store, online and consistently, into a new file at ``target``
         (see ``ports.SupportsBackup``); works for file and ``:memory:`` stores."""
-        with self._held(backup_mod.DIAGNOSTIC):
+        with self._held("backup", backup_mod.DIAGNOSTIC):
             if self._conn is None:
                 raise ValidationError("repository", "is closed")
             if self._snapshot is not None:
@@ -393,29 +394,23 @@ class SQLiteRepository:
             return None
         # Under the lock that units and ``close`` take: another thread may be closing
         # the repository or opening its file again.
-        with self._held(DIAGNOSTICS["stats"]):
+        with self._held("stats", DIAGNOSTICS["stats"]):
             if self._conn is None:
                 raise ValidationError("repository", "is closed")
             if self._handle is not None:
                 # Sizes are read before the call's unit: a file no longer at its path is
                 # refused here as the unit would refuse it.
                 self._check_in_place()
-        try:
-            database = os.path.getsize(self._file)
-        except OSError:
-            raise RepositoryCorruption(DIAGNOSTICS["stats"]) from None
-        try:
-            wal = os.path.getsize(f"{self._file}-wal")
-        except OSError:
-            wal = 0
+        database, wal = handles.sizes(self._file, DIAGNOSTICS["stats"])
         return (("database", database), ("wal", wal))
 
     def file_sizes(self) -> tuple[int, int] | None:
-        """``(database bytes, WAL bytes)`` of a file store, ``None`` for ``:memory:``:
-        the sizes of :meth:`storage_sizes` as 0.5.0 returned them (kept for hosts that
-        call it; ``TrueHeart.stats()`` reports the same figures)."""
-        sizes = self.storage_sizes()
-        return None if sizes is None else (sizes[0][1], sizes[1][1])
+        """``(database bytes, WAL bytes)`` of a file store (a missing WAL counts 0),
+        ``None`` for ``:memory:``, as 0.5.0 returned them: read from the files alone,
+        without waiting for a call of another thread, and after :meth:`close` too
+        (``TrueHeart.stats()`` reports the same figures; ``RepositoryCorruption`` when
+        the database file cannot be read)."""
+        return None if self._file is None else handles.sizes(self._file, DIAGNOSTICS["stats"])
 
     def close(self) -> None:
         """Close the connection. Idempotent; later use raises ``ValidationError``. A
@@ -433,7 +428,7 @@ class SQLiteRepository:
         A call of another thread still running is waited for up to ``busy_timeout``,
         as any call waits for it; then nothing is closed and ``RepositoryBusy("a call
         of another thread is still running; nothing was closed")`` is raised."""
-        with self._held(_CLOSE_WAITED):
+        with self._held("close", _CLOSE_WAITED):
             if self._unit_thread == threading.get_ident():
                 raise ValidationError("repository", REENTRANT)
             if self._conn is not None and self._erasure_pending:
