@@ -14,8 +14,10 @@ import contextlib
 import json
 import os
 import queue
+import select
 import signal
 import socket
+import sys
 import threading
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -117,6 +119,9 @@ def build_server(tools: MemoryTools) -> Server[Any]:
 _CHUNK = 65536
 _READ_AHEAD = 16
 """How many lines of stdin may wait for the server (the reader stops reading beyond)."""
+_STEP = 0.1
+"""Seconds the stdin reader waits at a time, for input or for room, before it looks
+whether the server has stopped."""
 
 
 class StdinLines:
@@ -126,15 +131,20 @@ class StdinLines:
     The SDK's transport reads stdin in a worker thread that a stop cannot leave behind:
     on SIGTERM or Ctrl-C, the process would go on until the client closed its end. This
     reader's thread is a daemon reading the descriptor with ``os.read`` (no lock of
-    Python's own file objects held), so a stopped server exits at once with the thread
-    still blocked. While it serves, descriptor 0 reads the null device (host code and
-    child processes then find end of file, not the client's messages), as the SDK's
-    own transport arranges; :meth:`stop` puts it back. Lines are decoded as UTF-8, an
-    invalid byte as U+FFFD, as the SDK's transport does."""
+    Python's own file objects held), so a stopped server exits at once; it waits for
+    input in steps of :data:`_STEP` seconds (where the descriptor can be waited on, as
+    pipes, terminals and files can on POSIX) and, once stopped, reads no more, so the
+    client's next bytes stay for whoever reads stdin next. While it serves, descriptor
+    0 reads the null device (host code and child processes then find end of file, not
+    the client's messages), as the SDK's own transport arranges; :meth:`stop` puts it
+    back. Lines are decoded as UTF-8, an invalid byte as U+FFFD, as the SDK's transport
+    does."""
 
     def __init__(self) -> None:
         self._lines: queue.Queue[str | None] = queue.Queue(_READ_AHEAD)
-        self._wire = os.dup(0)  # never closed: the thread may still block reading it
+        self._stopped = threading.Event()
+        self._waitable = True
+        self._wire = os.dup(0)  # never closed: :meth:`stop` gives it back to descriptor 0
         diversion = os.open(os.devnull, os.O_RDONLY)
         try:
             os.dup2(diversion, 0)
@@ -145,21 +155,47 @@ class StdinLines:
     def _read(self) -> None:
         parts: list[bytes] = []
         try:
-            while chunk := os.read(self._wire, _CHUNK):
+            while chunk := self._next_chunk():
                 start = 0
                 while (end := chunk.find(b"\n", start)) >= 0:
                     parts.append(chunk[start : end + 1])
-                    self._lines.put(b"".join(parts).decode("utf-8", "replace"))
+                    if not self._put(b"".join(parts).decode("utf-8", "replace")):
+                        return
                     parts.clear()
                     start = end + 1
                 if start < len(chunk):
                     parts.append(chunk[start:])
-            if parts:
-                self._lines.put(b"".join(parts).decode("utf-8", "replace"))
+            if parts and not self._stopped.is_set():
+                self._put(b"".join(parts).decode("utf-8", "replace"))
         except OSError:
             pass  # the client's end is gone as far as this server can tell
         finally:
-            self._lines.put(None)
+            self._put(None)
+
+    def _next_chunk(self) -> bytes:
+        """The next bytes of the wire: empty at its end, and once stopped."""
+        while not self._stopped.is_set():
+            if self._waitable:
+                try:
+                    ready, _, _ = select.select([self._wire], [], [], _STEP)
+                except (OSError, ValueError):
+                    self._waitable = False  # a descriptor that cannot be waited on
+                    continue
+                if not ready:
+                    continue
+            return os.read(self._wire, _CHUNK)
+        return b""
+
+    def _put(self, line: str | None) -> bool:
+        """Hand ``line`` to the server, waiting for room while it serves; False once
+        stopped."""
+        while not self._stopped.is_set():
+            try:
+                self._lines.put(line, timeout=_STEP)
+            except queue.Full:
+                continue
+            return True
+        return False
 
     def __aiter__(self) -> StdinLines:
         return self
@@ -176,8 +212,9 @@ class StdinLines:
             self._lines.put_nowait(None)
 
     def stop(self) -> None:
-        """Release a read left waiting (a stopped server's), and give descriptor 0 its
-        stream back."""
+        """Stop reading, release a read left waiting (a stopped server's), and give
+        descriptor 0 its stream back."""
+        self._stopped.set()
         self._end()
         with contextlib.suppress(OSError):
             os.dup2(self._wire, 0)
@@ -212,6 +249,13 @@ def _interruption(group: BaseExceptionGroup[BaseException]) -> BaseException | N
     return None
 
 
+def _stdin_is_descriptor_0() -> bool:
+    try:
+        return sys.stdin is not None and sys.stdin.buffer.fileno() == 0
+    except (AttributeError, OSError, ValueError):
+        return False
+
+
 def serve_stdio(server: Server[Any]) -> None:
     """Serve one client over stdin and stdout until it closes stdin, or until SIGINT or
     SIGTERM.
@@ -221,7 +265,8 @@ def serve_stdio(server: Server[Any]) -> None:
     ignored); the signal's own handlers are then put back and the signal raised again
     once the loop has ended, so that it reaches the caller as it would have (Ctrl-C as
     ``KeyboardInterrupt``) with nothing of the server left running."""
-    lines = StdinLines()
+    # A host that gave ``sys.stdin`` another stream is served from it by the SDK itself.
+    lines = StdinLines() if _stdin_is_descriptor_0() else None
     wire: Any = lines  # read as the SDK reads its own stdin file: ``async for line in``
     watch = threading.current_thread() is threading.main_thread()
     previous = {number: signal.getsignal(number) for number in _STOPS} if watch else {}
@@ -244,7 +289,8 @@ def serve_stdio(server: Server[Any]) -> None:
             raise
         raise interruption from None
     finally:
-        lines.stop()
+        if lines is not None:
+            lines.stop()
         for number, handler in previous.items():
             if handler is not None:  # one not set from Python cannot be put back
                 signal.signal(number, handler)
