@@ -9,6 +9,7 @@ import io
 import os
 import pickle
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -167,3 +168,14 @@ def as_reader(*args: str) -> tuple[int, str, str]:
     os.waitpid(pid, 0)
     result: tuple[int, str, str] = pickle.loads(data)
     return result
+
+
+@pytest.fixture
+def sigint_restored() -> Iterator[None]:
+    """Put SIGINT's handler back after a test whose command ignored it (the command line
+    ignores a second Ctrl-C once it is stopping)."""
+    handler = signal.getsignal(signal.SIGINT)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, handler)

@@ -7,16 +7,20 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
-from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_support import as_reader, build, call, unwritable
+from cli_support import (
+    as_reader,
+    build,
+    call,
+    sigint_restored,  # noqa: F401 - a fixture
+    unwritable,
+)
 from store_dump import dump
 
 from trueheart_core import Scope, SQLiteRepository, TrueHeart, cli
@@ -259,15 +263,6 @@ def test_a_refused_memory_stops_there_and_what_came_before_stays(
     )
     assert err.splitlines()[-1] == "trueheart: " + doc["message"]
     assert _new(store) == (1, 1)
-
-
-@pytest.fixture
-def sigint_restored() -> Iterator[None]:
-    handler = signal.getsignal(signal.SIGINT)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, handler)
 
 
 def _stopped_at(monkeypatch: pytest.MonkeyPatch, name: str, call_number: int, stop: Any) -> None:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_support import sigint_restored  # noqa: F401 - a fixture
 from store_dump import dump
 
 import trueheart_core
@@ -697,15 +698,6 @@ def test_off_a_terminal_nothing_asks(
 
 
 # --- interrupts, broken pipes and bugs, simulated -----------------------------------------
-
-
-@pytest.fixture
-def sigint_restored() -> Iterator[None]:
-    handler = signal.getsignal(signal.SIGINT)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, handler)
 
 
 def _raising(error: BaseException) -> Any:

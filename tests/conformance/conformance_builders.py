@@ -3,9 +3,11 @@ backend-neutral look into storage (:func:`found_in_storage`)."""
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import math
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -548,3 +550,30 @@ def all_pages(service: TrueHeart, limit: int, **filters: Any) -> list[MemoryPage
 def page_ids(pages: list[MemoryPage]) -> list[str]:
     """The memory IDs of these pages, in order."""
     return [m.memory_id for page in pages for m in page.items]
+
+
+@contextlib.contextmanager
+def after_write_unit(operation: str, action: Callable[[], object]) -> Iterator[list[object]]:
+    """While the block runs, ``action()`` is called once, in the calling thread, right
+    after the first writing unit of work of ``operation`` has ended (its transaction
+    committed or rolled back, the repository free again): hooked on the unit's
+    ``trueheart_core.slow`` record. Yields the list of what ``action`` returned (empty
+    when it was not called)."""
+    done: list[object] = []
+    prefix = f"write operation {operation} took"
+
+    class Hook(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if not done and record.getMessage().startswith(prefix):
+                done.append(action())
+
+    hook = Hook(logging.DEBUG)
+    slow = logging.getLogger("trueheart_core.slow")
+    level = slow.level
+    slow.addHandler(hook)
+    slow.setLevel(logging.DEBUG)
+    try:
+        yield done
+    finally:
+        slow.removeHandler(hook)
+        slow.setLevel(level)

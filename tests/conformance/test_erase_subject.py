@@ -4,7 +4,6 @@ statistics. (The SQLite adapter tests count the rows of the file independently.)
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -17,6 +16,7 @@ from conformance_builders import (
     OTHER_WORDS,
     SCOPE,
     SUBJECT_WORDS,
+    after_write_unit,
     claim,
     event,
     found_in_storage,
@@ -256,29 +256,9 @@ def test_rows_stored_after_the_commit_are_counted_as_remaining(
     populate_subject(service)
     writer = TrueHeart(reopen(), clock=lambda: NOW)
 
-    class AfterTheCommit(logging.Handler):
-        """Stores an event through the other connection when the erasing unit ends."""
-
-        def __init__(self) -> None:
-            super().__init__(logging.DEBUG)
-            self.stored = 0
-
-        def emit(self, record: logging.LogRecord) -> None:
-            if record.getMessage().startswith("write operation erase took") and not self.stored:
-                self.stored += 1
-                writer.ingest_event(event("evt-after-commit"))
-
-    handler = AfterTheCommit()
-    slow = logging.getLogger("trueheart_core.slow")
-    level = slow.level
-    slow.addHandler(handler)
-    slow.setLevel(logging.DEBUG)
-    try:
+    with after_write_unit("erase", lambda: writer.ingest_event(event("evt-after-commit"))) as done:
         receipt = service.erase_subject(SCOPE, occurred_at=ERASED_AT)
-    finally:
-        slow.removeHandler(handler)
-        slow.setLevel(level)
-    assert handler.stored == 1
+    assert len(done) == 1
     assert receipt.remaining is not None
     assert receipt.remaining.raw_event == 1
     assert receipt.remaining.memory == 0

@@ -12,6 +12,21 @@ import pytest
 SRC = Path(__file__).resolve().parents[2] / "src"
 
 
+def _python(
+    code: str, environment: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``code`` run by this interpreter over this checkout's sources (in
+    ``environment``, by default this one's)."""
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        env={**os.environ, "PYTHONPATH": str(SRC)} if environment is None else environment,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
 @pytest.mark.parametrize("package", ["trueheart_core", "evicortex"])
 def test_import_loads_no_provider(package: str) -> None:
     code = (
@@ -23,14 +38,7 @@ def test_import_loads_no_provider(package: str) -> None:
         "print(','.join(loaded))\n"
     )
     environment = {**os.environ, "PYTHONPATH": str(SRC)}
-    completed = subprocess.run(
-        [sys.executable, "-c", code],
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    completed = _python(code, environment)
     assert completed.returncode == 0, completed.stderr
     assert completed.stdout == "\n"
 
@@ -43,14 +51,7 @@ def test_the_postgresql_adapter_is_imported_on_first_use() -> None:
         "from trueheart_core import PostgresRepository\n"
         "print(before, 'psycopg' in sys.modules, PostgresRepository.__module__)\n"
     )
-    completed = subprocess.run(
-        [sys.executable, "-c", code],
-        env={**os.environ, "PYTHONPATH": str(SRC)},
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    completed = _python(code)
     assert completed.returncode == 0, completed.stderr
     assert completed.stdout == "False True trueheart_core.adapters.postgres.repository\n"
 
@@ -68,14 +69,7 @@ def test_without_the_extra_the_postgresql_adapter_says_what_to_install() -> None
         "except ImportError as error:\n"
         "    print(type(error).__name__, error)\n"
     )
-    completed = subprocess.run(
-        [sys.executable, "-c", code],
-        env={**os.environ, "PYTHONPATH": str(SRC)},
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    completed = _python(code)
     assert completed.returncode == 0, completed.stderr
     assert completed.stdout == (
         "ImportError PostgresRepository needs the postgres extra: "
@@ -103,14 +97,7 @@ def test_the_mcp_sdk_is_imported_only_to_serve(code: str) -> None:
         "print(','.join(loaded))\n"
     )
     environment = {**os.environ, "PYTHONPATH": str(SRC)}
-    completed = subprocess.run(
-        [sys.executable, "-c", probe],
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    completed = _python(probe, environment)
     assert completed.returncode == 0, completed.stderr
     assert completed.stdout == "\n"
 
@@ -135,14 +122,7 @@ def test_numpy_is_imported_only_when_a_semantic_search_runs() -> None:
     )
     environment = {**os.environ, "PYTHONPATH": str(SRC)}
     environment.pop("TRUEHEART_SCAN", None)
-    completed = subprocess.run(
-        [sys.executable, "-c", code],
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    completed = _python(code, environment)
     assert completed.returncode == 0, completed.stderr
     before, after, installed = completed.stdout.split()
     assert before == "False"
@@ -164,14 +144,7 @@ def test_the_faces_name_the_postgres_extra_for_a_server_url_without_it() -> None
         "    print(type(error).__name__, error)\n"
         "print(main(['stats', 'postgresql://localhost/memory']))\n"
     )
-    completed = subprocess.run(
-        [sys.executable, "-c", code],
-        env={**os.environ, "PYTHONPATH": str(SRC)},
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    completed = _python(code)
     assert completed.returncode == 0, completed.stderr
     assert completed.stdout == (
         "ValidationError url: needs the postgres extra: pip install 'trueheart-core[postgres]'\n1\n"

@@ -7,6 +7,8 @@ wait without end."""
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
+import functools
 import io
 import logging
 import sqlite3
@@ -16,6 +18,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from conformance_builders import after_write_unit
 
 from trueheart_core import (
     HashingEmbedder,
@@ -50,6 +53,28 @@ def _event(event_id: str) -> RawEventDraft:
     )
 
 
+@contextlib.contextmanager
+def _held_by_another_thread(repository: SQLiteRepository) -> Iterator[None]:
+    """Another thread inside a unit of work of ``repository`` (so holding its lock) for
+    as long as the block runs."""
+    inside, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with repository.unit_of_work("read", write=False):
+            inside.set()
+            release.wait(HANG)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        assert inside.wait(HANG)
+        yield
+    finally:
+        release.set()
+        holder.join(HANG)
+        assert not holder.is_alive()
+
+
 @pytest.fixture(params=["file", "memory"])
 def repository(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SQLiteRepository]:
     target = str(tmp_path / "store.db") if request.param == "file" else ":memory:"
@@ -65,17 +90,7 @@ def test_a_call_waits_for_another_threads_call_at_most_the_busy_timeout(
 ) -> None:
     service = TrueHeart(repository, clock=lambda: NOW)
     service.ingest_event(_event("evt-0"))
-    inside, release = threading.Event(), threading.Event()
-
-    def hold() -> None:
-        with repository.unit_of_work("read", write=False):
-            inside.set()
-            release.wait(HANG)
-
-    holder = threading.Thread(target=hold)
-    holder.start()
-    try:
-        assert inside.wait(HANG)
+    with _held_by_another_thread(repository):
         with pytest.raises(RepositoryBusy) as raised:
             service.ingest_event(_event("evt-1"))
         assert str(raised.value) == "repository busy: event ingest failed"
@@ -97,10 +112,6 @@ def test_a_call_waits_for_another_threads_call_at_most_the_busy_timeout(
             assert sizes is not None and sizes[0] == (tmp_path / "store.db").stat().st_size
         else:
             assert sizes is None
-    finally:
-        release.set()
-        holder.join(HANG)
-    assert not holder.is_alive()
     # Nothing was done: the retry stores the event, once.
     assert service.ingest_event(_event("evt-1")).event_id == "evt-1"
     assert service.stats(SCOPE).events == 2
@@ -218,26 +229,12 @@ def test_close_waits_for_another_threads_call_at_most_the_busy_timeout(
     ``busy_timeout``, nothing closed; once the call has finished, it closes."""
     service = TrueHeart(repository, clock=lambda: NOW)
     service.ingest_event(_event("evt-0"))
-    inside, release = threading.Event(), threading.Event()
-
-    def hold() -> None:
-        with repository.unit_of_work("read", write=False):
-            inside.set()
-            release.wait(HANG)
-
-    holder = threading.Thread(target=hold)
-    holder.start()
-    try:
-        assert inside.wait(HANG)
+    with _held_by_another_thread(repository):
         with pytest.raises(RepositoryBusy) as raised:
             repository.close()
         assert str(raised.value) == (
             "repository busy: a call of another thread is still running; nothing was closed"
         )
-    finally:
-        release.set()
-        holder.join(HANG)
-    assert not holder.is_alive()
     assert service.stats(SCOPE).events == 1  # still open
     repository.close()
     with pytest.raises(ValidationError):
@@ -258,36 +255,11 @@ def test_an_erasure_whose_count_cannot_begin_still_returns_its_receipt(
             "mem-1", SCOPE, "Drinks green tea.", ("evt-0",), "habit", TrustLevel.OBSERVED, NOW
         )
     )
-    inside, release = threading.Event(), threading.Event()
-
-    def hold() -> None:
-        with repository.unit_of_work("read", write=False):
-            inside.set()
-            release.wait(HANG)
-
-    holders: list[threading.Thread] = []
-
-    class AfterTheErasure(logging.Handler):
-        def emit(self, record: logging.LogRecord) -> None:
-            if record.getMessage().startswith("write operation erase took") and not holders:
-                holders.append(threading.Thread(target=hold))
-                holders[0].start()
-                inside.wait(HANG)
-
-    handler = AfterTheErasure(logging.DEBUG)
-    slow = logging.getLogger("trueheart_core.slow")
-    level = slow.level
-    slow.addHandler(handler)
-    slow.setLevel(logging.DEBUG)
-    try:
-        receipt = service.erase_subject(SCOPE, occurred_at=NOW)
-    finally:
-        slow.removeHandler(handler)
-        slow.setLevel(level)
-        release.set()
-        for holder in holders:
-            holder.join(HANG)
-    assert len(holders) == 1
+    with contextlib.ExitStack() as holding:
+        hold = functools.partial(holding.enter_context, _held_by_another_thread(repository))
+        with after_write_unit("erase", hold) as done:
+            receipt = service.erase_subject(SCOPE, occurred_at=NOW)
+    assert len(done) == 1
     assert (receipt.event_ids, receipt.memory_ids) == (("evt-0",), ("mem-1",))
     assert receipt.remaining is None
     assert receipt.verified is None

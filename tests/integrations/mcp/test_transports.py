@@ -12,6 +12,7 @@ import socket
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -314,38 +315,9 @@ def test_a_stdio_server_stops_on_a_signal_while_the_client_keeps_stdin_open(
 ) -> None:
     """A client that keeps its end of stdin open (as a client does while it runs): SIGTERM
     or Ctrl-C stops the server at once, with its status, and the store is left sound."""
-    store = tmp_path / "memory.db"
-    process = subprocess.Popen(
-        server_command("--store", str(store), "--scope", SCOPE_ARGUMENT, "--create"),
-        env=child_environment(),
-        cwd=tmp_path,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert process.stdin is not None and process.stdout is not None
-        process.stdin.write(_INITIALIZE)
-        process.stdin.flush()
-        answer = _line_within(process.stdout, DEADLINE)
-        assert '"id":1' in answer.replace(" ", "") and "serverInfo" in answer
-        process.send_signal(number)
-        try:
-            process.wait(DEADLINE)
-        except subprocess.TimeoutExpired:
-            pytest.fail("the server still ran with stdin open after the signal")
-        assert process.returncode == status
-        assert process.stderr is not None
-        assert process.stderr.read().splitlines()[-1] == f"trueheart: {word}"
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-        for stream in (process.stdin, process.stdout, process.stderr):
-            if stream is not None:
-                stream.close()
-    with TrueHeart(SQLiteRepository(store, read_only=True)) as service:
+    with _initialized_stdio_server(tmp_path) as (process, _, _):
+        _stopped_by(process, number, status, word)
+    with TrueHeart(SQLiteRepository(tmp_path / "memory.db", read_only=True)) as service:
         assert service.verify_integrity().ok
 
 
@@ -358,6 +330,22 @@ def test_a_stdio_server_stops_on_a_signal_while_it_answers_a_flood(
 ) -> None:
     """A signal that lands while the server reads and answers a stream of requests: the
     same clean stop (no error group, no traceback, no thread left to wait for)."""
+    with _initialized_stdio_server(tmp_path) as (process, stdin, stdout):
+        pings = "".join(
+            f'{{"jsonrpc": "2.0", "id": {n}, "method": "ping"}}\n' for n in range(2, 20_000)
+        )
+        threading.Thread(target=_write_quietly, args=(stdin, pings), daemon=True).start()
+        assert '"id":2' in _line_within(stdout, DEADLINE).replace(" ", "")
+        threading.Thread(target=stdout.read, daemon=True).start()  # keep it flowing
+        _stopped_by(process, number, status, word)
+
+
+@contextlib.contextmanager
+def _initialized_stdio_server(
+    tmp_path: Path,
+) -> Iterator[tuple[subprocess.Popen[str], IO[str], IO[str]]]:
+    """``trueheart mcp`` over stdio on a new store in ``tmp_path``, its pipes held open,
+    after an ``initialize`` it has answered; killed if still running at the end."""
     process = subprocess.Popen(
         server_command(
             "--store", str(tmp_path / "memory.db"), "--scope", SCOPE_ARGUMENT, "--create"
@@ -373,28 +361,32 @@ def test_a_stdio_server_stops_on_a_signal_while_it_answers_a_flood(
         assert process.stdin is not None and process.stdout is not None
         process.stdin.write(_INITIALIZE)
         process.stdin.flush()
-        assert "serverInfo" in _line_within(process.stdout, DEADLINE)
-        pings = "".join(
-            f'{{"jsonrpc": "2.0", "id": {n}, "method": "ping"}}\n' for n in range(2, 20_000)
-        )
-        flood = threading.Thread(target=_write_quietly, args=(process.stdin, pings), daemon=True)
-        flood.start()
-        assert '"id":2' in _line_within(process.stdout, DEADLINE).replace(" ", "")
-        process.send_signal(number)
-        threading.Thread(target=process.stdout.read, daemon=True).start()  # keep it flowing
-        try:
-            process.wait(DEADLINE)
-        except subprocess.TimeoutExpired:
-            pytest.fail("the server still ran after the signal")
-        assert process.returncode == status
-        assert process.stderr is not None
-        errors = process.stderr.read()
-        assert errors.splitlines()[-1] == f"trueheart: {word}"
-        assert "Traceback" not in errors and "Fatal" not in errors
+        answer = _line_within(process.stdout, DEADLINE)
+        assert '"id":1' in answer.replace(" ", "") and "serverInfo" in answer
+        yield process, process.stdin, process.stdout
     finally:
         if process.poll() is None:
             process.kill()
             process.wait()
+        for stream in (process.stdin, process.stdout, process.stderr):
+            if stream is not None:
+                with contextlib.suppress(OSError):
+                    stream.close()
+
+
+def _stopped_by(process: subprocess.Popen[str], number: int, status: int, word: str) -> None:
+    """Send ``number`` to the server: it exits with ``status``, its last word on stderr
+    ``trueheart: WORD``, and no traceback."""
+    process.send_signal(number)
+    try:
+        process.wait(DEADLINE)
+    except subprocess.TimeoutExpired:
+        pytest.fail("the server still ran after the signal")
+    assert process.returncode == status
+    assert process.stderr is not None
+    errors = process.stderr.read()
+    assert errors.splitlines()[-1] == f"trueheart: {word}"
+    assert "Traceback" not in errors and "Fatal" not in errors
 
 
 def _write_quietly(stream: IO[str], text: str) -> None:
