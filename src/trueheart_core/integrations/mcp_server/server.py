@@ -201,7 +201,7 @@ class StdinLines:
         return self
 
     async def __anext__(self) -> str:
-        line = await anyio.to_thread.run_sync(self._lines.get, abandon_on_cancel=True)
+        line: str | None = await anyio.to_thread.run_sync(self._lines.get, abandon_on_cancel=True)
         if line is None:
             self._end()  # every later read ends too
             raise StopAsyncIteration
