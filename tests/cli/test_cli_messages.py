@@ -34,6 +34,7 @@ from trueheart_core import (
     SQLiteRepository,
     TrueHeart,
     TrustLevel,
+    cli,
 )
 from trueheart_core.cli import commands, main
 
@@ -717,6 +718,40 @@ def test_an_interrupt_is_status_130(
     assert (status, err) == (130, "trueheart: interrupted\n")
     assert json.loads(out) == {"error": "interrupted", "message": "interrupted", "exit_status": 130}
     assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN  # a second Ctrl-C is ignored
+
+
+class _SchemaBroken(Exception):
+    """What a third-party import interrupted part-way may raise instead."""
+
+
+def _interrupted_into_another_error(stop: KeyboardInterrupt) -> Any:
+    def run(*_: object) -> int:
+        try:
+            raise stop
+        except KeyboardInterrupt:
+            raise _SchemaBroken("half-built") from None
+
+    return run
+
+
+@pytest.mark.usefixtures("sigint_restored")
+@pytest.mark.parametrize(
+    ("stop", "name", "status"),
+    [(KeyboardInterrupt(), "interrupted", 130), (cli._Terminated(), "terminated", 143)],
+)
+def test_an_interruption_another_error_was_raised_while_handling_keeps_its_status(
+    store: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    stop: KeyboardInterrupt,
+    name: str,
+    status: int,
+) -> None:
+    """Code that catches the interruption and raises an error of its own (as a
+    third-party import stopped part-way may): still Ctrl-C or SIGTERM, not an internal
+    error."""
+    monkeypatch.setattr(commands, "stats", _interrupted_into_another_error(stop))
+    assert call(capsys, "stats", str(store)) == (status, "", f"trueheart: {name}\n")
 
 
 @pytest.fixture

@@ -184,6 +184,29 @@ def _fail(name: str, message: str, status: int, as_json: bool) -> int:
     return status
 
 
+def _stopped(interrupt: KeyboardInterrupt, as_json: bool) -> int:
+    """Report Ctrl-C (130) or SIGTERM (143); a second signal is ignored from now on."""
+    _ignore_interrupts()
+    # A command may say what it had done when it was stopped (``ingest`` does).
+    detail = interrupt.args[0] if interrupt.args and type(interrupt.args[0]) is str else None
+    name = "terminated" if isinstance(interrupt, _Terminated) else "interrupted"
+    message = name if detail is None else f"{name}; {detail}"
+    return _fail(name, message, EXIT_CODES[name], as_json)
+
+
+def _interruption_in(error: BaseException) -> KeyboardInterrupt | None:
+    """The ``KeyboardInterrupt`` among the exceptions ``error`` was raised from or while
+    handling, if any."""
+    seen: set[int] = set()
+    cause: BaseException | None = error
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, KeyboardInterrupt):
+            return cause
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return None
+
+
 def _usage(error: UsageError, as_json: bool) -> int:
     status = EXIT_CODES["usage"]
     with contextlib.suppress(OSError):
@@ -306,12 +329,7 @@ def _main(arguments: list[str], as_json: bool) -> int:
     except BrokenPipeError:
         return _broken_pipe()
     except KeyboardInterrupt as interrupt:
-        _ignore_interrupts()
-        # A command may say what it had done when it was stopped (``ingest`` does).
-        detail = interrupt.args[0] if interrupt.args and type(interrupt.args[0]) is str else None
-        name = "terminated" if isinstance(interrupt, _Terminated) else "interrupted"
-        message = name if detail is None else f"{name}; {detail}"
-        return _fail(name, message, EXIT_CODES[name], as_json)
+        return _stopped(interrupt, as_json)
     except CommandFailure as failure:
         return _fail(type(failure).__name__, str(failure), failure.status, as_json)
     except TrueHeartError as error:
@@ -337,6 +355,11 @@ def _main(arguments: list[str], as_json: bool) -> int:
         message = text if where is None else f"{where}: {text}"
         return _fail(name, message, EXIT_CODES["error"], as_json)
     except BaseException as error:
+        stop = _interruption_in(error)
+        if stop is not None:
+            # Third-party code (an SDK being imported) that turned the interruption
+            # into an error of its own.
+            return _stopped(stop, as_json)
         # A bug, or host code (an embedder) that raised anything or exited (Ctrl-C is
         # handled above): its message could hold anything, so it is not shown.
         name = type(error).__name__

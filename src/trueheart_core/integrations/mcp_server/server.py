@@ -131,7 +131,8 @@ class StdinLines:
     The SDK's transport reads stdin in a worker thread that a stop cannot leave behind:
     on SIGTERM or Ctrl-C, the process would go on until the client closed its end. This
     reader's thread is a daemon reading the descriptor with ``os.read`` (no lock of
-    Python's own file objects held), so a stopped server exits at once; it waits for
+    Python's own file objects held), so a stopped server is not held by its input (an
+    answer it is writing to a client that does not read is another matter); it waits for
     input in steps of :data:`_STEP` seconds (where the descriptor can be waited on, as
     pipes, terminals and files can on POSIX) and, once stopped, reads no more, so the
     client's next bytes stay for whoever reads stdin next. While it serves, descriptor
