@@ -567,13 +567,20 @@ def after_write_unit(operation: str, action: Callable[[], object]) -> Iterator[l
             if not done and record.getMessage().startswith(prefix):
                 done.append(action())
 
-    hook = Hook(logging.DEBUG)
-    slow = logging.getLogger("trueheart_core.slow")
-    level = slow.level
-    slow.addHandler(hook)
-    slow.setLevel(logging.DEBUG)
-    try:
+    with listening("trueheart_core.slow", Hook(logging.DEBUG)):
         yield done
+
+
+@contextlib.contextmanager
+def listening(name: str, handler: logging.Handler) -> Iterator[None]:
+    """``handler`` on the logger ``name``, set to ``DEBUG``, while the block runs; the
+    logger's level is put back after."""
+    logger = logging.getLogger(name)
+    level = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
+    try:
+        yield
     finally:
-        slow.removeHandler(hook)
-        slow.setLevel(level)
+        logger.removeHandler(handler)
+        logger.setLevel(level)

@@ -15,6 +15,7 @@ from conformance_builders import (
     claim,
     command,
     event,
+    listening,
     memory,
     populate_subject,
 )
@@ -64,15 +65,8 @@ class Captured(logging.Handler):
 @pytest.fixture
 def captured() -> Iterator[Captured]:
     handler = Captured()
-    root = logging.getLogger("trueheart_core")
-    level = root.level
-    root.addHandler(handler)
-    root.setLevel(logging.DEBUG)
-    try:
+    with listening("trueheart_core", handler):
         yield handler
-    finally:
-        root.removeHandler(handler)
-        root.setLevel(level)
 
 
 def _lifecycle(service: TrueHeart) -> None:

@@ -166,7 +166,7 @@ class StdinLines:
                     start = end + 1
                 if start < len(chunk):
                     parts.append(chunk[start:])
-            if parts and not self._stopped.is_set():
+            if parts:
                 self._put(b"".join(parts).decode("utf-8", "replace"))
         except OSError:
             pass  # the client's end is gone as far as this server can tell

@@ -4,10 +4,9 @@ computes (``domain.search.ranking``), evaluated by the search role of the port.
 The query's content words (its stop words left out, ``domain.search.stopwords``) are
 looked up first, with their English inflections (``domain.search.spelling``); the words
 among them that the scope holds in no form are then corrected: their corrections are
-looked up the same way. The inflections and corrections the scope holds are weighted down. One
-statement scores them all together. The lexical
-*ceiling* of the query, which hybrid fusion measures evidence against, is computed from
-the same look-ups."""
+looked up the same way. The inflections and corrections the scope holds are weighted
+down. One statement scores them all together. The lexical *ceiling* of the query, which
+hybrid fusion measures evidence against, is computed from the same look-ups."""
 
 from __future__ import annotations
 
