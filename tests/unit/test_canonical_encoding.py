@@ -7,7 +7,10 @@ the ordinary encoder must give the same text where there is no C encoder."""
 from __future__ import annotations
 
 import json
+import os
+import threading
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from types import MappingProxyType
 from typing import Any
 
@@ -88,3 +91,36 @@ def test_audit_ids_are_random_version_4_uuids_in_hex() -> None:
         assert parsed.hex == text
         assert parsed.version == 4
         assert parsed.variant == uuid.RFC_4122
+
+
+def test_audit_ids_drawn_by_many_threads_at_once_are_distinct() -> None:
+    barrier = threading.Barrier(8)
+
+    def draw() -> list[str]:
+        barrier.wait()
+        return [new_audit_id() for _ in range(500)]
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        ids = [text for drawn in pool.map(lambda _: draw(), range(8)) for text in drawn]
+    assert len(ids) == 4000
+    assert len(set(ids)) == len(ids)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_forked_child_draws_audit_ids_of_its_own() -> None:
+    new_audit_id()  # the parent now holds IDs drawn ahead
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: report five IDs, then leave without running the suite
+        try:
+            os.write(write, "".join(new_audit_id() for _ in range(5)).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as pipe:
+        text = pipe.read().decode()
+    os.waitpid(pid, 0)
+    child = {text[k : k + 32] for k in range(0, len(text), 32)}
+    parent = {new_audit_id() for _ in range(5)}
+    assert len(child) == 5
+    assert not child & parent

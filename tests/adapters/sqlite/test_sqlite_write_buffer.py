@@ -270,3 +270,29 @@ def test_a_second_pending_row_of_one_memory_is_reported_and_stays_in_the_buffer(
         assert [
             c.memory.memory_id for c in service.search(SearchQuery(SCOPE, "tea", NOW)).items
         ] == ["mem-1"]
+
+
+def test_rows_a_write_takes_out_of_the_buffer_are_subtracted_not_counted_again(
+    db_path: Path,
+) -> None:
+    repository = SQLiteRepository(db_path)
+    with TrueHeart(repository, clock=lambda: NOW) as service:
+        service.ingest_event(event("evt-1"))
+        for number in range(3):
+            service.materialize_once(memory(f"mem-{number}"))
+        statements: list[str] = []
+        repository._conn.set_trace_callback(statements.append)  # type: ignore[union-attr]
+        # The seal takes the memory's pending row out of the buffer, then appends its
+        # audit row: the count it keeps is the one it had, less the row taken out.
+        service.govern(command(GovernanceAction.SEAL, "mem-0"))
+        service.govern(command(GovernanceAction.RESTORE, "mem-0"))
+        service.materialize_once(memory("mem-3"))
+        repository._conn.set_trace_callback(None)  # type: ignore[union-attr]
+        assert statements
+        assert not [s for s in statements if "COUNT(*) FROM write_buffer" in s]
+        # The count is right: the rows move exactly when the bound is reached.
+        while sum(_buffered(db_path)) < BUFFER_BOUND - 1:
+            service.ingest_event(event(f"evt-{sum(_buffered(db_path))}"))
+        service.ingest_event(event("evt-last"))
+        assert _buffered(db_path) == (0, 0)
+        assert service.verify_integrity().ok

@@ -58,9 +58,10 @@ def test_the_statements_of_a_new_memory_a_seal_and_a_restore(db_path: Path) -> N
     for statements in (written, sealed, restored):
         assert statements[0] == "BEGIN IMMEDIATE"
         assert statements[-1] == "COMMIT"
-    # The data version; one look-up of the tombstones of the ID and the fingerprint; the
-    # memory; its sources; the memory, its edge, its pending search row, its audit row.
-    assert len(written) == 10
+    # The data version; one look-up of the sources that also finds no tombstone of the ID
+    # or the fingerprint and no memory of the ID; the memory, its edge, its pending
+    # search row, its audit row.
+    assert len(written) == 8
     # The data version; the memory with its edges and their receipts; the status, the
     # vector flag; the removal copied from the merged entry; its terms no other entry may
     # hold; the audit row.

@@ -57,11 +57,16 @@ def appended(session: Session) -> None:
     session.remember(_COUNT, rows)
 
 
-def removed(session: Session) -> None:
-    """Note that a statement of this transaction removed buffered rows: how many the
-    buffer holds is counted again at the next append."""
-    session.buffer_rows = None
-    session.remember(_COUNT, -1)
+def removed(session: Session, rows: int | None = None) -> None:
+    """Note that a statement of this transaction removed ``rows`` buffered rows (None: a
+    number not known, which has the buffer counted again at the next append)."""
+    known = session.buffer_rows
+    if known is None:
+        remembered = session.recall(_COUNT)
+        known = remembered if type(remembered) is int and remembered >= 0 else None
+    left = None if known is None or rows is None or not 0 <= rows <= known else known - rows
+    session.buffer_rows = left
+    session.remember(_COUNT, -1 if left is None else left)
 
 
 MOVABLE = (

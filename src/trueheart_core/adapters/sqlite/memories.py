@@ -228,7 +228,27 @@ class SQLiteMemories(Role):
     def before_insert(
         self, scope: ScopeKey, memory_id: str, fingerprint: str, source_ids: Sequence[str]
     ) -> tuple[list[TombstoneRow], list[TombstoneRow], MemoryRow | None, dict[str, EventRow]]:
-        # In process there is no round trip to save: the three look-ups stay three statements.
+        sid = self._scope_id(scope)
+        if sid is not None and 0 < len(source_ids) <= CHUNK:
+            # The usual case, a new memory, costs one statement: it reads the sources and
+            # finds that no tombstone of the ID or fingerprint and no live row of the ID
+            # is there. When one is, the three look-ups below read what it is.
+            marks = ",".join(f"?{n}" for n in range(4, 4 + len(source_ids)))
+            rows = self._conn.execute(
+                "SELECT EXISTS (SELECT 1 FROM tombstones WHERE entity_id = ?1 AND scope_id = ?2) "
+                "OR EXISTS (SELECT 1 FROM tombstones WHERE fingerprint = ?3 AND scope_id = ?2) "
+                "OR EXISTS (SELECT 1 FROM memories WHERE memory_id = ?1 AND scope_id = ?2 "
+                f"AND erased IS NOT 1), {EVENT_E} FROM (SELECT 1) LEFT JOIN raw_events e "
+                f"ON e.event_id IN ({marks}) AND e.scope_id = ?2 AND e.erased IS NOT 1",
+                [memory_id, sid, fingerprint, *source_ids],
+            ).fetchall()
+            if not rows[0][0]:
+                return (
+                    [],
+                    [],
+                    None,
+                    {r[1]: event_row(scope, r[1:]) for r in rows if r[1] is not None},
+                )
         by_id, by_fingerprint = self._tombstones.for_memory(scope, memory_id, fingerprint)
         existing = self.get(scope, memory_id)
         return by_id, by_fingerprint, existing, self._events.get(scope, source_ids)

@@ -172,16 +172,16 @@ class PendingIndex:
 
     def drop(self, sid: int, waiting: Pending) -> None:
         """Remove the scope's pending row ``waiting`` (as read in this transaction)."""
-        gone = sum(
-            self._conn.execute(
-                f"DELETE FROM {table} WHERE scope_id = ? AND doc = ?{extra}", (sid, waiting.doc)
-            ).rowcount
-            for table, extra in (
-                ("search_waiting", ""),
-                ("write_buffer", f" AND {buffer.PENDING_ROW}"),
-            )
-        )
-        buffer.removed(self._session)
+        key = (sid, waiting.doc)
+        waited = self._conn.execute(
+            "DELETE FROM search_waiting WHERE scope_id = ? AND doc = ?", key
+        ).rowcount
+        buffered = self._conn.execute(
+            f"DELETE FROM write_buffer WHERE scope_id = ? AND doc = ? AND {buffer.PENDING_ROW}",
+            key,
+        ).rowcount
+        buffer.removed(self._session, buffered)
+        gone = waited + buffered
         self._counted(sid, -gone, -gone * int(waiting.change < 0))
 
     def count(self, sid: int) -> int:
