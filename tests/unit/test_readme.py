@@ -29,6 +29,35 @@ def test_readme_marks_one_install_and_run_command_and_one_test_command() -> None
     assert "<!-- ci:install-and-run -->" in head and "<!-- ci:test -->" in head
 
 
+REPOSITORY_FILES = "https://github.com/trueheart-ai/trueheart-core/blob/main/"
+
+
+def test_readme_links_work_on_the_package_index_and_name_files_that_exist() -> None:
+    # The package index shows the README without the repository around it: a relative
+    # link leads nowhere there. Every link is an address or an anchor, and those into the
+    # repository name a file of this checkout (and a heading of it, when they name one).
+    root = README.parent
+    targets = re.findall(r"\]\(([^)\s]+)\)", README.read_text(encoding="utf-8"))
+    assert len(targets) > 20
+    into_repository = 0
+    for target in targets:
+        assert target.startswith(("https://", "http://", "#")), target
+        if not target.startswith(REPOSITORY_FILES):
+            continue
+        into_repository += 1
+        path, _, heading = target.removeprefix(REPOSITORY_FILES).partition("#")
+        assert (root / path).is_file(), target
+        if heading:
+            text = (root / path).read_text(encoding="utf-8")
+            slugs = {
+                re.sub(r"[^\w\- ]", "", line.lstrip("#").strip().lower()).replace(" ", "-")
+                for line in text.splitlines()
+                if line.startswith("#")
+            }
+            assert heading in slugs, target
+    assert into_repository > 20
+
+
 def test_readme_tour_runs_twice_and_leaves_nothing_behind(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
