@@ -4,6 +4,7 @@ first run's items, across a restart of the store, and together with the memory t
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ from agents_support import SCOPE, Clock
 
 from trueheart_core import SQLiteRepository, TrueHeart
 from trueheart_core.integrations.openai_agents import TrueHeartSession, memory_tools
+from trueheart_core.integrations.openai_agents._common import to_json
 
 NO_TRACING = RunConfig(tracing_disabled=True)
 
@@ -91,3 +93,44 @@ def test_tools_and_session_together(memory: TrueHeart, clock: Clock) -> None:
     assert [m["content"] for m in found["memories"]] == [tea]
     assert found["matched"] == 1
     assert output_of(history, "c2") == found
+
+
+def test_a_tool_call_whose_arguments_escape_past_a_body_s_size_is_kept_in_history(
+    memory: TrueHeart, clock: Clock
+) -> None:
+    # Content the tool accepts (under 256 KiB) grows past 256 KiB as the history item's
+    # JSON: quotes are escaped once in the call's arguments and again in the item, and a
+    # control character takes seven bytes. The turn is stored whole, in parts.
+    contents = ['"' * (100 * 1024), "\x01" * (40 * 1024)]
+    model = ScriptedModel(
+        [
+            step
+            for number, content in enumerate(contents)
+            for step in (
+                call("remember", {"content": content, "trust": None}, f"c{number}"),
+                reply("Noted.", f"msg-{number}"),
+            )
+        ]
+    )
+    agent = Agent(
+        name="assistant",
+        instructions="Use your memory.",
+        model=model,
+        tools=memory_tools(memory, SCOPE, clock=clock),
+    )
+    session = TrueHeartSession("conv-1", memory, SCOPE, clock=clock)
+    for _ in contents:
+        run_turn(agent, "Remember this.", session)
+    history = asyncio.run(session.get_items())
+    assert [item.get("type", item.get("role")) for item in history] == [
+        "user",
+        "function_call",
+        "function_call_output",
+        "message",
+    ] * 2
+    calls = [item for item in history if item.get("type") == "function_call"]
+    assert [json.loads(item["arguments"])["content"] for item in calls] == contents
+    assert all(len(to_json(item).encode()) > 256 * 1024 for item in calls)
+    stored = {m.content for m in memory.list_memories(SCOPE, kinds=("agent_note",)).items}
+    assert stored == set(contents)
+    assert memory.verify_integrity().ok

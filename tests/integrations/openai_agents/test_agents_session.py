@@ -4,6 +4,7 @@ erasure down to the file's bytes, isolation, audit and serialised calls."""
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 from collections.abc import Awaitable
 from datetime import timedelta
@@ -21,6 +22,7 @@ from trueheart_core import (
     GovernanceCommand,
     MemoryDraft,
     MemoryPage,
+    MemoryRecord,
     RawEventDraft,
     RetentionPolicy,
     SourceRef,
@@ -31,6 +33,7 @@ from trueheart_core import (
 )
 from trueheart_core.integrations.mcp_server import MemoryTools
 from trueheart_core.integrations.openai_agents import TrueHeartSession
+from trueheart_core.integrations.openai_agents._common import to_json
 
 _T = TypeVar("_T")
 
@@ -325,8 +328,8 @@ ROUND_TRIP = "items: must be a list of JSON objects that survive a JSON round tr
         ([{"ok": True}, {"bad": {1, 2}}], ROUND_TRIP),
         ([{"ok": True}, {"role": "user", "content": "x\ud800"}], "items: must be valid UTF-8"),
         (
-            [{"ok": True}, {"content": "x" * 300_000}],
-            "items: must be at most 256 KiB UTF-8",
+            [{"ok": True}, {"content": "x" * (16 * 1024 * 1024)}],
+            "items: must be at most 16 MiB UTF-8 as JSON",
         ),
     ],
 )
@@ -338,6 +341,99 @@ def test_items_that_cannot_be_stored_exactly_are_refused_before_anything_is_stor
         wait(session.add_items(items))
     assert str(raised.value) == message
     assert memory.stats(SCOPE).events == 0
+
+
+PART = 256 * 1024
+
+
+def _large_items() -> list[Any]:
+    """Items over a body's 256 KiB as JSON: plain text, escapes that grow it, and
+    characters of two to four bytes, so that parts are cut next to (never inside) a
+    multi-byte character."""
+    return [
+        {"role": "user", "content": "a" * (PART + 1)},
+        {
+            "type": "function_call",
+            "call_id": "c9",
+            "name": "remember",
+            "arguments": json.dumps({"content": '"\x01' * 40_000}),
+        },
+        {"role": "assistant", "content": "é" * PART + "漢" * 1000 + "\U0001f600" * 70_000},
+    ]
+
+
+def test_an_item_over_a_body_s_size_is_stored_in_parts_and_read_back_whole(
+    memory: TrueHeart, repository: SQLiteRepository, clock: Clock
+) -> None:
+    session = TrueHeartSession("conv-1", memory, SCOPE, clock=clock)
+    large = _large_items()
+    items = [ITEMS[0], large[0], ITEMS[1], large[1], large[2], ITEMS[2]]
+    wait(session.add_items(items))
+    assert contents(session) == items
+    assert wait(session.get_items(limit=2)) == items[-2:]
+    assert wait(session.get_items(limit=3)) == items[-3:]
+    # Each part is a memory of at most 256 KiB derived from the item's one event, under
+    # the item's ID and then that ID followed by the part's number.
+    page = memory.list_memories(SCOPE, kinds=(session.kind,), limit=100)
+    by_item: dict[str, list[MemoryRecord]] = {}
+    for record in page.items:
+        by_item.setdefault(record.memory_id[:43], []).append(record)
+    assert len(by_item) == len(items)
+    for item, (item_id, parts) in zip(items, by_item.items(), strict=True):
+        text = to_json(item)
+        assert "".join(part.content for part in parts) == text
+        assert all(len(part.content.encode()) <= PART for part in parts)
+        # Each cut is as late as a whole character allows (a character is 1 to 4 bytes).
+        assert all(len(part.content.encode()) > PART - 4 for part in parts[:-1])
+        assert [part.memory_id for part in parts] == [item_id] + [
+            f"{item_id}-{number:03d}" for number in range(1, len(parts))
+        ]
+        assert all(part.source_event_ids == (item_id,) for part in parts)
+        assert dict(parts[0].metadata) == ({"parts": len(parts)} if len(parts) > 1 else {})
+    assert [len(parts) > 1 for parts in by_item.values()] == [False, True, False, True, True, False]
+    # One transaction per item: its event's ingest and one materialize per part.
+    trail = [r.action for r in memory.audit(SCOPE, limit=100)]
+    assert trail.count("ingest") == len(items)
+    assert trail.count("materialize") == len(page.items)
+    # Pop returns the large item whole and deletes every part with its event.
+    assert wait(session.pop_item()) == items[-1]
+    assert wait(session.pop_item()) == large[2]
+    assert contents(session) == items[:-2]
+    wait(session.clear_session())
+    assert contents(session) == []
+    assert memory.list_memories(SCOPE, kinds=(session.kind,)).items == ()
+    assert repository.residue([b"a" * 1000, "é".encode() * 1000]) == frozenset()
+    assert memory.verify_integrity().ok
+
+
+def test_an_item_missing_a_part_is_hidden_and_cleared_whole(
+    memory: TrueHeart, clock: Clock
+) -> None:
+    session = TrueHeartSession("conv-1", memory, SCOPE, clock=clock)
+    large = _large_items()[2]
+    wait(session.add_items([ITEMS[0], large, ITEMS[1]]))
+    parts = [
+        m.memory_id
+        for m in memory.list_memories(SCOPE, kinds=(session.kind,)).items
+        if m.memory_id.startswith("agent-session-000000000002")
+    ]
+    assert len(parts) == 4
+    # The host forgets one part: the item is no longer whole, so it is not returned.
+    memory.govern(
+        GovernanceCommand(
+            SCOPE, GovernanceAction.FORGET, EntityType.MEMORY, parts[2], clock(), "host"
+        )
+    )
+    assert contents(session) == [ITEMS[0], ITEMS[1]]
+    assert wait(session.pop_item()) == ITEMS[1]
+    assert wait(session.pop_item()) == ITEMS[0]  # the broken item is passed over
+    assert wait(session.pop_item()) is None
+    assert wait(session.delete_expired()) == 0
+    wait(session.clear_session())  # its event goes, and every part left with it
+    assert memory.list_memories(SCOPE, kinds=(session.kind,)).items == ()
+    with pytest.raises(EntityDeleted):
+        memory.get_receipt(SCOPE, parts[0])
+    assert memory.verify_integrity().ok
 
 
 def test_concurrent_calls_are_serialised(memory: TrueHeart, clock: Clock) -> None:

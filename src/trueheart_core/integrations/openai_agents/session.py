@@ -7,6 +7,12 @@ position (``agent-session-<position, 12 digits>-<16 random hexadecimal digits>``
 Reading lists the session's memories in ID order, which is the order of the items
 (from the latest back, for the calls that need only the latest items).
 
+An item whose JSON is longer than a body may be (256 KiB) is cut into parts of at most
+that much: the event holds the first part, and each part is a memory derived from it,
+the first under the item's ID (its metadata giving the number of parts), the others
+under the item's ID followed by ``-`` and the part's number in three digits, so that
+they sort right after it. Deleting the event deletes every part.
+
 *Why memories, and not the events alone:* the public API reads no event body back
 (receipts are body-free), so the memory is the copy that is read; the event is the
 record of what was said, with the retention, and the memory's lineage points at it.
@@ -84,8 +90,14 @@ DEFAULT_SESSION_RETENTION = RetentionPolicy(
 REMOVAL_REASON = "session history removed"
 _PAGE = 100
 _POSITION_DIGITS = 12
-_ITEM_ID = re.compile(rf"{re.escape(ITEM_ID_PREFIX)}(\d{{{_POSITION_DIGITS}}})-[0-9a-f]{{16}}")
+_ITEM_ID = re.compile(
+    rf"({re.escape(ITEM_ID_PREFIX)}(\d{{{_POSITION_DIGITS}}})-[0-9a-f]{{16}})(?:-(\d{{3}}))?"
+)
 _BAD_ITEMS = "must be a list of JSON objects that survive a JSON round trip"
+MAX_ITEM_PARTS = 64
+"""The most parts an item is cut into: an item may be up to 16 MiB as JSON."""
+_PARTS = "parts"
+"""The metadata key of an item's first part that gives the number of its parts."""
 
 
 def _encoded(item: object) -> str:
@@ -99,7 +111,78 @@ def _encoded(item: object) -> str:
         raise ValidationError("items", _BAD_ITEMS) from None
     if not same:
         raise ValidationError("items", _BAD_ITEMS)
-    return v.content("items", text)  # valid UTF-8, at most 256 KiB
+    if len(text) * 4 <= v.MAX_CONTENT_BYTES:
+        return v.content("items", text)  # valid UTF-8, at most 256 KiB
+    size = v.utf8_size(text)
+    if size is None:
+        raise ValidationError("items", "must be valid UTF-8")
+    if size > MAX_ITEM_PARTS * v.MAX_CONTENT_BYTES:
+        raise ValidationError("items", "must be at most 16 MiB UTF-8 as JSON")
+    return text
+
+
+def _parts(text: str) -> list[str]:
+    """The item's JSON cut into parts of at most 256 KiB of UTF-8 each (one part when
+    it is no longer), each cut between two characters."""
+    data = text.encode("utf-8")
+    if len(data) <= v.MAX_CONTENT_BYTES:
+        return [text]
+    parts: list[str] = []
+    start = 0
+    while start < len(data):
+        end = min(start + v.MAX_CONTENT_BYTES, len(data))
+        while end < len(data) and data[end] & 0xC0 == 0x80:  # inside a character
+            end -= 1
+        parts.append(data[start:end].decode("utf-8"))
+        start = end
+    return parts
+
+
+class _Item:
+    """One stored item: the memories of its parts, in order (one for most items), and
+    the ID of its event (the item's ID)."""
+
+    __slots__ = ("event_id", "numbers", "position", "records")
+
+    def __init__(
+        self, event_id: str, position: int, records: list[MemoryRecord], numbers: list[str | None]
+    ) -> None:
+        self.event_id = event_id
+        self.position = position
+        self.records = records
+        self.numbers = numbers  # each record's part number in its ID (None: the first)
+
+    @property
+    def head(self) -> MemoryRecord:
+        """The first of the memories read (the first part, unless it is gone)."""
+        return self.records[0]
+
+    @property
+    def whole(self) -> bool:
+        """Whether every part the first one counts is there, in order (a host may have
+        forgotten one: the item is then hidden, and removed whole by the session's
+        deletes)."""
+        metadata = self.head.metadata
+        count = metadata.get(_PARTS, 1) if metadata else 1
+        if type(count) is not int or count != len(self.records):
+            return False
+        return self.numbers == [None, *(f"{number:03d}" for number in range(1, count))]
+
+    def text(self) -> str:
+        return "".join(record.content for record in self.records)
+
+
+def _item(
+    event_id: str,
+    position: int,
+    records: list[MemoryRecord],
+    numbers: list[str | None],
+    reversed_order: bool,
+) -> _Item:
+    """The item of these memories, read in ID order or from the latest back."""
+    if reversed_order:
+        return _Item(event_id, position, records[::-1], numbers[::-1])
+    return _Item(event_id, position, records, numbers)
 
 
 _BAD_SETTINGS = "must be None, a SessionSettings or a dict of its fields"
@@ -125,9 +208,9 @@ def _settings(value: object) -> SessionSettings | None:
     return value
 
 
-def _decoded(record: MemoryRecord) -> Any:
+def _decoded(item: _Item) -> Any:
     try:
-        return json.loads(record.content)
+        return json.loads(item.text())
     except (ValueError, RecursionError):
         raise RepositoryCorruption("invalid session item") from None
 
@@ -148,8 +231,10 @@ class TrueHeartSession:
       its position meanwhile.
     * ``add_items(items)``: appends the items, in order, one transaction per item. Every
       item is checked first (a JSON object that decodes to an equal object, valid
-      UTF-8, at most 256 KiB as JSON), so a refused item stores nothing; a store error
-      part-way leaves the items before it stored.
+      UTF-8, at most 16 MiB as JSON), so a refused item stores nothing; a store error
+      part-way leaves the items before it stored. An item over 256 KiB as JSON is
+      stored in parts of at most 256 KiB, one memory each, all derived from its event
+      in its one transaction.
     * ``pop_item()``: deletes the latest item ``get_items`` returns and returns it
       (``None`` when there is none).
     * ``clear_session()``: deletes every item of the session, expired and sealed ones
@@ -264,14 +349,10 @@ class TrueHeartSession:
         with self._lock:
             return function(*args)
 
-    def _items(
-        self, *, latest_first: bool = False, wanted: int = _PAGE
-    ) -> Iterator[tuple[int, MemoryRecord]]:
-        """The session's items with their positions (the sealed ones too, which hold
-        their positions and which clearing deletes), read a page at a time as they are
-        consumed: in position order, or from the latest back (``latest_first``). The
-        first page holds ``wanted`` items (what the caller expects to need), each later
-        one twice as many, up to 100."""
+    def _records(self, *, latest_first: bool, wanted: int) -> Iterator[MemoryRecord]:
+        """The session's memories in ID order, or from the latest back, read a page at a
+        time as they are consumed. The first page holds ``wanted`` memories (what the
+        caller expects to need), each later one twice as many, up to 100."""
         cursor: str | None = None
         size = max(1, min(wanted, _PAGE))
         while True:
@@ -283,72 +364,102 @@ class TrueHeartSession:
                 cursor=cursor,
                 descending=latest_first,
             )
-            for record in page.items:
-                match = _ITEM_ID.fullmatch(record.memory_id)
-                if match is not None:
-                    yield int(match.group(1)), record
+            yield from page.items
             cursor = page.next_cursor
             if cursor is None:
                 return
             size = min(2 * size, _PAGE)
 
-    def _stored(self) -> list[tuple[int, MemoryRecord]]:
-        """Every item of the session with its position, in position order."""
-        return list(self._items())
+    def _items(self, *, latest_first: bool = False, wanted: int = _PAGE) -> Iterator[_Item]:
+        """The session's items (the sealed ones too, which hold their positions and which
+        clearing deletes), in position order or from the latest back (``latest_first``),
+        each with the memories of its parts in order."""
+        base: str | None = None
+        position = 0
+        records: list[MemoryRecord] = []
+        numbers: list[str | None] = []
+        for record in self._records(latest_first=latest_first, wanted=wanted):
+            match = _ITEM_ID.fullmatch(record.memory_id)
+            if match is None:
+                continue
+            if match[1] != base:
+                if base is not None:
+                    yield _item(base, position, records, numbers, latest_first)
+                base, position, records, numbers = match[1], int(match[2]), [], []
+            records.append(record)
+            numbers.append(match[3])
+            if latest_first and match[3] is None:
+                # From the latest back, the first part comes last: the item is complete
+                # without a read of the next memory.
+                yield _item(match[1], position, records, numbers, latest_first)
+                base, records, numbers = None, [], []
+        if base is not None:
+            yield _item(base, position, records, numbers, latest_first)
 
-    def _visible(self, records: Iterable[MemoryRecord]) -> Iterator[MemoryRecord]:
-        """The items read and popped: active (a sealed item is hidden until the host
-        restores it) and before their recall deadline."""
+    def _visible(self, items: Iterable[_Item]) -> Iterator[_Item]:
+        """The items read and popped: whole, active (a sealed item is hidden until the
+        host restores it) and before their recall deadline."""
         when = now(self._clock)
-        for record in records:
-            if record.status is MemoryStatus.ACTIVE and record.recall_until > when:
-                yield record
+        for item in items:
+            if item.whole and all(
+                record.status is MemoryStatus.ACTIVE and record.recall_until > when
+                for record in item.records
+            ):
+                yield item
 
     def _get_items(self, limit: int | None) -> list[Any]:
         if limit is None and self.session_settings is not None:
             limit = self.session_settings.limit
         if limit is None:
-            records = list(self._visible(record for _, record in self._stored()))
+            items = list(self._visible(self._items()))
         elif limit <= 0:
-            records = []
+            items = []
         else:
-            latest = self._visible(
-                record for _, record in self._items(latest_first=True, wanted=limit)
-            )
-            records = list(islice(latest, limit))[::-1]
-        return [_decoded(record) for record in records]
+            latest = self._visible(self._items(latest_first=True, wanted=limit))
+            items = list(islice(latest, limit))[::-1]
+        return [_decoded(item) for item in items]
 
     def _add_items(self, texts: Sequence[str]) -> None:
         latest = next(self._items(latest_first=True, wanted=1), None)
-        position = latest[0] + 1 if latest is not None else 1
+        position = latest.position + 1 if latest is not None else 1
         for text in texts:
             item_id = f"{ITEM_ID_PREFIX}{position:0{_POSITION_DIGITS}d}-{secrets.token_hex(8)}"
             when = now(self._clock)
             source = SourceRef(self.session_id, SESSION_SOURCE_TYPE, when, TrustLevel.UNTRUSTED)
-            event = RawEventDraft(item_id, self._scope, source, text, self._retention)
-            memory = MemoryDraft(
-                item_id, self._scope, text, (item_id,), self.kind, TrustLevel.UNTRUSTED, when
-            )
-            self._service.ingest_derived(event, memories=[memory])
+            parts = _parts(text)
+            event = RawEventDraft(item_id, self._scope, source, parts[0], self._retention)
+            memories = [
+                MemoryDraft(
+                    item_id if number == 0 else f"{item_id}-{number:03d}",
+                    self._scope,
+                    part,
+                    (item_id,),
+                    self.kind,
+                    TrustLevel.UNTRUSTED,
+                    when,
+                    metadata={_PARTS: len(parts)} if number == 0 and len(parts) > 1 else {},
+                )
+                for number, part in enumerate(parts)
+            ]
+            self._service.ingest_derived(event, memories=memories)
             position += 1
 
-    def _delete(self, record: MemoryRecord) -> None:
-        """The governed DELETE of an item's event, which deletes its memory too."""
+    def _delete(self, item: _Item) -> None:
+        """The governed DELETE of an item's event, which deletes the memories of its
+        parts too."""
         self._service.govern(
             GovernanceCommand(
                 self._scope,
                 GovernanceAction.DELETE,
                 EntityType.RAW_EVENT,
-                record.memory_id,
+                item.event_id,
                 now(self._clock),
                 REMOVAL_REASON,
             )
         )
 
     def _pop_item(self) -> Any:
-        last = next(
-            self._visible(record for _, record in self._items(latest_first=True, wanted=1)), None
-        )
+        last = next(self._visible(self._items(latest_first=True, wanted=1)), None)
         if last is None:
             return None
         item = _decoded(last)
@@ -356,14 +467,14 @@ class TrueHeartSession:
         return item
 
     def _clear(self) -> None:
-        for _, record in self._stored():
-            self._delete(record)
+        for item in list(self._items()):
+            self._delete(item)
 
     def _delete_expired(self) -> int:
         when = now(self._clock)
-        expired = [record for _, record in self._stored() if record.recall_until <= when]
-        for record in expired:
-            self._delete(record)
+        expired = [item for item in self._items() if item.head.recall_until <= when]
+        for item in expired:
+            self._delete(item)
         return len(expired)
 
 
