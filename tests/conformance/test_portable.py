@@ -1029,17 +1029,10 @@ def test_the_hosts_own_exceptions_pass_through_unchanged(
     assert target.import_store(lines).rows == len(lines) - 2
 
 
-def test_a_claim_that_supersedes_itself_is_refused(
-    service: TrueHeart,
-    fresh_repository: Callable[[], Repository],
-    clock: Callable[[], datetime],
-) -> None:
-    """No write makes a claim supersede itself (it would be superseded for ever): an
-    edited file whose every digest holds is refused at that claim's line."""
-    populate(service)
-    lines = exported(service)[0].splitlines(keepends=True)
-    number = _line_of(lines, "claim", claim_id="claim-2")
-    obj = {**json.loads(lines[number]), "supersedes": "claim-2"}
+def _superseding(lines: list[str], number: int, target: str) -> list[str]:
+    """The claim of line ``number`` made to supersede ``target``, with the row digest a
+    store would have written for it."""
+    obj = {**json.loads(lines[number]), "supersedes": target}
     row = ClaimRow(
         records.scope_key(Scope(**obj["scope"])),
         obj["claim_id"],
@@ -1054,9 +1047,70 @@ def test_a_claim_that_supersedes_itself_is_refused(
         "",
     )
     obj["row_digest"] = _claim_digest(row)
-    forged = [*lines[:number], fmt.canonical(obj) + "\n", *lines[number + 1 :]]
+    return [*lines[:number], fmt.canonical(obj) + "\n", *lines[number + 1 :]]
+
+
+def test_a_claim_that_supersedes_itself_is_refused(
+    service: TrueHeart,
+    fresh_repository: Callable[[], Repository],
+    clock: Callable[[], datetime],
+) -> None:
+    """No write makes a claim supersede itself (it would be superseded for ever): an
+    edited file whose every digest holds is refused at that claim's line."""
+    populate(service)
+    lines = exported(service)[0].splitlines(keepends=True)
+    number = _line_of(lines, "claim", claim_id="claim-2")
+    forged = _superseding(lines, number, "claim-2")
     target = TrueHeart(fresh_repository(), clock=clock)
     with pytest.raises(ImportRefused) as caught:
         target.import_store(io.StringIO(_rechained(forged)))
     assert str(caught.value) == f"import refused: line {number + 1}: invalid row"
     assert _is_empty(target)
+
+
+@pytest.mark.parametrize(
+    "superseded",
+    [
+        "mem-1",  # a memory of another kind
+        "claim-never",  # no memory and no tombstone of this ID
+        "mem-t",  # a memory of another scope
+    ],
+)
+def test_a_claim_that_supersedes_what_no_write_accepts_is_refused(
+    service: TrueHeart,
+    fresh_repository: Callable[[], Repository],
+    clock: Callable[[], datetime],
+    superseded: str,
+) -> None:
+    """A write supersedes only a claim of its own scope, so a claim names one of them or
+    one removed since (its memory tombstone is in the scope); an edited file whose every
+    digest holds but whose claim names anything else fails the final verification."""
+    populate(service)
+    lines = exported(service)[0].splitlines(keepends=True)
+    forged = _superseding(lines, _line_of(lines, "claim", claim_id="claim-2"), superseded)
+    target = TrueHeart(fresh_repository(), clock=clock)
+    with pytest.raises(ImportRefused) as caught:
+        target.import_store(io.StringIO(_rechained(forged)))
+    assert str(caught.value) == (
+        "import refused: the imported store does not verify (supersedes_unknown)"
+    )
+    assert _is_empty(target)
+
+
+def test_a_claim_whose_superseded_claim_was_removed_verifies_and_round_trips(
+    service: TrueHeart,
+    fresh_repository: Callable[[], Repository],
+    clock: Callable[[], datetime],
+) -> None:
+    populate(service)
+    service.govern(command(GovernanceAction.FORGET, "claim-1"))
+    report = service.verify_integrity()
+    assert report.ok, report.problems
+    text, _ = exported(service)
+    target = TrueHeart(fresh_repository(), clock=clock)
+    target.import_store(io.StringIO(text))
+    assert target.verify_integrity().ok
+    views = target.claims(ClaimQuery(SCOPE, LATER)).claims
+    assert views == service.claims(ClaimQuery(SCOPE, LATER)).claims
+    assert ("claim-2", "claim-1") in [(v.claim.claim_id, v.claim.supersedes) for v in views]
+    assert "claim-1" not in [v.claim.claim_id for v in views]

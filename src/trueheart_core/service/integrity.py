@@ -307,7 +307,9 @@ def _check_audit_ids(uow: UnitOfWork, key: ScopeKey | None, found: _Findings) ->
 
 def _check_claims(uow: UnitOfWork, rows: Iterator[ClaimRow], found: _Findings) -> None:
     """Each claim row verifies, and its memory exists, is of the claim kind and holds the
-    claim's canonical text (the memory itself is checked with the memories)."""
+    claim's canonical text (the memory itself is checked with the memories); a claim
+    that supersedes another names a claim of its scope, or one removed since (whose
+    memory tombstone is there): the only targets a write accepts and leaves."""
     for chunk in _chunks(rows):
         for key, claims in _by_scope(chunk, lambda c: c.scope).items():
             ids = [c.claim_id for c in claims]
@@ -315,6 +317,8 @@ def _check_claims(uow: UnitOfWork, rows: Iterator[ClaimRow], found: _Findings) -
             edges: dict[str, list[EdgeRow]] = defaultdict(list)
             for edge in uow.memories.edges(key, ids):
                 edges[edge.memory_id].append(edge)
+            targets = sorted({c.supersedes for c in claims if type(c.supersedes) is str})
+            held = {row.claim_id for row in uow.claims.get(key, targets)} if targets else set()
             for claim in claims:
                 found.checked += 1
                 memory_row = memories.get(claim.claim_id)
@@ -325,9 +329,19 @@ def _check_claims(uow: UnitOfWork, rows: Iterator[ClaimRow], found: _Findings) -
                         memory = records.memory_from_row(memory_row, edges[claim.claim_id])
                     except RowInvalid:
                         continue  # reported with the memories
-                    records.claim_from_row(claim, memory)
+                    record = records.claim_from_row(claim, memory)
+                    target = record.supersedes
+                    if target is not None and target not in held and not _removed(uow, key, target):
+                        raise RowInvalid("supersedes_unknown")
                 except RowInvalid as error:
                     found.add("claim", claim.claim_id, claim.scope, error.code)
+
+
+def _removed(uow: UnitOfWork, key: ScopeKey, memory_id: str) -> bool:
+    """Whether the scope holds a memory tombstone of this ID."""
+    return any(
+        row.entity_type == EntityType.MEMORY.value for row in uow.tombstones.get(key, memory_id)
+    )
 
 
 def _check_extractions(uow: UnitOfWork, rows: Iterator[ExtractionRow], found: _Findings) -> None:
