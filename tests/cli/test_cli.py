@@ -30,6 +30,7 @@ from trueheart_core import (
     TrueHeart,
     TrustLevel,
 )
+from trueheart_core.cli.scopes import format_scope
 
 NOW = datetime(2026, 8, 13, 12, 0, tzinfo=UTC)
 AT = "2026-08-14T00:00:00Z"
@@ -523,7 +524,17 @@ def test_output_to_a_stream_whose_encoding_cannot_hold_the_text(
     assert f"kind                    {escaped('kïnd')}\n" in text
     assert escaped("Mëmory ✓") in run_in(*recall).decode(encoding)
     assert escaped("evt-é") in run_in("audit", str(path), *where).decode(encoding)
-    assert run_in("scopes", str(path)).decode(encoding).splitlines() == [
+    # A scope's text is never a backslash escape, which a scope may hold literally: a
+    # character the encoding cannot hold is written as its bytes, which --scope reads.
+    with TrueHeart(SQLiteRepository(path), clock=lambda: NOW) as service:
+        service.ingest_event(_event("e", Scope("acme", "ag\\xebnt", "\\xfc"), "x"))
+    shown = run_in("scopes", str(path)).decode(encoding).splitlines()
+    held = encoding == "latin-1"
+    assert shown == [
+        "acme/ag\\xebnt/\\xfc",
         "acme/agent/user-1",
-        escaped("acme/agënt/ü"),
+        "acme/agënt/ü" if held else "acme/ag%C3%ABnt/%C3%BC",
     ]
+    for text, scope in zip(shown, (Scope("acme", "ag\\xebnt", "\\xfc"), SCOPE, other), strict=True):
+        found = json.loads(run_in("stats", str(path), "--scope", text, "--json").decode("utf-8"))
+        assert found["scope"] == format_scope(scope)

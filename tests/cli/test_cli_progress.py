@@ -4,14 +4,17 @@ processes whose stderr is a pseudo-terminal (their stdout a pipe)."""
 
 from __future__ import annotations
 
+import fcntl
 import io
 import json
 import os
 import re
 import select
 import signal
+import struct
 import subprocess
 import sys
+import termios
 import time
 from pathlib import Path
 
@@ -114,6 +117,26 @@ def test_a_narrow_terminal_shortens_the_message_not_the_counts(
     assert len(first) == 69
     assert first.startswith("trueheart: ingesting events")
     assert re.search(r"\u2026 \[\.{20}\] 0/8 0% \d+\.\ds$", first), first
+
+
+def test_the_width_is_that_of_the_terminal_drawn_on_and_a_narrow_one_keeps_the_counts(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Standard output is not a terminal here: the width is read from the terminal the
+    # progress is drawn on, 40 columns, where the bar goes before the counts and time.
+    monkeypatch.delenv("COLUMNS", raising=False)
+    master, stream = _terminal()
+    fcntl.ioctl(stream.fileno(), termios.TIOCSWINSZ, struct.pack("HHHH", 24, 40, 0, 0))
+    with progress.Task("ingesting events.jsonl into a store with a long name", stream, 8) as t:
+        t.update(4)
+    stream.close()
+    text = _drain(master).decode()
+    os.close(master)
+    frames = [frame.lstrip("\r") for frame in text.split("\x1b[K")[:-2]]
+    assert frames
+    for frame in frames:
+        assert len(frame) <= 39, frame
+        assert re.search(r"^trueheart: \S.*\u2026 [048]/8 (0|50|100)% \d+\.\ds$", frame), frame
 
 
 def test_after_a_failure_the_plain_line_has_no_time() -> None:

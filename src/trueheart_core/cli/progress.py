@@ -6,7 +6,8 @@ Off a terminal (a pipe, a file, a scheduler's log), a task writes one line,
 times a second until the task ends: with a bar and ``done/total`` counts once the task
 reports them through :meth:`Task.update` (redrawn at once too whenever the whole per
 cent done changes), otherwise with a spinner; the elapsed time is shown either way, and
-a line wider than the terminal loses the end of its message, not its counts. When the
+a line wider than the terminal (the one drawn on, whatever standard output is) loses
+the end of its message, and on a narrow one its bar, not its counts. When the
 task ends, the drawn line is replaced by the plain line (followed, after a success, by
 the elapsed time), so that whatever is written next starts on a line of its own. If a
 failure escapes before the task could end it (a Ctrl-C at the wrong instant),
@@ -22,7 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import sys
 import threading
 import time
@@ -36,6 +36,9 @@ __all__ = ["Task", "draws", "settle", "task"]
 _SPINNER = "|/-\\"
 _BAR = 20
 _INTERVAL = 0.1
+_SHORTEST = 20
+"""The fewest characters of a message (its ``…`` included) that a narrow terminal shows
+before the bar is left out."""
 
 
 def draws(stream: TextIO | None) -> bool:
@@ -144,17 +147,20 @@ class Task:
             if total:
                 done = min(self._done, total)
                 filled = _BAR * done // total
-                state = (
-                    f"[{'#' * filled}{'.' * (_BAR - filled)}] {done}/{total} {100 * done // total}%"
-                )
+                counts = f"{done}/{total} {100 * done // total}%"
+                states = [f"[{'#' * filled}{'.' * (_BAR - filled)}] {counts}", counts]
             else:
-                state = _SPINNER[self._frame % len(_SPINNER)]
+                states = [_SPINNER[self._frame % len(_SPINNER)]]
                 self._frame += 1
-            width = max(shutil.get_terminal_size((80, 24)).columns - 1, 1)
-            # A line too wide for the terminal loses the end of its message, never the
-            # counts and the time.
-            tail = f" {state} {elapsed:.1f}s"
+            width = max(_columns(self._stream) - 1, 1)
+            # A line too wide for the terminal loses the end of its message, and its bar
+            # when that would leave less than ``_SHORTEST`` characters of the message;
+            # never the counts and the time (unless they alone are wider).
             message = self._message
+            for state in states:
+                tail = f" {state} {elapsed:.1f}s"
+                if len(tail) + min(len(message), _SHORTEST) <= width:
+                    break
             if len(message) + len(tail) > width:
                 message = message[: max(width - len(tail) - 1, 0)] + "\u2026"
             line = (message + tail)[:width]
@@ -164,6 +170,22 @@ class Task:
                 self._stream.flush()
             except (OSError, ValueError):  # the terminal went away: stop drawing
                 self._stopped.set()
+
+
+def _columns(stream: TextIO) -> int:
+    """The width of the terminal ``stream`` writes to: ``COLUMNS`` when it is set (as
+    :func:`shutil.get_terminal_size` reads it), else the stream's own terminal's (not
+    standard output's, which may be a file), else 80."""
+    try:
+        columns = int(os.environ.get("COLUMNS", "0"))
+    except ValueError:
+        columns = 0
+    if columns > 0:
+        return columns
+    try:
+        return os.get_terminal_size(stream.fileno()).columns or 80
+    except (OSError, ValueError, AttributeError):
+        return 80
 
 
 _DRAWN: list[Task] = []  # the task whose line is being drawn, if any

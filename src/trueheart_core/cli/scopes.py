@@ -6,15 +6,19 @@ part's UTF-8 text: a literal ``/`` is written ``%2F``, a literal ``%`` ``%25``, 
 or a part the library refuses (blank, too long) is malformed.
 
 Output writes a scope the same way, with every character that is not printable
-escaped too, and so are a space that begins or ends a part and every non-ASCII character
-of a part that is not in Unicode normal form C: the text shown for a scope names that
-scope and no other, and two scopes never look alike (``bob`` and ``bob ``, a composed
-``é`` and an ``e`` followed by a combining accent).
+escaped too, and so are a space that begins or ends a part, every non-ASCII character
+of a part that is not in Unicode normal form C, and every character that standard
+output's encoding cannot hold (whose stream would otherwise write a backslash escape,
+which a scope may hold literally): the text shown for a scope names that scope and no
+other, and two scopes never look alike (``bob`` and ``bob ``, a composed ``é`` and an
+``e`` followed by a combining accent, ``ü`` on an ASCII terminal and ``\xfc``).
 """
 
 from __future__ import annotations
 
+import codecs
 import re
+import sys
 import unicodedata
 
 from trueheart_core.domain.model import Scope
@@ -57,15 +61,36 @@ def parse_scope(text: str) -> Scope:
 
 def format_scope(scope: Scope) -> str:
     """``tenant/owner/subject`` with ``%``, ``/``, every unprintable character, a space
-    at either end of a part and the non-ASCII characters of a part not in normal form C
-    escaped: the inverse of :func:`parse_scope`."""
+    at either end of a part, the non-ASCII characters of a part not in normal form C and
+    those standard output's encoding cannot hold escaped: the inverse of
+    :func:`parse_scope`."""
+    held = _held_by(getattr(sys.stdout, "encoding", None))
     return "/".join(
-        _escaped(part) if _needs_escapes(part) else part
+        _escaped(part, held) if _needs_escapes(part, held) else part
         for part in (scope.tenant_id, scope.owner_id, scope.subject_id)
     )
 
 
-def _needs_escapes(part: str) -> bool:
+def _held_by(encoding: object) -> str | None:
+    """The encoding to check characters against; None when it holds every one."""
+    try:
+        name = codecs.lookup(encoding).name if isinstance(encoding, str) else "utf-8"
+    except LookupError:
+        return None
+    return None if name in ("utf-8", "utf-16", "utf-32", "gb18030") else name
+
+
+def _unheld(c: str, encoding: str | None) -> bool:
+    if encoding is None or c.isascii():
+        return False
+    try:
+        c.encode(encoding)
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def _needs_escapes(part: str, encoding: str | None) -> bool:
     return (
         "%" in part
         or "/" in part
@@ -73,10 +98,11 @@ def _needs_escapes(part: str) -> bool:
         or part.startswith(" ")
         or part.endswith(" ")
         or not unicodedata.is_normalized("NFC", part)
+        or any(_unheld(c, encoding) for c in part)
     )
 
 
-def _escaped(part: str) -> str:
+def _escaped(part: str, encoding: str | None) -> str:
     # A part that is not in normal form C may look exactly like one that is (an accent
     # composed or not): its non-ASCII characters are shown as their bytes.
     decomposed = not unicodedata.is_normalized("NFC", part)
@@ -87,6 +113,7 @@ def _escaped(part: str) -> str:
         or not c.isprintable()
         or (decomposed and not c.isascii())
         or (c == " " and i in (0, last))
+        or _unheld(c, encoding)
         else c
         for i, c in enumerate(part)
     )
