@@ -80,7 +80,9 @@ class PostgresOperations(Role):
     """The operations role over one transaction."""
 
     def storage_is_consistent(self) -> bool:
-        """The server's own check of every table and index of the schema.
+        """Every receipt and memory names a scope that has its row in ``scopes`` (see
+        :meth:`_scope_lost`), and the server's own check of every table and index of the
+        schema passes.
 
         With the ``amcheck`` extension installed in the database (and this role allowed
         to run it), every heap and TOAST table is checked with ``verify_heapam`` (page
@@ -96,6 +98,8 @@ class PostgresOperations(Role):
         reports it by raising, which the repository translates into
         ``RepositoryCorruption``, as for any read of damaged storage.
         """
+        if self._scope_lost():
+            return False
         namespace = self._amcheck_schema()
         if namespace is None:
             for table in TABLES:
@@ -117,6 +121,18 @@ class PostgresOperations(Role):
             [indexes + self._toast_indexes(tables)],
         )
         return True
+
+    def _scope_lost(self) -> bool:
+        """Whether a receipt or a memory names a scope that has no row in ``scopes`` (the
+        row lost, or changed behind the library's back): ``scopes()`` lists a scope by
+        its row, so it would leave that one out. Every write records its scope first."""
+        return any(
+            self._s.one(
+                f"SELECT 1 FROM {table} t WHERE NOT EXISTS (SELECT 1 FROM scopes s WHERE "
+                f"{same_scope('s', 't')}) LIMIT 1"
+            )
+            for table in ("raw_events", "memories")
+        )
 
     def count_rows(self, scope: ScopeKey | None, *, from_tables: bool = False) -> dict[str, int]:
         if from_tables:

@@ -36,8 +36,12 @@ def same_scope(left: str, right: str) -> str:
     return " AND ".join(f"{left}.{c} = {right}.{c}" for c in columns)
 
 
-def enc(value: str) -> bytes:
-    """Caller text as stored (UTF-8 bytes in a ``BYTEA`` column; see ``schema``)."""
+def enc(value: str | bytes) -> bytes:
+    """Caller text as stored (UTF-8 bytes in a ``BYTEA`` column; see ``schema``). A
+    value read back from a damaged row as bytes (see :func:`dec`) goes back as those
+    bytes, so that a statement about that row names it."""
+    if isinstance(value, bytes):
+        return value
     return value.encode("utf-8")
 
 
