@@ -211,6 +211,45 @@ def test_a_broken_answer_is_refused_after_the_commit(
     assert service.semantic_status(SCOPE).missing_memory_ids == ("mem-1",)
 
 
+class _Unreadable(float):
+    """A number whose conversion fails, as a host's own number type may."""
+
+    def __float__(self) -> float:
+        raise RuntimeError("cannot convert")
+
+
+class _Arrays:
+    """What numpy and torch answer with: no sequence, but values through ``tolist()``."""
+
+    def __init__(self, values: object) -> None:
+        self._values = values
+
+    def tolist(self) -> object:
+        return self._values
+
+
+def test_a_number_that_cannot_be_read_is_the_embedder_s_failure_after_the_commit(
+    repository: Repository,
+) -> None:
+    vector = ConceptEmbedder().embed_documents(["x"])[0]
+    service = semantic(repository, _Broken([[_Unreadable(vector[0]), *vector[1:]]]))
+    service.ingest_event(event("evt-1"))
+    with pytest.raises(SemanticProjectionError, match="the embedder failed: mem-1") as caught:
+        service.materialize_once(memory("mem-1"))
+    assert isinstance(caught.value.__cause__, RuntimeError)
+    assert service.semantic_status(SCOPE).missing_memory_ids == ("mem-1",)
+
+
+@pytest.mark.parametrize("rows", [False, True], ids=["array", "list-of-arrays"])
+def test_an_answer_given_as_arrays_is_stored(repository: Repository, rows: bool) -> None:
+    vectors = ConceptEmbedder().embed_documents(["prefers concise summaries"])
+    answer = [_Arrays(vectors[0])] if rows else _Arrays(vectors)
+    service = semantic(repository, _Broken(answer))
+    service.ingest_event(event("evt-1"))
+    service.materialize_once(memory("mem-1", content="prefers concise summaries"))
+    assert service.semantic_status(SCOPE).complete
+
+
 class _Measured(list[float]):
     """A vector whose len() is wrong: what counts is what it yields."""
 

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import os
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import timedelta
+from typing import Any
 
 import pytest
-from conformance_builders import NOW, command, event, memory
+from conformance_builders import NOW, SCOPE, command, event, memory
 from scan_builders import (
     Item,
     bits,
@@ -27,7 +28,7 @@ from scan_builders import (
     unit,
 )
 
-from trueheart_core import GovernanceAction, HashingEmbedder, TrueHeart, TrustLevel
+from trueheart_core import GovernanceAction, HashingEmbedder, SearchQuery, TrueHeart, TrustLevel
 from trueheart_core.ports import Capability, Repository
 from trueheart_core.service.search import accelerated
 from trueheart_core.service.search.scan import Scan
@@ -212,3 +213,30 @@ def test_a_copy_over_the_budget_is_not_kept(
     monkeypatch.delenv(accelerated.BUDGET)
     both(monkeypatch, service, repository, probe, minimum=-1.0)
     assert any(type(held).__name__ == "_Copy" for held in copies(repository).values())
+
+
+class _NumpyEmbedder(HashingEmbedder):
+    """The built-in embedder answering as numpy-based models do: float32 arrays."""
+
+    def embed_documents(self, texts: Sequence[str]) -> Any:
+        import numpy as np
+
+        return np.asarray(super().embed_documents(texts), dtype=np.float32)
+
+    def embed_query(self, text: str) -> Any:
+        import numpy as np
+
+        return np.asarray(super().embed_query(text), dtype=np.float32)
+
+
+def test_an_embedder_answering_with_numpy_arrays_is_served(repository: Repository) -> None:
+    arrays = TrueHeart(repository, clock=lambda: NOW, embedder=_NumpyEmbedder(DIMS))
+    arrays.ingest_event(event("evt-1"))
+    for n, text in enumerate(["green tea in the morning", "short answers", "tea with lemon"]):
+        arrays.materialize_once(memory(f"mem-{n}", content=text))
+    assert arrays.semantic_status(SCOPE).complete
+    lists = TrueHeart(repository, clock=lambda: NOW, embedder=HashingEmbedder(DIMS))
+    ask = SearchQuery(SCOPE, "morning tea", NOW + timedelta(seconds=1))
+    found = arrays.search(ask)
+    assert [i.memory.memory_id for i in found.items][:1] == ["mem-0"]
+    assert found == lists.search(ask)

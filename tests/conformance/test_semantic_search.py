@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from datetime import timedelta
 
 import pytest
@@ -241,6 +242,56 @@ def test_a_failing_query_embedding_is_a_provider_error(repository: Repository) -
         find(service, "concise")
     assert isinstance(caught.value.__cause__, RuntimeError)
     assert ids(find(service, "concise", semantic=False)) == ["mem-f", "mem-a"]
+
+
+class _ArrayLike:
+    """What numpy and torch answer with: no sequence, but values through ``tolist()``."""
+
+    def __init__(self, values: object) -> None:
+        self._values = values
+
+    def tolist(self) -> object:
+        return self._values
+
+
+class _ArrayEmbedder(ConceptEmbedder):
+    def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+        vectors = super().embed_documents(texts)
+        return _ArrayLike(vectors)  # type: ignore[return-value]
+
+    def embed_query(self, text: str) -> list[float]:
+        return _ArrayLike(super().embed_query(text))  # type: ignore[return-value]
+
+
+def test_answers_given_as_arrays_count_as_the_lists_they_hold(repository: Repository) -> None:
+    arrays, lists = hybrid(repository, embedder=_ArrayEmbedder()), ConceptEmbedder()
+    materialize_all(arrays, CORPUS)
+    assert arrays.semantic_status(SCOPE).complete
+    reference = hybrid(repository, embedder=lists)
+    for text in ("concise", "tea rain", "short answers"):
+        assert find(arrays, text) == find(reference, text)
+
+
+class _Unreadable(float):
+    """A number whose conversion fails, as a host's own number type may."""
+
+    def __float__(self) -> float:
+        raise RuntimeError("cannot convert")
+
+
+def test_a_number_that_cannot_be_read_is_the_embedder_s_failure(repository: Repository) -> None:
+    embedder = ConceptEmbedder()
+    service = hybrid(repository, embedder=embedder)
+    materialize_all(service, CORPUS)
+
+    def unreadable(text: str) -> list[float]:
+        vector = ConceptEmbedder.embed_query(embedder, text)
+        return [_Unreadable(vector[0]), *vector[1:]]
+
+    embedder.embed_query = unreadable  # type: ignore[method-assign]
+    with pytest.raises(ProviderError, match=msg("provider error: the embedder failed")) as caught:
+        find(service, "concise")
+    assert isinstance(caught.value.__cause__, RuntimeError)
 
 
 # --- reranking ---------------------------------------------------------------------------

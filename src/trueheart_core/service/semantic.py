@@ -20,7 +20,7 @@ from trueheart_core.domain.model import MemoryRecord, MemoryStatus, Scope
 from trueheart_core.domain.semantic.embedders import MAX_DIMENSIONS, Embedder
 from trueheart_core.domain.semantic.model import SemanticStatus
 from trueheart_core.domain.semantic.sketch import sketch_of
-from trueheart_core.domain.semantic.vectors import checked_vector, pack
+from trueheart_core.domain.semantic.vectors import as_listed, checked_vector, pack
 from trueheart_core.errors import (
     EmbedderMismatch,
     ProviderError,
@@ -176,7 +176,7 @@ def embed_documents(embedder: Embedder, space: Space, contents: Sequence[str]) -
     """The packed vectors of ``contents``, after checking the embedder's answer (what
     the host's code raises passes unchanged: :func:`compute` reports it)."""
     _check_unchanged(embedder, space, _space_of)
-    answer = embedder.embed_documents(list(contents))
+    answer = as_listed(embedder.embed_documents(list(contents)))
     _check_unchanged(embedder, space, _space_of)
     if isinstance(answer, str | bytes) or not isinstance(answer, Sequence):
         raise ValidationError("embedder", "must return one vector per text")

@@ -20,6 +20,7 @@ from trueheart_core.errors import ValidationError
 
 __all__ = [
     "NORM_TOLERANCE",
+    "as_listed",
     "checked_vector",
     "pack",
     "query_form",
@@ -34,10 +35,24 @@ _LITTLE = sys.byteorder == "little"
 _SPARSE_SHARE = 4  # a query with at most 1/4 of its components non-zero is scored sparsely
 
 
+def as_listed(value: object) -> object:
+    """``value``, or what its ``tolist()`` gives when it is no sequence but has one (a
+    numpy array or a torch tensor, which embedders often return): the values it holds,
+    as plain Python lists and numbers. What the host's code raises passes unchanged."""
+    if isinstance(value, Sequence | array):
+        return value
+    tolist = getattr(value, "tolist", None)
+    return tolist() if callable(tolist) else value
+
+
 def checked_vector(field: str, value: object, dimensions: int, normalized: bool) -> list[float]:
     """``value`` as a unit-length list of floats, after checking the embedder's contract:
-    a sequence of exactly ``dimensions`` finite numbers, of unit length (or all zeros)
-    when the embedder says it normalises. Raises ``ValidationError`` naming ``field``."""
+    a sequence of exactly ``dimensions`` finite numbers (or what ``tolist()`` gives, see
+    :func:`as_listed`), of unit length (or all zeros) when the embedder says it
+    normalises. Raises ``ValidationError`` naming ``field``; what the host's code raises
+    while its answer is read (its ``tolist()``, items, or a number's ``__float__``)
+    passes unchanged, for the caller to report as the embedder's failure."""
+    value = as_listed(value)
     if isinstance(value, str | bytes | bytearray) or not isinstance(value, Sequence | array):
         raise ValidationError(field, "must return sequences of floats")
     if (
@@ -60,8 +75,6 @@ def checked_vector(field: str, value: object, dimensions: int, normalized: bool)
             number = float(x)
         except OverflowError:
             raise ValidationError(field, "returned a non-finite component") from None
-        except Exception:
-            raise ValidationError(field, "must return sequences of floats") from None
         if not math.isfinite(number):
             raise ValidationError(field, "returned a non-finite component")
         floats.append(number)
