@@ -374,3 +374,24 @@ def test_governance_works_after_source_expiry(service: TrueHeart) -> None:
     assert service.govern(command(SEAL)).affected_ids == ("mem-1",)
     assert service.govern(command(RESTORE)).affected_ids == ("mem-1",)
     assert service.govern(command(FORGET)).affected_ids == ("mem-1",)
+
+
+@pytest.mark.parametrize("source_id", ["a\x00", "a\x00b", "\x00x"])
+def test_a_memory_of_a_source_whose_id_holds_a_nul_is_governed(
+    service: TrueHeart, source_id: str
+) -> None:
+    """IDs may hold any character: a NUL in a source's ID (which SQLite's JSON functions
+    cut a string at) changes nothing about governing the memories derived from it."""
+    service.ingest_events([event(source_id), event("evt-2")])
+    service.materialize_once(memory("mem-1", (source_id,)))
+    service.materialize_once(memory("mem-2", (source_id, "evt-2")))
+    for action in (GovernanceAction.SEAL, GovernanceAction.RESTORE):
+        for memory_id in ("mem-1", "mem-2"):
+            assert service.govern(command(action, memory_id)).affected_ids == (memory_id,)
+    service.govern(command(GovernanceAction.FORGET, "mem-1"))
+    service.govern(command(GovernanceAction.DELETE, "mem-2"))
+    for memory_id in ("mem-1", "mem-2"):
+        with pytest.raises(EntityDeleted):
+            service.get_memory(SCOPE, memory_id)
+    assert service.derived_memories(SCOPE, source_id) == ()
+    assert service.verify_integrity().ok

@@ -216,6 +216,13 @@ class SQLiteMemories(Role):
         first = rows[0]
         rid, named = first[_MEMORY_WIDTH : _MEMORY_WIDTH + 2]
         self._session.recent = (sid, memory_id, int(rid), named)
+        if isinstance(named, str) and "\\u0000" in named:
+            # SQLite's JSON functions cut a string at a NUL, so the join above missed
+            # the edge of a source whose ID holds one: the edges are probed by the IDs
+            # Python reads, and their sources looked up by ID.
+            edges = self.edges(scope, (memory_id,))
+            sources = self._events.get(scope, sorted({edge.event_id for edge in edges}))
+            return memory_row(scope, first[:_MEMORY_WIDTH]), edges, sources
         edge_at = _MEMORY_WIDTH + 2
         event_at = edge_at + _EDGE_WIDTH
         for r in rows:
