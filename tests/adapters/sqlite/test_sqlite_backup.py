@@ -79,3 +79,28 @@ def test_the_copy_keeps_the_bytes_that_later_erasure_removes(
     assert service.erase_subject(SCOPE, occurred_at=NOW).verified is True
     assert SECRET.encode() not in store_bytes(db_path)
     assert SECRET.encode() in store_bytes(target)
+
+
+def test_a_target_path_longer_than_sqlite_opens_is_refused_before_anything(
+    service: TrueHeart, tmp_path: Path
+) -> None:
+    """A copy SQLite could not open is refused as a bad path, as an open of such a path
+    is: the source store is sound, and nothing is created."""
+    _populate(service)
+
+    def named(length: int) -> Path:
+        """A path of ``length`` bytes, in directories whose names fit a file system."""
+        path = tmp_path
+        while length - len(str(path).encode()) - 1 > 200:
+            path = path / ("d" * 200)
+            path.mkdir(exist_ok=True)
+        return path / ("c" * (length - len(str(path).encode()) - 1))
+
+    fits = service.backup(named(504))
+    assert Path(fits.path).exists()
+    for length in (505, 530):
+        target = named(length)
+        with pytest.raises(ValidationError) as caught:
+            service.backup(target)
+        assert str(caught.value) == "path: must be at most 504 bytes long"
+        assert not target.exists()

@@ -8,10 +8,12 @@ import dataclasses
 import hashlib
 import logging
 import math
+import multiprocessing
 import sqlite3
 from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from byte_search import leftovers
@@ -46,6 +48,7 @@ from trueheart_core import (
     SearchQuery,
     SQLiteRepository,
     TrueHeart,
+    TrueHeartError,
 )
 from trueheart_core.adapters.sqlite import connection
 from trueheart_core.adapters.sqlite.buffer import drain
@@ -670,3 +673,47 @@ def test_an_upgrade_whose_log_finds_no_room_in_the_file_still_opens(
         assert _inspect(db_path)[0] == SCHEMA_VERSION
         assert service.expire_raw_content(as_of=NOW + timedelta(days=1)) == 1
         assert service.verify_integrity().ok
+
+
+def _open_and_count(path: str, ready: Any, answers: Any) -> None:
+    """In a child process: wait for the others, open the store writable (the first open
+    upgrades it) and report what came of it."""
+    ready.wait()
+    try:
+        with _open(Path(path)) as service:
+            answers.put(f"events {service.stats(SCOPE).events}")
+    except TrueHeartError as error:
+        answers.put(f"{type(error).__name__}: {error}")
+
+
+@pytest.mark.skipif(
+    "fork" not in multiprocessing.get_all_start_methods(), reason="needs fork to start quickly"
+)
+def test_processes_opening_an_older_store_at_once_all_open_it(tmp_path: Path) -> None:
+    """The first writable open upgrades the file while the others read its catalog: each
+    of them reads it in one transaction (not version and tables apart, across the
+    upgrade's commit), and a read without locks that met the file being written is read
+    again under them. None takes the sound store for a damaged one."""
+    context = multiprocessing.get_context("fork")
+    answers: list[str] = []
+    for round_ in range(8):
+        path = tmp_path / f"store-{round_}.db"
+        with _open(path) as service:
+            populate_subject(service)
+            events = service.stats(SCOPE).events
+        (_downgrade_to_8 if round_ % 2 else downgrade_to_6)(path)
+        for side in ("-wal", "-shm"):  # as a closed store is left
+            Path(f"{path}{side}").unlink(missing_ok=True)
+        ready, queue = context.Barrier(6), context.Queue()
+        children = [
+            context.Process(target=_open_and_count, args=(str(path), ready, queue))
+            for _ in range(6)
+        ]
+        for child in children:
+            child.start()
+        answers += [queue.get(timeout=60) for _ in children]
+        for child in children:
+            child.join(timeout=60)
+        with _open(path) as service:
+            assert service.verify_integrity().ok
+    assert answers == [f"events {events}"] * len(answers)

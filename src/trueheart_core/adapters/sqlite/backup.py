@@ -7,6 +7,7 @@ import os
 import sqlite3
 
 from trueheart_core.adapters.sqlite.connection import (
+    MAX_PATH_BYTES,
     ORPHANS,
     SIDE_FILE,
     side_file_of_another,
@@ -33,6 +34,9 @@ def copy_to(conn: sqlite3.Connection, target: str) -> tuple[int, int]:
     journal or WAL is refused too, and so is a target that is the journal, WAL or
     shared-memory path of an existing file. A copy that fails part-way is removed.
     """
+    if len(os.fsencode(target)) > MAX_PATH_BYTES:
+        # SQLite cannot open the copy (the source store is sound).
+        raise ValidationError("path", f"must be at most {MAX_PATH_BYTES} bytes long")
     if os.path.lexists(target):
         raise ValidationError("path", "must not exist")
     if any(os.path.lexists(f"{target}{suffix}") for suffix in _SIDE_FILES):

@@ -410,7 +410,21 @@ def inspect_catalog(path: str, *, busy_timeout: float) -> int:
         # SQLite reads a WAL through the shared-memory index it builds beside it; where
         # this process cannot create that file, the store cannot be read (it is sound).
         raise ValidationError("path", NO_SHARED_MEMORY)
-    mode = "ro" if has_side_files(path) else "ro&immutable=1"
+    if has_side_files(path):
+        return _read_catalog(path, "ro", busy_timeout)
+    before = _stamp(path)
+    try:
+        return _read_catalog(path, "ro&immutable=1", busy_timeout)
+    except RepositoryCorruption:
+        # Read without locks, the file may have been written meanwhile by another
+        # process (the first writable open of an older store upgrades it): what was
+        # read is no proof of damage. Read again as any reader, under SQLite's locks.
+        if _stamp(path) == before and not has_side_files(path):
+            raise
+    return _read_catalog(path, "ro", busy_timeout)
+
+
+def _read_catalog(path: str, mode: str, busy_timeout: float) -> int:
     uri = f"file:{quote(os.path.abspath(path))}?mode={mode}"
     with translate("schema initialization failed"):
         conn = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=busy_timeout)
@@ -418,6 +432,15 @@ def inspect_catalog(path: str, *, busy_timeout: float) -> int:
             return schema.check_catalog(conn)
         finally:
             conn.close()
+
+
+def _stamp(path: str) -> tuple[int, int, int] | None:
+    """What changes when a file is written: its inode, size and modification time."""
+    try:
+        found = os.stat(path)
+    except OSError:
+        return None
+    return (found.st_ino, found.st_size, found.st_mtime_ns)
 
 
 def create_file(path: str, *, busy_timeout: float) -> None:

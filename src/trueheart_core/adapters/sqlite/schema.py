@@ -84,7 +84,21 @@ def check_catalog(conn: sqlite3.Connection) -> int:
     version's migrations build: every table, index and trigger present with the very
     definition this code expects (a changed byte of a stored definition is damage, not a
     variant), nothing foreign, and each b-tree rooted on a page of its own inside the
-    file. Returns the version (older ones are upgraded by :func:`migrate`)."""
+    file. Returns the version (older ones are upgraded by :func:`migrate`).
+
+    Read in one transaction (the caller's, or one of its own): read statement by
+    statement, the version could be read before another process's upgrade committed
+    and the catalog after it, which would look like damage."""
+    if conn.in_transaction:
+        return _check_catalog(conn)
+    conn.execute("BEGIN")
+    try:
+        return _check_catalog(conn)
+    finally:
+        conn.execute("ROLLBACK")
+
+
+def _check_catalog(conn: sqlite3.Connection) -> int:
     (application_id,) = conn.execute("PRAGMA application_id").fetchone()
     if application_id != APPLICATION_ID:
         raise RepositoryCorruption("invalid schema catalog")
