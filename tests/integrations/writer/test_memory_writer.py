@@ -742,3 +742,116 @@ def test_a_client_without_an_api_key_is_refused_when_the_writer_is_made(
     with pytest.raises(ProviderError, match="could not be configured") as raised:
         MemoryWriter(service, ChatSettings(model="m", base_url="http://127.0.0.1:9/v1"))
     assert raised.value.__cause__ is None and raised.value.__context__ is None
+
+
+# --- counting, codes and failures at the edges -----------------------------------------------
+
+
+def test_facts_already_held_take_no_place_among_the_hundred_kept(
+    stub: Stub, settings: ChatSettings, service: TrueHeart
+) -> None:
+    sentences = [f"Fact number {n} is true." for n in range(101)]
+    text = " ".join(sentences)
+    memories = [{"content": s, "quote": s} for s in sentences]
+    claims = [
+        {"subject": f"Fact number {n}", "predicate": "is", "value": "true", "quote": sentence}
+        for n, sentence in enumerate(sentences)
+    ]
+    stub.script(answer(memories[:100], claims[:100]), answer(memories, claims))
+    writer = _writer(service, settings)
+    first = writer.write(SCOPE, text, event_id="turn-1")
+    assert (len(first.memories), len(first.claims)) == (100, 100)
+    second = writer.write(SCOPE, text, event_id="turn-2", occurred_at=NOW + timedelta(hours=1))
+    # The hundred already held are dropped as such; the new one at position 100 is kept.
+    assert [m.content for m in second.memories] == [sentences[100]]
+    assert [c.subject for c in second.claims] == ["Fact number 100"]
+    assert {i.code for i in second.dropped} == {ALREADY_STORED}
+    assert len(second.dropped) == 200
+
+
+def test_a_blank_memory_is_an_invalid_item_and_a_note_is_only_on_a_kept_item(
+    stub: Stub, settings: ChatSettings, service: TrueHeart
+) -> None:
+    text = "Tea.  Tea."
+    stub.script(
+        answer(
+            [
+                {"content": "  ", "quote": "  "},
+                {"content": "Tea", "quote": "Tea."},
+                {"content": "Coffee", "quote": "Tea."},
+            ],
+            [],
+        )
+    )
+    report = _writer(service, settings).write(SCOPE, text, event_id="turn-1")
+    assert [(i.index, i.code) for i in report.dropped] == [(0, "invalid_item"), (2, "not_in_span")]
+    assert [(i.index, i.code) for i in report.notes] == [(1, "quote_ambiguous")]
+
+
+class _LibraryErrorClient(ChatClient):
+    """A host's client whose ``ask`` raises a library error quoting the message."""
+
+    __slots__ = ()
+
+    def ask(self, system: str, message: str) -> dict[str, Any]:
+        raise ValidationError("answer", message)
+
+
+def test_a_library_error_of_a_host_s_client_is_the_model_s_failure(
+    settings: ChatSettings, service: TrueHeart
+) -> None:
+    client = _LibraryErrorClient(settings)
+    try:
+        with pytest.raises(ProviderError, match="the writer model failed") as raised:
+            MemoryWriter(service, client, retention=RETENTION, clock=lambda: NOW).write(
+                SCOPE, MESSAGE, event_id="turn-1"
+            )
+    finally:
+        client.close()
+    assert MESSAGE not in str(raised.value)
+    assert raised.value.__cause__ is None and raised.value.__context__ is None
+    _nothing_stored(service)
+
+
+def test_a_bad_event_id_is_named_as_such(
+    stub: Stub, settings: ChatSettings, service: TrueHeart
+) -> None:
+    writer = _writer(service, settings)
+    for bad, message in ((5, "must be a non-blank string"), ("   ", "must be a non-blank string")):
+        with pytest.raises(ValidationError, match=rf"^event_id: {message}"):
+            writer.write(SCOPE, MESSAGE, event_id=bad)  # type: ignore[arg-type]
+    with pytest.raises(ValidationError, match=r"^event_id: must be at most 128 characters"):
+        writer.write(SCOPE, MESSAGE, event_id="e" * 129)
+    assert stub.requests == []
+
+
+class _Racing(TrueHeart):
+    """A service on which another write of the same event commits while the model
+    answers this one: between the check before the model call and the read of the
+    current claims."""
+
+    other: MemoryWriter | None = None
+    message = ""
+
+    def claims(self, query: Any) -> Any:
+        other, self.other = self.other, None
+        if other is not None:
+            other.write(SCOPE, self.message, event_id="turn-1")
+        return super().claims(query)
+
+
+def test_a_retry_overlapping_its_first_attempt_is_an_idempotency_conflict(
+    stub: Stub, settings: ChatSettings, tmp_path: Path
+) -> None:
+    with SQLiteRepository(tmp_path / "race.db") as repository:
+        racing = _Racing(repository, clock=lambda: NOW)
+        first = TrueHeart(repository, clock=lambda: NOW)
+        # The retry is answered "blue", the first attempt (which commits meanwhile)
+        # "teal": the retry's claim has the first one's ID, and would supersede it.
+        stub.script(answer([], [_colour("blue")]), answer([], [_colour("teal")]))
+        racing.message = "My favourite colour is teal. My favourite colour is blue."
+        racing.other = _writer(first, settings)
+        with pytest.raises(IdempotencyConflict):
+            _writer(racing, settings).write(SCOPE, racing.message, event_id="turn-1")
+        assert [value for value, _, _ in _current_colours(first, SCOPE)] == ["teal"]
+        assert first.verify_integrity().ok

@@ -41,10 +41,9 @@ def test_quotes_are_located_exactly_and_take_the_first_free_occurrence() -> None
     ]
     # Every occurrence taken: the first again (and "ab b" is not within "ab").
     reading = read(text, [ProposedMemory("ab", "ab")] * 2, [], "writer")
-    assert [(i.index, i.code) for i in reading.notes] == [
-        (0, QUOTE_AMBIGUOUS),
-        (1, QUOTE_AMBIGUOUS),
-    ]
+    # The note is on the kept item only: the second says the same and is dropped.
+    assert [(i.index, i.code) for i in reading.notes] == [(0, QUOTE_AMBIGUOUS)]
+    assert [(i.index, i.code) for i in reading.dropped] == [(1, "repeated_in_answer")]
 
 
 def test_a_quote_is_matched_code_point_for_code_point() -> None:

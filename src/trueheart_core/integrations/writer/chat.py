@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trueheart_core.domain import validation as v
-from trueheart_core.errors import ProviderError, TrueHeartError, ValidationError, body_free_errors
+from trueheart_core.errors import ProviderError, ValidationError, body_free_errors
 
 __all__ = ["MAX_ANSWER_CHARS", "ChatClient", "ChatSettings", "first_json_object"]
 
@@ -200,11 +200,12 @@ class ChatClient:
 
 def asked(client: ChatClient, system: str, message: str) -> dict[str, Any]:
     """``client.ask(system, message)``: what a client (a host's subclass, say) raises
-    other than a library error is ``ProviderError("the writer model failed")``, raised
-    outside any handler, since its arguments can quote the message."""
+    other than a ``ProviderError`` (the client's own failures, with fixed messages) is
+    ``ProviderError("the writer model failed")``, raised outside any handler, since its
+    arguments, and another library error's message, can quote the message."""
     try:
         return client.ask(system, message)
-    except TrueHeartError:
+    except ProviderError:
         raise
     except Exception:
         pass

@@ -19,7 +19,8 @@ from the message. Nothing it says is trusted:
 4. **Fields.** A field that breaks a rule of the library (blank, too long, a valid time
    without an offset, ``valid_to`` not after ``valid_from``) drops the item
    (``invalid_item``); so does the same fact twice in one answer (``repeated_in_answer``,
-   the later one) and anything past the first 100 kept items of a list, or past the
+   the later one) and anything past the first 100 kept items of a list (the writer
+   counts them once it has dropped what the scope already holds), or past the
    first 1,000 items of a list, which are dropped unread (``too_many``).
 
 Issues are reported by list, position in the model's list and fixed code, with the
@@ -303,7 +304,9 @@ def _time(value: str | None) -> datetime | None:
     return parsed
 
 
-def _read_memories(text: str, proposed: Sequence[ProposedMemory], reading: Reading) -> None:
+def _read_memories(
+    text: str, proposed: Sequence[ProposedMemory], reading: Reading, kept: int | None
+) -> None:
     quotes = _Quotes(text)
     seen: set[str] = set()
     for index, memory in enumerate(proposed):
@@ -315,23 +318,25 @@ def _read_memories(text: str, proposed: Sequence[ProposedMemory], reading: Readi
             reading.dropped.append(WriteIssue("memory", index, QUOTE_NOT_FOUND))
             continue
         start, end, ambiguous = located
-        if ambiguous:
-            reading.notes.append(WriteIssue("memory", index, QUOTE_AMBIGUOUS, start, end))
         code = None
         try:
             v.content("content", memory.content)
         except ValidationError:
             code = INVALID_ITEM
-        if code is None and (not memory.content.strip() or memory.content not in text[start:end]):
+        if code is None and not memory.content.strip():
+            code = INVALID_ITEM  # blank: a memory's content must hold something
+        if code is None and memory.content not in text[start:end]:
             code = NOT_IN_SPAN
         key = normalised(memory.content)
         if code is None and key in seen:
             code = REPEATED_IN_ANSWER
-        if code is None and len(reading.memories) >= MAX_MEMORIES:
+        if code is None and kept is not None and len(reading.memories) >= kept:
             code = TOO_MANY
         if code is not None:
             reading.dropped.append(WriteIssue("memory", index, code, start, end))
             continue
+        if ambiguous:
+            reading.notes.append(WriteIssue("memory", index, QUOTE_AMBIGUOUS, start, end))
         seen.add(key)
         reading.memories.append(ReadMemory(index, memory.content, start, end))
 
@@ -349,7 +354,11 @@ def _claim(proposed: ProposedClaim, start: int, end: int, authority: str) -> Ext
 
 
 def _read_claims(
-    text: str, proposed: Sequence[ProposedClaim], authority: str, reading: Reading
+    text: str,
+    proposed: Sequence[ProposedClaim],
+    authority: str,
+    reading: Reading,
+    kept: int | None,
 ) -> None:
     quotes = _Quotes(text)
     seen: set[tuple[str, str, str]] = set()
@@ -362,8 +371,6 @@ def _read_claims(
             reading.dropped.append(WriteIssue("claim", index, QUOTE_NOT_FOUND))
             continue
         start, end, ambiguous = located
-        if ambiguous:
-            reading.notes.append(WriteIssue("claim", index, QUOTE_AMBIGUOUS, start, end))
         try:
             claim = _claim(item, start, end, authority)
         except (ValidationError, ValueError, OverflowError):
@@ -377,11 +384,13 @@ def _read_claims(
         key = (claim.subject, claim.predicate, normalised(claim.value))
         if code is None and key in seen:
             code = REPEATED_IN_ANSWER
-        if code is None and len(reading.claims) >= MAX_EXTRACTED_CLAIMS:
+        if code is None and kept is not None and len(reading.claims) >= kept:
             code = TOO_MANY
         if code is not None:
             reading.dropped.append(WriteIssue("claim", index, code, start, end))
             continue
+        if ambiguous:
+            reading.notes.append(WriteIssue("claim", index, QUOTE_AMBIGUOUS, start, end))
         seen.add(key)
         reading.claims.append(ReadClaim(index, claim))
 
@@ -391,12 +400,16 @@ def read(
     memories: Sequence[ProposedMemory],
     claims: Sequence[ProposedClaim],
     authority: str,
+    *,
+    capped: bool = True,
 ) -> Reading:
     """Check every proposed memory and claim against ``text`` (the rules of this
-    module); the claims that pass carry ``authority``."""
+    module); the claims that pass carry ``authority``. ``capped=False`` keeps more than
+    100 of a list, for a caller that drops some of them later and then keeps the first
+    100 of the others itself."""
     reading = Reading()
-    _read_memories(text, memories, reading)
-    _read_claims(text, claims, authority, reading)
+    _read_memories(text, memories, reading, MAX_MEMORIES if capped else None)
+    _read_claims(text, claims, authority, reading, MAX_EXTRACTED_CLAIMS if capped else None)
     return reading
 
 

@@ -46,7 +46,7 @@ from trueheart_core.domain.claims import (
     ClaimStatus,
     ExtractionRecord,
 )
-from trueheart_core.domain.extraction import ClaimExtraction, ExtractedClaim
+from trueheart_core.domain.extraction import MAX_EXTRACTED_CLAIMS, ClaimExtraction, ExtractedClaim
 from trueheart_core.domain.model import (
     MemoryDraft,
     MemoryRecord,
@@ -73,8 +73,10 @@ from trueheart_core.integrations.writer.extractor import (
 )
 from trueheart_core.integrations.writer.reading import (
     ALREADY_STORED,
+    MAX_MEMORIES,
     PROMPT_VERSION,
     SUPERSESSION_AMBIGUOUS,
+    TOO_MANY,
     WRITER_PROMPT,
     ReadClaim,
     ReadMemory,
@@ -288,11 +290,17 @@ class MemoryWriter:
         self._refuse_written(draft)
         answer = asked(self._client, WRITER_PROMPT, draft.content)
         proposed_memories, proposed_claims = proposals(answer, memories=True)
-        reading = read(draft.content, proposed_memories, proposed_claims, self._authority)
+        # Not capped at 100 yet: what the scope already holds is dropped first, so that
+        # it takes no place among the kept.
+        reading = read(
+            draft.content, proposed_memories, proposed_claims, self._authority, capped=False
+        )
         dropped, notes = list(reading.dropped), list(reading.notes)
         as_of = draft.source.occurred_at
         memories = self._new_memories(draft.scope, reading.memories, dropped)
-        claims, targets = self._new_claims(draft.scope, as_of, reading.claims, dropped, notes)
+        claims, targets = self._new_claims(draft, as_of, reading.claims, dropped, notes)
+        gone = {(issue.item, issue.index) for issue in dropped}
+        notes = [note for note in notes if (note.item, note.index) not in gone]
         extraction = ClaimExtraction(tuple(claims), diagnostics([*dropped, *notes]))
         result = self._service.ingest_extracted(
             draft,
@@ -346,7 +354,7 @@ class MemoryWriter:
             raise ValidationError("message", "must be a string or a RawEventDraft")
         if self._retention is None:
             raise ValidationError("retention", "must be given to write a text message")
-        event = f"message-{uuid.uuid4().hex}" if event_id is None else event_id
+        event = f"message-{uuid.uuid4().hex}" if event_id is None else v.text("event_id", event_id)
         when = v.clock_now(self._clock) if occurred_at is None else occurred_at
         source = SourceRef(
             event if source_id is None else source_id,
@@ -397,14 +405,17 @@ class MemoryWriter:
         if not memories:
             return []
         held = self._held(scope, {normalised(memory.content) for memory in memories})
-        kept = []
+        kept: list[ReadMemory] = []
         for memory in memories:
+            code = None
             if normalised(memory.content) in held:
-                dropped.append(
-                    WriteIssue("memory", memory.index, ALREADY_STORED, memory.start, memory.end)
-                )
-            else:
+                code = ALREADY_STORED
+            elif len(kept) >= MAX_MEMORIES:
+                code = TOO_MANY
+            if code is None:
                 kept.append(memory)
+            else:
+                dropped.append(WriteIssue("memory", memory.index, code, memory.start, memory.end))
         return kept
 
     def _current(
@@ -423,7 +434,7 @@ class MemoryWriter:
 
     def _new_claims(
         self,
-        scope: Scope,
+        draft: RawEventDraft,
         as_of: datetime,
         claims: Sequence[ReadClaim],
         dropped: list[WriteIssue],
@@ -436,13 +447,23 @@ class MemoryWriter:
             claim = item.claim
             key = (claim.subject, claim.predicate)
             if key not in current:
-                current[key] = self._current(scope, as_of, *key)
+                # A claim of this very event is an earlier write of it that committed
+                # while the model answered this one, which the transaction then refuses
+                # as a replay that differs: it is neither held nor superseded here.
+                current[key] = [
+                    stored
+                    for stored in self._current(draft.scope, as_of, *key)
+                    if draft.event_id not in stored.memory.source_event_ids
+                ]
             span = claim.provenance
             value = normalised(claim.value)
+            code = None
             if any(normalised(stored.value) == value for stored in current[key]):
-                dropped.append(
-                    WriteIssue("claim", item.index, ALREADY_STORED, span.start, span.end)
-                )
+                code = ALREADY_STORED
+            elif len(kept) >= MAX_EXTRACTED_CLAIMS:
+                code = TOO_MANY
+            if code is not None:
+                dropped.append(WriteIssue("claim", item.index, code, span.start, span.end))
                 continue
             others = sorted({stored.claim_id for stored in current[key]})
             if self._supersede and len(others) == 1:
