@@ -23,6 +23,16 @@ def run_turn(agent: Agent[Any], prompt: str, session: TrueHeartSession) -> Any:
     return asyncio.run(Runner.run(agent, prompt, session=session, run_config=NO_TRACING))
 
 
+def _with_memory(model: ScriptedModel, memory: TrueHeart, clock: Clock) -> Agent[Any]:
+    """An agent of ``model`` with the memory tools of ``SCOPE``."""
+    return Agent(
+        name="assistant",
+        instructions="Use your memory.",
+        model=model,
+        tools=memory_tools(memory, SCOPE, clock=clock),
+    )
+
+
 def user_texts(items: list[dict[str, Any]]) -> list[str]:
     return [item["content"] for item in items if item.get("role") == "user"]
 
@@ -67,12 +77,7 @@ def test_tools_and_session_together(memory: TrueHeart, clock: Clock) -> None:
             reply("Green tea.", "msg-b"),
         ]
     )
-    agent = Agent(
-        name="assistant",
-        instructions="Use your memory.",
-        model=model,
-        tools=memory_tools(memory, SCOPE, clock=clock),
-    )
+    agent = _with_memory(model, memory, clock)
     session = TrueHeartSession("conv-1", memory, SCOPE, clock=clock)
     run_turn(agent, "Remember that I like green tea in the morning.", session)
     run_turn(agent, "What do I drink in the morning?", session)
@@ -112,12 +117,7 @@ def test_a_tool_call_whose_arguments_escape_past_a_body_s_size_is_kept_in_histor
             )
         ]
     )
-    agent = Agent(
-        name="assistant",
-        instructions="Use your memory.",
-        model=model,
-        tools=memory_tools(memory, SCOPE, clock=clock),
-    )
+    agent = _with_memory(model, memory, clock)
     session = TrueHeartSession("conv-1", memory, SCOPE, clock=clock)
     for _ in contents:
         run_turn(agent, "Remember this.", session)

@@ -372,10 +372,22 @@ class _FailingClient(ChatClient):
         raise ValueError(f"could not send: {message}")
 
 
+class _LibraryErrorClient(ChatClient):
+    """A host's client whose ``ask`` raises a library error quoting the message."""
+
+    __slots__ = ()
+
+    def ask(self, system: str, message: str) -> dict[str, Any]:
+        raise ValidationError("answer", message)
+
+
+@pytest.mark.parametrize("failing", [_FailingClient, _LibraryErrorClient])
 def test_a_client_that_raises_is_a_provider_error_without_a_chain(
-    settings: ChatSettings, service: TrueHeart
+    settings: ChatSettings, service: TrueHeart, failing: type[ChatClient]
 ) -> None:
-    client = _FailingClient(settings)
+    """Whatever a host's client raises, a library error other than ``ProviderError``
+    included (its message could quote the message), is the model's failure."""
+    client = failing(settings)
     try:
         with pytest.raises(ProviderError, match="the writer model failed") as raised:
             MemoryWriter(service, client, retention=RETENTION, clock=lambda: NOW).write(
@@ -786,31 +798,6 @@ def test_a_blank_memory_is_an_invalid_item_and_a_note_is_only_on_a_kept_item(
     report = _writer(service, settings).write(SCOPE, text, event_id="turn-1")
     assert [(i.index, i.code) for i in report.dropped] == [(0, "invalid_item"), (2, "not_in_span")]
     assert [(i.index, i.code) for i in report.notes] == [(1, "quote_ambiguous")]
-
-
-class _LibraryErrorClient(ChatClient):
-    """A host's client whose ``ask`` raises a library error quoting the message."""
-
-    __slots__ = ()
-
-    def ask(self, system: str, message: str) -> dict[str, Any]:
-        raise ValidationError("answer", message)
-
-
-def test_a_library_error_of_a_host_s_client_is_the_model_s_failure(
-    settings: ChatSettings, service: TrueHeart
-) -> None:
-    client = _LibraryErrorClient(settings)
-    try:
-        with pytest.raises(ProviderError, match="the writer model failed") as raised:
-            MemoryWriter(service, client, retention=RETENTION, clock=lambda: NOW).write(
-                SCOPE, MESSAGE, event_id="turn-1"
-            )
-    finally:
-        client.close()
-    assert MESSAGE not in str(raised.value)
-    assert raised.value.__cause__ is None and raised.value.__context__ is None
-    _nothing_stored(service)
 
 
 def test_a_bad_event_id_is_named_as_such(
