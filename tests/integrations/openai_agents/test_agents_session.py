@@ -436,6 +436,33 @@ def test_an_item_missing_a_part_is_hidden_and_cleared_whole(
     assert memory.verify_integrity().ok
 
 
+def test_forgetting_one_part_of_an_item_through_the_mcp_server_hides_the_item(
+    memory: TrueHeart, clock: Clock
+) -> None:
+    """A tool forgets the memory it is given: one part of an item stored in parts goes,
+    and the event stays while the other parts come from it. The item is then hidden,
+    and ``clear_session`` deletes its event and every part left."""
+    session = TrueHeartSession("conv-1", memory, SCOPE, clock=clock)
+    large = _large_items()[2]
+    wait(session.add_items([ITEMS[0], large]))
+    parts = [
+        m.memory_id
+        for m in memory.list_memories(SCOPE, kinds=(session.kind,)).items
+        if m.memory_id.startswith("agent-session-000000000002")
+    ]
+    tools = MemoryTools(memory, SCOPE, clock=clock)
+    forgot = tools.call("forget_memory", {"memory_id": parts[0], "reason": "asked"})
+    assert forgot["affected_ids"] == [parts[0]]
+    assert "raw_event" not in forgot["removed"]
+    assert memory.get_receipt(SCOPE, parts[0]).event_id == parts[0]
+    assert contents(session) == [ITEMS[0]]
+    assert len(memory.derived_memories(SCOPE, parts[0])) == len(parts) - 1
+    wait(session.clear_session())
+    assert memory.list_memories(SCOPE, kinds=(session.kind,)).items == ()
+    with pytest.raises(EntityDeleted):
+        memory.get_receipt(SCOPE, parts[0])
+
+
 def test_concurrent_calls_are_serialised(memory: TrueHeart, clock: Clock) -> None:
     session = TrueHeartSession("conv-1", memory, SCOPE, clock=clock)
     batches = [[{"batch": b, "index": i} for i in range(5)] for b in range(4)]
