@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import sqlite3
 
@@ -93,9 +94,16 @@ def check_catalog(conn: sqlite3.Connection) -> int:
         return _check_catalog(conn)
     conn.execute("BEGIN")
     try:
-        return _check_catalog(conn)
-    finally:
-        conn.execute("ROLLBACK")
+        version = _check_catalog(conn)
+    except BaseException:
+        # What failed is what the caller is told of, not a rollback of a transaction
+        # that failure may have ended.
+        with contextlib.suppress(sqlite3.Error):
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+        raise
+    conn.execute("ROLLBACK")
+    return version
 
 
 def _check_catalog(conn: sqlite3.Connection) -> int:
