@@ -842,3 +842,34 @@ def test_a_retry_overlapping_its_first_attempt_is_an_idempotency_conflict(
             _writer(racing, settings).write(SCOPE, racing.message, event_id="turn-1")
         assert [value for value, _, _ in _current_colours(first, SCOPE)] == ["teal"]
         assert first.verify_integrity().ok
+
+
+def test_a_claim_the_host_made_from_the_event_being_written_counts_as_held(
+    stub: Stub, settings: ChatSettings, service: TrueHeart
+) -> None:
+    """Only the claims an extraction of the event gives are left out as an overlapping
+    write's: the host's own claim from the event is held, and superseded."""
+    text = "My favourite colour was teal. My favourite colour is navy."
+    draft = RawEventDraft(
+        "turn-1", SCOPE, SourceRef("turn-1", "message", NOW, TrustLevel.OBSERVED), text, RETENTION
+    )
+    service.ingest_event(draft)
+    host = ClaimDraft(
+        "claim-host",
+        SCOPE,
+        "My favourite colour",
+        "is",
+        "teal",
+        ("turn-1",),
+        TrustLevel.OBSERVED,
+        NOW,
+    )
+    service.materialize_claim(host)
+    navy = {**_colour("navy"), "quote": "My favourite colour is navy."}
+    stub.script(answer([], [navy]))
+    report = _writer(service, settings).write(SCOPE, draft)
+    assert [c.supersedes for c in report.claims] == ["claim-host"]
+    assert _current_colours(service, SCOPE) == [
+        ("navy", ClaimStatus.CURRENT, ()),
+        ("teal", ClaimStatus.SUPERSEDED, (report.claims[0].claim_id,)),
+    ]

@@ -30,6 +30,7 @@ The library never runs this on its own: the writer is code the host chooses to c
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import uuid
@@ -86,6 +87,7 @@ from trueheart_core.integrations.writer.reading import (
     proposals,
     read,
 )
+from trueheart_core.service.claims import claim_id_for
 from trueheart_core.service.trueheart import TrueHeart
 
 __all__ = ["DEFAULT_MEMORY_KIND", "MemoryWriter", "WriteReport", "memory_id_for"]
@@ -110,6 +112,17 @@ def memory_id_for(scope: Scope, event_id: str, index: int) -> str:
         separators=(",", ":"),
     )
     return "memory-" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
+
+
+def _own_claim_ids(draft: RawEventDraft) -> frozenset[str]:
+    """The IDs an extraction of ``draft``'s event gives its claims (one per position a
+    write may keep)."""
+    return _extracted_ids(draft.scope, draft.event_id)
+
+
+@functools.lru_cache(maxsize=16)
+def _extracted_ids(scope: Scope, event_id: str) -> frozenset[str]:
+    return frozenset(claim_id_for(scope, event_id, index) for index in range(MAX_EXTRACTED_CLAIMS))
 
 
 @dataclass(frozen=True, slots=True)
@@ -447,13 +460,15 @@ class MemoryWriter:
             claim = item.claim
             key = (claim.subject, claim.predicate)
             if key not in current:
-                # A claim of this very event is an earlier write of it that committed
-                # while the model answered this one, which the transaction then refuses
-                # as a replay that differs: it is neither held nor superseded here.
+                # A claim extracted from this very event (under an ID its extraction
+                # gives) is an earlier write of it that committed while the model
+                # answered this one, which the transaction then refuses as a replay that
+                # differs: it is neither held nor superseded here. A claim the host made
+                # from the event under an ID of its own counts as any other.
                 current[key] = [
                     stored
                     for stored in self._current(draft.scope, as_of, *key)
-                    if draft.event_id not in stored.memory.source_event_ids
+                    if stored.claim_id not in _own_claim_ids(draft)
                 ]
             span = claim.provenance
             value = normalised(claim.value)
