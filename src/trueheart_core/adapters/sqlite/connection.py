@@ -342,6 +342,17 @@ def has_side_files(path: str) -> bool:
     return os.path.exists(f"{path}-wal") or os.path.exists(f"{path}-shm")
 
 
+Stamp = tuple[int, int, int, bool]
+"""What changes when a file is written (see :func:`file_stamp`)."""
+
+
+def file_stamp(path: str) -> Stamp:
+    """What changes when a file is written: its inode, size and modification time, and
+    whether side files lie beside it."""
+    found = os.stat(path)
+    return (found.st_ino, found.st_size, found.st_mtime_ns, has_side_files(path))
+
+
 def connect(
     target: str, *, busy_timeout: float, read_only: bool, immutable: bool = False
 ) -> sqlite3.Connection:
@@ -419,7 +430,7 @@ def inspect_catalog(path: str, *, busy_timeout: float) -> int:
         # Read without locks, the file may have been written meanwhile by another
         # process (the first writable open of an older store upgrades it): what was
         # read is no proof of damage. Read again as any reader, under SQLite's locks.
-        if _stamp(path) == before and not has_side_files(path):
+        if _stamp(path) == before:
             raise
     return _read_catalog(path, "ro", busy_timeout)
 
@@ -434,13 +445,12 @@ def _read_catalog(path: str, mode: str, busy_timeout: float) -> int:
             conn.close()
 
 
-def _stamp(path: str) -> tuple[int, int, int] | None:
-    """What changes when a file is written: its inode, size and modification time."""
+def _stamp(path: str) -> Stamp | None:
+    """:func:`file_stamp`, or None when the file is gone."""
     try:
-        found = os.stat(path)
+        return file_stamp(path)
     except OSError:
         return None
-    return (found.st_ino, found.st_size, found.st_mtime_ns)
 
 
 def create_file(path: str, *, busy_timeout: float) -> None:

@@ -17,9 +17,6 @@ from trueheart_core.errors import RepositoryFull, RepositoryReadOnly, Validation
 
 UPGRADE_NEEDS_WRITE = "schema upgrade needs a writable store"
 
-Stamp = tuple[int, int, int, bool]
-"""What changes when a file is written (see :func:`file_stamp`)."""
-
 
 @dataclass(frozen=True)
 class Opened:
@@ -31,7 +28,7 @@ class Opened:
     conn: sqlite3.Connection
     path: str | None
     handle: handles.Handle | None
-    snapshot: Stamp | None
+    snapshot: conn_mod.Stamp | None
     read_only: bool
 
 
@@ -72,19 +69,12 @@ def open_store(target: str, *, busy_timeout: float, read_only: bool) -> Opened:
             and not conn_mod.has_side_files(target)
             and (not conn_mod.directory_writable(target) or conn_mod.unwritable_file(target))
         )
-        snapshot = file_stamp(target) if immutable else None
+        snapshot = conn_mod.file_stamp(target) if immutable else None
         conn = _connect(target, busy_timeout, read_only, immutable)
     except BaseException:
         handle.release()
         raise
     return Opened(conn, target, handle, snapshot, read_only)
-
-
-def file_stamp(path: str) -> Stamp:
-    """What changes when a file is written: its inode, size and modification time, and
-    whether side files lie beside it."""
-    found = os.stat(path)
-    return (found.st_ino, found.st_size, found.st_mtime_ns, conn_mod.has_side_files(path))
 
 
 def _connect(

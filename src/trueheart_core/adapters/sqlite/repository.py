@@ -102,7 +102,7 @@ class SQLiteRepository:
         self._rewrite_pending = False
         # For a file read as an immutable snapshot: what the file was when it was opened
         # (see ``_fresh_snapshot``); None otherwise.
-        self._snapshot: opening.Stamp | None = None
+        self._snapshot: conn_mod.Stamp | None = None
         self._busy_timeout = float(seconds)
         try:
             self._opened(self._path or target, read_only)
@@ -146,7 +146,7 @@ class SQLiteRepository:
         user committed is read instead of stale pages."""
         if self._snapshot is None or self._path is None:
             return
-        if self._file is not None and opening.file_stamp(self._file) == self._snapshot:
+        if self._file is not None and conn_mod.file_stamp(self._file) == self._snapshot:
             return
         old_conn, old_handle = self._conn, self._handle
         # On failure this unit fails, the old connection stays, and the next unit tries
