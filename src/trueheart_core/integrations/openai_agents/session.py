@@ -111,8 +111,6 @@ def _encoded(item: object) -> str:
         raise ValidationError("items", _BAD_ITEMS) from None
     if not same:
         raise ValidationError("items", _BAD_ITEMS)
-    if len(text) * 4 <= v.MAX_CONTENT_BYTES:
-        return v.content("items", text)  # valid UTF-8, at most 256 KiB
     size = v.utf8_size(text)
     if size is None:
         raise ValidationError("items", "must be valid UTF-8")

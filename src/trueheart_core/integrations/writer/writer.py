@@ -30,7 +30,6 @@ The library never runs this on its own: the writer is code the host chooses to c
 from __future__ import annotations
 
 import dataclasses
-import functools
 import hashlib
 import json
 import uuid
@@ -114,15 +113,12 @@ def memory_id_for(scope: Scope, event_id: str, index: int) -> str:
     return "memory-" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
 
 
-def _own_claim_ids(draft: RawEventDraft) -> frozenset[str]:
+def _extracted_ids(draft: RawEventDraft) -> frozenset[str]:
     """The IDs an extraction of ``draft``'s event gives its claims (one per position a
     write may keep)."""
-    return _extracted_ids(draft.scope, draft.event_id)
-
-
-@functools.lru_cache(maxsize=16)
-def _extracted_ids(scope: Scope, event_id: str) -> frozenset[str]:
-    return frozenset(claim_id_for(scope, event_id, index) for index in range(MAX_EXTRACTED_CLAIMS))
+    return frozenset(
+        claim_id_for(draft.scope, draft.event_id, index) for index in range(MAX_EXTRACTED_CLAIMS)
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -456,6 +452,7 @@ class MemoryWriter:
         current: dict[tuple[str, str], list[ClaimRecord]] = {}
         kept: list[ExtractedClaim] = []
         targets: dict[str, str] = {}
+        extracted = _extracted_ids(draft) if claims else frozenset()
         for item in claims:
             claim = item.claim
             key = (claim.subject, claim.predicate)
@@ -468,7 +465,7 @@ class MemoryWriter:
                 current[key] = [
                     stored
                     for stored in self._current(draft.scope, as_of, *key)
-                    if stored.claim_id not in _own_claim_ids(draft)
+                    if stored.claim_id not in extracted
                 ]
             span = claim.provenance
             value = normalised(claim.value)
