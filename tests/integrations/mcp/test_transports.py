@@ -406,3 +406,34 @@ def _line_within(stream: IO[str], seconds: float) -> str:
         return lines.get(timeout=seconds)
     except queue.Empty:
         pytest.fail("the server did not answer")
+
+
+def _call(request_id: int, arguments: str) -> str:
+    return (
+        f'{{"jsonrpc": "2.0", "id": {request_id}, "method": "tools/call", "params": '
+        f'{{"name": "search_memory", "arguments": {{"query": "tea", "extra": {arguments}}}}}}}\n'
+    )
+
+
+def test_requests_the_sdk_cannot_read_go_unanswered_and_later_ones_are_served(
+    tmp_path: Path,
+) -> None:
+    """What the guide says the MCP SDK's stdio reader drops: a lone surrogate's escape,
+    nesting of about 200 levels from the message's top, an integer of over 4,300 digits.
+    A request just inside those bounds is answered (a tool error for the extra
+    argument); one beyond them gets no line at all, and the ping after it is answered."""
+    answered = [("[" * 190 + "]" * 190), "1" * 4300]
+    dropped = ['"\\ud800"', ("[" * 200 + "]" * 200), "1" * 4301]
+    with _initialized_stdio_server(tmp_path) as (_, stdin, stdout):
+        request_id = 2
+        for arguments, expected in [(a, True) for a in answered] + [(d, False) for d in dropped]:
+            ping = request_id + 1
+            stdin.write(_call(request_id, arguments))
+            stdin.write(f'{{"jsonrpc": "2.0", "id": {ping}, "method": "ping"}}\n')
+            stdin.flush()
+            first = _line_within(stdout, DEADLINE).replace(" ", "")
+            if expected:
+                assert f'"id":{request_id},' in first and '"isError":true' in first
+                first = _line_within(stdout, DEADLINE).replace(" ", "")
+            assert f'"id":{ping},' in first, arguments[:10]
+            request_id += 2
