@@ -13,8 +13,8 @@ from __future__ import annotations
 import os
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from trueheart_core.adapters.sqlite import SQLiteRepository
-from trueheart_core.adapters.sqlite import connection as sqlite_files
+from trueheart_core.adapters.sqlite import SQLiteRepository, files
+from trueheart_core.adapters.sqlite import connection as sqlite_connection
 from trueheart_core.errors import ValidationError
 from trueheart_core.ports import Repository
 
@@ -113,7 +113,7 @@ def orphaned_side_files(target: str) -> str | None:
     take its pages for the new database's), else ``None``."""
     if is_server_url(target) or target == ":memory:":
         return None
-    return sqlite_files.ORPHANS if sqlite_files.orphans(os.path.abspath(target)) else None
+    return files.ORPHANS if files.orphans(os.path.abspath(target)) else None
 
 
 def side_file_of_another(path: str) -> str | None:
@@ -123,14 +123,14 @@ def side_file_of_another(path: str) -> str | None:
     rule as a backup's target follows."""
     if is_server_url(path) or path == ":memory:":
         return None
-    return sqlite_files.SIDE_FILE if sqlite_files.side_file_of_another(path) else None
+    return files.SIDE_FILE if files.side_file_of_another(path) else None
 
 
 def settle_file(path: str, *, busy_timeout: float) -> None:
     """Make the closed SQLite store at ``path`` whole in its database file, its WAL
     copied into it (see ``adapters.sqlite.connection.settle``): before the file alone
     is linked or copied elsewhere. ``RepositoryFull`` when there is no room for it."""
-    sqlite_files.settle(path, busy_timeout=busy_timeout)
+    sqlite_connection.settle(path, busy_timeout=busy_timeout)
 
 
 def open_repository(

@@ -6,12 +6,12 @@ import contextlib
 import os
 import sqlite3
 
-from trueheart_core.adapters.sqlite.connection import (
+from trueheart_core.adapters.sqlite.connection import translate
+from trueheart_core.adapters.sqlite.files import (
     MAX_PATH_BYTES,
     ORPHANS,
     SIDE_FILE,
     side_file_of_another,
-    translate,
 )
 from trueheart_core.errors import ValidationError
 

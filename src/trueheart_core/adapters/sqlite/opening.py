@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from trueheart_core import logs
 from trueheart_core.adapters.sql.failures import DIAGNOSTICS, forget
 from trueheart_core.adapters.sqlite import connection as conn_mod
-from trueheart_core.adapters.sqlite import handles, schema
+from trueheart_core.adapters.sqlite import files, handles, schema
 from trueheart_core.errors import RepositoryFull, RepositoryReadOnly, ValidationError
 
 UPGRADE_NEEDS_WRITE = "schema upgrade needs a writable store"
@@ -28,7 +28,7 @@ class Opened:
     conn: sqlite3.Connection
     path: str | None
     handle: handles.Handle | None
-    snapshot: conn_mod.Stamp | None
+    snapshot: files.Stamp | None
     read_only: bool
 
 
@@ -41,22 +41,22 @@ def open_store(target: str, *, busy_timeout: float, read_only: bool) -> Opened:
         if read_only:
             raise ValidationError("read_only", "requires a database file")
         return Opened(_connect(target, busy_timeout, False, False), None, None, None, False)
-    exists = conn_mod.check_target(target)
+    exists = files.check_target(target)
     if not exists and read_only:
         raise ValidationError("path", "must name an existing database file")
     # SQLite resolves symbolic links and keeps the WAL and shared-memory files beside
     # the file itself: every check of side files, directory and file here looks there.
     real = os.path.realpath(target)
     if real != target:
-        exists = conn_mod.check_target(real)
+        exists = files.check_target(real)
         target = real
     if not exists:
-        conn_mod.make_directories(target)
+        files.make_directories(target)
         conn_mod.create_file(target, busy_timeout=busy_timeout)
-    handle = conn_mod.inspect_file(target)
+    handle = files.inspect_file(target)
     try:
         version = conn_mod.inspect_catalog(target, busy_timeout=busy_timeout)
-        read_only = read_only or not conn_mod.writable(target)
+        read_only = read_only or not files.writable(target)
         if read_only and version < schema.SCHEMA_VERSION:
             # Refused before SQLite opens it, so nothing is created next to the file.
             raise RepositoryReadOnly(UPGRADE_NEEDS_WRITE)
@@ -66,10 +66,10 @@ def open_store(target: str, *, busy_timeout: float, read_only: bool) -> Opened:
         # store in use, with side files beside it.
         immutable = (
             read_only
-            and not conn_mod.has_side_files(target)
-            and (not conn_mod.directory_writable(target) or conn_mod.unwritable_file(target))
+            and not files.has_side_files(target)
+            and (not files.directory_writable(target) or files.unwritable_file(target))
         )
-        snapshot = conn_mod.file_stamp(target) if immutable else None
+        snapshot = files.file_stamp(target) if immutable else None
         conn = _connect(target, busy_timeout, read_only, immutable)
     except BaseException:
         handle.release()

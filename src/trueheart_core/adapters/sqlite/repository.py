@@ -19,7 +19,7 @@ from trueheart_core import logs
 from trueheart_core.adapters.sql.failures import DIAGNOSTICS, REENTRANT
 from trueheart_core.adapters.sqlite import backup as backup_mod
 from trueheart_core.adapters.sqlite import connection as conn_mod
-from trueheart_core.adapters.sqlite import handles, opening, schema
+from trueheart_core.adapters.sqlite import files, handles, opening, schema
 from trueheart_core.adapters.sqlite.unit_of_work import SQLiteUnitOfWork
 from trueheart_core.domain import validation as v
 from trueheart_core.errors import (
@@ -73,7 +73,7 @@ class SQLiteRepository:
         busy_timeout: float = 5.0,
         read_only: bool = False,
     ) -> None:
-        target = conn_mod.normalise_path(path)
+        target = files.normalise_path(path)
         seconds = v.real(busy_timeout)
         if seconds is None:
             raise ValidationError("busy_timeout", "must be a number of seconds")
@@ -102,7 +102,7 @@ class SQLiteRepository:
         self._rewrite_pending = False
         # For a file read as an immutable snapshot: what the file was when it was opened
         # (see ``_fresh_snapshot``); None otherwise.
-        self._snapshot: conn_mod.Stamp | None = None
+        self._snapshot: files.Stamp | None = None
         self._busy_timeout = float(seconds)
         try:
             self._opened(self._path or target, read_only)
@@ -146,7 +146,7 @@ class SQLiteRepository:
         user committed is read instead of stale pages."""
         if self._snapshot is None or self._path is None:
             return
-        if self._file is not None and conn_mod.file_stamp(self._file) == self._snapshot:
+        if self._file is not None and files.file_stamp(self._file) == self._snapshot:
             return
         old_conn, old_handle = self._conn, self._handle
         # On failure this unit fails, the old connection stays, and the next unit tries
