@@ -60,7 +60,9 @@ class AsyncEviCortex:
     :meth:`aclose` (and ``close``, and leaving ``async with``) lets the running call
     finish, fails the calls still waiting and refuses new ones with
     ``StorageClosedError``, closes the store once, and returns when the worker thread
-    has ended. It is idempotent.
+    has ended. It is idempotent. A close the store refuses (see :meth:`EviCortex.close`)
+    did not happen: it raises that error, the face takes calls again, and the next
+    :meth:`aclose` tries again.
     """
 
     def __init__(self, store: EviCortex) -> None:

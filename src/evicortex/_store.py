@@ -162,10 +162,16 @@ class EviCortex:
         return cls(engine, clock, extractor)
 
     def close(self) -> None:
-        """Close the store (idempotent). Later calls raise ``StorageClosedError``."""
-        engine, self._engine = self._engine, None
+        """Close the store (idempotent). Later calls raise ``StorageClosedError``.
+
+        A close the service underneath refuses (``RepositoryBusy`` while another
+        connection holds up an erasure's scrub, or a call of another thread still runs;
+        ``RepositoryFull``) closes nothing: the store stays usable, and the next
+        ``close()`` tries again."""
+        engine = self._engine
         if engine is not None:
             engine.close()
+            self._engine = None
 
     def __enter__(self) -> EviCortex:
         return self

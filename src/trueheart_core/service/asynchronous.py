@@ -95,7 +95,10 @@ class AsyncTrueHeart:
     :meth:`aclose` (and ``close``, and leaving ``async with``) lets the running call
     finish, fails the calls still waiting and refuses new ones with
     ``ValidationError("repository: is closed")``, closes the service once, and returns
-    when the worker thread has ended. It is idempotent.
+    when the worker thread has ended. It is idempotent. A close the service refuses
+    (``RepositoryBusy`` while an erasure's scrub is held up by another connection, or a
+    call of another thread outlasts the busy timeout) did not happen: it raises that
+    error, the face takes calls again, and the next :meth:`aclose` tries again.
     """
 
     def __init__(

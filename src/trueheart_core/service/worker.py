@@ -107,7 +107,12 @@ class Worker:
         still waiting too); ``final`` runs in the thread after the call in progress.
         With ``stop`` (the owner's close) the worker takes no more calls of any face and
         its thread has ended when this returns. Idempotent: later and concurrent calls
-        wait for the same close. Cancelling the caller does not stop the close."""
+        wait for the same close. Cancelling the caller does not stop the close.
+
+        A close whose ``final`` raises did not happen: every caller waiting for it gets
+        that error, the face (and the worker) take calls again, and the next close
+        runs ``final`` anew, as a sync close that failed leaves its service usable and
+        is tried again by the next."""
         with self._lock:
             job = gate._closing
             if job is None:
@@ -116,12 +121,25 @@ class Worker:
                     job = self._submit_final(final)
                     if stop:
                         self._final = job
-                        self._executor.shutdown(wait=False)
                 gate._closing = job
+        # Outside the lock: a job already done runs the callback here and now.
+        job.add_done_callback(functools.partial(self._reopen_if_failed, gate))
         await settled(job, cancel=False)
         if stop:
             # The thread has nothing left to run: this only waits for it to notice.
             self._executor.shutdown(wait=True)
+
+    def _reopen_if_failed(self, gate: Gate, job: Future[None]) -> None:
+        """After a close job ended: when ``final`` raised, the close is undone (see
+        :meth:`close`). Runs once per caller that waited; only the first finds the job
+        still in place."""
+        if job.cancelled() or job.exception() is None:
+            return
+        with self._lock:
+            if gate._closing is job:
+                gate._closing = None
+            if self._final is job:
+                self._final = None
 
     def abandon(self, final: Callable[[], None]) -> None:
         """Stop the worker without waiting: ``final`` runs in the thread after whatever
