@@ -8,8 +8,11 @@ a call of another thread on the same repository outlasts its busy timeout."""
 from __future__ import annotations
 
 import asyncio
-import io
+import fcntl
+import os
+import termios
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -61,37 +64,38 @@ def test_a_close_held_up_by_a_reader_is_made_again_and_scrubs(db_path: Path) -> 
     assert not _worker_threads()
 
 
-class _HeldWriter(io.StringIO):
-    """A text stream whose first write waits until the test releases it."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.entered = threading.Event()
-        self.released = threading.Event()
-
-    def write(self, text: str) -> int:
-        if not self.entered.is_set():
-            self.entered.set()
-            assert self.released.wait(WAIT)
-        return super().write(text)
-
-
 def test_a_close_that_waited_for_another_threads_call_is_made_again(db_path: Path) -> None:
     service = TrueHeart(SQLiteRepository(db_path, busy_timeout=0.2), clock=lambda: NOW)
     populate_subject(service)
     face = AsyncTrueHeart.wrap(service)
-    writer = _HeldWriter()
-    exporter = threading.Thread(target=service.export_store, args=(writer,))
+    # Another thread exports into a pipe nobody reads yet: once its 4 KiB are full, the
+    # export (and the repository's lock) waits for a reader.
+    read_end, write_end = os.pipe()
+    fcntl.fcntl(write_end, fcntl.F_SETPIPE_SZ, 4096)
+    sink = open(write_end, "w", encoding="utf-8")  # noqa: SIM115 - closed below
+    exporter = threading.Thread(target=service.export_store, args=(sink,))
     exporter.start()
-    assert writer.entered.wait(WAIT)
+    deadline = time.monotonic() + WAIT
+    while _unread(read_end) < 4096:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    received = bytearray()
+
+    def drain() -> None:
+        while chunk := os.read(read_end, 65536):
+            received.extend(chunk)
 
     async def scenario() -> None:
+        reader = threading.Thread(target=drain)
         try:
             with pytest.raises(RepositoryBusy, match="a call of another thread is still running"):
                 await face.aclose()
         finally:
-            writer.released.set()
+            reader.start()
             await asyncio.to_thread(exporter.join, WAIT)
+            sink.close()
+            await asyncio.to_thread(reader.join, WAIT)
+            os.close(read_end)
         # The failed close left the face open: its calls run again.
         assert (await face.stats(SCOPE)).memories > 0
         await face.aclose()
@@ -100,7 +104,12 @@ def test_a_close_that_waited_for_another_threads_call_is_made_again(db_path: Pat
         await face.aclose()  # closed once: a later close has nothing to do
 
     asyncio.run(scenario())
-    assert writer.getvalue()  # the other thread's export finished whole
+    assert received.endswith(b"\n") and received.count(b"\n") > 10  # the export finished
     with pytest.raises(ValidationError, match=CLOSED):
         service.stats()
     assert not _worker_threads()
+
+
+def _unread(fd: int) -> int:
+    """How many bytes wait in the pipe whose read end is ``fd``."""
+    return int.from_bytes(fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0"), "little")
