@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
-from agents import Session, SessionSettings
+from agents import Agent, RunConfig, Runner, Session, SessionSettings
+from agents_scripted import ScriptedModel, call, output_of, reply
 from agents_support import OTHER_SCOPE, SCOPE, Clock
 
 from trueheart_core import (
@@ -32,7 +33,7 @@ from trueheart_core import (
     ValidationError,
 )
 from trueheart_core.integrations.mcp_server import MemoryTools
-from trueheart_core.integrations.openai_agents import TrueHeartSession
+from trueheart_core.integrations.openai_agents import TrueHeartSession, memory_tools
 from trueheart_core.integrations.openai_agents._common import to_json
 
 _T = TypeVar("_T")
@@ -461,6 +462,57 @@ def test_forgetting_one_part_of_an_item_through_the_mcp_server_hides_the_item(
     assert memory.list_memories(SCOPE, kinds=(session.kind,)).items == ()
     with pytest.raises(EntityDeleted):
         memory.get_receipt(SCOPE, parts[0])
+
+
+def _forget_through(surface: str, memory: TrueHeart, clock: Clock) -> Any:
+    """A function that forgets one memory the way ``surface`` does: the MCP server's
+    ``forget_memory``, or the Agents ``forget_memory`` tool (its kinds including the
+    session's) called by a scripted model; it returns the tool's answer."""
+    if surface == "mcp":
+        tools = MemoryTools(memory, SCOPE, clock=clock)
+        return lambda memory_id: tools.call(
+            "forget_memory", {"memory_id": memory_id, "reason": "asked"}
+        )
+    agent_tools = memory_tools(
+        memory, SCOPE, clock=clock, search_kinds=["agent_note", "agent_session:conv-1"]
+    )
+
+    def forget(memory_id: str) -> Any:
+        model = ScriptedModel([call("forget_memory", {"memory_id": memory_id}, "f1"), reply("ok")])
+        agent = Agent(name="assistant", instructions="Forget.", model=model, tools=agent_tools)
+        asyncio.run(Runner.run(agent, "Go.", run_config=RunConfig(tracing_disabled=True)))
+        return output_of(model.inputs[-1], "f1")
+
+    return forget
+
+
+@pytest.mark.parametrize("surface", ["mcp", "agents"])
+def test_forgetting_every_part_of_an_item_deletes_its_event_with_the_last(
+    memory: TrueHeart, repository: SQLiteRepository, clock: Clock, surface: str
+) -> None:
+    """Each part forgotten through a tool, the first first: the event stays while other
+    parts come from it, and goes with the last, so the item's text leaves the store
+    (``clear_session`` finds items by their memories and could no longer reach it)."""
+    session = TrueHeartSession("conv-1", memory, SCOPE, clock=clock)
+    large = _large_items()[2]
+    wait(session.add_items([ITEMS[0], large]))
+    parts = [
+        m.memory_id
+        for m in memory.list_memories(SCOPE, kinds=(session.kind,)).items
+        if m.memory_id.startswith("agent-session-000000000002")
+    ]
+    assert len(parts) == 4
+    forget = _forget_through(surface, memory, clock)
+    for number, part in enumerate(parts):
+        forget(part)
+        if number < len(parts) - 1:
+            assert memory.get_receipt(SCOPE, parts[0]).event_id == parts[0]
+    with pytest.raises(EntityDeleted):
+        memory.get_receipt(SCOPE, parts[0])
+    assert contents(session) == [ITEMS[0]]
+    wait(session.clear_session())
+    assert repository.residue(["é".encode() * 1000, "漢".encode() * 100]) == frozenset()
+    assert memory.verify_integrity().ok
 
 
 def test_concurrent_calls_are_serialised(memory: TrueHeart, clock: Clock) -> None:

@@ -28,7 +28,7 @@ from trueheart_core import (
     SourceRef,
     TrueHeart,
 )
-from trueheart_core.integrations._kinds import SESSION_KIND_PREFIX
+from trueheart_core.integrations._kinds import SESSION_KIND_PREFIX, session_item_event
 
 __all__ = ["SOURCE_TYPE", "delete_event", "ids", "own_event"]
 
@@ -37,10 +37,9 @@ SOURCE_TYPE = "mcp"
 
 _WRITTEN_HERE = re.compile(r"(mem|clm)-([0-9a-f]{32})")
 _OTHER_NAMESPACE = {"mem": "clm", "clm": "mem"}
-# An item of an OpenAI Agents session (``TrueHeartSession``): its event and its memory
-# share this ID, and the event's source is the session (these names are those of
-# ``trueheart_core.integrations.openai_agents.session``, which imports the Agents SDK).
-_SESSION_ITEM = re.compile(r"agent-session-[0-9]{12}-[0-9a-f]{16}")
+# The source type of an OpenAI Agents session's events (the name that
+# ``trueheart_core.integrations.openai_agents.session``, which imports the Agents SDK,
+# gives them).
 _SESSION_SOURCE_TYPE = "openai-agents-session"
 
 
@@ -70,9 +69,11 @@ def own_event(
     way: the event's receipt must carry the server's source (type ``mcp``, its
     ``source_id``), no memory held under the other namespace (``mem-`` or ``clm-``)
     may come from it, and a memory still held (``record``) must have it as its only
-    source. A session item's event is found as :func:`_item_event` says."""
-    if _SESSION_ITEM.fullmatch(memory_id):
-        return _item_event(service, scope, memory_id, record)
+    source. A session item's event (for the item or any of its parts) is found as
+    :func:`_item_event` says."""
+    item_event = session_item_event(memory_id)
+    if item_event is not None:
+        return _item_event(service, scope, item_event, record)
     match = _WRITTEN_HERE.fullmatch(memory_id)
     if match is None:
         return None
@@ -91,20 +92,21 @@ def own_event(
 
 
 def _item_event(
-    service: TrueHeart, scope: Scope, item_id: str, record: MemoryRecord | None
+    service: TrueHeart, scope: Scope, event_id: str, record: MemoryRecord | None
 ) -> str | None:
-    """The event of a session item, stored under the item's own ID, when it is still
-    stored and its receipt shows a session's source (type
-    ``openai-agents-session``); a memory still held (``record``) must have it as its
-    only source, and be of the kind of that session."""
-    if record is not None and record.source_event_ids != (item_id,):
+    """The event of a session item (stored under the item's own ID, which its first
+    part's memory shares and its other parts' IDs begin with), when it is still stored
+    and its receipt shows a session's source (type ``openai-agents-session``); a memory
+    still held (``record``) must have it as its only source, and be of the kind of that
+    session."""
+    if record is not None and record.source_event_ids != (event_id,):
         return None
-    source = _stored_source(service, scope, item_id)
+    source = _stored_source(service, scope, event_id)
     if source is None or source.source_type != _SESSION_SOURCE_TYPE:
         return None
     if record is not None and record.kind != SESSION_KIND_PREFIX + source.source_id:
         return None
-    return item_id
+    return event_id
 
 
 def _stored_source(service: TrueHeart, scope: Scope, event_id: str) -> SourceRef | None:

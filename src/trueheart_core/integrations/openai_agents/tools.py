@@ -53,7 +53,7 @@ from trueheart_core import (
 )
 from trueheart_core.domain import validation as v
 from trueheart_core.domain.search.model import query_text
-from trueheart_core.integrations._kinds import check_plain_kind
+from trueheart_core.integrations._kinds import check_plain_kind, session_item_event
 from trueheart_core.integrations.openai_agents._common import (
     Clock,
     checked_host,
@@ -336,19 +336,19 @@ def _remember_tool(binding: _Binding) -> FunctionTool:
     return _tool(remember)
 
 
-def _own_receipt(binding: _Binding, memory_id: str) -> RawEventReceipt | None:
-    """The receipt of the event stored under the memory's own ID, when ``remember``,
-    ``remember_claim`` (source type ``openai-agents``) or a session (source type
-    ``openai-agents-session``) wrote it, as the memory's ID says; ``None`` when it is
-    gone or another writer's."""
-    if memory_id.startswith(ITEM_ID_PREFIX):
+def _own_receipt(binding: _Binding, event_id: str) -> RawEventReceipt | None:
+    """The receipt of the event ``event_id`` (a memory's own ID, or a session item's
+    for one of its parts), when ``remember``, ``remember_claim`` (source type
+    ``openai-agents``) or a session (source type ``openai-agents-session``) wrote it, as
+    the ID says; ``None`` when it is gone or another writer's."""
+    if event_id.startswith(ITEM_ID_PREFIX):
         source_type = SESSION_SOURCE_TYPE
-    elif memory_id.startswith((MEMORY_ID_PREFIX, CLAIM_ID_PREFIX)):
+    elif event_id.startswith((MEMORY_ID_PREFIX, CLAIM_ID_PREFIX)):
         source_type = SOURCE_TYPE
     else:
         return None
     try:
-        receipt = binding.service.get_receipt(binding.scope, memory_id)
+        receipt = binding.service.get_receipt(binding.scope, event_id)
     except (EntityNotFound, EntityDeleted, ScopeMismatch):
         return None
     return receipt if receipt.source.source_type == source_type else None
@@ -387,8 +387,11 @@ def _forget_tool(binding: _Binding) -> FunctionTool:
         memory_id = v.text("memory_id", memory_id)
         service, scope = binding.service, binding.scope
         when = now(binding.clock)
+        # These tools and the session write a memory's event under the memory's own ID;
+        # a session item's later parts come from the event of the item's ID.
+        event_id = session_item_event(memory_id) or memory_id
         delete = GovernanceCommand(
-            scope, GovernanceAction.DELETE, EntityType.RAW_EVENT, memory_id, when, FORGET_REASON
+            scope, GovernanceAction.DELETE, EntityType.RAW_EVENT, event_id, when, FORGET_REASON
         )
         try:
             record = service.get_memory(scope, memory_id)
@@ -397,10 +400,10 @@ def _forget_tool(binding: _Binding) -> FunctionTool:
             # busy store between the two transactions): this call finishes it, within
             # the reach a live memory has, its kind (as the receipt tells it) among the
             # tools' kinds.
-            receipt = _own_receipt(binding, memory_id)
+            receipt = _own_receipt(binding, event_id)
             if receipt is None or _kind_of(receipt) not in binding.kinds:
                 raise
-            if not _no_longer_a_source(binding, memory_id):
+            if not _no_longer_a_source(binding, event_id):
                 raise
             try:
                 service.govern(delete)
@@ -409,11 +412,10 @@ def _forget_tool(binding: _Binding) -> FunctionTool:
             return to_json({"forgotten": memory_id})
         if record.kind not in binding.kinds:
             raise ValidationError("memory_id", "names a memory these tools do not manage")
-        # These tools and the session write a memory's event under the memory's own ID,
-        # and it is this memory's only source.
+        # The event is this memory's only source.
         receipt = None
-        if record.source_event_ids == (memory_id,):
-            receipt = _own_receipt(binding, memory_id)
+        if record.source_event_ids == (event_id,):
+            receipt = _own_receipt(binding, event_id)
         own = receipt is not None and _kind_of(receipt) in (record.kind, None)
         service.govern(
             GovernanceCommand(
@@ -422,7 +424,7 @@ def _forget_tool(binding: _Binding) -> FunctionTool:
         )
         # The event goes only when no other memory comes from it: a memory the host
         # derived from it is the host's, and deleting the event would delete it too.
-        if own and _no_longer_a_source(binding, memory_id):
+        if own and _no_longer_a_source(binding, event_id):
             with contextlib.suppress(EntityNotFound, EntityDeleted):  # already gone
                 service.govern(delete)
         return to_json({"forgotten": memory_id})
