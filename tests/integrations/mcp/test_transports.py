@@ -5,16 +5,21 @@ as the library reads it."""
 from __future__ import annotations
 
 import contextlib
+import http.client
+import json
 import os
 import queue
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
+from urllib.parse import urlsplit
 
 import pytest
 from mcp_support import (
@@ -193,6 +198,102 @@ def test_streamable_http_on_a_free_loopback_port(tmp_path: Path) -> None:
         ("ingest", EntityType.RAW_EVENT),
         ("materialize", EntityType.MEMORY),
     ]
+
+
+def _post(url: str, body: dict[str, Any], session: str | None = None) -> tuple[str | None, bytes]:
+    """POST one JSON-RPC message as any streamable HTTP client does (a plain request,
+    no stream of the client's own open beside it): the session ID the server gives, and
+    the whole answer."""
+    parts = urlsplit(url)
+    connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=DEADLINE)
+    headers = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
+    if session is not None:
+        headers |= {"mcp-session-id": session, "mcp-protocol-version": "2025-06-18"}
+    try:
+        connection.request("POST", parts.path, json.dumps(body), headers)
+        response = connection.getresponse()
+        return response.getheader("mcp-session-id"), response.read()
+    finally:
+        connection.close()
+
+
+def test_a_sigterm_over_http_answers_the_running_call_before_the_server_stops(
+    tmp_path: Path,
+) -> None:
+    """A call still running when SIGTERM arrives (here it waits for another process's
+    write lock) is answered over its open request, and the server then exits with status
+    0: a client is never left without the answer to a write that committed."""
+    store = tmp_path / "memory.db"
+    TrueHeart(SQLiteRepository(store)).close()
+    process = subprocess.Popen(
+        server_command(
+            "--store",
+            str(store),
+            "--scope",
+            SCOPE_ARGUMENT,
+            "--transport",
+            "http",
+            "--port",
+            "0",
+            "--busy-timeout",
+            "30",
+        ),
+        env=child_environment(),
+        cwd=tmp_path,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stderr is not None
+    lines: queue.Queue[str] = queue.Queue()
+    reader = threading.Thread(target=_lines, args=(process.stderr, lines), daemon=True)
+    reader.start()
+    lock = sqlite3.connect(store, isolation_level=None)
+    answers: list[bytes] = []
+    try:
+        url = lines.get(timeout=DEADLINE).rsplit(" at ", 1)[1].strip()
+        hello = {"protocolVersion": "2025-06-18", "capabilities": {}}
+        hello["clientInfo"] = {"name": "plain", "version": "1"}
+        session, _ = _post(
+            url, {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": hello}
+        )
+        _post(url, {"jsonrpc": "2.0", "method": "notifications/initialized"}, session)
+        lock.execute("BEGIN IMMEDIATE")
+        call = {"name": "remember", "arguments": {"content": "Walks at dawn."}}
+        caller = threading.Thread(
+            target=lambda: answers.append(
+                _post(
+                    url,
+                    {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": call},
+                    session,
+                )[1]
+            )
+        )
+        caller.start()
+        time.sleep(2)  # the call reaches the server and waits for the lock
+        process.send_signal(signal.SIGTERM)
+        time.sleep(1)
+        lock.execute("COMMIT")
+        caller.join(DEADLINE)
+        status = process.wait(timeout=DEADLINE)
+    finally:
+        lock.close()
+        if process.poll() is None:
+            process.kill()
+            process.wait(timeout=DEADLINE)
+        reader.join(timeout=DEADLINE)
+        process.stderr.close()
+    rest = []
+    while not lines.empty():
+        rest.append(lines.get())
+    assert status == 0, rest
+    assert not any("Traceback" in line for line in rest), rest
+    (answer,) = answers
+    result = json.loads(answer)["result"]["structuredContent"]
+    assert result["memory"]["content"] == "Walks at dawn."
+    with TrueHeart(SQLiteRepository(store, read_only=True)) as service:
+        assert [m.content for m in service.list_memories(SCOPE).items] == ["Walks at dawn."]
 
 
 def test_a_port_in_use_is_refused(tmp_path: Path) -> None:

@@ -321,6 +321,11 @@ def serve_http(
     """Serve streamable HTTP at ``http://HOST:PORT/mcp`` until SIGTERM (a clean stop,
     after open requests finish) or SIGINT (``KeyboardInterrupt``, after the same).
 
+    Each request is answered with one JSON response rather than an event stream: the
+    server sends nothing but answers, and uvicorn lets an open response finish at a
+    clean stop, where the event streams are cut at once (a call that committed would
+    lose its answer).
+
     ``host`` must be one of :data:`LOOPBACK_HOSTS`; port 0 takes a free port. ``ready``
     is called with the URL once the socket listens (a client may connect from then on),
     before the first request is accepted. A port that cannot be bound raises
@@ -328,7 +333,9 @@ def serve_http(
     cleanly, before it serves or after."""
     if host not in LOOPBACK_HOSTS:
         raise ValueError("host: must be a loopback address (127.0.0.1, ::1 or localhost)")
-    app = server.streamable_http_app(streamable_http_path=HTTP_PATH, host=host)
+    app = server.streamable_http_app(
+        streamable_http_path=HTTP_PATH, host=host, json_response=True
+    )
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
     serving = uvicorn.Server(config)
     sock = _listen(host, port, config.backlog)
