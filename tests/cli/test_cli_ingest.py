@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 from datetime import timedelta
@@ -263,6 +264,65 @@ def test_a_refused_memory_stops_there_and_what_came_before_stays(
     )
     assert err.splitlines()[-1] == "trueheart: " + doc["message"]
     assert _new(store) == (1, 1)
+
+
+def _locked_from(
+    monkeypatch: pytest.MonkeyPatch, store: Path, call_number: int
+) -> sqlite3.Connection:
+    """From call ``call_number`` of ``TrueHeart.materialize_once`` on (0: from the
+    start), another connection (returned, for the caller to close) holds the store's
+    write lock, so that the call finds the store busy."""
+    holder = sqlite3.connect(store, isolation_level=None)
+    real = TrueHeart.materialize_once
+    calls = 0
+
+    def patched(self: TrueHeart, *args: Any) -> Any:
+        nonlocal calls
+        calls += 1
+        if calls == call_number:
+            holder.execute("BEGIN IMMEDIATE")
+        return real(self, *args)
+
+    if call_number == 0:
+        holder.execute("BEGIN IMMEDIATE")
+    monkeypatch.setattr(TrueHeart, "materialize_once", patched)
+    return holder
+
+
+@pytest.mark.parametrize("locked_at", [2, 0])
+def test_a_busy_store_stops_there_and_says_what_is_stored(
+    store: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    locked_at: int,
+) -> None:
+    lines = [_event("evt-1"), _memory("mem-1"), _memory("mem-2"), _memory("mem-3")]
+    source = _write(tmp_path / "in.jsonl", lines)
+    with monkeypatch.context() as patching:
+        holder = _locked_from(patching, store, locked_at)
+        try:
+            status, out, err = call(
+                capsys, "ingest", str(store), str(source), "--json", "--busy-timeout", "0.2"
+            )
+        finally:
+            holder.close()
+    assert status == 5
+    doc = json.loads(out)
+    assert err.splitlines()[-1] == "trueheart: " + doc["message"]
+    if locked_at:
+        # The memory of line 3 found the store busy: the lines before it stay stored.
+        assert doc["error"] == "IngestRefused"
+        assert doc["message"] == (
+            f"line 3: {store}: repository busy: memory materialization failed; "
+            "stored before it: 1 event, 1 memory"
+        )
+        assert _new(store) == (1, 1)
+    else:
+        # The events found it busy: their one transaction stored nothing.
+        assert doc["error"] == "RepositoryBusy"
+        assert doc["message"].startswith(f"{store}: repository busy: ")
+        assert _new(store) == (0, 0)
 
 
 def _stopped_at(monkeypatch: pytest.MonkeyPatch, name: str, call_number: int, stop: Any) -> None:

@@ -37,6 +37,7 @@ from trueheart_core import (
     cli,
 )
 from trueheart_core.cli import commands, main
+from trueheart_core.cli.failures import message_of
 
 NOW = datetime(2026, 8, 13, 12, 0, tzinfo=UTC)
 SCOPE = Scope("acme", "agent", "user-1")
@@ -925,3 +926,16 @@ def test_demo_makes_a_sqlite_file_only_and_leaves_nothing_when_it_fails(
     status, _, err = call(capsys, "demo", str(path), "--at", "9999-12-31T00:00:00Z")
     assert status == 1 and "Traceback" not in err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_store_error_names_the_store_and_never_a_password() -> None:
+    busy = trueheart_core.RepositoryBusy("stats failed")
+    assert message_of(busy, "/data/memory.db") == "/data/memory.db: repository busy: stats failed"
+    url = "postgresql://ada:s3cret@127.0.0.1:5432/app?sslpassword=k3y&schema=mem"
+    shown = message_of(busy, url)
+    assert shown == (
+        "postgresql://ada:***@127.0.0.1:5432/app?sslpassword=***&schema=mem: "
+        "repository busy: stats failed"
+    )
+    # An error about an entity, not the store, names no store.
+    assert message_of(trueheart_core.EntityNotFound("mem-1"), url) == "entity not found: mem-1"

@@ -153,6 +153,52 @@ def test_an_output_on_a_full_disk_is_named_as_such(
         assert err.splitlines() == [line]
 
 
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+@pytest.mark.parametrize("command", ["export", "import", "stats"])
+def test_a_standard_error_that_cannot_be_written_stops_nothing(
+    store: Path, tmp_path: Path, command: str
+) -> None:
+    """Progress lines and hints tell of the work and are not the work: with stderr on a
+    full disk, the command still does what it was asked and succeeds."""
+    exported = tmp_path / "export.jsonl"
+    assert (
+        subprocess.run(
+            _command("export", str(store), "--output", str(exported)),
+            env=_env(),
+            capture_output=True,
+            timeout=120,
+            check=False,
+        ).returncode
+        == 0
+    )
+    args = {
+        "export": ("export", str(store)),
+        "import": ("import", str(tmp_path / "copy.db"), str(exported), "--json"),
+        "stats": ("stats", str(store), "--json"),
+    }[command]
+    with open("/dev/full", "wb") as full:
+        done = subprocess.run(
+            _command(*args),
+            env=_env(),
+            cwd=tmp_path,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=full,
+            timeout=120,
+            check=False,
+        )
+    assert done.returncode == 0
+    if command == "export":
+        # The same rows as an export made before; only the header's time differs.
+        assert done.stdout.splitlines()[1:] == exported.read_bytes().splitlines()[1:]
+    elif command == "import":
+        assert json.loads(done.stdout)["rows"] > 0
+        with TrueHeart(SQLiteRepository(tmp_path / "copy.db", read_only=True)) as copy:
+            assert copy.verify_integrity().ok
+    else:
+        assert json.loads(done.stdout)["memories"] >= 0
+
+
 # --- an input that cannot be read --------------------------------------------------------
 
 

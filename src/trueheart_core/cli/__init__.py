@@ -25,16 +25,12 @@ import threading
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
+from trueheart_core import stores
 from trueheart_core.cli import progress, render
 from trueheart_core.cli.common import ClosedStream, OutputFailed
-from trueheart_core.cli.failures import CommandFailure, status_of
+from trueheart_core.cli.failures import CommandFailure, message_of, status_of
 from trueheart_core.cli.parser import UsageError, build_parser
-from trueheart_core.errors import (
-    RepositoryBusy,
-    RepositoryCorruption,
-    RepositoryReadOnly,
-    TrueHeartError,
-)
+from trueheart_core.errors import TrueHeartError
 
 if TYPE_CHECKING:
     from _typeshed import ReadableBuffer
@@ -52,8 +48,6 @@ EXIT_CODES = {
     "broken_pipe": 141,  # 128 + SIGPIPE, as a shell reports `yes | head -1`
     "terminated": 143,  # 128 + SIGTERM, as a shell reports a command `kill` stopped
 }
-
-_ABOUT_THE_FILE = (RepositoryCorruption, RepositoryBusy, RepositoryReadOnly)
 
 
 def _wants_json(argv: Sequence[str]) -> bool:
@@ -261,7 +255,8 @@ def _database(args: argparse.Namespace | None) -> str | None:
     if args is None:
         return None
     path = getattr(args, "db", None) or getattr(args, "path", None)
-    return path if isinstance(path, str) else None
+    # A PostgreSQL URL is shown without its password.
+    return stores.redacted(path) if isinstance(path, str) else None
 
 
 def _quiet_drivers() -> None:
@@ -333,11 +328,9 @@ def _main(arguments: list[str], as_json: bool) -> int:
     except CommandFailure as failure:
         return _fail(type(failure).__name__, str(failure), failure.status, as_json)
     except TrueHeartError as error:
-        path = _database(args)
-        message = str(error)
-        if isinstance(error, _ABOUT_THE_FILE) and path is not None:
-            message = f"{path}: {message}"
-        return _fail(type(error).__name__, message, status_of(error), as_json)
+        return _fail(
+            type(error).__name__, message_of(error, _database(args)), status_of(error), as_json
+        )
     except OSError as error:
         # The operating system's fixed text (such as "Permission denied"), and the
         # path it concerns when it names one: the output when that is what failed

@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 from typing import Any, BinaryIO, TextIO
 
 from trueheart_core import stores
+from trueheart_core.cli import progress as progress_line
 from trueheart_core.cli import render
 from trueheart_core.cli.failures import DatabaseMissing, NotConfirmed, TargetRefused
 from trueheart_core.cli.scopes import format_scope
@@ -52,8 +53,7 @@ def progress(message: str) -> None:
     """One line on stderr: progress before a long operation, a hint, a report. Its
     unprintable characters (of a path or an ID as typed) are escaped, so it stays one
     line and cannot drive the terminal."""
-    sys.stderr.write(f"trueheart: {render.printable(message)}\n")
-    sys.stderr.flush()
+    progress_line.emit(sys.stderr, f"trueheart: {render.printable(message)}\n")
 
 
 def hint(args: argparse.Namespace, as_of: datetime, out: TextIO, what: str) -> None:
@@ -82,8 +82,7 @@ def confirmed(args: argparse.Namespace, question: str, answer: str | None = None
     is ``None``, y or yes). Off a terminal, or with ``--yes``, proceeds without asking."""
     if args.yes or not on_terminal():
         return
-    sys.stderr.write(f"trueheart: {render.printable(question)} ")
-    sys.stderr.flush()
+    progress_line.emit(sys.stderr, f"trueheart: {render.printable(question)} ")
     try:
         line = sys.stdin.readline()  # "" at the end of input: declined
     except OSError:  # the terminal went away

@@ -7,6 +7,7 @@ arguments.
 
 from __future__ import annotations
 
+from trueheart_core import stores
 from trueheart_core.cli import render
 from trueheart_core.cli.scopes import format_scope
 from trueheart_core.domain.model import Scope
@@ -27,8 +28,21 @@ __all__ = [
     "TargetExists",
     "TargetRefused",
     "UnknownScope",
+    "message_of",
     "status_of",
 ]
+
+_ABOUT_THE_STORE = (RepositoryCorruption, RepositoryBusy, RepositoryReadOnly)
+"""The library errors that say something of the store itself, which their message names."""
+
+
+def message_of(error: TrueHeartError, store: str | None) -> str:
+    """The message of a library error, after the store it concerns when it is one of
+    :data:`_ABOUT_THE_STORE` and ``store`` (a path or URL as the user gave it) is known;
+    a URL is shown without its password."""
+    if isinstance(error, _ABOUT_THE_STORE) and store is not None:
+        return f"{stores.redacted(store)}: {error}"
+    return str(error)
 
 
 def status_of(error: TrueHeartError) -> int:

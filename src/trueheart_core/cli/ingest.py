@@ -40,7 +40,12 @@ from typing import Any, TextIO
 from trueheart_core import stores
 from trueheart_core.cli import progress, render
 from trueheart_core.cli.common import OK, Input, opened
-from trueheart_core.cli.failures import CommandFailure, DatabaseMissing, status_of
+from trueheart_core.cli.failures import (
+    CommandFailure,
+    DatabaseMissing,
+    message_of,
+    status_of,
+)
 from trueheart_core.cli.scopes import ScopeSyntaxError, parse_scope
 from trueheart_core.cli.serve_mcp import DEFAULT_RETENTION, duration
 from trueheart_core.domain.model import (
@@ -56,6 +61,7 @@ from trueheart_core.errors import (
     IdempotencyConflict,
     InvalidTransition,
     ScopeMismatch,
+    TrueHeartError,
     TrustEscalation,
     ValidationError,
 )
@@ -109,8 +115,10 @@ class BadLine(CommandFailure):
 
 
 class IngestRefused(CommandFailure):
-    """The library refused what the input asks for; ``status`` is that of the refusal
-    (3 for a missing or deleted entity, 1 otherwise)."""
+    """The library refused what the input asks for, or the store stopped it (busy,
+    read-only, full, damaged); ``status`` is that of the library's error (3 for a
+    missing or deleted entity, 4 for damage, 5 for a busy or read-only store, 1
+    otherwise)."""
 
     def __init__(self, message: str, status: int) -> None:
         super().__init__(message)
@@ -340,9 +348,11 @@ def _store(args: argparse.Namespace, lines: Lines, shown: progress.Task) -> int:
             for number, draft in lines.memories:
                 try:
                     service.materialize_once(draft)
-                except _REFUSALS as error:
+                except TrueHeartError as error:
+                    # A refusal, or a store that is busy, read-only, full or damaged:
+                    # what the earlier lines stored stays, and is said.
                     raise IngestRefused(
-                        f"line {number}: {error}; stored before it: "
+                        f"line {number}: {message_of(error, args.db)}; stored before it: "
                         f"{_stored_text(len(lines.events), stored, ', ')}",
                         status_of(error),
                     ) from None

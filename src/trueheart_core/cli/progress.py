@@ -31,7 +31,7 @@ from typing import TextIO
 
 from trueheart_core.cli.render import printable
 
-__all__ = ["Task", "draws", "settle", "task"]
+__all__ = ["Task", "draws", "emit", "settle", "task"]
 
 _SPINNER = "|/-\\"
 _BAR = 20
@@ -39,6 +39,35 @@ _INTERVAL = 0.1
 _SHORTEST = 20
 """The fewest characters of a message (its ``…`` included) that a narrow terminal shows
 before the bar is left out."""
+
+
+def emit(stream: TextIO, text: str) -> None:
+    """Write ``text`` on ``stream`` (standard error) and flush it. What goes there tells
+    of the command's work and is not that work: when it cannot be written (a full disk,
+    a reader that went away), the stream is given up, its descriptor pointed at the null
+    device, and the command goes on (its outcome is in its exit status, and under
+    ``--json`` on standard output)."""
+    try:
+        stream.write(text)
+        stream.flush()
+    except (OSError, ValueError):
+        _give_up(stream)
+
+
+def _give_up(stream: TextIO) -> None:
+    """Point the descriptor of ``stream`` at the null device, so that its pending
+    output, and every later write, goes nowhere without failing."""
+    try:
+        fd = stream.fileno()
+        null = os.open(os.devnull, os.O_WRONLY)
+    except (OSError, ValueError, AttributeError):  # closed, or not a real file
+        return
+    try:
+        os.dup2(null, fd)
+    except OSError:
+        pass  # nothing more can be done for it
+    finally:
+        os.close(null)
 
 
 def draws(stream: TextIO | None) -> bool:
@@ -72,8 +101,7 @@ class Task:
     def __enter__(self) -> Task:
         self._started = time.monotonic()
         if not self._drawing:
-            self._stream.write(self._message + "\n")
-            self._stream.flush()
+            emit(self._stream, self._message + "\n")
             return self
         _DRAWN[:] = [self]
         try:
