@@ -333,9 +333,7 @@ def serve_http(
     cleanly, before it serves or after."""
     if host not in LOOPBACK_HOSTS:
         raise ValueError("host: must be a loopback address (127.0.0.1, ::1 or localhost)")
-    app = server.streamable_http_app(
-        streamable_http_path=HTTP_PATH, host=host, json_response=True
-    )
+    app = server.streamable_http_app(streamable_http_path=HTTP_PATH, host=host, json_response=True)
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
     serving = uvicorn.Server(config)
     sock = _listen(host, port, config.backlog)
