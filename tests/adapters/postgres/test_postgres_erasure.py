@@ -334,6 +334,33 @@ def _unique_subject(service: TrueHeart, count: int = 1) -> list[bytes]:
     return [word.encode() for word in words]
 
 
+def test_a_rewrite_naming_tables_not_of_the_store_is_reported_and_left_alone(
+    service: TrueHeart, pg: Any, pg_schema: str
+) -> None:
+    """``meta`` edited to owe a rewrite of a table that is not the store's: the whole
+    store check reports it, and the next erasing call rewrites none of the database's
+    other tables (a VACUUM without a list would rewrite them all) and drops the name."""
+    other = f"{pg_schema}_app"
+    pg.execute(f'CREATE SCHEMA "{other}"')
+    try:
+        pg.execute(f'CREATE TABLE "{other}".kept (v integer)')
+        pg.execute(f'INSERT INTO "{other}".kept VALUES (1)')
+        node = f"SELECT pg_relation_filenode('\"{other}\".kept')"
+        (before,) = pg.execute(node).fetchone()
+        service.ingest_event(event("evt-other", scope=OTHER_SCOPE))
+        pg.execute(
+            "UPDATE meta SET rewrite_tables = ARRAY['kept'], rewrite_xid = pg_current_xact_id()"
+        )
+        report = service.verify_integrity()
+        assert [problem.code for problem in report.problems] == ["storage_check_failed"]
+        _delete_other_event(service)
+        assert pg.execute(node).fetchone() == (before,)
+        assert pg.execute("SELECT rewrite_tables, rewrite_xid FROM meta").fetchone() == ([], None)
+        assert service.verify_integrity().ok
+    finally:
+        pg.execute(f'DROP SCHEMA "{other}" CASCADE')
+
+
 def test_the_write_ahead_log_keeps_erased_rows(
     service: TrueHeart, data_directory: Path, files: Any
 ) -> None:

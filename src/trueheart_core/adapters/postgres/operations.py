@@ -98,7 +98,7 @@ class PostgresOperations(Role):
         reports it by raising, which the repository translates into
         ``RepositoryCorruption``, as for any read of damaged storage.
         """
-        if self._scope_lost():
+        if self._scope_lost() or self._foreign_rewrite():
             return False
         namespace = self._amcheck_schema()
         if namespace is None:
@@ -133,6 +133,17 @@ class PostgresOperations(Role):
             )
             for table in ("raw_events", "memories")
         )
+
+    def _foreign_rewrite(self) -> bool:
+        """Whether the rewrite the store owes names a table that is not one of its own
+        (``meta`` changed behind the library's back): the erasure rewrite leaves such a
+        name alone, and it is damage all the same."""
+        (foreign,) = self._s.one(
+            "SELECT EXISTS (SELECT 1 FROM meta, unnest(rewrite_tables) AS t "
+            "WHERE NOT t = ANY(%s::text[]))",
+            [list(REWRITE_TABLES)],
+        ) or (False,)
+        return bool(foreign)
 
     def count_rows(self, scope: ScopeKey | None, *, from_tables: bool = False) -> dict[str, int]:
         if from_tables:

@@ -376,15 +376,22 @@ class PostgresRepository:
         if not self._older_horizons_ended(conn, xid):
             logs.ERASURE.warning("erasure rewrite postponed: an older transaction is open")
             raise RepositoryBusy(_REWRITE_OWED)
-        listed = ", ".join(ddl.quote(t) for t in tables if t in ddl.REWRITE_TABLES)
-        conn.execute("SET statement_timeout = 0")
-        try:
-            conn.execute(f"VACUUM (FULL, ANALYZE) {listed}")
-        except psycopg.errors.LockNotAvailable:
-            logs.ERASURE.warning("erasure rewrite postponed: the tables are in use")
-            raise RepositoryBusy(_REWRITE_OWED) from None
-        finally:
-            conn.execute("RESET statement_timeout")
+        ours = [t for t in tables if t in ddl.REWRITE_TABLES]
+        if len(ours) < len(tables):
+            # Names of no table of the store (the row edited behind the library's back,
+            # which ``verify_integrity`` reports): they are dropped from the list below
+            # and never rewritten. A VACUUM without a list would rewrite every table of
+            # the database, other schemas' and other applications' included.
+            logs.ERASURE.warning("erasure rewrite: the store's metadata names other tables")
+        if ours:
+            conn.execute("SET statement_timeout = 0")
+            try:
+                conn.execute(f"VACUUM (FULL, ANALYZE) {', '.join(map(ddl.quote, ours))}")
+            except psycopg.errors.LockNotAvailable:
+                logs.ERASURE.warning("erasure rewrite postponed: the tables are in use")
+                raise RepositoryBusy(_REWRITE_OWED) from None
+            finally:
+                conn.execute("RESET statement_timeout")
         # The tables read above are settled, unless a newer erasure committed meanwhile
         # (its transaction is newer than ``xid``: all stay owed). An older one that
         # committed meanwhile (waited for above) keeps ``xid`` but may have added tables,
@@ -398,7 +405,7 @@ class PostgresRepository:
         )
         logs.ERASURE.info(
             "erasure rewrite: %d tables rewritten in %.3f s",
-            len(tables),
+            len(ours),
             time.perf_counter() - started,
         )
 
