@@ -58,6 +58,7 @@ from trueheart_core import (
     SearchQuery,
     TrueHeart,
 )
+from trueheart_core.adapters.postgres.session import TERMS_BY_KEY
 from trueheart_core.domain.search.tokenize import term_key
 
 SUBJECT_TERMS = [f"zqxsubjraw{i}" for i in range(6)] + [f"zqxsubjmem{i}" for i in range(5)]
@@ -359,6 +360,51 @@ def test_a_rewrite_naming_tables_not_of_the_store_is_reported_and_left_alone(
         assert service.verify_integrity().ok
     finally:
         pg.execute(f'DROP SCHEMA "{other}" CASCADE')
+
+
+def _rows_read_and_dropped(pg: Any, sql: str, params: Any) -> int:
+    """How many rows the plan of ``sql`` read only to drop them by a filter, over all its
+    nodes (run with ``EXPLAIN ANALYZE`` in a transaction that is rolled back)."""
+    pg.execute("BEGIN")
+    try:
+        ((plan,),) = pg.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + sql, params).fetchall()
+    finally:
+        pg.execute("ROLLBACK")
+    nodes = [plan[0]["Plan"]]
+    dropped = 0
+    while nodes:
+        node = nodes.pop()
+        dropped += node.get("Rows Removed by Filter", 0) + node.get(
+            "Rows Removed by Join Filter", 0
+        )
+        nodes.extend(node.get("Plans", []))
+    return int(dropped)
+
+
+def test_a_long_memory_s_terms_are_probed_by_key_in_a_store_without_statistics(
+    service: TrueHeart, pg: Any, repository: PostgresRepository
+) -> None:
+    """A new store's tables have no statistics yet. Removing a memory's search entry,
+    and reading the frequencies of its terms, probe each term's key: they read about
+    the memory's own terms, not the scope's every term once per term of the memory
+    (planned as a filter, whose cost was the product of the two)."""
+    own = [f"zqxown{i}" for i in range(400)]
+    service.ingest_events([event("evt-other"), event("evt-own")])
+    service.materialize_once(
+        memory("mem-other", ("evt-other",), content=" ".join(f"zqxoth{i}" for i in range(3000)))
+    )
+    service.materialize_once(memory("mem-own", ("evt-own",), content=" ".join(own)))
+    key = (SCOPE.tenant_id, SCOPE.owner_id, SCOPE.subject_id)
+    with repository.unit_of_work("read", write=False) as uow:
+        removal = uow.search._unindexing(key, "mem-own")
+    # The memory's terms (by their frequency: dropped or lowered) and the scope's
+    # statistics row; a filter over the scope's terms would drop 3,000 for each term.
+    assert _rows_read_and_dropped(pg, *removal) <= len(own) + 1
+    terms = sorted(term_key(word) for word in own)
+    frequencies = (terms, *(part.encode() for part in key))
+    assert _rows_read_and_dropped(pg, TERMS_BY_KEY, frequencies) == 0
+    with repository.unit_of_work("read", write=False) as uow:
+        assert uow.search.term_frequencies(key, terms) == dict.fromkeys(terms, 1)
 
 
 def test_the_write_ahead_log_keeps_erased_rows(

@@ -30,6 +30,7 @@ from typing import Any
 from trueheart_core.adapters.postgres.schema import REWRITE_TABLES, TABLES, quote
 from trueheart_core.adapters.postgres.session import (
     KEY,
+    TERMS_BY_KEY,
     Role,
     dec,
     key_of,
@@ -217,10 +218,7 @@ class PostgresOperations(Role):
             held.update(int(term) for (term,) in postings)
         # A term goes when every memory of the scope that holds it goes with these.
         for chunk in self._s.chunks(sorted(held)):
-            for term, df in self._s.all(
-                f"SELECT term, df FROM search_terms WHERE {scoped()} AND term = ANY(%s)",
-                (*key, chunk),
-            ):
+            for term, df in self._s.all(TERMS_BY_KEY, (chunk, *key)):
                 if int(df) <= held[int(term)]:
                     found["search_term"] += 1
         return found

@@ -17,6 +17,7 @@ from typing import Any
 
 from trueheart_core.adapters.postgres.session import (
     KEY,
+    TERMS_BY_KEY,
     Role,
     Session,
     dec,
@@ -248,16 +249,26 @@ class PostgresSearch(Role):
         # One statement, whose parts all read the snapshot before it: postings go by
         # memory even without an entry (nothing may outlive it); a term row or the
         # statistics row that would count nothing afterwards goes, any other is
-        # lowered (each row is changed by one part only).
+        # lowered (each row is changed by one part only). The term rows are found one
+        # key probe per removed posting (``held``: a lateral subquery with a limit,
+        # which the planner keeps as the inner side of a loop over ``gone``) and then
+        # changed by their row address: a semi-join of the scope's terms with ``gone``
+        # is planned as a loop over both when the tables have no statistics yet (a new
+        # store), which costs the scope's terms times the memory's. No other write can
+        # change these rows meanwhile: every write of the scope holds its lock.
         return (
             "WITH gone AS ("
             f"DELETE FROM search_postings WHERE {scoped()} AND memory_id = %s RETURNING term), "
+            "held AS ("
+            "SELECT h.ctid AS row_address, h.df FROM gone g CROSS JOIN LATERAL ("
+            f"SELECT t.ctid, t.df FROM search_terms t WHERE {scoped('t')} AND t.term = g.term "
+            "LIMIT 1) h), "
             "dropped AS ("
-            f"DELETE FROM search_terms t WHERE {scoped('t')} AND t.df <= 1 "
-            "AND t.term IN (SELECT term FROM gone) RETURNING 1), "
+            "DELETE FROM search_terms t "
+            "WHERE t.ctid = ANY(ARRAY(SELECT row_address FROM held WHERE df <= 1)) RETURNING 1), "
             "lowered AS ("
-            f"UPDATE search_terms t SET df = t.df - 1 WHERE {scoped('t')} AND t.df > 1 "
-            "AND t.term IN (SELECT term FROM gone)), "
+            "UPDATE search_terms t SET df = t.df - 1 "
+            "WHERE t.ctid = ANY(ARRAY(SELECT row_address FROM held WHERE df > 1))), "
             "entry AS ("
             f"DELETE FROM search_docs WHERE {scoped()} AND memory_id = %s RETURNING length), "
             "emptied AS ("
@@ -269,7 +280,7 @@ class PostgresSearch(Role):
             f"WHERE {scoped('x')} AND x.docs > 1 AND EXISTS (SELECT 1 FROM entry)) "
             "SELECT (SELECT COUNT(*) FROM gone), (SELECT COUNT(*) FROM entry), "
             "(SELECT COUNT(*) FROM dropped)",
-            (*key, mid, *key, *key, *key, mid, *key, *key),
+            (*key, mid, *key, *key, mid, *key, *key),
         )
 
     def _unindexed(self, result: Result) -> None:
@@ -293,11 +304,7 @@ class PostgresSearch(Role):
         found: dict[int, int] = {}
         # One probe of the primary key per key: most keys asked for are held by no memory.
         for chunk in self._s.chunks(sorted(set(terms))):
-            for term, df in self._s.all(
-                f"SELECT term, df FROM search_terms WHERE {scoped()} "
-                "AND term = ANY(CAST(%s AS BIGINT[]))",
-                (*key, chunk),
-            ):
+            for term, df in self._s.all(TERMS_BY_KEY, (chunk, *key)):
                 found[term] = df
         return found
 

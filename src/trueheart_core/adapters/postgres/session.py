@@ -30,6 +30,17 @@ def scoped(alias: str = "") -> str:
     return f"{a}tenant_id = %s AND {a}owner_id = %s AND {a}subject_id = %s"
 
 
+TERMS_BY_KEY = (
+    "SELECT q.term, h.df FROM unnest(CAST(%s AS BIGINT[])) AS q(term) CROSS JOIN LATERAL ("
+    f"SELECT t.df FROM search_terms t WHERE {scoped('t')} AND t.term = q.term LIMIT 1) h"
+)
+"""``(term, df)`` of each term key of a list (the first parameter) that the scope (the
+next three) holds: one probe of the primary key per key, whatever the planner knows of
+the table. (``term = ANY(%s)`` is planned as a filter over the whole scope's terms
+while the table has no statistics, as in a new store: its cost is then the scope's
+terms times the list's.)"""
+
+
 def same_scope(left: str, right: str) -> str:
     """The join condition of two aliases of rows of the same scope."""
     columns = ("tenant_id", "owner_id", "subject_id")
