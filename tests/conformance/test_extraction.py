@@ -217,6 +217,25 @@ def test_an_extractor_whose_identity_fails_is_a_provider_error(service: TrueHear
     _nothing_stored(service)
 
 
+def test_an_answer_whose_reading_fails_is_the_extractor_failing(service: TrueHeart) -> None:
+    failure = RuntimeError("the host's answer")
+
+    class Exploding(ClaimExtraction):
+        armed = False  # once built: its own checks read its claims
+
+        def __getattribute__(self, name: str) -> object:
+            if name == "claims" and type(self).armed:
+                raise failure
+            return super().__getattribute__(name)
+
+    answer = Exploding((dark(),))
+    Exploding.armed = True
+    with pytest.raises(ProviderError, match=msg("provider error: the extractor failed")) as caught:
+        service.ingest_extracted(event("evt-1", content=ADA), Fixed(answer))
+    assert caught.value.__cause__ is failure
+    _nothing_stored(service)
+
+
 def test_the_most_claims_allowed_are_stored(service: TrueHeart) -> None:
     result = service.ingest_extracted(
         event("evt-1", content=ADA), Fixed(ClaimExtraction((dark(),) * 100))

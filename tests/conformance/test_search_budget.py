@@ -246,6 +246,39 @@ def test_an_estimator_that_raises_is_a_provider_error(repository: Repository) ->
     assert good.verify_integrity().ok
 
 
+class _Touchy(int):
+    """A count whose own comparisons raise."""
+
+    def __lt__(self, other: object) -> bool:
+        raise RuntimeError("comparison of the host's count")
+
+    __le__ = __gt__ = __ge__ = __lt__
+
+
+class _BytesEstimator:
+    """One token per UTF-8 byte, as a plain ``int`` or (``touchy``) a :class:`_Touchy`."""
+
+    name = "bytes"
+
+    def __init__(self, *, touchy: bool) -> None:
+        self.touchy = touchy
+
+    def estimate(self, text: str) -> int:
+        size = len(text.encode("utf-8"))
+        return _Touchy(size) if self.touchy else size
+
+
+def test_an_estimate_is_read_as_its_plain_int_whatever_its_subclass_redefines(
+    repository: Repository,
+) -> None:
+    plain = TrueHeart(repository, clock=lambda: NOW, token_estimator=_BytesEstimator(touchy=False))
+    materialize_all(plain, {"mem-1": "green tea"})
+    touchy = TrueHeart(repository, clock=lambda: NOW, token_estimator=_BytesEstimator(touchy=True))
+    expected = plain.search(SearchQuery(SCOPE, "tea", NOW))
+    found = touchy.search(SearchQuery(SCOPE, "tea", NOW))
+    assert (found.items, found.used_tokens) == (expected.items, expected.used_tokens)
+
+
 _REENTRANT = (
     "repository: is already in a call on this thread (a callback may not call back into the store)"
 )

@@ -426,6 +426,25 @@ def test_a_failing_reranker_is_a_provider_error(repository: Repository) -> None:
         find(service, "concise")
 
 
+def test_an_answer_whose_reading_fails_is_the_reranker_failing(repository: Repository) -> None:
+    failure = RuntimeError("the host's answer")
+
+    class Exploding(RerankResult):
+        def __getattribute__(self, name: str) -> object:
+            if name == "memory_id":
+                raise failure
+            return super().__getattribute__(name)
+
+    reranker = ScriptedReranker()
+    reranker.answer = lambda candidates: [Exploding(candidates[0].memory_id, 1.0)]  # type: ignore[assignment, index]
+    service = hybrid(repository, reranker=reranker)
+    materialize_all(service, CORPUS)
+    with pytest.raises(ProviderError, match=msg("provider error: the reranker failed")) as caught:
+        find(service, "concise")
+    assert caught.value.__cause__ is failure
+    assert service.verify_integrity().ok
+
+
 @pytest.mark.parametrize(
     "text",
     [

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import pytest
 
@@ -145,3 +145,28 @@ def test_a_scripted_object_satisfies_the_reranker_protocol() -> None:
     assert checked_scores(Constant().rerank("q", CANDIDATES), CANDIDATES) == {
         c.memory_id: 1.0 for c in CANDIDATES
     }
+
+
+class _Unhashable(str):
+    """An ID whose own hashing and comparison raise."""
+
+    def __hash__(self) -> int:
+        raise RuntimeError("hash of the host's ID")
+
+    def __eq__(self, other: object) -> bool:
+        raise RuntimeError("comparison of the host's ID")
+
+
+class _UnIterable(list[RerankResult]):
+    """A list whose own iteration raises."""
+
+    def __iter__(self) -> Iterator[RerankResult]:
+        raise RuntimeError("iteration of the host's list")
+
+
+def test_an_answer_is_read_as_its_plain_values_whatever_its_subclasses_redefine() -> None:
+    answer = _UnIterable([RerankResult(_Unhashable("mem-b"), 2.5)])
+    scores = checked_scores(answer, CANDIDATES)
+    assert scores == {"mem-b": 2.5}
+    (key,) = scores
+    assert type(key) is str

@@ -225,13 +225,15 @@ def extract(draft: RawEventDraft, extractor: object) -> tuple[str, ClaimExtracti
     if not isinstance(extractor, ClaimExtractor) or not isinstance(identity, str):
         raise ValidationError("extractor", "must be a ClaimExtractor")
     identity = v.text("extractor", identity)
+    # The answer is the host's object too: what its reading raises is the extractor
+    # failing, as what ``extract`` raises is.
     try:
         answer = extractor.extract(draft.content)
+        return identity, check_extraction(draft.content, answer)
     except TrueHeartError:
         raise
     except Exception as error:
         raise ProviderError("the extractor failed") from error
-    return identity, check_extraction(draft.content, answer)
 
 
 def record_extraction(uow: UnitOfWork, record: ExtractionRecord) -> ExtractionRecord:

@@ -78,7 +78,14 @@ def cost(estimator: TokenEstimator, text: str) -> int:
         raise
     except Exception as error:
         raise ProviderError("the token estimator failed") from error
-    if isinstance(tokens, bool) or not isinstance(tokens, int) or not 0 <= tokens < 2**63:
+    if isinstance(tokens, bool) or not isinstance(tokens, int):
+        raise ValidationError("token_estimator", "must return a non-negative int")
+    # A plain int, whatever a subclass says of itself (its comparisons may raise).
+    try:
+        tokens = int.__int__(tokens)
+    except TypeError:  # an object that only claims to be an int
+        raise ValidationError("token_estimator", "must return a non-negative int") from None
+    if not 0 <= tokens < 2**63:
         raise ValidationError("token_estimator", "must return a non-negative int")
     return tokens
 

@@ -64,17 +64,31 @@ class Reranker(Protocol):
 
 
 def checked_scores(results: object, candidates: Sequence[RerankCandidate]) -> dict[str, float]:
-    """The reranker's scores by memory ID, after checking the answer's contract."""
-    if not isinstance(results, list | tuple):
+    """The reranker's scores by memory ID, after checking the answer's contract.
+
+    The answer is read through the plain types' own methods (a subclass of ``list`` or
+    ``str`` may redefine iteration, hashing or comparison): what is kept is plain
+    ``str`` IDs and ``float`` scores. Reading it may still raise what the host's object
+    raises (a property of a ``RerankResult`` subclass), which the caller reports as the
+    reranker failing."""
+    if isinstance(results, list):
+        items = list.__iter__(results)
+    elif isinstance(results, tuple):
+        items = tuple.__iter__(results)
+    else:
         raise ValidationError("reranker", "must return a list or tuple of RerankResult")
     known = {candidate.memory_id for candidate in candidates}
     scores: dict[str, float] = {}
-    for result in results:
+    for result in items:
         if not isinstance(result, RerankResult):
             raise ValidationError("reranker", "must return a list or tuple of RerankResult")
-        if not isinstance(result.memory_id, str) or result.memory_id not in known:
+        memory_id = result.memory_id
+        if not isinstance(memory_id, str):
             raise ValidationError("reranker", "returned a score for an unknown candidate")
-        if result.memory_id in scores:
+        memory_id = str.__str__(memory_id)  # a plain copy, whatever a subclass does
+        if memory_id not in known:
+            raise ValidationError("reranker", "returned a score for an unknown candidate")
+        if memory_id in scores:
             raise ValidationError("reranker", "returned two scores for one candidate")
         score = result.score
         if isinstance(score, bool) or not isinstance(score, numbers.Real):
@@ -85,5 +99,5 @@ def checked_scores(results: object, candidates: Sequence[RerankCandidate]) -> di
             raise ValidationError("reranker", "must return finite scores") from None
         if not math.isfinite(number):
             raise ValidationError("reranker", "must return finite scores")
-        scores[result.memory_id] = number
+        scores[memory_id] = number
     return scores

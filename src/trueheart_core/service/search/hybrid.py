@@ -197,13 +197,15 @@ def _rerank(
                 fused_rank,
             )
         )
+    # The answer is the host's object too: what its reading raises (an iteration, a
+    # property, a hash of its own) is the reranker failing, as what ``rerank`` raises is.
     try:
         answer = reranker.rerank(query.text, tuple(candidates))
+        return checked_scores(answer, candidates)
     except TrueHeartError:
         raise
     except Exception as error:
         raise ProviderError("the reranker failed") from error
-    return checked_scores(answer, candidates)
 
 
 def term_based(embedder: object) -> bool:
