@@ -24,6 +24,7 @@ from trueheart_core.adapters.sqlite.unit_of_work import SQLiteUnitOfWork
 from trueheart_core.domain import validation as v
 from trueheart_core.errors import (
     RepositoryBusy,
+    RepositoryCorruption,
     RepositoryFull,
     RepositoryReadOnly,
     RepositoryUnavailable,
@@ -40,6 +41,10 @@ _FILE_GONE = (
 _SCRUB_NEEDS_SPACE = (
     "erasure committed, but scrubbing its bytes from the files needs free disk space: "
     "free space, then make any call or close the repository"
+)
+_SCRUB_FAILED = (
+    "erasure committed, but scrubbing its bytes from the files failed: make any call or "
+    "close the repository to try again"
 )
 _CLOSE_WAITED = "a call of another thread is still running; nothing was closed"
 _EARLIER_SCRUB_NEEDS_SPACE = "an earlier erasure's scrub needs free disk space; nothing was done"
@@ -268,6 +273,14 @@ class SQLiteRepository:
                             self._erasure_pending = not self._scrub(conn)
                     except RepositoryFull:
                         raise RepositoryFull(_SCRUB_NEEDS_SPACE) from None
+                    except RepositoryBusy:
+                        self._erasure_pending = True
+                    except RepositoryCorruption:
+                        # The files could not be written (an I/O error, a file size
+                        # limit): the change stands, as the message says.
+                        raise RepositoryCorruption(_SCRUB_FAILED) from None
+                    except RepositoryReadOnly:
+                        raise RepositoryReadOnly(_SCRUB_FAILED) from None
                     if self._erasure_pending:
                         # A reader began between the check and the commit and outlived
                         # the busy timeout. The change is committed; only the scrub of
@@ -317,8 +330,9 @@ class SQLiteRepository:
 
     def _scrub_before_close(self, conn: sqlite3.Connection) -> None:
         """The owed scrub, once more, before the connection closes: raises when a reader
-        or a full disk still holds it up (see :meth:`close`); any other failure (damage)
-        gives it up, as nothing later could run it either."""
+        or a full disk still holds it up (see :meth:`close`); any other failure (files
+        that cannot be written, damage) gives it up, with a warning, as nothing later in
+        this repository could run it either."""
         try:
             with conn_mod.translate(DIAGNOSTICS["erase"]):
                 scrubbed = self._scrub(conn)
@@ -326,8 +340,10 @@ class SQLiteRepository:
             raise RepositoryFull(_SCRUB_NEEDS_SPACE) from None
         except RepositoryBusy:
             scrubbed = False
-        except TrueHeartError:
-            self._erasure_pending = False  # given up: the connection closes all the same
+        except TrueHeartError as error:
+            # Given up: the connection closes all the same.
+            self._erasure_pending = False
+            logs.ERASURE.warning("erasure scrub given up at close: %s", error)
             return
         if not scrubbed:
             raise RepositoryBusy("erasure checkpoint incomplete")
@@ -423,7 +439,9 @@ class SQLiteRepository:
         ``RepositoryBusy("erasure checkpoint incomplete")`` while another connection
         holds the log, ``RepositoryFull`` without disk space. The repository stays
         usable; close it again (or make any call) once the reader has finished or
-        space is freed, so that the erased bytes leave the files.
+        space is freed, so that the erased bytes leave the files. A scrub that fails
+        otherwise (files that cannot be written) is given up, with a warning on
+        ``trueheart_core.erasure``, and the repository closes.
 
         A call of another thread still running is waited for up to ``busy_timeout``,
         as any call waits for it; then nothing is closed and ``RepositoryBusy("a call
