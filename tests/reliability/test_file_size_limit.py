@@ -4,103 +4,69 @@ The call says that the erasure committed, and the change stands."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-from datetime import UTC, datetime, timedelta
+import logging
+import signal
 from pathlib import Path
 
 import pytest
+from storage_faults import NOW, RETENTION, SCOPE, in_child
 
-from trueheart_core import (
-    EntityDeleted,
-    EntityType,
-    GovernanceAction,
-    GovernanceCommand,
-    RawEventDraft,
-    RetentionPolicy,
-    Scope,
-    SourceRef,
-    SQLiteRepository,
-    TrueHeart,
-    TrustLevel,
-)
+import trueheart_core as th
 
 resource = pytest.importorskip("resource")
 
-SRC = Path(__file__).resolve().parents[2] / "src"
-NOW = datetime(2026, 8, 13, 12, 0, tzinfo=UTC)
-SCOPE = Scope("acme", "agent", "user-1")
-RETENTION = RetentionPolicy(timedelta(days=7), timedelta(days=30), timedelta(days=90))
-
-
-def _event(event_id: str, content: str) -> RawEventDraft:
-    return RawEventDraft(
-        event_id, SCOPE, SourceRef("chat", "chat", NOW, TrustLevel.OBSERVED), content, RETENTION
-    )
-
-
-_CHILD = """
-import logging, resource, signal, sys
-from datetime import UTC, datetime
-from trueheart_core import (
-    EntityType, GovernanceAction, GovernanceCommand, Scope, SQLiteRepository, TrueHeart,
-    TrueHeartError,
+SCRUB_FAILED = (
+    "repository corruption: erasure committed, but scrubbing its bytes from the files "
+    "failed: make any call or close the repository to try again"
 )
 
-NOW = datetime(2026, 8, 13, 12, 0, tzinfo=UTC)
-SCOPE = Scope("acme", "agent", "user-1")
-warnings = []
-handler = logging.Handler()
-handler.emit = lambda record: warnings.append(record.getMessage())
-logging.getLogger("trueheart_core.erasure").addHandler(handler)
-service = TrueHeart(SQLiteRepository(sys.argv[1]), clock=lambda: NOW)
-signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-resource.setrlimit(resource.RLIMIT_FSIZE, (int(sys.argv[2]), resource.RLIM_INFINITY))
-for n in range(1, 40):
-    command = GovernanceCommand(
-        SCOPE, GovernanceAction.DELETE, EntityType.RAW_EVENT, f"evt-{n}", NOW, "asked"
+
+def _delete(event_id: str) -> th.GovernanceCommand:
+    return th.GovernanceCommand(
+        SCOPE, th.GovernanceAction.DELETE, th.EntityType.RAW_EVENT, event_id, NOW, "asked"
     )
-    try:
-        service.govern(command)
-    except TrueHeartError as error:
-        print(f"evt-{n}", type(error).__name__, error, sep="|")
-        break
-service.close()
-print("closed", *warnings, sep="|")
-"""
+
+
+def _delete_until_refused(path: Path) -> tuple[str, str, str, list[str]]:
+    """In a child: delete events until one is refused once the database file may not
+    grow; that event, the error's class and message, and the erasure log's warnings."""
+    warnings: list[str] = []
+    handler = logging.Handler()
+    handler.emit = lambda record: warnings.append(record.getMessage())  # type: ignore[method-assign]
+    logging.getLogger("trueheart_core.erasure").addHandler(handler)
+    service = th.TrueHeart(th.SQLiteRepository(path), clock=lambda: NOW)
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (path.stat().st_size, resource.RLIM_INFINITY))
+    refused = ("", "", "")
+    for n in range(1, 40):
+        try:
+            service.govern(_delete(f"evt-{n}"))
+        except th.TrueHeartError as error:
+            refused = (f"evt-{n}", type(error).__name__, str(error))
+            break
+    service.close()
+    return (*refused, warnings)
 
 
 def test_an_erasure_whose_scrub_cannot_write_says_it_committed(tmp_path: Path) -> None:
     path = tmp_path / "memory.db"
-    with TrueHeart(SQLiteRepository(path), clock=lambda: NOW) as service:
-        service.ingest_events([_event(f"evt-{n}", f"BODY-{n:04d} " * 400) for n in range(40)])
-        service.govern(
-            GovernanceCommand(
-                SCOPE, GovernanceAction.DELETE, EntityType.RAW_EVENT, "evt-0", NOW, "asked"
-            )
-        )  # an erasing call: the log is copied into the file and emptied
-    env = {key: value for key, value in os.environ.items() if not key.startswith("PYTHON")}
-    env["PYTHONPATH"] = str(SRC)
-    done = subprocess.run(
-        [sys.executable, "-c", _CHILD, str(path), str(path.stat().st_size)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    failed, closed = done.stdout.splitlines()
-    event_id, name, message = failed.split("|")
-    assert (name, message) == (
-        "RepositoryCorruption",
-        "repository corruption: erasure committed, but scrubbing its bytes from the files "
-        "failed: make any call or close the repository to try again",
-    )
-    assert closed.startswith("closed|erasure scrub given up at close: ")
-    with TrueHeart(SQLiteRepository(path), clock=lambda: NOW) as service:
-        with pytest.raises(EntityDeleted):
+    source = th.SourceRef("chat", "chat", NOW, th.TrustLevel.OBSERVED)
+    with th.TrueHeart(th.SQLiteRepository(path), clock=lambda: NOW) as service:
+        service.ingest_events(
+            [
+                th.RawEventDraft(f"evt-{n}", SCOPE, source, f"BODY-{n:04d} " * 400, RETENTION)
+                for n in range(40)
+            ]
+        )
+        service.govern(_delete("evt-0"))  # an erasing call: the log is copied and emptied
+    outcome, found = in_child(lambda: _delete_until_refused(path), seconds=120)
+    assert outcome == "ok", found
+    assert isinstance(found, tuple)
+    event_id, name, message, warnings = found
+    assert (name, message) == ("RepositoryCorruption", SCRUB_FAILED)
+    assert [w for w in warnings if w.startswith("erasure scrub given up at close: ")]
+    with th.TrueHeart(th.SQLiteRepository(path), clock=lambda: NOW) as service:
+        with pytest.raises(th.EntityDeleted):
             service.get_receipt(SCOPE, event_id)  # the erasure committed, as it said
         assert [r.entity_id for r in service.audit(SCOPE, limit=1)] == [event_id]
         assert service.verify_integrity().ok

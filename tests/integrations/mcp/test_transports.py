@@ -135,31 +135,41 @@ def _lines(stream: IO[str], into: queue.Queue[str]) -> None:
         into.put(line)
 
 
-def test_streamable_http_on_a_free_loopback_port(tmp_path: Path) -> None:
-    store = tmp_path / "memory.db"
+def _http_server(
+    cwd: Path, store: Path, *options: str
+) -> tuple[subprocess.Popen[str], queue.Queue[str], threading.Thread]:
+    """``trueheart mcp`` over HTTP on a free loopback port (with ``options``), and its
+    stderr read line by line into a queue by a thread of its own."""
     process = subprocess.Popen(
         server_command(
             "--store",
             str(store),
             "--scope",
             SCOPE_ARGUMENT,
-            "--create",
             "--transport",
             "http",
             "--port",
             "0",
+            *options,
         ),
         env=child_environment(),
-        cwd=tmp_path,
+        cwd=cwd,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
-    assert process.stderr is not None and process.stdout is not None
+    assert process.stderr is not None
     lines: queue.Queue[str] = queue.Queue()
     reader = threading.Thread(target=_lines, args=(process.stderr, lines), daemon=True)
     reader.start()
+    return process, lines, reader
+
+
+def test_streamable_http_on_a_free_loopback_port(tmp_path: Path) -> None:
+    store = tmp_path / "memory.db"
+    process, lines, reader = _http_server(tmp_path, store, "--create")
+    assert process.stdout is not None
     try:
         first = lines.get(timeout=DEADLINE)  # the server says where it listens, once bound
         assert first.startswith(f"trueheart: serving the memory of {SCOPE_ARGUMENT}"), first
@@ -225,30 +235,7 @@ def test_a_sigterm_over_http_answers_the_running_call_before_the_server_stops(
     0: a client is never left without the answer to a write that committed."""
     store = tmp_path / "memory.db"
     TrueHeart(SQLiteRepository(store)).close()
-    process = subprocess.Popen(
-        server_command(
-            "--store",
-            str(store),
-            "--scope",
-            SCOPE_ARGUMENT,
-            "--transport",
-            "http",
-            "--port",
-            "0",
-            "--busy-timeout",
-            "30",
-        ),
-        env=child_environment(),
-        cwd=tmp_path,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert process.stderr is not None
-    lines: queue.Queue[str] = queue.Queue()
-    reader = threading.Thread(target=_lines, args=(process.stderr, lines), daemon=True)
-    reader.start()
+    process, lines, reader = _http_server(tmp_path, store, "--busy-timeout", "30")
     lock = sqlite3.connect(store, isolation_level=None)
     answers: list[bytes] = []
     try:
@@ -283,7 +270,9 @@ def test_a_sigterm_over_http_answers_the_running_call_before_the_server_stops(
             process.kill()
             process.wait(timeout=DEADLINE)
         reader.join(timeout=DEADLINE)
-        process.stderr.close()
+        for stream in (process.stdout, process.stderr):
+            if stream is not None:
+                stream.close()
     rest = []
     while not lines.empty():
         rest.append(lines.get())

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Sequence
 from datetime import timedelta
 from pathlib import Path
 from typing import Any, TypeVar
@@ -407,17 +407,24 @@ def test_an_item_over_a_body_s_size_is_stored_in_parts_and_read_back_whole(
     assert memory.verify_integrity().ok
 
 
-def test_an_item_missing_a_part_is_hidden_and_cleared_whole(
-    memory: TrueHeart, clock: Clock
-) -> None:
-    session = TrueHeartSession("conv-1", memory, SCOPE, clock=clock)
-    large = _large_items()[2]
-    wait(session.add_items([ITEMS[0], large, ITEMS[1]]))
-    parts = [
+def _second_item_in_parts(
+    session: TrueHeartSession, memory: TrueHeart, before: Sequence[Any], after: Sequence[Any] = ()
+) -> list[str]:
+    """Add ``before``, an item stored in four parts, and ``after``; the memory IDs of the
+    parts of that item (the session's second), in order."""
+    wait(session.add_items([*before, _large_items()[2], *after]))
+    return [
         m.memory_id
         for m in memory.list_memories(SCOPE, kinds=(session.kind,)).items
         if m.memory_id.startswith("agent-session-000000000002")
     ]
+
+
+def test_an_item_missing_a_part_is_hidden_and_cleared_whole(
+    memory: TrueHeart, clock: Clock
+) -> None:
+    session = TrueHeartSession("conv-1", memory, SCOPE, clock=clock)
+    parts = _second_item_in_parts(session, memory, [ITEMS[0]], [ITEMS[1]])
     assert len(parts) == 4
     # The host forgets one part: the item is no longer whole, so it is not returned.
     memory.govern(
@@ -444,13 +451,7 @@ def test_forgetting_one_part_of_an_item_through_the_mcp_server_hides_the_item(
     and the event stays while the other parts come from it. The item is then hidden,
     and ``clear_session`` deletes its event and every part left."""
     session = TrueHeartSession("conv-1", memory, SCOPE, clock=clock)
-    large = _large_items()[2]
-    wait(session.add_items([ITEMS[0], large]))
-    parts = [
-        m.memory_id
-        for m in memory.list_memories(SCOPE, kinds=(session.kind,)).items
-        if m.memory_id.startswith("agent-session-000000000002")
-    ]
+    parts = _second_item_in_parts(session, memory, [ITEMS[0]])
     tools = MemoryTools(memory, SCOPE, clock=clock)
     forgot = tools.call("forget_memory", {"memory_id": parts[0], "reason": "asked"})
     assert forgot["affected_ids"] == [parts[0]]
@@ -494,13 +495,7 @@ def test_forgetting_every_part_of_an_item_deletes_its_event_with_the_last(
     parts come from it, and goes with the last, so the item's text leaves the store
     (``clear_session`` finds items by their memories and could no longer reach it)."""
     session = TrueHeartSession("conv-1", memory, SCOPE, clock=clock)
-    large = _large_items()[2]
-    wait(session.add_items([ITEMS[0], large]))
-    parts = [
-        m.memory_id
-        for m in memory.list_memories(SCOPE, kinds=(session.kind,)).items
-        if m.memory_id.startswith("agent-session-000000000002")
-    ]
+    parts = _second_item_in_parts(session, memory, [ITEMS[0]])
     assert len(parts) == 4
     forget = _forget_through(surface, memory, clock)
     for number, part in enumerate(parts):
