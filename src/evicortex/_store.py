@@ -74,6 +74,7 @@ from trueheart_core.errors import EntityDeleted, EntityNotFound, ScopeMismatch, 
 __all__ = ["EviCortex"]
 
 _END_OF_TIME = datetime.max.replace(tzinfo=UTC)
+_ONE_MICROSECOND = timedelta(microseconds=1)
 """The deadline of every record's body, clarity and recall, the last instant a
 ``datetime`` holds (9999-12-31T23:59:59.999999Z): evidence neither fades nor expires,
 however long ago it occurred; it goes when purged."""
@@ -304,6 +305,7 @@ class EviCortex:
             return call(lambda: engine.get_extraction(scope, memory_id))
         except (*_MISSING, ValidationError):
             pass
+        _still_open(engine, scope)
         # Raised after the handler: not even ``__context__`` tells why it is missing.
         raise KeyError(memory_id)
 
@@ -329,9 +331,13 @@ class EviCortex:
         scope = scope_of(namespace)
         namespace = scope.subject_id
         when = _now() if as_of is None else moment("as_of", as_of)
+        # Every deadline of evidence is the last instant a datetime holds, and a window
+        # ends before its deadline: at that instant the store is read as at the one
+        # before, when nothing has faded (no evidence can occur at the last instant).
+        searched = when - _ONE_MICROSECOND if when == _END_OF_TIME else when
         with engine_errors(renamed={"text": "query"}):
             capsule = engine.search(
-                SearchQuery(scope, query, when, budget_tokens, limit, claim_statuses=_VALID)
+                SearchQuery(scope, query, searched, budget_tokens, limit, claim_statuses=_VALID)
             )
         signals = {entry.memory_id: entry.signals for entry in capsule.trace}
         items = []
@@ -359,7 +365,7 @@ class EviCortex:
         return MemoryCapsule(
             namespace,
             query,
-            capsule.as_of,
+            when if searched != when else capsule.as_of,
             tuple(items),
             capsule.budget_tokens,
             capsule.used_tokens,
@@ -378,6 +384,7 @@ class EviCortex:
         scope = scope_of(namespace)
         wanted = plain_text(memory_id)
         if not isinstance(wanted, str):
+            _still_open(engine, scope)
             raise KeyError(memory_id)
         return self._record(engine, scope, wanted)
 
@@ -449,6 +456,7 @@ class EviCortex:
         scope = scope_of(namespace)
         wanted = plain_text(memory_id)
         if not isinstance(wanted, str) or not wanted.strip():
+            _still_open(engine, scope)
             return False
         try:
             # No record has an ID the engine refuses (too long, not UTF-8).
@@ -463,9 +471,8 @@ class EviCortex:
                 )
             )
             call(lambda: engine.govern(command))
-        except _MISSING:
-            return False
-        except ValidationError:
+        except (*_MISSING, ValidationError):
+            _still_open(engine, scope)
             return False
         return True
 
@@ -605,9 +612,25 @@ class EviCortex:
         # Raised after the handler: not even ``__context__`` tells why it is missing (a
         # missing ID, another namespace's, or a purged one).
         if found is None or found[1].kind == CLAIM_KIND:
+            _still_open(engine, scope)
             raise KeyError(rid)
         receipt, memory = found
         return _built(engine, scope, receipt, memory, _claim_ids(engine, scope, receipt))
+
+
+_PROBE = "evicortex-open-probe"
+
+
+def _still_open(engine: TrueHeart, scope: Scope) -> None:
+    """Raise ``StorageClosedError`` when the service underneath was closed
+    (``memory.engine.close()``): it checks a call's arguments before its repository,
+    so an ID it refuses tells nothing of whether the store is open. One look-up of a
+    receipt that tells (its outcome otherwise does not matter)."""
+    try:
+        with engine_errors():
+            engine.get_receipt(scope, _PROBE)
+    except (*_MISSING, ValidationError):
+        pass
 
 
 @contextmanager

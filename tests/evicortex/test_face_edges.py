@@ -33,6 +33,19 @@ def test_evidence_of_any_date_is_recalled_now_and_never_expires(
     assert memory.expand(namespace=NS, memory_id=stored.id).content == stored.content
 
 
+def test_evidence_is_recalled_at_the_last_instant_a_datetime_holds(memory: EviCortex) -> None:
+    """Every deadline of evidence is that instant; recall there answers as at the one
+    before, and reports the instant asked for."""
+    stored = memory.remember(
+        namespace=NS, content="The battle at Assandun", occurred_at=datetime(2000, 1, 1, tzinfo=UTC)
+    )
+    last = datetime.max.replace(tzinfo=UTC)
+    for as_of in (last - timedelta(microseconds=1), last, "9999-12-31T23:59:59.999999Z"):
+        capsule = memory.recall(namespace=NS, query="battle Assandun", as_of=as_of)
+        assert [item.id for item in capsule.items] == [stored.id], as_of
+    assert capsule.as_of == last
+
+
 def test_evidence_may_occur_until_the_last_microsecond_of_the_year_9999(
     memory: EviCortex,
 ) -> None:
@@ -186,6 +199,15 @@ def test_a_service_closed_underneath_is_a_closed_store(
         memory.remember(namespace=NS, content="x")
     with pytest.raises(StorageClosedError):
         memory.recall(namespace=NS, query="x")
+    # IDs no record can have would be "missing" on an open store: closed, it says so.
+    for odd in ("\ud800", 5, "x" * 1000):
+        with pytest.raises(StorageClosedError):
+            memory.expand(namespace=NS, memory_id=odd)  # type: ignore[arg-type]
+    with pytest.raises(StorageClosedError):
+        memory.get_extraction(NS, "x" * 1000)
+    for odd in ("", "x" * 1000):
+        with pytest.raises(StorageClosedError):
+            memory.purge_memory(namespace=NS, memory_id=odd)
 
 
 def test_a_purged_record_is_not_indexed(open_store: Callable[..., EviCortex]) -> None:
