@@ -548,6 +548,36 @@ def test_an_owed_rewrite_outlives_the_repository_that_owed_it(
     assert pg.execute("SELECT rewrite_tables, rewrite_xid FROM meta").fetchone() == ([], None)
 
 
+def test_an_owed_rewrite_is_run_by_the_close_of_a_repository_that_found_it(
+    pg_schema: str, files: Any, pg: Any
+) -> None:
+    """A repository that made no erasing call but whose calls found a rewrite owed (left
+    by another, postponed by an older snapshot that has since ended) runs it when it
+    closes, as its next erasing call would."""
+    import psycopg
+
+    url = postgres_configuration.database_url()
+    first = TrueHeart(
+        PostgresRepository(url, schema=pg_schema, lock_timeout=0.3), clock=lambda: NOW
+    )
+    holder = psycopg.connect(url)
+    try:
+        words = _unique_subject(first)
+        holder.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+        holder.execute("SELECT 1").fetchall()
+        with pytest.raises(RepositoryBusy, match="erasure rewrite incomplete"):
+            first.erase_subject(SCOPE, occurred_at=ERASED_AT)
+        first.close()  # the rewrite still cannot run: it stays owed
+    finally:
+        holder.close()
+    assert locate(files(), words) != {}
+    reader = TrueHeart(PostgresRepository(url, schema=pg_schema), clock=lambda: NOW)
+    assert reader.stats(OTHER_SCOPE).memories == 0  # a read finds the rewrite owed
+    reader.close()
+    assert pg.execute("SELECT rewrite_tables, rewrite_xid FROM meta").fetchone() == ([], None)
+    assert locate(files(), words) == {}
+
+
 def test_while_a_rewrite_is_owed_erasing_calls_still_make_their_change(
     pg_schema: str, files: Any, pg: Any
 ) -> None:

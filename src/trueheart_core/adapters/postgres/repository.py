@@ -54,11 +54,15 @@ _LOCK = {True: "pg_advisory_xact_lock", False: "pg_advisory_xact_lock_shared"}
 """The store's lock: exclusive (``True``) for whole-store changes, else shared."""
 
 
-def _read_meta(session: Session) -> Callable[[Result], None]:
-    """What a unit does with the stored version and tokenizer it read at its start."""
+def _read_meta(session: Session, owed: Callable[[], None]) -> Callable[[Result], None]:
+    """What a unit does with the stored version and tokenizer it read at its start, and
+    whether a rewrite is owed (``owed`` is called when one is)."""
 
     def read(result: Result) -> None:
-        session.read_tokenizer(catalog.checked_meta(result.fetchall()))
+        rows = result.fetchall()
+        session.read_tokenizer(catalog.checked_meta(rows))
+        if rows[0][2] is True:
+            owed()
 
     return read
 
@@ -177,7 +181,8 @@ class PostgresRepository:
         self._read_only = read_only
         self._scratch: dict[object, object] = {}
         self._lock = threading.Lock()
-        # Whether this repository may have left a rewrite owed (see ``close``).
+        # Whether this repository may have left a rewrite owed, or found one owed by
+        # another (see ``close``).
         self._erased = False
         self._lock_timeout = locks
         # Scopes whose row is committed (a scope's row is never deleted).
@@ -318,7 +323,10 @@ class PostgresRepository:
             else:
                 session.opening("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
             session.opening(
-                "SELECT schema_version, tokenizer FROM meta", (), _read_meta(session), check=True
+                "SELECT schema_version, tokenizer, cardinality(rewrite_tables) > 0 FROM meta",
+                (),
+                _read_meta(session, self._owes_rewrite),
+                check=True,
             )
             try:
                 yield uow
@@ -462,11 +470,19 @@ class PostgresRepository:
             with contextlib.suppress(Exception):
                 pool.close(timeout=5)
 
+    def _owes_rewrite(self) -> None:
+        """A unit found a rewrite owed in the store (left by any repository): this one's
+        :meth:`close` runs it, as its next erasing call would."""
+        self._erased = True
+
     def close(self) -> None:
-        """Close the pool (after any scrub still owed). Idempotent; later use raises
-        ``ValidationError``. A callback inside a call on this thread (an estimator, an
-        embedder) may not close it under the call's transaction: ``ValidationError``,
-        and nothing is closed."""
+        """Close the pool, after the rewrite still owed, if any: one this repository's
+        erasing calls left, or one its calls found owed in the store (left by any
+        repository); the owner of the tables runs it here as its erasing calls and
+        ``compact()`` do, and what still cannot run stays owed. Idempotent; later use
+        raises ``ValidationError``. A callback inside a call on this thread (an
+        estimator, an embedder) may not close it under the call's transaction:
+        ``ValidationError``, and nothing is closed."""
         if getattr(self._inside, "unit", False):
             raise ValidationError("repository", REENTRANT)
         pool = self._pool
