@@ -516,12 +516,10 @@ def test_a_snapshot_taken_after_the_commit_behind_an_older_transaction_is_waited
         service.close()
 
 
-def test_an_owed_rewrite_outlives_the_repository_that_owed_it(
-    pg_schema: str, files: Any, pg: Any
-) -> None:
-    """The store, not the process, keeps the rewrite it owes: a repository whose
-    rewrite was postponed, then closed (or killed) while it still could not run, leaves
-    it to the next erasing call of any other repository of the store."""
+def _left_owed(pg_schema: str) -> list[bytes]:
+    """A subject erased by a repository whose rewrite an older snapshot postponed, then
+    closed while it still could not run: the rewrite stays owed in the store. The
+    subject's words (still in the tables' files)."""
     import psycopg
 
     url = postgres_configuration.database_url()
@@ -536,11 +534,22 @@ def test_an_owed_rewrite_outlives_the_repository_that_owed_it(
         with pytest.raises(RepositoryBusy, match="erasure rewrite incomplete"):
             first.erase_subject(SCOPE, occurred_at=ERASED_AT)
         first.close()  # the rewrite still cannot run: it stays owed
-        tables, xid = pg.execute("SELECT rewrite_tables, rewrite_xid FROM meta").fetchone()
-        assert "memories" in tables and "raw_bodies" in tables and xid is not None
-        assert locate(files(), words) != {}
     finally:
         holder.close()
+    return words
+
+
+def test_an_owed_rewrite_outlives_the_repository_that_owed_it(
+    pg_schema: str, files: Any, pg: Any
+) -> None:
+    """The store, not the process, keeps the rewrite it owes: a repository whose
+    rewrite was postponed, then closed (or killed) while it still could not run, leaves
+    it to the next erasing call of any other repository of the store."""
+    words = _left_owed(pg_schema)
+    tables, xid = pg.execute("SELECT rewrite_tables, rewrite_xid FROM meta").fetchone()
+    assert "memories" in tables and "raw_bodies" in tables and xid is not None
+    assert locate(files(), words) != {}
+    url = postgres_configuration.database_url()
     with TrueHeart(PostgresRepository(url, schema=pg_schema), clock=lambda: NOW) as second:
         second.ingest_event(event("evt-other", scope=OTHER_SCOPE))
         _delete_other_event(second)
@@ -554,23 +563,9 @@ def test_an_owed_rewrite_is_run_by_the_close_of_a_repository_that_found_it(
     """A repository that made no erasing call but whose calls found a rewrite owed (left
     by another, postponed by an older snapshot that has since ended) runs it when it
     closes, as its next erasing call would."""
-    import psycopg
-
-    url = postgres_configuration.database_url()
-    first = TrueHeart(
-        PostgresRepository(url, schema=pg_schema, lock_timeout=0.3), clock=lambda: NOW
-    )
-    holder = psycopg.connect(url)
-    try:
-        words = _unique_subject(first)
-        holder.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
-        holder.execute("SELECT 1").fetchall()
-        with pytest.raises(RepositoryBusy, match="erasure rewrite incomplete"):
-            first.erase_subject(SCOPE, occurred_at=ERASED_AT)
-        first.close()  # the rewrite still cannot run: it stays owed
-    finally:
-        holder.close()
+    words = _left_owed(pg_schema)
     assert locate(files(), words) != {}
+    url = postgres_configuration.database_url()
     reader = TrueHeart(PostgresRepository(url, schema=pg_schema), clock=lambda: NOW)
     assert reader.stats(OTHER_SCOPE).memories == 0  # a read finds the rewrite owed
     reader.close()
