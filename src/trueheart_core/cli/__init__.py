@@ -23,7 +23,7 @@ import signal
 import sys
 import threading
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from trueheart_core import stores
 from trueheart_core.cli import progress, render
@@ -60,27 +60,12 @@ def _wants_json(argv: Sequence[str]) -> bool:
     return False
 
 
-def _silence(stream: Any, fd: int) -> None:
-    """Point ``fd`` at the null device, so that the interpreter's flush of ``stream`` at
-    exit has nowhere to fail; ``stream``'s pending output is dropped."""
-    try:
-        if stream is None or stream.fileno() != fd:
-            return
-        null = os.open(os.devnull, os.O_WRONLY)
-    except (OSError, ValueError):  # not a real file (a test's buffer), or closed
-        return
-    try:
-        os.dup2(null, fd)
-    finally:
-        os.close(null)
-
-
 def _broken_pipe() -> int:
-    _silence(sys.stdout, 1)
+    progress.silence(sys.stdout, 1)
     try:
         sys.stderr.flush()
     except OSError:
-        _silence(sys.stderr, 2)
+        progress.silence(sys.stderr, 2)
     return EXIT_CODES["broken_pipe"]
 
 
@@ -150,13 +135,13 @@ def _report(line: str, doc: dict[str, object] | None) -> None:
         sys.stderr.write(line)
         sys.stderr.flush()
     except OSError:
-        _silence(sys.stderr, 2)
+        progress.silence(sys.stderr, 2)
     if doc is not None:
         try:
             render.document(sys.stdout, doc)
             sys.stdout.flush()
         except OSError:
-            _silence(sys.stdout, 1)
+            progress.silence(sys.stdout, 1)
 
 
 def _fail(name: str, message: str, status: int, as_json: bool) -> int:
@@ -171,7 +156,7 @@ def _fail(name: str, message: str, status: int, as_json: bool) -> int:
     try:
         sys.stdout.flush()  # what a command printed before it failed comes first
     except OSError:  # a closed pipe, a full disk: the document cannot go there either
-        _silence(sys.stdout, 1)
+        progress.silence(sys.stdout, 1)
         as_json = False
     doc = {"error": name, "message": message, "exit_status": status}
     _report(f"trueheart: {render.printable(message)}\n", doc if as_json else None)
@@ -339,7 +324,7 @@ def _main(arguments: list[str], as_json: bool) -> int:
         where: str | None
         if isinstance(error, OutputFailed):
             where, name = "standard output", "OSError"
-            _silence(sys.stdout, 1)
+            progress.silence(sys.stdout, 1)
         elif isinstance(error.filename, str):
             where = error.filename
         else:

@@ -31,7 +31,7 @@ from typing import TextIO
 
 from trueheart_core.cli.render import printable
 
-__all__ = ["Task", "draws", "emit", "settle", "task"]
+__all__ = ["Task", "draws", "emit", "settle", "silence", "task"]
 
 _SPINNER = "|/-\\"
 _BAR = 20
@@ -51,19 +51,23 @@ def emit(stream: TextIO, text: str) -> None:
         stream.write(text)
         stream.flush()
     except (OSError, ValueError):
-        _give_up(stream)
+        silence(stream)
 
 
-def _give_up(stream: TextIO) -> None:
-    """Point the descriptor of ``stream`` at the null device, so that its pending
-    output, and every later write, goes nowhere without failing."""
+def silence(stream: object, fd: int | None = None) -> None:
+    """Point the descriptor of ``stream`` (a standard stream that cannot be written) at
+    the null device, so that its pending output, every later write and the
+    interpreter's flush at exit go nowhere without failing. With ``fd``, only when that
+    is the stream's descriptor (a stream replaced by a test's buffer is left alone)."""
     try:
-        fd = stream.fileno()
+        found = stream.fileno()  # type: ignore[attr-defined]
+        if fd is not None and found != fd:
+            return
         null = os.open(os.devnull, os.O_WRONLY)
     except (OSError, ValueError, AttributeError):  # closed, or not a real file
         return
     try:
-        os.dup2(null, fd)
+        os.dup2(null, found)
     except OSError:
         pass  # nothing more can be done for it
     finally:
