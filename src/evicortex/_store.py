@@ -74,10 +74,10 @@ from trueheart_core.errors import EntityDeleted, EntityNotFound, ScopeMismatch, 
 __all__ = ["EviCortex"]
 
 _END_OF_TIME = datetime.max.replace(tzinfo=UTC)
-_ONE_MICROSECOND = timedelta(microseconds=1)
 """The deadline of every record's body, clarity and recall, the last instant a
 ``datetime`` holds (9999-12-31T23:59:59.999999Z): evidence neither fades nor expires,
 however long ago it occurred; it goes when purged."""
+_ONE_MICROSECOND = timedelta(microseconds=1)
 
 
 def _evidence_retention(occurred: datetime) -> RetentionPolicy:

@@ -183,7 +183,7 @@ class PostgresRepository:
         self._lock = threading.Lock()
         # Whether this repository may have left a rewrite owed, or found one owed by
         # another (see ``close``).
-        self._erased = False
+        self._rewrite_may_be_owed = False
         self._lock_timeout = locks
         # Scopes whose row is committed (a scope's row is never deleted).
         self._known: set[tuple[str, str, str]] = set()
@@ -302,7 +302,7 @@ class PostgresRepository:
     ) -> Iterator[PostgresUnitOfWork]:
         with conn_mod.translate(diagnostic), lender.connection(diagnostic) as conn:
             if erasing:
-                self._erased = True
+                self._rewrite_may_be_owed = True
             uow = PostgresUnitOfWork(
                 conn,
                 self._scratch,
@@ -473,7 +473,7 @@ class PostgresRepository:
     def _owes_rewrite(self) -> None:
         """A unit found a rewrite owed in the store (left by any repository): this one's
         :meth:`close` runs it, as its next erasing call would."""
-        self._erased = True
+        self._rewrite_may_be_owed = True
 
     def close(self) -> None:
         """Close the pool, after the rewrite still owed, if any: one this repository's
@@ -486,7 +486,7 @@ class PostgresRepository:
         if getattr(self._inside, "unit", False):
             raise ValidationError("repository", REENTRANT)
         pool = self._pool
-        if pool is not None and self._erased and not self._read_only:
+        if pool is not None and self._rewrite_may_be_owed and not self._read_only:
             # What cannot be rewritten now stays owed in the store, for the next
             # erasing call of any process.
             with (

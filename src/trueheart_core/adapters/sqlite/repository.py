@@ -274,13 +274,11 @@ class SQLiteRepository:
                     except RepositoryFull:
                         raise RepositoryFull(_SCRUB_NEEDS_SPACE) from None
                     except RepositoryBusy:
-                        self._erasure_pending = True
-                    except RepositoryCorruption:
+                        pass  # still pending: reported below
+                    except (RepositoryCorruption, RepositoryReadOnly) as error:
                         # The files could not be written (an I/O error, a file size
                         # limit): the change stands, as the message says.
-                        raise RepositoryCorruption(_SCRUB_FAILED) from None
-                    except RepositoryReadOnly:
-                        raise RepositoryReadOnly(_SCRUB_FAILED) from None
+                        raise type(error)(_SCRUB_FAILED) from None
                     if self._erasure_pending:
                         # A reader began between the check and the commit and outlived
                         # the busy timeout. The change is committed; only the scrub of
