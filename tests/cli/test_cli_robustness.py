@@ -154,7 +154,7 @@ def test_an_output_on_a_full_disk_is_named_as_such(
 
 
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
-@pytest.mark.parametrize("command", ["export", "import", "stats"])
+@pytest.mark.parametrize("command", ["export", "import", "ingest"])
 def test_a_standard_error_that_cannot_be_written_stops_nothing(
     store: Path, tmp_path: Path, command: str
 ) -> None:
@@ -174,8 +174,19 @@ def test_a_standard_error_that_cannot_be_written_stops_nothing(
     args = {
         "export": ("export", str(store)),
         "import": ("import", str(tmp_path / "copy.db"), str(exported), "--json"),
-        "stats": ("stats", str(store), "--json"),
+        "ingest": ("ingest", str(store), str(tmp_path / "in.jsonl"), "--json"),
     }[command]
+    line = {
+        "type": "event",
+        "event_id": "evt-late",
+        "scope": "acme/agent/user-1",
+        "content": "A late note.",
+        "source_id": "chat",
+        "source_type": "chat",
+        "occurred_at": "2026-08-13T12:00:00Z",
+        "trust": "observed",
+    }
+    (tmp_path / "in.jsonl").write_text(json.dumps(line) + "\n", encoding="utf-8")
     with open("/dev/full", "wb") as full:
         done = subprocess.run(
             _command(*args),
@@ -196,7 +207,9 @@ def test_a_standard_error_that_cannot_be_written_stops_nothing(
         with TrueHeart(SQLiteRepository(tmp_path / "copy.db", read_only=True)) as copy:
             assert copy.verify_integrity().ok
     else:
-        assert json.loads(done.stdout)["memories"] >= 0
+        assert json.loads(done.stdout) == {"events": 1, "memories": 0}
+        with TrueHeart(SQLiteRepository(store, read_only=True)) as stored:
+            assert stored.get_receipt(SCOPE, "evt-late").event_id == "evt-late"
 
 
 # --- an input that cannot be read --------------------------------------------------------

@@ -76,3 +76,25 @@ def test_the_command_line_moves_a_store_to_a_server_url(tmp_path: Path, pg_schem
     )
     _same(before, answers(server))
     server.close()
+
+
+def test_a_refused_import_leaves_the_new_schema_empty_and_importable(
+    tmp_path: Path, pg_schema: str
+) -> None:
+    source_path = tmp_path / "source.db"
+    with TrueHeart(SQLiteRepository(source_path), clock=lambda: NOW) as source:
+        populate(source)
+    dump = tmp_path / "store.jsonl"
+    assert _trueheart("export", str(source_path), "--output", str(dump)).returncode == 0
+    truncated = tmp_path / "truncated.jsonl"
+    truncated.write_bytes(dump.read_bytes()[:-10])
+    url = f"{postgres_configuration.database_url()}?schema={pg_schema}"
+    refused = _trueheart("import", url, str(truncated))
+    assert refused.returncode == 1, refused.stderr
+    # The schema the import created stays, as an empty store.
+    with TrueHeart(
+        PostgresRepository(postgres_configuration.database_url(), schema=pg_schema)
+    ) as left:
+        assert left.scopes() == ()
+    done = _trueheart("import", url, str(dump))
+    assert done.returncode == 0, done.stderr
