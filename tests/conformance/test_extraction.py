@@ -236,6 +236,56 @@ def test_an_answer_whose_reading_fails_is_the_extractor_failing(service: TrueHea
     _nothing_stored(service)
 
 
+class Fickle(ClaimExtraction):
+    """An answer whose claims are those checked on the first reads only: any later read
+    gives a claim the body does not hold, or raises."""
+
+    reads = 0
+    limit = 1
+    later: Any = None
+
+    def __getattribute__(self, name: str) -> object:
+        if name == "claims" and type(self).limit >= 0:
+            type(self).reads += 1
+            if type(self).reads > type(self).limit:
+                if isinstance(type(self).later, Exception):
+                    raise type(self).later
+                return type(self).later
+        return super().__getattribute__(name)
+
+
+@pytest.mark.parametrize("limit", [1, 2, 3, 4, 5, 6])
+def test_what_is_stored_is_the_answer_as_it_was_checked(service: TrueHeart, limit: int) -> None:
+    planted = ExtractedClaim("user:mallory", "prefers_theme", "planted", ClaimProvenance(0, 5))
+    Fickle.limit = -1  # its own construction reads its claims
+    answer = Fickle((dark(),))
+    Fickle.reads, Fickle.limit, Fickle.later = 0, limit, (planted,)
+    result = service.ingest_extracted(event("evt-1", content=ADA), Fixed(answer))
+    assert [(c.subject, c.value) for c in result.claims] == [("user:ada", "dark")]
+    assert result.extraction.spans == (ClaimProvenance(0, len(ADA)),)
+    views = ask_claims(service, NOW).claims
+    assert [(view.claim.subject, view.claim.value) for view in views] == [("user:ada", "dark")]
+    assert service.get_extraction(SCOPE, "evt-1") == result.extraction
+
+
+@pytest.mark.parametrize("limit", [0, 1, 2, 3, 4, 5, 6])
+def test_an_answer_is_read_once_and_a_failing_read_is_the_extractor_failing(
+    service: TrueHeart, limit: int
+) -> None:
+    failure = RuntimeError("the host's answer")
+    Fickle.limit = -1
+    answer = Fickle((dark(),))
+    Fickle.reads, Fickle.limit, Fickle.later = 0, limit, failure
+    try:
+        result = service.ingest_extracted(event("evt-1", content=ADA), Fixed(answer))
+    except ProviderError as error:
+        assert error.__cause__ is failure
+        _nothing_stored(service)
+    else:
+        assert [(c.subject, c.value) for c in result.claims] == [("user:ada", "dark")]
+    assert Fickle.reads == 1
+
+
 def test_the_most_claims_allowed_are_stored(service: TrueHeart) -> None:
     result = service.ingest_extracted(
         event("evt-1", content=ADA), Fixed(ClaimExtraction((dark(),) * 100))
