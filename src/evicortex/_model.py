@@ -12,6 +12,7 @@ from evicortex.errors import ValidationError
 from trueheart_core import RankSignal, SemanticTrace
 from trueheart_core import StoreStats as EngineStats
 from trueheart_core.domain.reprs import body_free_repr
+from trueheart_core.domain.validation import plain, real
 
 __all__ = [
     "CapsuleItem",
@@ -27,7 +28,9 @@ __all__ = [
 
 
 def _text(field: str, value: object) -> str:
-    if not isinstance(value, str) or not value.strip():
+    """``value`` as a plain, non-blank ``str`` (a subclass's own methods are never
+    asked)."""
+    if not isinstance(value, str) or not (value := plain(value)).strip():
         raise ValidationError(field, "must be a non-blank string")
     return value
 
@@ -54,26 +57,22 @@ class ClaimInput:
     __repr__ = body_free_repr("subject", "predicate", "value")
 
     def __post_init__(self) -> None:
-        _text("subject", self.subject)
-        _text("predicate", self.predicate)
-        _text("value", self.value)
+        object.__setattr__(self, "subject", _text("subject", self.subject))
+        object.__setattr__(self, "predicate", _text("predicate", self.predicate))
+        object.__setattr__(self, "value", _text("value", self.value))
         start = optional_moment("valid_from", self.valid_from)
         end = optional_moment("valid_to", self.valid_to)
         object.__setattr__(self, "valid_from", start)
         object.__setattr__(self, "valid_to", end)
         if start is not None and end is not None and end <= start:
             raise ValidationError("valid_to", "must be later than valid_from")
-        confidence = self.confidence
-        if (
-            isinstance(confidence, bool)
-            or not isinstance(confidence, int | float)
-            or not 0.0 <= confidence <= 1.0  # also refuses NaN; a huge int never overflows
-        ):
+        confidence = real(self.confidence)  # the number it holds, never its own methods
+        if confidence is None or not 0.0 <= confidence <= 1.0:  # also refuses NaN
             raise ValidationError("confidence", "must be from 0 through 1")
         object.__setattr__(self, "confidence", float(confidence))
-        _text("authority", self.authority)
+        object.__setattr__(self, "authority", _text("authority", self.authority))
         if self.supersedes is not None:
-            _text("supersedes", self.supersedes)
+            object.__setattr__(self, "supersedes", _text("supersedes", self.supersedes))
 
 
 @dataclass(frozen=True, slots=True, repr=False)

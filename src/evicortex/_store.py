@@ -68,6 +68,7 @@ from trueheart_core import (
     stores,
 )
 from trueheart_core import MemoryRecord as EngineMemory
+from trueheart_core.domain import validation as v
 from trueheart_core.domain.validation import utf8_size
 from trueheart_core.errors import EntityDeleted, EntityNotFound, ScopeMismatch, body_free_errors
 
@@ -280,20 +281,15 @@ class EviCortex:
             extracted=True,
         )
 
+        # Read once, as the engine reads it: what it checks is what it is given.
+        mapping = call(lambda: v.claim_ids_by_source(claim_ids_by_source))
+
         def write(plan: _Plan) -> ExtractionResult:
             return engine.ingest_extracted(
-                plan.event,
-                chosen,
-                claim_ids_by_source=claim_ids_by_source,
-                memories=[plan.memory],
+                plan.event, chosen, claim_ids_by_source=mapping, memories=[plan.memory]
             )
 
-        named = (
-            {value for value in claim_ids_by_source.values() if isinstance(value, str)}
-            if isinstance(claim_ids_by_source, Mapping)
-            else set()
-        )
-        result = self._written(plan, write, named)
+        result = self._written(plan, write, set(mapping.values()))
         ids = list(result.extraction.claim_ids)
         return _built(engine, scope, result.receipt, result.memories[0], ids)
 
@@ -336,9 +332,10 @@ class EviCortex:
         # before, when nothing has faded (no evidence can occur at the last instant).
         searched = when - _ONE_MICROSECOND if when == _END_OF_TIME else when
         with engine_errors(renamed={"text": "query"}):
-            capsule = engine.search(
-                SearchQuery(scope, query, searched, budget_tokens, limit, claim_statuses=_VALID)
+            question = SearchQuery(
+                scope, query, searched, budget_tokens, limit, claim_statuses=_VALID
             )
+            capsule = engine.search(question)
         signals = {entry.memory_id: entry.signals for entry in capsule.trace}
         items = []
         for item in capsule.items:
@@ -364,7 +361,7 @@ class EviCortex:
         )
         return MemoryCapsule(
             namespace,
-            query,
+            question.text,  # the plain text searched for, not the caller's object
             when if searched != when else capsule.as_of,
             tuple(items),
             capsule.budget_tokens,
@@ -698,10 +695,17 @@ class _Plan:
 def _claim_inputs(claims: object) -> list[ClaimInput]:
     if isinstance(claims, str | bytes) or not isinstance(claims, Iterable):
         raise ValidationError("claims", "must be an iterable of ClaimInput")
-    found = list(claims)
-    if not all(isinstance(claim, ClaimInput) for claim in found):
+    found: list[object] | None
+    if isinstance(claims, list | tuple):
+        found = list(v.items(claims))  # through the base class, as the engine reads lists
+    else:
+        try:
+            found = list(claims)
+        except Exception:  # the host's iterator failed: refused, never passed on
+            found = None
+    if found is None or not all(isinstance(claim, ClaimInput) for claim in found):
         raise ValidationError("claims", "must be an iterable of ClaimInput")
-    return found
+    return [claim for claim in found if isinstance(claim, ClaimInput)]
 
 
 def _claim_draft(

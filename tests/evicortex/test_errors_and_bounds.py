@@ -374,6 +374,100 @@ def test_claim_inputs_at_the_bounds_are_accepted(memory: EviCortex, fields: dict
     assert memory.stats(NS).claims == 1
 
 
+class Raising(str):
+    """Text whose own methods raise: it must be read as the text it holds."""
+
+    __slots__ = ()
+
+    def strip(self, chars: str | None = None) -> str:
+        raise RuntimeError("host")
+
+    def __eq__(self, other: object) -> bool:
+        raise RuntimeError("host")
+
+    __hash__ = str.__hash__
+
+
+class Fickle(float):
+    """A number whose own comparisons raise."""
+
+    def __le__(self, other: object) -> bool:
+        raise RuntimeError("host")
+
+    def __ge__(self, other: object) -> bool:
+        raise RuntimeError("host")
+
+
+def test_claim_inputs_hold_the_plain_values_they_were_given() -> None:
+    claim = ClaimInput(
+        Raising("user:ada"),
+        Raising("likes"),
+        Raising("tea"),
+        confidence=Fickle(0.5),
+        authority=Raising("host"),
+        supersedes=Raising("c-1"),
+    )
+    for name in ("subject", "predicate", "value", "authority", "supersedes"):
+        assert type(getattr(claim, name)) is str
+    assert (claim.subject, claim.predicate, claim.value) == ("user:ada", "likes", "tea")
+    assert (claim.authority, claim.supersedes) == ("host", "c-1")
+    assert type(claim.confidence) is float and claim.confidence == 0.5
+    with pytest.raises(ValidationError, match="confidence: must be from 0 through 1"):
+        ClaimInput("user:ada", "likes", "tea", confidence=Fickle(1.5))
+
+
+def test_claims_whose_own_iteration_raises_are_read_or_refused(memory: EviCortex) -> None:
+    class Shifting(list[ClaimInput]):
+        def __iter__(self) -> Any:
+            raise RuntimeError("host")
+
+    def failing() -> Any:
+        yield ClaimInput("user:ada", "likes", "tea")
+        raise RuntimeError("host")
+
+    claims = Shifting([ClaimInput("user:ada", "likes", "tea")])
+    record = memory.remember(namespace=NS, content="Ada likes tea.", claims=claims)
+    assert [claim.value for claim in record.claims] == ["tea"]
+    refused = "claims: must be an iterable of ClaimInput"
+    with pytest.raises(ValidationError, match=refused) as caught:
+        memory.remember(namespace=NS, content="Ada likes coffee.", claims=failing())
+    assert caught.value.__cause__ is None
+    assert memory.stats(NS).memories == 1
+
+
+def test_a_mapping_whose_own_methods_raise_is_refused_by_remember_extracted(
+    memory: EviCortex,
+) -> None:
+    class Unreadable(dict[str, str]):
+        def items(self) -> Any:
+            raise RuntimeError("host")
+
+        def values(self) -> Any:
+            raise RuntimeError("host")
+
+    with pytest.raises(ValidationError, match="claim_ids_by_source: must be a readable mapping"):
+        memory.remember_extracted(
+            namespace=NS,
+            content="Canonical claim: subject=user:ada; predicate=likes; value=tea.",
+            claim_ids_by_source=Unreadable(earlier="c-1"),
+            extractor=CanonicalClaimExtractor(),
+        )
+    assert memory.stats(NS).memories == 0
+
+
+def test_a_capsule_holds_the_plain_query_it_searched_for(memory: EviCortex) -> None:
+    class Short(str):
+        __slots__ = ()
+
+        def __len__(self) -> int:
+            return 1
+
+    memory.remember(namespace=NS, content="The sky is blue.")
+    capsule = memory.recall(namespace=NS, query=Short("sky " * 100))
+    assert type(capsule.query) is str and capsule.query == "sky " * 100
+    assert "<400 chars>" in repr(capsule)
+
+
 # --- integrity, repair and statistics ----------------------------------------------------
 
 

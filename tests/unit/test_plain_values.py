@@ -14,6 +14,7 @@ from trueheart_core import (
     ClaimDraft,
     ClaimProvenance,
     ClaimQuery,
+    ClaimStatus,
     ExtractionDiagnostic,
     HashingEmbedder,
     MemoryDraft,
@@ -326,3 +327,52 @@ def test_a_rerank_limit_that_lies_about_its_bounds_is_refused(tmp_path: Path) ->
             reranker=_FixedReranker(),
             rerank_limit=Huge(5000),
         )
+
+
+class Denying(tuple[ClaimStatus, ...]):
+    """Says it holds nothing, and cannot be iterated through its own method."""
+
+    def __contains__(self, item: object) -> bool:
+        return False
+
+    def __iter__(self) -> Iterator[ClaimStatus]:
+        raise RuntimeError("host")
+
+
+def test_claim_statuses_are_held_as_plain_tuples(tmp_path: Path) -> None:
+    statuses = (ClaimStatus.CURRENT,)
+    query = ClaimQuery(SCOPE, NOW, statuses=Denying(statuses))
+    search = SearchQuery(SCOPE, "tea", NOW, claim_statuses=Denying(statuses))
+    assert type(query.statuses) is tuple and query.statuses == statuses
+    assert type(search.claim_statuses) is tuple and search.claim_statuses == statuses
+    claim = ClaimDraft("c", SCOPE, "ada", "likes", "tea", ("e",), TrustLevel.OBSERVED, NOW)
+    with TrueHeart(SQLiteRepository(tmp_path / "plain.db"), clock=lambda: NOW) as service:
+        service.ingest_derived(
+            RawEventDraft("e", SCOPE, SOURCE, "Ada likes tea.", RETENTION), claims=[claim]
+        )
+        found = service.claims(query)
+        assert [view.claim.claim_id for view in found.claims] == ["c"]
+        assert found == service.claims(ClaimQuery(SCOPE, NOW, statuses=statuses))
+        paged = ClaimQuery(SCOPE, NOW, statuses=Denying(statuses), limit=5)
+        assert service.claims(paged) == service.claims(
+            ClaimQuery(SCOPE, NOW, statuses=statuses, limit=5)
+        )
+        capsule = service.search(search)
+        assert [item.memory.memory_id for item in capsule.items] == ["c"]
+
+
+def test_index_semantic_reads_its_ids_once(tmp_path: Path) -> None:
+    class Shifting(list[str]):
+        def __iter__(self) -> Iterator[str]:
+            raise RuntimeError("host")
+
+    repository = SQLiteRepository(tmp_path / "ids.db")
+    with TrueHeart(
+        repository, clock=lambda: NOW, embedder=HashingEmbedder(), auto_index=False
+    ) as service:
+        service.ingest_derived(
+            RawEventDraft("e", SCOPE, SOURCE, "Ada likes tea.", RETENTION),
+            memories=[MemoryDraft("m", SCOPE, "tea", ("e",), "fact", TrustLevel.OBSERVED, NOW)],
+        )
+        assert service.index_semantic(SCOPE, Shifting(["m"])) == 1
+        assert service.semantic_status(SCOPE).complete

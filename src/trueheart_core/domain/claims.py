@@ -267,10 +267,11 @@ class ClaimQuery(_Reducible):
             _set(self, "subject", v.text("subject", self.subject))
         if self.predicate is not None:
             _set(self, "predicate", v.text("predicate", self.predicate))
-        if not isinstance(self.statuses, tuple) or not all(
-            isinstance(s, ClaimStatus) for s in self.statuses
-        ):
+        # Read once through the base class: a subclass's own methods are never asked.
+        statuses = v.items(self.statuses) if isinstance(self.statuses, tuple) else None
+        if statuses is None or not all(isinstance(s, ClaimStatus) for s in statuses):
             raise ValidationError("statuses", "must be a tuple of ClaimStatus")
+        _set(self, "statuses", statuses)
         if self.limit is not None:
             _set(self, "limit", v.whole("limit", self.limit, 1, MAX_CLAIM_PAGE))
         if self.cursor is not None:

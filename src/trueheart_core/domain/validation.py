@@ -225,6 +225,29 @@ def text_tuple(field: str, value: object) -> tuple[str, ...]:
     return tuple([text(field, entry) for entry in tuple.__iter__(value)])
 
 
+def claim_ids_by_source(value: object) -> dict[str, str]:
+    """A mapping of supersession keys (as an extractor writes them) to claim IDs, read
+    once through its ``items()`` into a plain ``dict`` of plain text (``None``: empty).
+    A host mapping whose own methods raise is refused, never passed on."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ValidationError("claim_ids_by_source", "must map source names to claim IDs")
+    try:
+        pairs = list(value.items())
+    except Exception:
+        pairs = None
+    if pairs is None:
+        raise ValidationError("claim_ids_by_source", "must be a readable mapping")
+    mapping = {}
+    for pair in pairs:
+        if not isinstance(pair, tuple) or tuple.__len__(pair) != 2:
+            raise ValidationError("claim_ids_by_source", "must be a readable mapping")
+        source, claim_id = tuple.__iter__(pair)
+        mapping[text("claim_ids_by_source", source)] = text("claim_ids_by_source", claim_id)
+    return mapping
+
+
 def _json_default(value: object) -> object:
     if isinstance(value, Mapping):
         return dict(value)

@@ -354,7 +354,7 @@ class TrueHeart:
         if not isinstance(draft, RawEventDraft):
             raise ValidationError("draft", "must be a RawEventDraft")
         memory_drafts = _drafts("memories", memories, MemoryDraft)
-        mapping = _source_mapping(claim_ids_by_source)
+        mapping = v.claim_ids_by_source(claim_ids_by_source)
         identity, extraction = claiming.extract(draft, extractor)
         drafts = claiming.drafts_from(draft, extraction, mapping)
         record = ExtractionRecord(
@@ -613,7 +613,7 @@ class TrueHeart:
         if not isinstance(scope, Scope):
             raise ValidationError("scope", "must be a Scope")
         ids = v.text_tuple(
-            "memory_ids", tuple(memory_ids) if isinstance(memory_ids, list) else memory_ids
+            "memory_ids", v.items(memory_ids) if isinstance(memory_ids, list) else memory_ids
         )
         projecting.check_unchanged(settings.embedder, settings.space)
         return self._project([(scope, memory_id) for memory_id in ids], explicit=True)
@@ -985,26 +985,6 @@ def _targets(
     return tuple((m.scope, m.memory_id) for m in memories) + tuple(
         (c.scope, c.claim_id) for c in claims
     )
-
-
-def _source_mapping(value: object) -> dict[str, str]:
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        raise ValidationError("claim_ids_by_source", "must map source names to claim IDs")
-    try:
-        pairs = list(value.items())
-    except Exception:  # a host mapping whose own methods raise: refused, never passed on
-        pairs = None
-    if pairs is None:
-        raise ValidationError("claim_ids_by_source", "must be a readable mapping")
-    mapping = {}
-    for pair in pairs:
-        if not isinstance(pair, tuple) or tuple.__len__(pair) != 2:
-            raise ValidationError("claim_ids_by_source", "must be a readable mapping")
-        source, claim_id = pair
-        mapping[v.text("claim_ids_by_source", source)] = v.text("claim_ids_by_source", claim_id)
-    return mapping
 
 
 def _semantic_settings(

@@ -113,10 +113,12 @@ class SearchQuery(_Reducible):
         _set(self, "kinds", v.text_tuple("kinds", self.kinds))
         if self.min_trust is not None:
             v.member("min_trust", self.min_trust, TrustLevel, "must be a TrustLevel or None")
-        if not isinstance(self.claim_statuses, tuple) or not all(
-            isinstance(s, ClaimStatus) for s in self.claim_statuses
-        ):
+        # Read once through the base class: a subclass's own methods are never asked.
+        statuses = self.claim_statuses
+        statuses = v.items(statuses) if isinstance(statuses, tuple) else None
+        if statuses is None or not all(isinstance(s, ClaimStatus) for s in statuses):
             raise ValidationError("claim_statuses", "must be a tuple of ClaimStatus")
+        _set(self, "claim_statuses", statuses)
         if not isinstance(self.semantic, bool):
             raise ValidationError("semantic", "must be a bool")
         if not isinstance(self.time_aware, bool):
