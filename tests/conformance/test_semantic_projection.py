@@ -114,6 +114,24 @@ def test_without_auto_index_nothing_is_embedded_until_repair(repository: Reposit
     assert len(embedder.documents) == 5
 
 
+def test_a_progress_callback_that_raises_stops_the_sync_after_a_stored_batch(
+    repository: Repository,
+) -> None:
+    service = semantic(repository, auto_index=False)
+    materialize_all(service, {f"mem-{i}": f"brief note {i}" for i in range(5)})
+    failure = RuntimeError("the host's progress")
+
+    def progress(done: int, total: int) -> None:
+        if done == 4:
+            raise failure
+
+    with pytest.raises(RuntimeError) as caught:
+        service.sync_semantic(SCOPE, batch_size=2, progress=progress)
+    assert caught.value is failure
+    assert service.semantic_status(SCOPE).missing_memory_ids == ("mem-4",)
+    assert service.sync_semantic(SCOPE).complete
+
+
 def test_index_semantic_projects_named_memories_only(repository: Repository) -> None:
     service = semantic(repository, auto_index=False)
     materialize_all(service, {"mem-1": "a", "mem-2": "b"})

@@ -170,6 +170,7 @@ def rebuild(value: IndexRebuildReport) -> Document:
         "vector_copies_repaired": value.vector_copies_repaired,
         "vectors_without_memory_removed": value.vectors_without_memory_removed,
         "vector_sketches_rebuilt": value.vector_sketches_rebuilt,
+        "damaged_vectors_removed": value.damaged_vectors_removed,
         "changed": value.changed,
     }
 

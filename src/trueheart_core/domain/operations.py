@@ -216,7 +216,10 @@ class IndexRebuildReport(_Reducible):
     trust, kind or status were rewritten from the memory row,
     ``vectors_without_memory_removed`` vectors whose memory no longer exists, and
     ``vector_sketches_rebuilt`` vectors whose sketch was missing (a store upgraded from
-    schema 4) or not the one their vector gives.
+    schema 4) or not the one their vector gives, and ``damaged_vectors_removed``
+    vectors of existing memories that failed their digest, had the wrong size or named
+    no known space (only the embedder can compute them again: ``sync_semantic`` does,
+    as for any memory without a vector).
     """
 
     search_entries_before: int
@@ -232,6 +235,7 @@ class IndexRebuildReport(_Reducible):
     vector_copies_repaired: int = 0
     vectors_without_memory_removed: int = 0
     vector_sketches_rebuilt: int = 0
+    damaged_vectors_removed: int = 0
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -249,6 +253,7 @@ class IndexRebuildReport(_Reducible):
             or self.vector_copies_repaired
             or self.vectors_without_memory_removed
             or self.vector_sketches_rebuilt
+            or self.damaged_vectors_removed
         )
 
 

@@ -127,9 +127,16 @@ class VectorStore(Protocol):
     ) -> tuple[int, int, int]:
         """Rewrite every vector's copies of its memory's ID, times, trust, kind and
         status from the memory row where they differ, remove the vectors whose memory
-        no longer exists, and rewrite every sketch that differs from what ``sketch``
+        no longer exists in the vector's scope (those :meth:`iter` gives an empty
+        ``memory_id``), and rewrite every sketch that differs from what ``sketch``
         computes from the stored vector (``None``: no sketch); returns ``(rewritten,
         removed, sketches rewritten)``."""
+        ...
+
+    def discard(self, scope: ScopeKey, memory_id: str) -> int:
+        """Remove the vectors of the memory ``memory_id`` of ``scope`` (as :meth:`iter`
+        names it), whatever they hold, as an erasure removes them; returns how many.
+        The memory then has no vector, and a later projection computes one again."""
         ...
 
     def iter_spaces(self) -> Iterator[SpaceRow]:

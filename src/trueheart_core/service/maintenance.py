@@ -21,6 +21,7 @@ from trueheart_core.errors import ValidationError
 from trueheart_core.ports import ScopeKey, SearchDocRow, UnitOfWork
 from trueheart_core.service import loading
 from trueheart_core.service import search as searching
+from trueheart_core.service import semantic as projecting
 from trueheart_core.service.records import scope_key
 
 _CHUNK = 500
@@ -112,8 +113,9 @@ def rebuild(uow: UnitOfWork) -> IndexRebuildReport:
     searching.rebuild(uow)
     entries_after, terms_after = _entries(uow), _terms(uow)
     claim_keys = _count(uow.claims.rekey())
-    copies = orphans = sketches = 0
+    copies = orphans = sketches = damaged = 0
     if uow.vectors is not None:
+        damaged = _count(projecting.remove_damaged(uow))
         copies, orphans, sketches = (_count(n) for n in uow.vectors.repair_copies(sketch_of))
     storage = _count(uow.operations.rebuild_storage_indexes())
     return IndexRebuildReport(
@@ -130,6 +132,7 @@ def rebuild(uow: UnitOfWork) -> IndexRebuildReport:
         copies,
         orphans,
         sketches,
+        damaged,
     )
 
 

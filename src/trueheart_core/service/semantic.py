@@ -10,7 +10,7 @@ from. Forget, delete and cascade remove vectors through ``UnitOfWork.delete_memo
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from trueheart_core.domain import policy
@@ -341,25 +341,51 @@ def check_vectors(
     checked = 0
     for row in vectors.iter(key):
         checked += 1
-        found = spaces.get(row.space_id)
-        if not row.memory_id:
-            add("vector", "", row.scope, "vector_without_memory")
-            continue
-        if found is None:
-            add("vector", row.memory_id, row.scope, "vector_space_unknown")
-            continue
-        expected = records.vector_digest(
-            row, found.identity, found.dimensions, bool(found.normalized)
-        )
-        if not expected or row.digest != expected:
-            add("vector", row.memory_id, row.scope, "digest_mismatch")
-        elif len(row.vector) != 4 * found.dimensions:
-            add("vector", row.memory_id, row.scope, "vector_size_invalid")
-        elif not _sketch_agrees(row):
-            add("vector", row.memory_id, row.scope, "vector_sketch_mismatch")
+        problem = _problem(row, spaces)
+        if problem is not None:
+            add("vector", row.memory_id, row.scope, problem)
     for scope, memory_id in vectors.disagreeing(key):
         add("vector", memory_id, scope, "vector_disagrees_with_memory")
     return checked
+
+
+_UNUSABLE = frozenset({"vector_space_unknown", "digest_mismatch", "vector_size_invalid"})
+"""Problems of a vector of an existing memory that no rewrite of its row repairs."""
+
+
+def remove_damaged(uow: UnitOfWork) -> int:
+    """Remove every vector of an existing memory that fails its digest, has a size its
+    space does not give, or names no known space: only the embedder can compute it
+    again (``sync_semantic`` does, the memory now missing its vector), and until then
+    the scan would use it or fail on it. Returns how many rows went."""
+    vectors = uow.vectors
+    if vectors is None:
+        return 0
+    spaces = {space.space_id: space for space in vectors.iter_spaces()}
+    # Listed first: no read of the table is open while its rows go.
+    damaged = [
+        (row.scope, row.memory_id)
+        for row in vectors.iter(None)
+        if row.memory_id and _problem(row, spaces) in _UNUSABLE
+    ]
+    return sum(vectors.discard(scope, memory_id) for scope, memory_id in damaged)
+
+
+def _problem(row: VectorRow, spaces: Mapping[int, SpaceRow]) -> str | None:
+    """The integrity code of what is wrong with a vector row on its own, if anything."""
+    if not row.memory_id:
+        return "vector_without_memory"
+    found = spaces.get(row.space_id)
+    if found is None:
+        return "vector_space_unknown"
+    expected = records.vector_digest(row, found.identity, found.dimensions, bool(found.normalized))
+    if not expected or row.digest != expected:
+        return "digest_mismatch"
+    if len(row.vector) != 4 * found.dimensions:
+        return "vector_size_invalid"
+    if not _sketch_agrees(row):
+        return "vector_sketch_mismatch"
+    return None
 
 
 def _sketch_agrees(row: VectorRow) -> bool:

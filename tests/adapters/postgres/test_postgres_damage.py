@@ -1,7 +1,8 @@
 """Damage that only a write behind the library's back makes, on PostgreSQL: stored IDs
 that are not UTF-8, and a scope's row lost. Every read fails closed with
 ``RepositoryCorruption`` (never a Python error of the adapter's own), and
-``verify_integrity`` reports the damage instead of failing, as on SQLite."""
+``verify_integrity`` reports the damage instead of failing, as on SQLite; a damaged
+vector is removed by rebuilding the indexes and computed again by ``sync_semantic``."""
 
 from __future__ import annotations
 
@@ -14,9 +15,11 @@ import pytest
 from conformance_builders import NOW, SCOPE, event, memory
 
 from trueheart_core import (
+    HashingEmbedder,
     PostgresRepository,
     RecallQuery,
     RepositoryCorruption,
+    SearchQuery,
     TrueHeart,
 )
 
@@ -68,3 +71,31 @@ def test_a_scope_row_lost_or_damaged_is_reported_by_the_whole_store_check(
     assert [(p.entity_type, p.code) for p in report.problems] == [
         ("storage", "storage_check_failed")
     ]
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        "vector = decode(repeat('00', length(vector)), 'hex')",
+        "vector = substring(vector from 1 for 8)",
+        "space_id = space_id + 7",
+    ],
+)
+def test_a_damaged_vector_is_removed_by_rebuild_and_computed_again_by_sync(
+    repository: PostgresRepository, pg: Any, change: str
+) -> None:
+    service = TrueHeart(repository, clock=lambda: NOW, embedder=HashingEmbedder())
+    service.ingest_event(event("evt-1"))
+    service.materialize_once(memory("mem-1", content="concise answers"))
+    service.materialize_once(memory("mem-2", content="green tea"))
+    damaged = pg.execute(f"UPDATE vectors SET {change} WHERE memory_id = 'mem-1'::bytea")
+    assert damaged.rowcount == 1
+    assert [p.entity_id for p in service.verify_integrity().problems] == ["mem-1"]
+    report = service.rebuild_indexes()
+    assert report.damaged_vectors_removed == 1 and report.changed
+    assert service.verify_integrity().ok
+    assert service.semantic_status(SCOPE).missing_memory_ids == ("mem-1",)
+    assert service.sync_semantic(SCOPE).complete
+    assert service.verify_integrity().ok
+    found = service.search(SearchQuery(SCOPE, "concise answers", NOW, semantic=True))
+    assert found.items and found.items[0].memory.memory_id == "mem-1"

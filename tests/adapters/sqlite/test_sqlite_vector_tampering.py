@@ -1,7 +1,9 @@
 """Vector rows edited behind the library's back (with sqlite3): verify_integrity reports a
 tampered vector, one that disagrees with its memory and a sketch that is not its
 vector's (rebuilding the indexes rewrites it); a vector of other content is stale and
-re-projected; any edit of a vector row moves its scope's generation."""
+re-projected; any edit of a vector row moves its scope's generation; a vector that no
+rewrite repairs (damaged bytes, another scope's) is removed by rebuilding the indexes
+and computed again by ``sync_semantic``."""
 
 from __future__ import annotations
 
@@ -9,11 +11,11 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from conformance_builders import SCOPE, CountingClock, materialize_all
+from conformance_builders import NOW, OTHER_SCOPE, SCOPE, CountingClock, materialize_all
 from semantic_builders import ConceptEmbedder
 from sqlite_builders import tamper
 
-from trueheart_core import SQLiteRepository, TrueHeart
+from trueheart_core import Scope, SearchQuery, SQLiteRepository, TrueHeart
 from trueheart_core.domain.semantic.sketch import sketch_of
 from trueheart_core.service.records import scope_key
 
@@ -147,3 +149,55 @@ def test_any_change_of_a_vector_row_moves_its_scopes_generation(
     unchanged = _generation(repository)
     tamper(db_path, "UPDATE memories SET kind = kind")
     assert _generation(repository) == unchanged
+
+
+def _hits(service: TrueHeart, scope: Scope, text: str) -> list[str]:
+    capsule = service.search(SearchQuery(scope, text, NOW, semantic=True))
+    return [item.memory.memory_id for item in capsule.items]
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        "vector = zeroblob(length(vector))",  # the size its space gives, other bytes
+        "vector = substr(vector, 1, 8)",  # too short: the scan cannot read it
+        "vector = CAST(vector AS TEXT)",
+        "sketch = CAST(sketch AS TEXT)",
+        "space_id = space_id + 7",  # no such space
+    ],
+)
+def test_a_damaged_vector_is_removed_by_rebuild_and_computed_again_by_sync(
+    db_path: Path, repository: SQLiteRepository, change: str
+) -> None:
+    service = semantic(repository)
+    materialize_all(service, {"mem-1": "concise answers", "mem-2": "tea"})
+    expected = _hits(service, SCOPE, "concise answers")
+    assert tamper(db_path, f"UPDATE vectors SET {change} WHERE vid = 1") == 1
+    assert [p.entity_id for p in service.verify_integrity().problems] == ["mem-1"]
+    report = service.rebuild_indexes()
+    assert report.damaged_vectors_removed == 1 and report.changed
+    assert service.verify_integrity().ok
+    assert service.semantic_status(SCOPE).missing_memory_ids == ("mem-1",)
+    assert service.sync_semantic(SCOPE).complete
+    assert service.verify_integrity().ok
+    assert _hits(service, SCOPE, "concise answers") == expected
+    assert service.rebuild_indexes().damaged_vectors_removed == 0
+
+
+def test_a_vector_moved_to_another_scope_is_removed_by_rebuild(
+    db_path: Path, repository: SQLiteRepository
+) -> None:
+    service = semantic(repository)
+    materialize_all(service, {"mem-1": "concise answers"})
+    materialize_all(service, {"mem-2": "tea"}, scope=OTHER_SCOPE)
+    other = "(SELECT scope_id FROM vectors WHERE vid = 2)"
+    assert tamper(db_path, f"UPDATE vectors SET scope_id = {other} WHERE vid = 1") == 1
+    assert not service.verify_integrity().ok
+    report = service.rebuild_indexes()
+    assert report.vectors_without_memory_removed == 1 and report.changed
+    assert service.verify_integrity().ok
+    assert service.stats(OTHER_SCOPE).vectors == 1
+    assert service.semantic_status(SCOPE).missing_memory_ids == ("mem-1",)
+    assert service.sync_semantic(SCOPE).complete
+    assert _hits(service, SCOPE, "concise answers") == ["mem-1"]
+    assert _hits(service, OTHER_SCOPE, "tea") == ["mem-2"]

@@ -303,6 +303,17 @@ class PostgresVectors(Role):
             self._s.touched_tables.add("vectors")
         return int(rewritten), int(removed), self._repair_sketches(sketch)
 
+    def discard(self, scope: ScopeKey, memory_id: str) -> int:
+        removed = int(
+            self._s.execute(
+                f"DELETE FROM vectors WHERE {scoped()} AND memory_id = %s",
+                (*self._s.key(scope), enc(memory_id)),
+            ).rowcount
+        )
+        if removed:
+            self._s.touched_tables.add("vectors")
+        return removed
+
     def _repair_sketches(self, sketch: Callable[[bytes], tuple[bytes, float, float] | None]) -> int:
         """Rewrite every sketch that is not the one ``sketch`` computes from its vector;
         pages of rows by handle, so no cursor is open while rows change."""

@@ -244,11 +244,17 @@ class SQLiteVectors(Role):
             if sid is None:
                 return
             where, params = " AND v.scope_id = ?", [sid]
+        # A vector or sketch stored as anything but bytes (edited behind the library's
+        # back) reads as no vector, which fails its digest: text that is no UTF-8
+        # could not even be read.
         cursor = self._conn.execute(
             f"SELECT {SCOPE_COLUMNS}, "
             "CASE WHEN m.scope_id = v.scope_id THEN m.memory_id ELSE '' END, "
-            "v.space_id, v.content_hash, v.vector, v.digest, "
-            "v.sketch, v.sketch_scale, v.sketch_error "
+            "v.space_id, v.content_hash, "
+            "CASE WHEN typeof(v.vector) = 'blob' AND typeof(v.sketch) IN ('blob', 'null') "
+            "THEN v.vector END, v.digest, "
+            "CASE WHEN typeof(v.sketch) = 'blob' THEN v.sketch END, "
+            "v.sketch_scale, v.sketch_error "
             "FROM vectors v JOIN scopes s ON s.scope_id = v.scope_id "
             "LEFT JOIN memories m ON m.rid = v.doc AND m.erased IS NOT 1 WHERE v.erased IS NOT "
             f"1{where} "
@@ -282,9 +288,11 @@ class SQLiteVectors(Role):
     def repair_copies(
         self, sketch: Callable[[bytes], tuple[bytes, float, float] | None]
     ) -> tuple[int, int, int]:
+        # A vector of another scope than its memory's is no vector of that memory.
         removed = self._conn.execute(
             f"UPDATE vectors SET {ERASE_VECTOR} WHERE erased IS NOT 1 AND NOT EXISTS "
-            "(SELECT 1 FROM memories m WHERE m.rid = doc AND m.erased IS NOT 1)"
+            "(SELECT 1 FROM memories m WHERE m.rid = doc AND m.erased IS NOT 1 "
+            "AND m.scope_id = vectors.scope_id)"
         ).rowcount
         # A copy that disagrees with its memory is replaced by a row with the memory's
         # values at the table's end (a rewritten row could change size).
@@ -355,6 +363,19 @@ class SQLiteVectors(Role):
         are stored in no bytes: the row keeps its size)."""
         self._conn.execute(
             "UPDATE vectors SET active = ? WHERE doc = ? AND erased IS NOT 1", (int(active), rid)
+        )
+
+    def discard(self, scope: ScopeKey, memory_id: str) -> int:
+        sid = self._scope_id(scope)
+        if sid is None:
+            return 0
+        return int(
+            self._conn.execute(
+                f"UPDATE vectors SET {ERASE_VECTOR} WHERE erased IS NOT 1 AND scope_id = ? "
+                "AND doc IN (SELECT rid FROM memories WHERE scope_id = ? AND memory_id = ? "
+                "AND erased IS NOT 1)",
+                (sid, sid, memory_id),
+            ).rowcount
         )
 
     def delete_of(self, rid: int) -> None:
