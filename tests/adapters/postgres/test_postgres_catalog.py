@@ -11,18 +11,24 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from conformance_builders import NOW, SCOPE, event, msg
+from conformance_builders import NOW, SCOPE, event, memory, msg
 
 import postgres_configuration
 from trueheart_core import (
     PostgresRepository,
+    RecallQuery,
     RepositoryCorruption,
     RepositoryReadOnly,
+    RepositoryUnavailable,
     TrueHeart,
     ValidationError,
 )
 
 INVALID_CATALOG = msg("repository corruption: invalid schema catalog")
+STORE_REPLACED = (
+    "repository unavailable: the store was dropped and created again since it was opened: "
+    "close the repository and open it again"
+)
 
 CHANGES = {
     "an index dropped": "DROP INDEX memories_by_status",
@@ -243,3 +249,37 @@ def test_a_schema_name_the_server_keeps_for_itself_is_refused(name: str) -> None
     )
     with pytest.raises(ValidationError, match=msg(f"schema: {rule}")):
         PostgresRepository(postgres_configuration.database_url(), schema=name)
+
+
+def test_a_store_made_again_under_an_open_repository_is_refused_by_it(
+    repository: PostgresRepository, pg: Any, pg_schema: str
+) -> None:
+    """A schema dropped and created again (a restore, a reset) while a repository is
+    open is another store: the repository refuses every call rather than write into
+    it what it remembers of the old one (a scope whose row it knows is there)."""
+    old = TrueHeart(repository, clock=lambda: NOW)
+    old.ingest_event(event("evt-1"))
+    old.materialize_once(memory("mem-1", ("evt-1",)))
+    pg.execute(f'DROP SCHEMA "{pg_schema}" CASCADE')
+    with pytest.raises(RepositoryCorruption):
+        old.ingest_event(event("evt-2"))
+    with PostgresRepository(postgres_configuration.database_url(), schema=pg_schema) as again:
+        fresh = TrueHeart(again, clock=lambda: NOW)
+        calls = {
+            "ingest": lambda: old.ingest_event(event("evt-2")),
+            "ingest alone": lambda: old.ingest_events([event("evt-3")]),
+            "materialize": lambda: old.materialize_once(memory("mem-2", ("evt-1",))),
+            "recall": lambda: old.recall(RecallQuery(SCOPE, NOW)),
+            "scopes": old.scopes,
+        }
+        for name, call in calls.items():
+            with pytest.raises(RepositoryUnavailable, match=msg(STORE_REPLACED)):
+                call()
+            assert fresh.scopes() == (), name
+        (rows,) = pg.execute("SELECT COUNT(*) FROM raw_events").fetchone()
+        assert rows == 0
+        fresh.ingest_event(event("evt-4"))
+        assert fresh.scopes() == (SCOPE,)
+        assert fresh.verify_integrity().ok
+        with pytest.raises(RepositoryUnavailable, match=msg(STORE_REPLACED)):
+            old.ingest_event(event("evt-5"))

@@ -150,6 +150,15 @@ def expected(conn: psycopg.Connection[tuple[Any, ...]], version: int) -> Catalog
     return result
 
 
+def store_oid(conn: psycopg.Connection[tuple[Any, ...]], name: str) -> int:
+    """The OID of the ``meta`` table of the store in schema ``name``: it names this
+    store, not another one made under the same name after it was dropped."""
+    row = conn.execute(f"SELECT tableoid::bigint FROM {schema.quote(name)}.meta").fetchone()
+    if row is None:
+        raise RepositoryCorruption("invalid schema catalog")
+    return int(row[0])
+
+
 def open_schema(conn: psycopg.Connection[tuple[Any, ...]], name: str, *, read_only: bool) -> int:
     """Create the schema ``name`` if it does not exist (a new store), else check it and
     upgrade it from an older version; returns the version found before any upgrade.

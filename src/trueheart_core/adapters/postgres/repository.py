@@ -43,6 +43,7 @@ from trueheart_core.domain.validation import utf8_size
 from trueheart_core.errors import (
     RepositoryBusy,
     RepositoryReadOnly,
+    RepositoryUnavailable,
     TrueHeartError,
     ValidationError,
     body_free_errors,
@@ -54,13 +55,23 @@ _LOCK = {True: "pg_advisory_xact_lock", False: "pg_advisory_xact_lock_shared"}
 """The store's lock: exclusive (``True``) for whole-store changes, else shared."""
 
 
-def _read_meta(session: Session, owed: Callable[[], None]) -> Callable[[Result], None]:
-    """What a unit does with the stored version and tokenizer it read at its start, and
-    whether a rewrite is owed (``owed`` is called when one is)."""
+_STORE_REPLACED = (
+    "the store was dropped and created again since it was opened: close the repository "
+    "and open it again"
+)
+
+
+def _read_meta(
+    session: Session, owed: Callable[[], None], same_store: Callable[[object], None]
+) -> Callable[[Result], None]:
+    """What a unit does with the stored version and tokenizer it read at its start,
+    whether a rewrite is owed (``owed`` is called when one is), and which store it
+    reads (``same_store`` is given the ``meta`` table's OID)."""
 
     def read(result: Result) -> None:
         rows = result.fetchall()
         session.read_tokenizer(catalog.checked_meta(rows))
+        same_store(rows[0][3])
         if rows[0][2] is True:
             owed()
 
@@ -187,6 +198,9 @@ class PostgresRepository:
         self._lock_timeout = locks
         # Scopes whose row is committed (a scope's row is never deleted).
         self._known: set[tuple[str, str, str]] = set()
+        # The OID of the store's ``meta`` table when it was opened: another OID is
+        # another store, made under the same name since (see ``_same_store``).
+        self._store_oid = 0
         self._inside = threading.local()  # whether this thread is inside a unit of work
         self._pool: psycopg_pool.ConnectionPool[psycopg.Connection[tuple[Any, ...]]] | None = None
         options = conn_mod.options_text(
@@ -206,6 +220,7 @@ class PostgresRepository:
                 self._pool = self._lender.pool
                 with self._lender.connection(DIAGNOSTICS["open"]) as conn:
                     found = catalog.open_schema(conn, schema, read_only=read_only)
+                    self._store_oid = catalog.store_oid(conn, schema)
         except TrueHeartError as error:
             self._close_pool()
             logs.STORE.warning("store refused: %s: %s", type(error).__name__, error)
@@ -308,6 +323,7 @@ class PostgresRepository:
                 self._scratch,
                 write=write,
                 store=self._schema,
+                store_oid=self._store_oid,
                 known=self._known,
                 erasing=erasing,
             )
@@ -323,9 +339,10 @@ class PostgresRepository:
             else:
                 session.opening("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
             session.opening(
-                "SELECT schema_version, tokenizer, cardinality(rewrite_tables) > 0 FROM meta",
+                "SELECT schema_version, tokenizer, cardinality(rewrite_tables) > 0, "
+                "tableoid::bigint FROM meta",
                 (),
-                _read_meta(session, self._owes_rewrite),
+                _read_meta(session, self._owes_rewrite, self._same_store),
                 check=True,
             )
             try:
@@ -343,6 +360,18 @@ class PostgresRepository:
                 # it or any erasure before it removed. Its change is committed, so
                 # whatever stops the rewrite leaves it owed and says so.
                 self._settle(conn)
+
+    def _same_store(self, oid: object) -> None:
+        """Refuse a unit that reads another store than the one opened: the schema was
+        dropped and created again since (a restore, a reset). What this repository
+        remembers of the store (the scopes whose row exists, what the service derived)
+        is of the old one: a write that trusted it could leave a scope without its row,
+        and a read could be answered from the old store's data. As a SQLite repository
+        whose file was replaced, it stays refused; a new repository opens the new
+        store. (A unit whose only change commits in its first round trip checks the
+        same in its statement: see ``Session.store_oid``.)"""
+        if oid != self._store_oid:
+            raise RepositoryUnavailable(_STORE_REPLACED)
 
     def _settle(self, conn: psycopg.Connection[tuple[Any, ...]]) -> None:
         """:meth:`_rewrite` after an erasing commit: any failure of the server's (a

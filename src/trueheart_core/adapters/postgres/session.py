@@ -261,10 +261,15 @@ class Session:
         *,
         write: bool,
         store: str = "",
+        store_oid: int = 0,
         known: set[ScopeKey] | None = None,
         erasing: bool = False,
     ) -> None:
         self.conn = conn
+        # The OID of the store's ``meta`` table when the repository opened it (0: not
+        # known): a statement that commits without the unit's own checks (see
+        # :meth:`one_and_commit`) stores nothing in another store made under its name.
+        self.store_oid = store_oid
         # Whether the unit is an erasing one (the repository rewrites after its commit).
         self.erasing = erasing
         # The repository's scopes whose row is committed; this unit's join on commit.

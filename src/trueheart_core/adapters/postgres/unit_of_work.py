@@ -36,11 +36,18 @@ class PostgresUnitOfWork:
         *,
         write: bool,
         store: str = "",
+        store_oid: int = 0,
         known: set[ScopeKey] | None = None,
         erasing: bool = False,
     ) -> None:
         self.session = Session(
-            conn, scratch, write=write, store=store, known=known, erasing=erasing
+            conn,
+            scratch,
+            write=write,
+            store=store,
+            store_oid=store_oid,
+            known=known,
+            erasing=erasing,
         )
         self.committed = False
         self.search = PostgresSearch(self.session)
