@@ -192,3 +192,16 @@ def build_erasure_scope(service: TrueHeart) -> dict[str, str]:
     assert status.complete
     assert status.indexed == status.memories == FILLERS + 2
     return contents
+
+
+def rebuild_recomputes_vector(service: TrueHeart, memory_id: str) -> None:
+    """A store with one damaged vector, of ``memory_id`` in ``SCOPE``: rebuilding the
+    indexes removes it (the store verifies clean, the memory is missing its vector) and
+    ``sync_semantic`` computes it again."""
+    report = service.rebuild_indexes()
+    assert report.damaged_vectors_removed == 1 and report.changed
+    assert service.verify_integrity().ok
+    assert service.semantic_status(SCOPE).missing_memory_ids == (memory_id,)
+    assert service.sync_semantic(SCOPE).complete
+    assert service.verify_integrity().ok
+    assert service.rebuild_indexes().damaged_vectors_removed == 0

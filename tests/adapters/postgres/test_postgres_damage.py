@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from conformance_builders import NOW, SCOPE, event, memory
+from semantic_builders import rebuild_recomputes_vector
 
 from trueheart_core import (
     HashingEmbedder,
@@ -91,11 +92,6 @@ def test_a_damaged_vector_is_removed_by_rebuild_and_computed_again_by_sync(
     damaged = pg.execute(f"UPDATE vectors SET {change} WHERE memory_id = 'mem-1'::bytea")
     assert damaged.rowcount == 1
     assert [p.entity_id for p in service.verify_integrity().problems] == ["mem-1"]
-    report = service.rebuild_indexes()
-    assert report.damaged_vectors_removed == 1 and report.changed
-    assert service.verify_integrity().ok
-    assert service.semantic_status(SCOPE).missing_memory_ids == ("mem-1",)
-    assert service.sync_semantic(SCOPE).complete
-    assert service.verify_integrity().ok
+    rebuild_recomputes_vector(service, "mem-1")
     found = service.search(SearchQuery(SCOPE, "concise answers", NOW, semantic=True))
     assert found.items and found.items[0].memory.memory_id == "mem-1"
