@@ -52,6 +52,7 @@ from trueheart_core import (
     ArtifactCounts,
     EntityType,
     GovernanceAction,
+    HashingEmbedder,
     PostgresRepository,
     RecallQuery,
     RepositoryBusy,
@@ -668,3 +669,38 @@ def test_tables_an_older_erasure_adds_while_a_rewrite_runs_stay_owed(
     _delete_other_event(service)  # the next erasing call runs what is still owed
     assert pg.execute("SELECT rewrite_tables, rewrite_xid FROM meta").fetchone() == ([], None)
     service.close()
+
+
+def test_a_rebuild_leaves_no_removed_vector_in_the_vectors_files(
+    repository: PostgresRepository, pg: Any, files: Any
+) -> None:
+    """A vector that fails its digest and one whose memory is gone are removed by the
+    rebuild, and their bytes leave the table's files with them."""
+    service = TrueHeart(repository, clock=lambda: NOW, embedder=HashingEmbedder())
+    _one_memory(service, "zqxvectored")
+    query = "SELECT length(vector) FROM vectors WHERE memory_id = 'mem-one'::bytea"
+    (size,) = pg.execute(query).fetchone()
+    damaged, orphan = b"ZQXDAMAGEDVECTOR", b"ZQXORPHANEDVECTR"
+    pg.execute(
+        "UPDATE vectors SET vector = %s WHERE memory_id = 'mem-one'::bytea",
+        (damaged * (size // 16),),
+    )
+    columns = ", ".join(
+        name
+        for (name,) in pg.execute(
+            "SELECT column_name FROM information_schema.columns WHERE table_schema = "
+            "current_schema() AND table_name = 'vectors' AND column_name NOT IN "
+            "('memory_id', 'vector', 'vid') ORDER BY ordinal_position"
+        )
+    )
+    pg.execute(
+        f"INSERT INTO vectors ({columns}, memory_id, vector) SELECT {columns}, "
+        "'mem-ghost'::bytea, %s FROM vectors WHERE memory_id = 'mem-two'::bytea",
+        (orphan * (size // 16),),
+    )
+    assert {damaged, orphan} <= locate(files(), [damaged, orphan]).keys()
+    report = service.rebuild_indexes()
+    assert (report.damaged_vectors_removed, report.vectors_without_memory_removed) == (1, 1)
+    assert service.verify_integrity().problems == ()
+    assert locate(files(), [damaged, orphan]) == {}
+    assert service.sync_semantic(SCOPE).complete

@@ -301,6 +301,8 @@ class PostgresVectors(Role):
         ).rowcount
         if removed or rewritten:
             self._s.touched_tables.add("vectors")
+        if removed:
+            self._removed()
         return int(rewritten), int(removed), self._repair_sketches(sketch)
 
     def discard(self, scope: ScopeKey, memory_id: str) -> int:
@@ -312,7 +314,15 @@ class PostgresVectors(Role):
         )
         if removed:
             self._s.touched_tables.add("vectors")
+            self._removed()
         return removed
+
+    def _removed(self) -> None:
+        """After vector rows went in a repair (an erasing unit, a rebuild): their dead
+        versions stay in the table's pages until it is rewritten, which the unit owes,
+        as an erasure owes the tables it deleted from."""
+        if self._s.erasing:
+            self._s.owe_rewrite(("vectors",))
 
     def _repair_sketches(self, sketch: Callable[[bytes], tuple[bytes, float, float] | None]) -> int:
         """Rewrite every sketch that is not the one ``sketch`` computes from its vector;
