@@ -163,6 +163,8 @@ def _hits(service: TrueHeart, scope: Scope, text: str) -> list[str]:
         "vector = substr(vector, 1, 8)",  # too short: the scan cannot read it
         "vector = CAST(vector AS TEXT)",
         "sketch = CAST(sketch AS TEXT)",
+        "digest = CAST(x'ff' AS TEXT)",  # text that is no UTF-8
+        "content_hash = CAST(x'ff' AS TEXT)",
         "space_id = space_id + 7",  # no such space
     ],
 )
@@ -195,3 +197,20 @@ def test_a_vector_moved_to_another_scope_is_removed_by_rebuild(
     assert service.sync_semantic(SCOPE).complete
     assert _hits(service, SCOPE, "concise answers") == ["mem-1"]
     assert _hits(service, OTHER_SCOPE, "tea") == ["mem-2"]
+
+
+@pytest.mark.parametrize("column", ["memory_id", "kind"])
+def test_a_copy_that_is_no_utf8_is_rewritten_from_its_memory(
+    db_path: Path, repository: SQLiteRepository, column: str
+) -> None:
+    service = semantic(repository)
+    materialize_all(service, {"mem-1": "concise answers", "mem-2": "tea"})
+    expected = _hits(service, SCOPE, "concise answers")
+    assert tamper(db_path, f"UPDATE vectors SET {column} = CAST(x'ff' AS TEXT) WHERE vid = 1") == 1
+    (problem,) = service.verify_integrity().problems
+    assert (problem.entity_id, problem.code) == ("mem-1", "vector_disagrees_with_memory")
+    report = service.rebuild_indexes()
+    assert (report.vector_copies_repaired, report.damaged_vectors_removed) == (1, 0)
+    assert service.verify_integrity().ok
+    assert service.semantic_status(SCOPE).complete
+    assert _hits(service, SCOPE, "concise answers") == expected

@@ -244,15 +244,16 @@ class SQLiteVectors(Role):
             if sid is None:
                 return
             where, params = " AND v.scope_id = ?", [sid]
-        # A vector or sketch stored as anything but bytes (edited behind the library's
-        # back) reads as no vector, which fails its digest: text that is no UTF-8
-        # could not even be read.
+        # Read so that a row edited behind the library's back reads as one that fails
+        # its digest rather than fails the read (text that is no UTF-8 could not even
+        # be decoded): a vector or sketch stored as anything but bytes reads as no
+        # vector, the content hash and digest are read as bytes and decoded here.
         cursor = self._conn.execute(
             f"SELECT {SCOPE_COLUMNS}, "
             "CASE WHEN m.scope_id = v.scope_id THEN m.memory_id ELSE '' END, "
-            "v.space_id, v.content_hash, "
+            "v.space_id, CAST(v.content_hash AS BLOB), "
             "CASE WHEN typeof(v.vector) = 'blob' AND typeof(v.sketch) IN ('blob', 'null') "
-            "THEN v.vector END, v.digest, "
+            "THEN v.vector END, CAST(v.digest AS BLOB), "
             "CASE WHEN typeof(v.sketch) = 'blob' THEN v.sketch END, "
             "v.sketch_scale, v.sketch_error "
             "FROM vectors v JOIN scopes s ON s.scope_id = v.scope_id "
@@ -263,7 +264,9 @@ class SQLiteVectors(Role):
         )
         while rows := cursor.fetchmany(_FETCH):
             for r in rows:
-                yield VectorRow((r[0], r[1], r[2]), *r[3:])
+                yield VectorRow(
+                    (r[0], r[1], r[2]), r[3], r[4], _decoded(r[5]), r[6], _decoded(r[7]), *r[8:]
+                )
 
     def disagreeing(self, scope: ScopeKey | None) -> list[tuple[ScopeKey, str]]:
         where, params = "", []
@@ -340,16 +343,22 @@ class SQLiteVectors(Role):
         return repaired
 
     def _replace(self, vid: int, **changes: object) -> None:
-        """Erase the vector row ``vid`` and append a copy of it with ``changes``."""
+        """Erase the vector row ``vid`` and append a copy of it with ``changes``. The
+        copy is made by the statement, not through Python: a column edited behind the
+        library's back (text that is no UTF-8) could not be read back to be written."""
         names = [c.strip() for c in _ROW_COLUMNS.split(",")]
-        row = self._conn.execute(f"SELECT {_ROW_COLUMNS} FROM vectors WHERE vid = ?", (vid,))
-        values = dict(zip(names, row.fetchone(), strict=True))
-        values.update(changes)
-        self._conn.execute(f"UPDATE vectors SET {ERASE_VECTOR} WHERE vid = ?", (vid,))
-        self._conn.execute(
-            f"INSERT INTO vectors ({_ROW_COLUMNS}) VALUES ({', '.join('?' * len(names))})",
-            [values[name] for name in names],
+        chosen = [name for name in names if name in changes]
+        # The copy holds its memory's row ID negated until the row it copies is erased:
+        # only one row of a memory may be held (``vectors_by_doc``).
+        values = ", ".join(
+            "?" if name in changes else "-doc" if name == "doc" else name for name in names
         )
+        copy = self._conn.execute(
+            f"INSERT INTO vectors ({_ROW_COLUMNS}) SELECT {values} FROM vectors WHERE vid = ?",
+            [*(changes[name] for name in chosen), vid],
+        ).lastrowid
+        self._conn.execute(f"UPDATE vectors SET {ERASE_VECTOR} WHERE vid = ?", (vid,))
+        self._conn.execute("UPDATE vectors SET doc = -doc WHERE vid = ?", (copy,))
 
     def iter_spaces(self) -> Iterator[SpaceRow]:
         for r in self._conn.execute(
@@ -383,6 +392,17 @@ class SQLiteVectors(Role):
         self._conn.execute(
             f"UPDATE vectors SET {ERASE_VECTOR} WHERE doc = ? AND erased IS NOT 1", (rid,)
         )
+
+
+def _decoded(value: Any) -> Any:
+    """A text column read as bytes, as the text it holds (``""`` when it is no UTF-8);
+    anything else (``None``) as it is."""
+    if not isinstance(value, bytes):
+        return value
+    try:
+        return value.decode("utf-8")
+    except UnicodeDecodeError:
+        return ""
 
 
 def _same(stored: Sequence[object], wanted: Sequence[object]) -> bool:
