@@ -156,6 +156,18 @@ def _hits(service: TrueHeart, scope: Scope, text: str) -> list[str]:
     return [item.memory.memory_id for item in capsule.items]
 
 
+def _first_vector_changed(
+    db_path: Path, repository: SQLiteRepository, change: str
+) -> tuple[TrueHeart, list[str]]:
+    """Two memories with vectors, then ``change`` made to the first vector's row behind
+    the library's back: the service, and what a search found before the change."""
+    service = semantic(repository)
+    materialize_all(service, {"mem-1": "concise answers", "mem-2": "tea"})
+    expected = _hits(service, SCOPE, "concise answers")
+    assert tamper(db_path, f"UPDATE vectors SET {change} WHERE vid = 1") == 1
+    return service, expected
+
+
 @pytest.mark.parametrize(
     "change",
     [
@@ -171,10 +183,7 @@ def _hits(service: TrueHeart, scope: Scope, text: str) -> list[str]:
 def test_a_damaged_vector_is_removed_by_rebuild_and_computed_again_by_sync(
     db_path: Path, repository: SQLiteRepository, change: str
 ) -> None:
-    service = semantic(repository)
-    materialize_all(service, {"mem-1": "concise answers", "mem-2": "tea"})
-    expected = _hits(service, SCOPE, "concise answers")
-    assert tamper(db_path, f"UPDATE vectors SET {change} WHERE vid = 1") == 1
+    service, expected = _first_vector_changed(db_path, repository, change)
     assert [p.entity_id for p in service.verify_integrity().problems] == ["mem-1"]
     rebuild_recomputes_vector(service, "mem-1")
     assert _hits(service, SCOPE, "concise answers") == expected
@@ -203,10 +212,9 @@ def test_a_vector_moved_to_another_scope_is_removed_by_rebuild(
 def test_a_copy_that_is_no_utf8_is_rewritten_from_its_memory(
     db_path: Path, repository: SQLiteRepository, column: str
 ) -> None:
-    service = semantic(repository)
-    materialize_all(service, {"mem-1": "concise answers", "mem-2": "tea"})
-    expected = _hits(service, SCOPE, "concise answers")
-    assert tamper(db_path, f"UPDATE vectors SET {column} = CAST(x'ff' AS TEXT) WHERE vid = 1") == 1
+    service, expected = _first_vector_changed(
+        db_path, repository, f"{column} = CAST(x'ff' AS TEXT)"
+    )
     (problem,) = service.verify_integrity().problems
     assert (problem.entity_id, problem.code) == ("mem-1", "vector_disagrees_with_memory")
     report = service.rebuild_indexes()
