@@ -39,6 +39,8 @@ def test_a_foreign_file_is_refused_with_a_warning(
     assert [r.levelno for r in refused] == [logging.WARNING]
     assert refused[0].getMessage().startswith("store refused: RepositoryCorruption: ")
     assert "zqx" not in caplog.text and str(tmp_path) not in caplog.text
+    # Text only: a handler that keeps records keeps no exception and none of its frames.
+    assert all(type(arg) is str for arg in refused[0].args or ())
 
 
 def test_a_write_refused_as_busy_is_a_warning(

@@ -223,7 +223,7 @@ class PostgresRepository:
                     self._store_oid = catalog.store_oid(conn, schema)
         except TrueHeartError as error:
             self._close_pool()
-            logs.STORE.warning("store refused: %s: %s", type(error).__name__, error)
+            logs.STORE.warning("store refused: %s: %s", type(error).__name__, str(error))
             raise
         except BaseException:
             self._close_pool()

@@ -112,7 +112,7 @@ class SQLiteRepository:
         try:
             self._opened(self._path or target, read_only)
         except TrueHeartError as error:
-            logs.STORE.warning("store refused: %s: %s", type(error).__name__, error)
+            logs.STORE.warning("store refused: %s: %s", type(error).__name__, str(error))
             raise
         logs.STORE.debug(
             "store opened: %s, %s, schema version %d",
