@@ -126,6 +126,10 @@ def side_file_of_another(path: str) -> str | None:
     return files.SIDE_FILE if files.side_file_of_another(path) else None
 
 
+NEW_STORE_PATH_BYTES = files.NEW_STORE_PATH_BYTES
+"""The longest absolute path, in bytes, at which a new SQLite store can be created."""
+
+
 def settle_file(path: str, *, busy_timeout: float) -> None:
     """Make the closed SQLite store at ``path`` whole in its database file, its WAL
     copied into it (see ``adapters.sqlite.connection.settle``): before the file alone

@@ -5,6 +5,7 @@ statuses and error lines."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import sqlite3
 import subprocess
@@ -14,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_support import child_env, run_bytes, run_text
+from cli_support import call, child_env, run_bytes, run_text
 from store_dump import dump
 
 from trueheart_core import (
@@ -30,6 +31,7 @@ from trueheart_core import (
     TrueHeart,
     TrustLevel,
 )
+from trueheart_core.cli import demo
 from trueheart_core.cli.scopes import format_scope
 
 NOW = datetime(2026, 8, 13, 12, 0, tzinfo=UTC)
@@ -148,6 +150,94 @@ def test_demo_json(tmp_path: Path) -> None:
     assert steps["erase-subject"]["verified"] is True
     assert steps["erase-subject"]["erased"]["memory"] == 2
     assert steps["verify"]["ok"] is True
+
+
+def _opened_after(made: Any) -> Any:
+    """``stores.open_repository`` that first runs ``made()``: another process's file
+    created at the demo's path while the demo builds its store."""
+    opener = demo.stores.open_repository
+
+    def open_repository(*args: Any, **kwargs: Any) -> Any:
+        made()
+        return opener(*args, **kwargs)
+
+    return open_repository
+
+
+def test_demo_never_writes_into_or_removes_a_store_created_meanwhile(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    target = tmp_path / "demo.db"
+
+    def theirs() -> None:
+        source = SourceRef("other", "chat", NOW, TrustLevel.OBSERVED)
+        with TrueHeart(SQLiteRepository(target), clock=lambda: NOW) as service:
+            service.ingest_event(RawEventDraft("evt-other", SCOPE, source, "theirs", RETENTION))
+
+    monkeypatch.setattr(demo.stores, "open_repository", _opened_after(theirs))
+    status, _, err = call(capsys, "demo", str(target))
+    assert status == 1
+    assert err.splitlines()[-1] == (
+        f"trueheart: {target}: must not exist (another process created it during the demo)"
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["demo.db"]
+    with TrueHeart(SQLiteRepository(target, read_only=True)) as service:
+        assert service.scopes() == (SCOPE,)
+        assert service.get_receipt(SCOPE, "evt-other").event_id == "evt-other"
+
+
+def test_demo_never_removes_a_file_created_meanwhile(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    target = tmp_path / "demo.db"
+    monkeypatch.setattr(
+        demo.stores, "open_repository", _opened_after(lambda: target.write_bytes(b"theirs"))
+    )
+    status, _, _ = call(capsys, "demo", str(target))
+    assert status == 1
+    assert target.read_bytes() == b"theirs"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["demo.db"]
+
+
+def _long_path(root: Path, total: int, name: str) -> Path:
+    """A path of ``total`` bytes under ``root`` ending in the file name ``name``."""
+    directory = root
+    while len(os.fsencode(directory / name)) < total - 120:
+        directory = directory / ("d" * 100)
+    pad = total - len(os.fsencode(directory / name)) - 1
+    directory = directory / ("p" * pad)
+    path = directory / name
+    assert len(os.fsencode(path)) == total
+    return path
+
+
+@pytest.mark.parametrize("total", [460, 481])
+def test_demo_and_import_create_a_store_at_any_path_a_new_store_may_have(
+    tmp_path: Path, total: int, capsys: pytest.CaptureFixture[str]
+) -> None:
+    name = "a-store-with-a-long-name.db"
+    demo_path = _long_path(tmp_path / "demo", total, name)
+    import_path = _long_path(tmp_path / "import", total, name)
+    assert call(capsys, "demo", str(demo_path))[0] == 0
+    export = tmp_path / "export.jsonl"
+    assert call(capsys, "export", str(demo_path), "--output", str(export))[0] == 0
+    status, _, err = call(capsys, "import", str(import_path), str(export))
+    assert status == 0, err
+    assert sorted(p.name for p in import_path.parent.iterdir()) == [name]
+    with TrueHeart(SQLiteRepository(import_path, read_only=True)) as service:
+        assert service.verify_integrity().ok
+
+
+def test_a_short_name_at_the_longest_path_is_refused_with_its_own_limit(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _long_path(tmp_path, 481, "a.db")
+    status, _, err = call(capsys, "demo", str(path))
+    assert status == 1
+    assert err.splitlines()[-1] == (
+        f"trueheart: {path}: must be at most 468 bytes long for a store that demo creates"
+    )
+    assert not path.parent.exists()
 
 
 # --- read-only commands ------------------------------------------------------------------

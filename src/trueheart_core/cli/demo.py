@@ -15,8 +15,8 @@ from typing import Any, TextIO
 
 from trueheart_core import stores
 from trueheart_core.cli import render
-from trueheart_core.cli.common import refuse_new_store, remove_store
 from trueheart_core.cli.failures import TargetExists, TargetRefused
+from trueheart_core.cli.newfile import built_in_place
 from trueheart_core.cli.scopes import format_scope
 from trueheart_core.domain.model import (
     EntityType,
@@ -34,6 +34,8 @@ from trueheart_core.service.trueheart import TrueHeart
 
 ALICE = Scope("demo", "agent", "alice")
 BOB = Scope("demo", "agent", "bob")
+_BUSY_TIMEOUT = 5.0
+"""How long the demo waits for its own store's lock (no other process knows its name)."""
 RETENTION = RetentionPolicy(timedelta(days=7), timedelta(days=30), timedelta(days=90))
 EVENTS = (
     (ALICE, "evt-1", "I drink green tea every morning."),
@@ -69,16 +71,18 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     path = os.path.abspath(args.path)
     if os.path.lexists(path):
         raise TargetExists(args.path, "demo creates a new store")
-    refuse_new_store(args.path)
-    try:
-        return _walk(args, out, path)
-    except BaseException:
-        # A demo that did not finish leaves no store behind (the path was free).
-        remove_store(path)
-        raise
+    # Built whole under another name, then linked into place: a demo that does not
+    # finish leaves nothing, and never writes into (or removes) a file another process
+    # made at the path meanwhile.
+    return built_in_place(
+        args.path,
+        lambda temporary: _walk(args, out, path, temporary),
+        busy_timeout=_BUSY_TIMEOUT,
+        purpose="demo",
+    )
 
 
-def _walk(args: argparse.Namespace, out: TextIO, path: str) -> int:
+def _walk(args: argparse.Namespace, out: TextIO, path: str, temporary: str) -> int:
     now = clock(args.at)
     steps: list[dict[str, Any]] = []
 
@@ -87,7 +91,7 @@ def _walk(args: argparse.Namespace, out: TextIO, path: str) -> int:
         if not args.json:
             out.write(f"{len(steps)}. {name}: {text}\n")
 
-    with TrueHeart(stores.open_repository(path), clock=lambda: now) as service:
+    with TrueHeart(stores.open_repository(temporary), clock=lambda: now) as service:
         step("create", f"new store at {render.printable(path)}", path=path)
         service.ingest_events([_event(scope, eid, text, now) for scope, eid, text in EVENTS])
         step("ingest", "3 events for demo/agent/alice, 1 for demo/agent/bob", events=len(EVENTS))

@@ -17,7 +17,6 @@ import argparse
 import contextlib
 import io
 import os
-import secrets
 import sys
 from collections.abc import Callable, Iterator
 from typing import Any, TextIO
@@ -25,8 +24,9 @@ from typing import Any, TextIO
 from trueheart_core import stores
 from trueheart_core.cli import render
 from trueheart_core.cli.commands import opened, progress
-from trueheart_core.cli.common import Input, names_no_file, refuse_new_store, remove_store
+from trueheart_core.cli.common import Input, names_no_file
 from trueheart_core.cli.failures import CommandFailure, TargetExists, TargetRefused
+from trueheart_core.cli.newfile import built_in_place
 from trueheart_core.cli.progress import task as progress_task
 from trueheart_core.domain.portable import ExportReceipt, ImportReceipt
 from trueheart_core.service.trueheart import TrueHeart
@@ -194,52 +194,16 @@ def _lines(path: str) -> Iterator[Input]:
         yield Input(file, path)
 
 
-def _missing_directories(path: str) -> list[str]:
-    """The directories above ``path`` that do not exist yet, the deepest first."""
-    missing = []
-    directory = os.path.dirname(os.path.abspath(path))
-    while not os.path.lexists(directory):
-        missing.append(directory)
-        directory = os.path.dirname(directory)
-    return missing
-
-
 def _import_into_new_file(args: argparse.Namespace, source: Input) -> ImportReceipt:
-    """Import into a new SQLite file at ``args.db``: built under a temporary name in the
-    same directory, then linked into place, which fails rather than replace a file that
-    appeared there meanwhile. The temporary name is always removed, and so are the
-    directories the import made, unless it succeeded."""
-    target = args.db
-    refuse_new_store(target)
-    missing = _missing_directories(target)
-    directory, name = os.path.split(os.path.abspath(target))
-    temporary = os.path.join(directory, f".{name}.import-{secrets.token_hex(8)}")
-    done = False
-    try:
-        try:
-            with opened(
-                argparse.Namespace(**{**vars(args), "db": temporary}), write=True, create=True
-            ) as service:
-                receipt = service.import_store(source)
-        except TargetRefused as refused:  # about the directory both names share
-            raise TargetRefused(target, refused.rule) from None
-        # Only the file is linked into place, and the temporary name's side files are
-        # removed: what the import committed must be in the file itself.
-        stores.settle_file(temporary, busy_timeout=args.busy_timeout)
-        # Side files left there during the import, or the database they belong to.
-        refuse_new_store(target)
-        try:
-            os.link(temporary, target)
-        except FileExistsError:
-            raise TargetExists(target, "another process created it during the import") from None
-        done = True
-        return receipt
-    finally:
-        remove_store(temporary)
-        if not done:
-            for made in missing:
-                with contextlib.suppress(OSError):  # not empty: another process uses it
-                    os.rmdir(made)
+    """Import into a new SQLite file at ``args.db`` (see :mod:`~trueheart_core.cli.newfile`)."""
+
+    def build(temporary: str) -> ImportReceipt:
+        with opened(
+            argparse.Namespace(**{**vars(args), "db": temporary}), write=True, create=True
+        ) as service:
+            return service.import_store(source)
+
+    return built_in_place(args.db, build, busy_timeout=args.busy_timeout, purpose="import")
 
 
 def import_(args: argparse.Namespace, out: TextIO) -> int:

@@ -9,6 +9,7 @@ import http.client
 import json
 import os
 import queue
+import re
 import signal
 import socket
 import sqlite3
@@ -36,7 +37,7 @@ from mcp_support import (
     structured,
 )
 
-from trueheart_core import EntityType, SQLiteRepository, TrueHeart
+from trueheart_core import EntityType, Scope, SQLiteRepository, TrueHeart, ValidationError
 from trueheart_core.integrations.mcp_server import READING_TOOLS, MemoryTools
 
 SCOPE_ARGUMENT = "acme/assistant/user-1"
@@ -527,3 +528,24 @@ def test_requests_the_sdk_cannot_read_go_unanswered_and_later_ones_are_served(
                 first = _line_within(stdout, DEADLINE).replace(" ", "")
             assert f'"id":{ping},' in first, arguments[:10]
             request_id += 2
+
+
+@pytest.mark.parametrize(
+    ("host", "port", "message"),
+    [
+        ("0.0.0.0", 0, "host: must be a loopback address (127.0.0.1, ::1 or localhost)"),
+        (["127.0.0.1"], 0, "host: must be a loopback address (127.0.0.1, ::1 or localhost)"),
+        ("127.0.0.1", 70000, "port: must be an int from 0 through 65535"),
+        ("127.0.0.1", "8000", "port: must be an int from 0 through 65535"),
+        ("127.0.0.1", True, "port: must be an int from 0 through 65535"),
+    ],
+)
+def test_serve_http_refuses_what_it_must_not_bind(
+    tmp_path: Path, host: Any, port: Any, message: str
+) -> None:
+    from trueheart_core.integrations.mcp_server import server
+
+    with TrueHeart(SQLiteRepository(tmp_path / "m.db")) as service:
+        built = server.build_server(MemoryTools(service, Scope("a", "b", "c")))
+        with pytest.raises(ValidationError, match=re.escape(message)):
+            server.serve_http(built, host, port, ready=print)

@@ -25,6 +25,9 @@ the ``-journal`` suffix it must be able to add."""
 _TEMPORARY_SUFFIX_BYTES = 23
 """What ``connection.create_file`` adds to a new store's name: ``"." + 16 hex + ".init"`` and one
 leading dot."""
+NEW_STORE_PATH_BYTES = MAX_PATH_BYTES - _TEMPORARY_SUFFIX_BYTES
+"""The longest absolute path at which a new store is created (it is built under a longer
+temporary name first)."""
 
 
 def normalise_path(path: object) -> str:
@@ -65,11 +68,9 @@ def check_target(path: str) -> bool:
             raise ValidationError(
                 "path", "its WAL or shared-memory file cannot be read by this process"
             )
-    if not exists and len(os.fsencode(path)) > MAX_PATH_BYTES - _TEMPORARY_SUFFIX_BYTES:
+    if not exists and len(os.fsencode(path)) > NEW_STORE_PATH_BYTES:
         raise ValidationError(
-            "path",
-            f"must be at most {MAX_PATH_BYTES - _TEMPORARY_SUFFIX_BYTES} bytes long "
-            "for a new store",
+            "path", f"must be at most {NEW_STORE_PATH_BYTES} bytes long for a new store"
         )
     return exists
 

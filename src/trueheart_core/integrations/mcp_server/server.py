@@ -42,6 +42,7 @@ except ModuleNotFoundError as missing:
     ) from None
 
 import trueheart_core
+from trueheart_core.errors import ValidationError
 from trueheart_core.integrations.mcp_server.tools import MemoryTools, ToolFailure, UnknownTool
 
 __all__ = ["HTTP_PATH", "LOOPBACK_HOSTS", "build_server", "serve_http", "serve_stdio"]
@@ -326,13 +327,16 @@ def serve_http(
     clean stop, where the event streams are cut at once (a call that committed would
     lose its answer).
 
-    ``host`` must be one of :data:`LOOPBACK_HOSTS`; port 0 takes a free port. ``ready``
+    ``host`` must be one of :data:`LOOPBACK_HOSTS` and ``port`` an ``int`` from 0 through
+    65535 (``ValidationError`` otherwise); port 0 takes a free port. ``ready``
     is called with the URL once the socket listens (a client may connect from then on),
     before the first request is accepted. A port that cannot be bound raises
     ``OSError``. A SIGTERM at any time from the call to ``ready`` on stops the server
     cleanly, before it serves or after."""
-    if host not in LOOPBACK_HOSTS:
-        raise ValueError("host: must be a loopback address (127.0.0.1, ::1 or localhost)")
+    if not isinstance(host, str) or host not in LOOPBACK_HOSTS:
+        raise ValidationError("host", "must be a loopback address (127.0.0.1, ::1 or localhost)")
+    if type(port) is not int or not 0 <= port <= 65535:
+        raise ValidationError("port", "must be an int from 0 through 65535")
     app = server.streamable_http_app(streamable_http_path=HTTP_PATH, host=host, json_response=True)
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
     serving = uvicorn.Server(config)
