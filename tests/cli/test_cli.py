@@ -31,7 +31,7 @@ from trueheart_core import (
     TrueHeart,
     TrustLevel,
 )
-from trueheart_core.cli import demo
+from trueheart_core.cli import demo, newfile
 from trueheart_core.cli.scopes import format_scope
 
 NOW = datetime(2026, 8, 13, 12, 0, tzinfo=UTC)
@@ -226,6 +226,41 @@ def test_demo_and_import_create_a_store_at_any_path_a_new_store_may_have(
     assert sorted(p.name for p in import_path.parent.iterdir()) == [name]
     with TrueHeart(SQLiteRepository(import_path, read_only=True)) as service:
         assert service.verify_integrity().ok
+
+
+@pytest.mark.parametrize("total", [482, 520])
+@pytest.mark.parametrize("command", ["demo", "import"])
+def test_a_path_longer_than_a_new_store_may_have_is_refused(
+    tmp_path: Path, total: int, command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _long_path(tmp_path / "made", total, "n" * 150 + ".db")
+    export = tmp_path / "export.jsonl"
+    export.write_text("")
+    args = [str(path)] if command == "demo" else [str(path), str(export)]
+    status, _, err = call(capsys, command, *args)
+    assert status == 1
+    assert err.splitlines()[-1] == (
+        f"trueheart: {path}: must be at most 481 bytes long for a new store"
+    )
+    assert not (tmp_path / "made").exists()
+
+
+def test_a_demo_stopped_just_after_its_link_leaves_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    link = os.link
+    path = tmp_path / "new" / "demo.db"
+
+    def link_then_stopped(source: str, target: str) -> None:
+        link(source, target)
+        if target == str(path):  # not the library's own link of a new store
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(newfile.os, "link", link_then_stopped)
+    status, _, err = call(capsys, "demo", str(path))
+    assert status == 130
+    assert err.splitlines()[-1] == "trueheart: interrupted"
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_a_short_name_at_the_longest_path_is_refused_with_its_own_limit(

@@ -32,7 +32,11 @@ def _delete_until_refused(path: Path) -> tuple[str, str, str, list[str]]:
     grow; that event, the error's class and message, and the erasure log's warnings."""
     warnings: list[str] = []
     handler = logging.Handler()
-    handler.emit = lambda record: warnings.append(record.getMessage())  # type: ignore[method-assign]
+    # A record whose arguments are not all text (an exception, with its frames) is
+    # noted as such: a handler that keeps records must keep nothing else.
+    handler.emit = lambda record: warnings.append(  # type: ignore[method-assign]
+        record.getMessage() if all(type(a) is str for a in record.args or ()) else "not text"
+    )
     logging.getLogger("trueheart_core.erasure").addHandler(handler)
     service = th.TrueHeart(th.SQLiteRepository(path), clock=lambda: NOW)
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)

@@ -31,11 +31,13 @@ _COMPACT_BYTES = 17
 def temporary_path(target: str, purpose: str) -> str:
     """A new temporary path beside ``target``: ``.NAME.PURPOSE-`` and 16 random
     hexadecimal digits, or, where a store could not be created at a path that long, a
-    dot and the 16 digits alone. ``TargetRefused`` when even that is too long, although
-    ``target`` itself may not be."""
+    dot and the 16 digits alone. ``TargetRefused`` when ``target`` is longer than a new
+    store's path may be, or when even the shorter name is too long."""
     directory, name = os.path.split(os.path.abspath(target))
     token = secrets.token_hex(8)
     limit = stores.NEW_STORE_PATH_BYTES
+    if len(os.fsencode(os.path.join(directory, name))) > limit:
+        raise TargetRefused(target, f"must be at most {limit} bytes long for a new store")
     for candidate in (f".{name}.{purpose}-{token}", f".{token}"):
         path = os.path.join(directory, candidate)
         if len(os.fsencode(path)) <= limit:
@@ -44,6 +46,14 @@ def temporary_path(target: str, purpose: str) -> str:
     raise TargetRefused(
         target, f"must be at most {shortest} bytes long for a store that {purpose} creates"
     )
+
+
+def _unlink_if_same(target: str, temporary: str) -> None:
+    """Remove ``target`` when it is a link to the file at ``temporary``."""
+    with contextlib.suppress(OSError):
+        ours, there = os.stat(temporary), os.lstat(target)
+        if (ours.st_dev, ours.st_ino) == (there.st_dev, there.st_ino):
+            os.remove(target)
 
 
 def missing_directories(path: str) -> list[str]:
@@ -84,6 +94,10 @@ def built_in_place(
         done = True
         return result
     finally:
+        if not done:
+            # Stopped (Ctrl-C, SIGTERM) just after the link: the file there is this
+            # command's own, and a command that did not finish leaves nothing.
+            _unlink_if_same(target, temporary)
         remove_store(temporary)
         if not done:
             for made in missing:

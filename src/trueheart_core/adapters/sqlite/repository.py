@@ -341,7 +341,7 @@ class SQLiteRepository:
         except TrueHeartError as error:
             # Given up: the connection closes all the same.
             self._erasure_pending = False
-            logs.ERASURE.warning("erasure scrub given up at close: %s", error)
+            logs.ERASURE.warning("erasure scrub given up at close: %s", str(error))
             return
         if not scrubbed:
             raise RepositoryBusy("erasure checkpoint incomplete")
