@@ -15,7 +15,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_support import call, child_env, run_bytes, run_text
+from cli_support import (  # noqa: F401 - sigint_restored is a fixture
+    call,
+    child_env,
+    run_bytes,
+    run_text,
+    sigint_restored,
+)
 from store_dump import dump
 
 from trueheart_core import (
@@ -245,6 +251,7 @@ def test_a_path_longer_than_a_new_store_may_have_is_refused(
     assert not (tmp_path / "made").exists()
 
 
+@pytest.mark.usefixtures("sigint_restored")
 def test_a_demo_stopped_just_after_its_link_leaves_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
