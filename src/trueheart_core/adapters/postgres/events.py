@@ -120,7 +120,7 @@ class PostgresEvents(Role):
             f"AND NOT EXISTS (SELECT 1 FROM tombstones t WHERE {scoped('t')} "
             "AND t.entity_id = %s) "
             "AND EXISTS (SELECT 1 FROM meta WHERE schema_version = %s "
-            "AND (tableoid::bigint = %s OR %s = 0)) RETURNING 1), "
+            "AND tableoid::bigint = %s) RETURNING 1), "
             f"b AS (INSERT INTO raw_bodies ({KEY}, event_id, content, digest) "
             "SELECT %s, %s, %s, %s, %s, %s FROM e), "
             f"a AS (INSERT INTO audit ({KEY}, audit_id, action, entity_type, entity_id, "
@@ -148,7 +148,6 @@ class PostgresEvents(Role):
                 *key,
                 event_id,
                 SCHEMA_VERSION,
-                self._s.store_oid,
                 self._s.store_oid,
                 *key,
                 event_id,

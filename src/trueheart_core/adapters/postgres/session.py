@@ -260,14 +260,14 @@ class Session:
         scratch: dict[object, object],
         *,
         write: bool,
-        store: str = "",
-        store_oid: int = 0,
+        store: str,
+        store_oid: int,
         known: set[ScopeKey] | None = None,
         erasing: bool = False,
     ) -> None:
         self.conn = conn
-        # The OID of the store's ``meta`` table when the repository opened it (0: not
-        # known): a statement that commits without the unit's own checks (see
+        # The OID of the store's ``meta`` table when the repository opened it: a
+        # statement that commits without the unit's own checks (see
         # :meth:`one_and_commit`) stores nothing in another store made under its name.
         self.store_oid = store_oid
         # Whether the unit is an erasing one (the repository rewrites after its commit).

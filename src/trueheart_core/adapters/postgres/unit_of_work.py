@@ -35,8 +35,8 @@ class PostgresUnitOfWork:
         scratch: dict[object, object],
         *,
         write: bool,
-        store: str = "",
-        store_oid: int = 0,
+        store: str,
+        store_oid: int,
         known: set[ScopeKey] | None = None,
         erasing: bool = False,
     ) -> None:
