@@ -349,10 +349,6 @@ def check_vectors(
     return checked
 
 
-_UNUSABLE = frozenset({"vector_space_unknown", "digest_mismatch", "vector_size_invalid"})
-"""Problems of a vector of an existing memory that no rewrite of its row repairs."""
-
-
 def remove_damaged(uow: UnitOfWork) -> int:
     """Remove every vector of an existing memory that fails its digest, has a size its
     space does not give, or names no known space: only the embedder can compute it
@@ -366,7 +362,7 @@ def remove_damaged(uow: UnitOfWork) -> int:
     damaged = [
         (row.scope, row.memory_id)
         for row in vectors.iter(None)
-        if row.memory_id and _problem(row, spaces) in _UNUSABLE
+        if row.memory_id and _unusable(row, spaces) is not None
     ]
     return sum(vectors.discard(scope, memory_id) for scope, memory_id in damaged)
 
@@ -375,6 +371,15 @@ def _problem(row: VectorRow, spaces: Mapping[int, SpaceRow]) -> str | None:
     """The integrity code of what is wrong with a vector row on its own, if anything."""
     if not row.memory_id:
         return "vector_without_memory"
+    unusable = _unusable(row, spaces)
+    if unusable is None and not _sketch_agrees(row):
+        return "vector_sketch_mismatch"
+    return unusable
+
+
+def _unusable(row: VectorRow, spaces: Mapping[int, SpaceRow]) -> str | None:
+    """The integrity code of what no rewrite of a vector row repairs (its space, its
+    digest, its size), if anything: only the embedder can compute such a vector again."""
     found = spaces.get(row.space_id)
     if found is None:
         return "vector_space_unknown"
@@ -383,8 +388,6 @@ def _problem(row: VectorRow, spaces: Mapping[int, SpaceRow]) -> str | None:
         return "digest_mismatch"
     if len(row.vector) != 4 * found.dimensions:
         return "vector_size_invalid"
-    if not _sketch_agrees(row):
-        return "vector_sketch_mismatch"
     return None
 
 
