@@ -703,9 +703,10 @@ def _claim_inputs(claims: object) -> list[ClaimInput]:
             found = list(claims)
         except Exception:  # the host's iterator failed: refused, never passed on
             found = None
-    if found is None or not all(isinstance(claim, ClaimInput) for claim in found):
+    inputs = [claim for claim in found or () if isinstance(claim, ClaimInput)]
+    if found is None or len(inputs) != len(found):
         raise ValidationError("claims", "must be an iterable of ClaimInput")
-    return [claim for claim in found if isinstance(claim, ClaimInput)]
+    return inputs
 
 
 def _claim_draft(

@@ -56,7 +56,7 @@ def _unlink_if_same(target: str, temporary: str) -> None:
             os.remove(target)
 
 
-def missing_directories(path: str) -> list[str]:
+def _missing_directories(path: str) -> list[str]:
     """The directories above ``path`` that do not exist yet, the deepest first."""
     missing = []
     directory = os.path.dirname(os.path.abspath(path))
@@ -74,7 +74,7 @@ def built_in_place(
     returns what ``build`` returned. ``TargetExists`` when a file appeared at
     ``target`` meanwhile (it is left as it is)."""
     refuse_new_store(target)
-    missing = missing_directories(target)
+    missing = _missing_directories(target)
     temporary = temporary_path(target, purpose)
     done = False
     try:
