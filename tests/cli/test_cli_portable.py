@@ -8,6 +8,7 @@ import json
 import os
 import sqlite3
 import subprocess
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -260,6 +261,24 @@ def test_an_import_never_replaces_or_removes_a_store_created_meanwhile(
         assert service.get_receipt(SCOPE, "evt-other").event_id == "evt-other"
         assert service.stats().memories == 0
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".new.db")] == []
+
+
+def test_an_import_killed_outright_leaves_its_temporary_store(store: Path, tmp_path: Path) -> None:
+    """SIGKILL cannot be caught: the temporary store the guide tells the operator to
+    remove stays beside the target, and nothing is at the target itself."""
+    export = run(tmp_path, "export", str(store))
+    assert export.returncode == 0, export.stderr
+    importing = _importing_stdin(tmp_path)
+    assert importing.stdin is not None
+    importing.stdin.write(export.stdout[: len(export.stdout) // 2])
+    importing.stdin.flush()
+    deadline = time.monotonic() + 60
+    while not list(tmp_path.glob(".new.db.import-*")) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    importing.kill()
+    importing.communicate(timeout=60)
+    assert list(tmp_path.glob(".new.db.import-*"))
+    assert not (tmp_path / "new.db").exists()
 
 
 def test_import_refuses_a_line_too_long_without_reading_it_whole(tmp_path: Path) -> None:
